@@ -1,0 +1,143 @@
+# gcoll build. `make` builds lib/libgcoll.so and lib/libgcoll.a; `make test` runs every test;
+# `make run` runs the demo; `make SAN=address|thread` builds a sanitizer variant under build/.
+# Missing Debian packages are installed first by scripts/install-deps.sh.
+
+PREFIX ?= /usr/local
+MPICC ?= mpicc
+SAN ?=
+NP ?= 4
+
+# Install what is missing before anything below asks pkg-config or mpicc about it.
+ifeq ($(filter clean distclean,$(MAKECMDGOALS)),)
+DEPS_RC := $(shell sh scripts/install-deps.sh >&2; echo $$?)
+ifneq ($(DEPS_RC),0)
+$(error scripts/install-deps.sh failed (exit $(DEPS_RC)); see its message above)
+endif
+endif
+
+# Optional parts: on when found, off with OFI=0, HWLOC=0, CUDA=0.
+OFI ?= $(shell pkg-config --exists libfabric 2>/dev/null && echo 1 || echo 0)
+HWLOC ?= $(shell pkg-config --exists hwloc 2>/dev/null && echo 1 || echo 0)
+NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+CUDA ?= $(if $(NVCC),1,0)
+
+VERSION := 0.1.0
+SOMAJOR := 0
+
+ifeq ($(SAN),)
+BUILD := build/default
+LIBDIR := lib
+else ifeq ($(SAN),address)
+BUILD := build/asan
+LIBDIR := $(BUILD)/lib
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else ifeq ($(SAN),thread)
+BUILD := build/tsan
+LIBDIR := $(BUILD)/lib
+SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
+else
+$(error SAN must be address or thread, not '$(SAN)')
+endif
+BINDIR := $(BUILD)/bin
+OBJDIR := $(BUILD)/obj
+
+CFLAGS ?= -O2 -g
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(SANFLAGS) -Iinclude -Isrc -Itransports
+FEATURES := -DGCOLL_HAVE_OFI=$(OFI) -DGCOLL_HAVE_HWLOC=$(HWLOC) -DGCOLL_HAVE_CUDA=$(CUDA)
+LIB_CFLAGS := $(BASE_CFLAGS) $(FEATURES) -fPIC -fvisibility=hidden
+LDLIBS := -lpthread -lm
+
+LIB_SRCS := $(wildcard src/*.c) $(wildcard collectives/*.c) $(wildcard transports/*/*.c)
+LIB_OBJS := $(patsubst %.c,$(OBJDIR)/%.o,$(LIB_SRCS))
+SHLIB := $(LIBDIR)/libgcoll.so.$(VERSION)
+STLIB := $(LIBDIR)/libgcoll.a
+
+UNIT_SRCS := $(wildcard tests/unit/*.c)
+MPI_TESTS := $(patsubst tests/mpi/%.c,$(BINDIR)/%,$(filter-out tests/mpi/harness.c,$(wildcard tests/mpi/*.c)))
+TOOLS := $(BINDIR)/gcoll_info
+EXAMPLES := $(patsubst examples/%.c,$(BINDIR)/%,$(wildcard examples/*.c))
+
+.PHONY: all lib tests test check-san run install uninstall clean distclean
+all: lib $(TOOLS)
+lib: $(SHLIB) $(STLIB) $(LIBDIR)/libgcoll.so
+
+# Vector kernels: the same template compiled per instruction set, chosen at run time.
+$(OBJDIR)/src/reduce_generic.o: EXTRA := -O3
+$(OBJDIR)/src/reduce_avx2.o: EXTRA := -O3 -mavx2 -mfma -mf16c
+$(OBJDIR)/src/reduce_avx512.o: EXTRA := -O3 -mavx512f -mavx512bw -mavx512vl -mf16c -mfma -mprefer-vector-width=512
+
+$(OBJDIR)/%.o: %.c $(wildcard include/*.h src/*.h src/*.inc collectives/*.h transports/*.h) Makefile
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) $(LIB_CFLAGS) $(EXTRA) -c $< -o $@
+
+$(SHLIB): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(MPICC) -shared -Wl,-soname,libgcoll.so.$(SOMAJOR) -Wl,--no-undefined $(SANFLAGS) -o $@ $^ $(LDLIBS)
+
+$(LIBDIR)/libgcoll.so: $(SHLIB)
+	ln -sf libgcoll.so.$(VERSION) $(LIBDIR)/libgcoll.so.$(SOMAJOR)
+	ln -sf libgcoll.so.$(VERSION) $@
+
+$(STLIB): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+# Programs link the shared library, as users do; unit tests link the static one to reach
+# internal functions.
+PROG_LDFLAGS := -L$(LIBDIR) -Wl,-rpath,$(abspath $(LIBDIR)) -lgcoll $(SANFLAGS) $(LDLIBS)
+
+$(BINDIR)/gcoll_info: tools/gcoll_info.c $(LIBDIR)/libgcoll.so include/gcoll.h
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $< -o $@ $(PROG_LDFLAGS)
+
+$(BINDIR)/%: tests/mpi/%.c tests/mpi/harness.c tests/mpi/harness.h $(LIBDIR)/libgcoll.so
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) -Itests/mpi $< tests/mpi/harness.c -o $@ $(PROG_LDFLAGS)
+
+$(BINDIR)/%: examples/%.c $(LIBDIR)/libgcoll.so
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $< -o $@ $(PROG_LDFLAGS)
+
+$(BINDIR)/unit_tests: $(UNIT_SRCS) $(STLIB) $(wildcard tests/unit/*.h)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) -Wno-missing-prototypes $(UNIT_SRCS) -o $@ $(STLIB) \
+	    $(shell pkg-config --cflags --libs check) $(SANFLAGS) $(LDLIBS)
+
+tests: all $(BINDIR)/unit_tests $(MPI_TESTS) $(EXAMPLES)
+
+test: tests
+	BINDIR=$(BINDIR) LIBDIR=$(LIBDIR) SAN=$(SAN) sh tests/run.sh
+
+check-san:
+	$(MAKE) SAN=address test
+
+# The README's example, on $(NP) ranks (the benchmark demo replaces it in a later issue).
+run: all $(BINDIR)/readme_example
+	mpirun --allow-run-as-root --oversubscribe -np $(NP) $(BINDIR)/readme_example
+
+$(BINDIR)/readme_example: README.md $(LIBDIR)/libgcoll.so
+	@mkdir -p $(BUILD)/readme
+	sh tests/extract_readme_example.sh README.md > $(BUILD)/readme/readme_example.c
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(BUILD)/readme/readme_example.c -o $@ $(PROG_LDFLAGS)
+
+gcoll.pc: gcoll.pc.in Makefile
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
+	    -e 's|@MPI_LIBS@|$(shell $(MPICC) --showme:link 2>/dev/null || $(MPICC) -link-info 2>/dev/null)|' $< > $@
+
+install: lib gcoll.pc
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 include/gcoll.h include/gcoll_mpi.h $(DESTDIR)$(PREFIX)/include/
+	install -m 755 $(SHLIB) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libgcoll.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libgcoll.so.$(SOMAJOR)
+	ln -sf libgcoll.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libgcoll.so
+	install -m 644 $(STLIB) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 gcoll.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/include/gcoll.h $(DESTDIR)$(PREFIX)/include/gcoll_mpi.h \
+	    $(DESTDIR)$(PREFIX)/lib/libgcoll.* $(DESTDIR)$(PREFIX)/lib/pkgconfig/gcoll.pc
+
+clean:
+	rm -rf build lib gcoll.pc
+distclean: clean

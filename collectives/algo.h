@@ -1,0 +1,40 @@
+/* What every algorithm file shares: the builder signature and the block partition of a vector
+ * over ranks (the first count % n blocks hold one element more). */
+#ifndef GCOLL_ALGO_H
+#define GCOLL_ALGO_H
+
+#include "../src/coll.h"
+#include "../src/schedule.h"
+
+typedef void (*gcoll__build_fn)(gcoll__sched_t *s, const gcoll__coll_args_t *a);
+
+static inline size_t gcoll__blk_cnt(size_t count, int n, int i)
+{
+    return count / (size_t)n + ((size_t)i < count % (size_t)n);
+}
+
+static inline size_t gcoll__blk_off(size_t count, int n, int i)
+{
+    size_t q = count / (size_t)n, r = count % (size_t)n;
+    return (size_t)i * q + ((size_t)i < r ? (size_t)i : r);
+}
+
+static inline int gcoll__mod(int a, int n)
+{
+    return ((a % n) + n) % n;
+}
+
+#define GCOLL_ALGOS(X)                                                       \
+    X(GCOLL_COLL_ALLREDUCE, ring, gcoll__allreduce_ring)                     \
+    X(GCOLL_COLL_ALLREDUCE, recursive_doubling, gcoll__allreduce_rd)         \
+    X(GCOLL_COLL_REDUCE_SCATTER, ring, gcoll__reduce_scatter_ring)           \
+    X(GCOLL_COLL_ALLGATHER, ring, gcoll__allgather_ring)                     \
+    X(GCOLL_COLL_BCAST, binomial, gcoll__bcast_binomial)                     \
+    X(GCOLL_COLL_REDUCE, binomial, gcoll__reduce_binomial)                   \
+    X(GCOLL_COLL_ALLTOALL, pairwise, gcoll__alltoall_pairwise)               \
+    X(GCOLL_COLL_BARRIER, dissemination, gcoll__barrier_dissemination)
+
+#define GCOLL_DECLARE_BUILDER(coll, name, fn) void fn(gcoll__sched_t *s, const gcoll__coll_args_t *a);
+GCOLL_ALGOS(GCOLL_DECLARE_BUILDER)
+
+#endif

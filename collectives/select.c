@@ -1,0 +1,118 @@
+/* Algorithm registry (from GCOLL_ALGOS) and selection by message size. The size of a
+ * collective is the bytes of its whole vector: count for allreduce, bcast and reduce; count
+ * times the rank count for reduce_scatter, allgather and alltoall. */
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "../src/config.h"
+#include "../src/error.h"
+#include "../src/log.h"
+#include "select.h"
+
+#define GCOLL_ALGO_ENTRY(coll, name, fn) {coll, #name, fn},
+static const gcoll__algo_t algos[] = {GCOLL_ALGOS(GCOLL_ALGO_ENTRY)};
+#define NALGOS (sizeof(algos) / sizeof(algos[0]))
+
+/* Below this size recursive doubling's fewer steps beat the ring's smaller volume. */
+#define ALLREDUCE_RD_MAX_BYTES (16 * 1024)
+
+static const char *const coll_names[GCOLL_COLL_COUNT] = {
+    "allreduce", "reduce_scatter", "allgather", "bcast", "reduce", "alltoall", "barrier"};
+
+const char *gcoll__coll_name(int coll)
+{
+    return coll >= 0 && coll < GCOLL_COLL_COUNT ? coll_names[coll] : "unknown";
+}
+
+int gcoll__algo_find(int coll, const char *name)
+{
+    for (size_t i = 0; i < NALGOS; i++)
+        if ((int)algos[i].coll == coll && strcmp(algos[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* Per-collective name lists, built once. */
+static char lists[GCOLL_COLL_COUNT][128];
+static const char *by_coll[GCOLL_COLL_COUNT][NALGOS + 1];
+static size_t nby[GCOLL_COLL_COUNT];
+static pthread_once_t lists_once = PTHREAD_ONCE_INIT;
+
+static void build_lists(void)
+{
+    for (size_t i = 0; i < NALGOS; i++) {
+        int c = algos[i].coll;
+        by_coll[c][nby[c]++] = algos[i].name;
+        if (lists[c][0])
+            strcat(lists[c], "|");
+        strcat(lists[c], algos[i].name);
+    }
+}
+
+const char *gcoll__algo_list(int coll)
+{
+    pthread_once(&lists_once, build_lists);
+    return lists[coll];
+}
+
+size_t gcoll__coll_bytes(const gcoll__coll_args_t *a)
+{
+    size_t b = a->count * a->esize;
+    switch (a->coll) {
+    case GCOLL_COLL_REDUCE_SCATTER:
+    case GCOLL_COLL_ALLGATHER:
+    case GCOLL_COLL_ALLTOALL:
+        return b * (size_t)a->size;
+    default:
+        return b;
+    }
+}
+
+static int builtin_choice(const gcoll__coll_args_t *a, size_t bytes)
+{
+    if (a->coll == GCOLL_COLL_ALLREDUCE)
+        return gcoll__algo_find(a->coll, bytes <= ALLREDUCE_RD_MAX_BYTES ? "recursive_doubling" : "ring");
+    for (size_t i = 0; i < NALGOS; i++)
+        if (algos[i].coll == a->coll)
+            return (int)i;
+    return -1;
+}
+
+gcoll_status_t gcoll__algo_select(const gcoll__coll_args_t *a, const char *forced,
+                                  const gcoll__algo_t **out)
+{
+    int idx = -1;
+    if (forced) {
+        idx = gcoll__algo_find(a->coll, forced);
+        if (idx < 0)
+            return gcoll__error(GCOLL_ERR_INVALID_ARG, "attr->algorithm '%s' is not a %s algorithm: accepts %s",
+                                forced, gcoll__coll_name(a->coll), gcoll__algo_list(a->coll));
+    } else {
+        size_t bytes = gcoll__coll_bytes(a);
+        const gcoll__algo_table_t *t = &gcoll__config.algo[a->coll];
+        for (int i = 0; i < t->nranges && idx < 0; i++)
+            if (bytes >= t->range[i].lo && (bytes < t->range[i].hi || t->range[i].hi == SIZE_MAX))
+                idx = t->range[i].algo;
+        if (idx < 0)
+            idx = builtin_choice(a, bytes);
+    }
+    *out = &algos[idx];
+    return GCOLL_SUCCESS;
+}
+
+GCOLL_API gcoll_status_t gcoll_algorithms(const char *collective, const char *const **names, size_t *count)
+{
+    if (!collective || !names || !count)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is NULL",
+                            !collective ? "collective" : !names ? "names" : "count");
+    for (int c = 0; c < GCOLL_COLL_COUNT; c++) {
+        if (strcmp(collective, coll_names[c]) != 0)
+            continue;
+        pthread_once(&lists_once, build_lists);
+        *names = by_coll[c];
+        *count = nby[c];
+        return GCOLL_SUCCESS;
+    }
+    return gcoll__error(GCOLL_ERR_INVALID_ARG, "collective '%s' is unknown", collective);
+}

@@ -1,0 +1,21 @@
+/* The algorithm registry and the selection table: which algorithm serves a collective at a
+ * given size, from GCOLL_<COLLECTIVE> ranges, a per-operation override, or the built-in choice. */
+#ifndef GCOLL_SELECT_H
+#define GCOLL_SELECT_H
+
+#include "algo.h"
+
+typedef struct {
+    gcoll__coll_t coll;
+    const char *name;
+    gcoll__build_fn build;
+} gcoll__algo_t;
+
+int gcoll__algo_find(int coll, const char *name); /* index, or -1 */
+const char *gcoll__algo_list(int coll);            /* "ring|recursive_doubling" */
+/* Picks the algorithm; forced is attr.algorithm (NULL for the table). */
+gcoll_status_t gcoll__algo_select(const gcoll__coll_args_t *a, const char *forced,
+                                  const gcoll__algo_t **out);
+size_t gcoll__coll_bytes(const gcoll__coll_args_t *a); /* the size the table is indexed by */
+
+#endif

@@ -1,0 +1,146 @@
+/* gcoll: collective communication for data-parallel deep-learning training.
+ * The one public header of the C ABI: opaque handles, status codes, collectives in blocking
+ * and nonblocking forms. It needs no MPI header; MPI interop lives in gcoll_mpi.h. */
+#ifndef GCOLL_H
+#define GCOLL_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GCOLL_VERSION_MAJOR 0
+#define GCOLL_VERSION_MINOR 1
+#define GCOLL_VERSION_PATCH 0
+#define GCOLL_VERSION_CODE(maj, min, pat) ((maj) * 10000 + (min) * 100 + (pat))
+#define GCOLL_VERSION \
+    GCOLL_VERSION_CODE(GCOLL_VERSION_MAJOR, GCOLL_VERSION_MINOR, GCOLL_VERSION_PATCH)
+
+#if defined(__GNUC__)
+#define GCOLL_API __attribute__((visibility("default")))
+#else
+#define GCOLL_API
+#endif
+
+typedef struct gcoll_comm *gcoll_comm_t;
+typedef struct gcoll_request *gcoll_request_t;
+
+/* Status codes. The order is part of the ABI: append only. */
+typedef enum {
+    GCOLL_SUCCESS = 0,
+    GCOLL_ERR_INVALID_ARG,   /* an argument is wrong; gcoll_last_error() names it */
+    GCOLL_ERR_INVALID_USAGE, /* a call out of order, or ranks that disagree */
+    GCOLL_ERR_NOMEM,
+    GCOLL_ERR_SYSTEM,        /* an operating-system call failed */
+    GCOLL_ERR_TRANSPORT,     /* the transport failed */
+    GCOLL_ERR_REMOTE,        /* a peer failed */
+    GCOLL_ERR_TIMEOUT,       /* GCOLL_TIMEOUT passed before the operation completed */
+    GCOLL_ERR_UNSUPPORTED,
+    GCOLL_ERR_ABORTED,       /* the communicator failed or was aborted earlier */
+    GCOLL_ERR_INTERNAL
+} gcoll_status_t;
+
+typedef enum {
+    GCOLL_INT8, GCOLL_UINT8, GCOLL_INT32, GCOLL_UINT32, GCOLL_INT64, GCOLL_UINT64,
+    GCOLL_FLOAT16, GCOLL_BFLOAT16, GCOLL_FLOAT32, GCOLL_FLOAT64,
+    GCOLL_DTYPE_COUNT /* not a type: the number of types */
+} gcoll_dtype_t;
+
+/* GCOLL_AVG divides the sum by the communicator size (integers: truncating division). */
+typedef enum {
+    GCOLL_SUM, GCOLL_PROD, GCOLL_MIN, GCOLL_MAX, GCOLL_AVG,
+    GCOLL_OP_COUNT /* not an op: the number of ops */
+} gcoll_op_t;
+
+/* Per-operation attributes. Always start from GCOLL_ATTR_INIT so that fields added later
+ * keep their defaults; NULL in place of an attr pointer means all defaults. */
+typedef struct {
+    int priority;          /* higher runs first; default 0 */
+    const char *name;      /* shown in logs and error messages; default NULL */
+    const char *algorithm; /* force an algorithm by name (see README); NULL: the selection table */
+} gcoll_attr_t;
+#define GCOLL_ATTR_INIT {0, NULL, NULL}
+
+/* Library lifetime. gcoll_init initializes MPI with MPI_THREAD_MULTIPLE if the caller has not;
+ * gcoll_finalize finalizes MPI only if gcoll_init initialized it. argc/argv may be NULL. */
+GCOLL_API gcoll_status_t gcoll_init(int *argc, char ***argv);
+GCOLL_API gcoll_status_t gcoll_finalize(void);
+
+/* Communicators. Collectives on one communicator must be called in the same order on every
+ * rank (MPI's rule); different communicators are independent. */
+GCOLL_API gcoll_status_t gcoll_comm_world(gcoll_comm_t *comm);
+GCOLL_API gcoll_status_t gcoll_comm_split(gcoll_comm_t comm, int color, int key, gcoll_comm_t *newcomm);
+GCOLL_API gcoll_status_t gcoll_comm_dup(gcoll_comm_t comm, gcoll_comm_t *newcomm);
+GCOLL_API gcoll_status_t gcoll_comm_free(gcoll_comm_t *comm);
+GCOLL_API int gcoll_comm_rank(gcoll_comm_t comm); /* -1 for an invalid communicator */
+GCOLL_API int gcoll_comm_size(gcoll_comm_t comm); /* -1 for an invalid communicator */
+
+/* Blocking collectives. In-place is sendbuf == recvbuf, with MPI_IN_PLACE's meaning; count 0
+ * is legal. Buffers need no alignment. */
+GCOLL_API gcoll_status_t gcoll_allreduce(const void *sendbuf, void *recvbuf, size_t count,
+                                         gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm);
+GCOLL_API gcoll_status_t gcoll_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                              gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm);
+GCOLL_API gcoll_status_t gcoll_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                                         gcoll_dtype_t dtype, gcoll_comm_t comm);
+GCOLL_API gcoll_status_t gcoll_bcast(void *buf, size_t count, gcoll_dtype_t dtype, int root,
+                                     gcoll_comm_t comm);
+GCOLL_API gcoll_status_t gcoll_reduce(const void *sendbuf, void *recvbuf, size_t count,
+                                      gcoll_dtype_t dtype, gcoll_op_t op, int root, gcoll_comm_t comm);
+GCOLL_API gcoll_status_t gcoll_alltoall(const void *sendbuf, void *recvbuf, size_t count,
+                                        gcoll_dtype_t dtype, gcoll_comm_t comm);
+GCOLL_API gcoll_status_t gcoll_barrier(gcoll_comm_t comm);
+
+/* Nonblocking twins: the operation starts at once and completes through gcoll_wait or
+ * gcoll_test. Buffers must stay untouched until then. */
+GCOLL_API gcoll_status_t gcoll_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
+                                          gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm,
+                                          const gcoll_attr_t *attr, gcoll_request_t *req);
+GCOLL_API gcoll_status_t gcoll_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                               gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm,
+                                               const gcoll_attr_t *attr, gcoll_request_t *req);
+GCOLL_API gcoll_status_t gcoll_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                                          gcoll_dtype_t dtype, gcoll_comm_t comm,
+                                          const gcoll_attr_t *attr, gcoll_request_t *req);
+GCOLL_API gcoll_status_t gcoll_ibcast(void *buf, size_t count, gcoll_dtype_t dtype, int root,
+                                      gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req);
+GCOLL_API gcoll_status_t gcoll_ireduce(const void *sendbuf, void *recvbuf, size_t count,
+                                       gcoll_dtype_t dtype, gcoll_op_t op, int root, gcoll_comm_t comm,
+                                       const gcoll_attr_t *attr, gcoll_request_t *req);
+GCOLL_API gcoll_status_t gcoll_ialltoall(const void *sendbuf, void *recvbuf, size_t count,
+                                         gcoll_dtype_t dtype, gcoll_comm_t comm,
+                                         const gcoll_attr_t *attr, gcoll_request_t *req);
+GCOLL_API gcoll_status_t gcoll_ibarrier(gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req);
+
+/* Completion. gcoll_wait frees the request and sets *req to NULL; gcoll_test does so once done.
+ * The status returned is the operation's own. */
+GCOLL_API gcoll_status_t gcoll_wait(gcoll_request_t *req);
+GCOLL_API gcoll_status_t gcoll_test(gcoll_request_t *req, int *done);
+
+/* Errors and introspection. */
+GCOLL_API const char *gcoll_strerror(gcoll_status_t status);
+GCOLL_API const char *gcoll_status_name(gcoll_status_t status); /* "GCOLL_ERR_TIMEOUT" */
+GCOLL_API const char *gcoll_last_error(void); /* this thread's detail of its last failure, or "" */
+GCOLL_API const char *gcoll_version(void);
+GCOLL_API size_t gcoll_dtype_size(gcoll_dtype_t dtype); /* 0 for an invalid type */
+GCOLL_API const char *gcoll_dtype_name(gcoll_dtype_t dtype);
+GCOLL_API const char *gcoll_op_name(gcoll_op_t op);
+
+/* The configuration registry: every GCOLL_* variable, defined once. Index 0..count-1. */
+typedef struct {
+    const char *name;        /* "GCOLL_TIMEOUT" */
+    const char *type;        /* what it accepts, e.g. "seconds (> 0)" */
+    const char *default_str; /* the default as a string */
+    const char *description; /* one line */
+} gcoll_config_var_t;
+GCOLL_API size_t gcoll_config_count(void);
+GCOLL_API gcoll_status_t gcoll_config_var(size_t index, gcoll_config_var_t *var);
+
+/* Algorithm names of a collective ("allreduce", ...), for listing and for attr.algorithm. */
+GCOLL_API gcoll_status_t gcoll_algorithms(const char *collective, const char *const **names, size_t *count);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GCOLL_H */

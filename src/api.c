@@ -1,0 +1,211 @@
+/* The collective entry points: argument checks (every message names the argument), the
+ * algorithm choice, schedule construction, and the start of a request. Each blocking call is
+ * its nonblocking twin plus gcoll_wait. */
+#include <stdint.h>
+
+#include "comm.h"
+#include "dtype.h"
+#include "error.h"
+#include "request.h"
+#include "schedule.h"
+#include "../collectives/select.h"
+
+static gcoll_status_t check_buf(const void *buf, size_t count, const char *name)
+{
+    if (!buf && count)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is NULL with count %zu", name, count);
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t check_common(gcoll__coll_args_t *a, gcoll_comm_t comm, int needs_op)
+{
+    GCOLL_CHECK(gcoll__comm_check(comm, "comm"));
+    if (!gcoll__dtype_valid(a->dtype))
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "dtype %d is not a gcoll_dtype_t", (int)a->dtype);
+    if (needs_op && !gcoll__op_valid(a->op))
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "op %d is not a gcoll_op_t", (int)a->op);
+    a->rank = comm->rank;
+    a->size = comm->size;
+    a->esize = gcoll_dtype_size(a->dtype);
+    /* The whole vector of any collective is at most count * size elements. */
+    if (a->count > SIZE_MAX / a->esize / (size_t)a->size)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "count %zu is too large for %s on %d ranks",
+                            a->count, gcoll_dtype_name(a->dtype), a->size);
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t check_root(int root, gcoll_comm_t comm)
+{
+    if (root < 0 || root >= comm->size)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "root %d is out of range for a communicator of %d ranks",
+                            root, comm->size);
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr,
+                            gcoll_request_t *req)
+{
+    const gcoll__algo_t *algo;
+    GCOLL_CHECK(gcoll__algo_select(a, attr ? attr->algorithm : NULL, &algo));
+    gcoll__sched_t *s = gcoll__sched_new(a->dtype, a->op, (unsigned)a->size);
+    if (!s)
+        return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");
+    if (a->count || a->coll == GCOLL_COLL_BARRIER)
+        algo->build(s, a);
+    if (s->status != GCOLL_SUCCESS) {
+        gcoll_status_t st = s->status;
+        gcoll__sched_free(s);
+        return gcoll__error(st, "%s: no memory for the schedule of %zu elements", gcoll__coll_name(a->coll),
+                            a->count);
+    }
+    return gcoll__request_start(comm, a->coll, algo->name, s, attr, req);
+}
+
+static gcoll_status_t check_req(gcoll_request_t *req)
+{
+    if (!req)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "req is NULL");
+    *req = NULL;
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t run(gcoll_status_t started, gcoll_request_t *req)
+{
+    GCOLL_CHECK(started);
+    return gcoll_wait(req);
+}
+
+GCOLL_API gcoll_status_t gcoll_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
+                                          gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm,
+                                          const gcoll_attr_t *attr, gcoll_request_t *req)
+{
+    gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                            .count = count, .dtype = dtype, .op = op};
+    GCOLL_CHECK(check_req(req));
+    GCOLL_CHECK(check_common(&a, comm, 1));
+    GCOLL_CHECK(check_buf(sendbuf, count, "sendbuf"));
+    GCOLL_CHECK(check_buf(recvbuf, count, "recvbuf"));
+    return start(&a, comm, attr, req);
+}
+
+GCOLL_API gcoll_status_t gcoll_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                               gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm,
+                                               const gcoll_attr_t *attr, gcoll_request_t *req)
+{
+    gcoll__coll_args_t a = {.coll = GCOLL_COLL_REDUCE_SCATTER, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                            .count = recvcount, .dtype = dtype, .op = op};
+    GCOLL_CHECK(check_req(req));
+    GCOLL_CHECK(check_common(&a, comm, 1));
+    GCOLL_CHECK(check_buf(sendbuf, recvcount, "sendbuf"));
+    GCOLL_CHECK(check_buf(recvbuf, recvcount, "recvbuf"));
+    return start(&a, comm, attr, req);
+}
+
+GCOLL_API gcoll_status_t gcoll_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                                          gcoll_dtype_t dtype, gcoll_comm_t comm,
+                                          const gcoll_attr_t *attr, gcoll_request_t *req)
+{
+    gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLGATHER, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                            .count = sendcount, .dtype = dtype};
+    GCOLL_CHECK(check_req(req));
+    GCOLL_CHECK(check_common(&a, comm, 0));
+    GCOLL_CHECK(check_buf(sendbuf, sendcount, "sendbuf"));
+    GCOLL_CHECK(check_buf(recvbuf, sendcount, "recvbuf"));
+    return start(&a, comm, attr, req);
+}
+
+GCOLL_API gcoll_status_t gcoll_ibcast(void *buf, size_t count, gcoll_dtype_t dtype, int root,
+                                      gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req)
+{
+    gcoll__coll_args_t a = {.coll = GCOLL_COLL_BCAST, .sendbuf = buf, .recvbuf = buf, .count = count,
+                            .dtype = dtype, .root = root};
+    GCOLL_CHECK(check_req(req));
+    GCOLL_CHECK(check_common(&a, comm, 0));
+    GCOLL_CHECK(check_root(root, comm));
+    GCOLL_CHECK(check_buf(buf, count, "buf"));
+    return start(&a, comm, attr, req);
+}
+
+GCOLL_API gcoll_status_t gcoll_ireduce(const void *sendbuf, void *recvbuf, size_t count,
+                                       gcoll_dtype_t dtype, gcoll_op_t op, int root, gcoll_comm_t comm,
+                                       const gcoll_attr_t *attr, gcoll_request_t *req)
+{
+    gcoll__coll_args_t a = {.coll = GCOLL_COLL_REDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                            .count = count, .dtype = dtype, .op = op, .root = root};
+    GCOLL_CHECK(check_req(req));
+    GCOLL_CHECK(check_common(&a, comm, 1));
+    GCOLL_CHECK(check_root(root, comm));
+    GCOLL_CHECK(check_buf(sendbuf, count, "sendbuf"));
+    if (comm->rank == root) /* recvbuf matters only at the root */
+        GCOLL_CHECK(check_buf(recvbuf, count, "recvbuf"));
+    return start(&a, comm, attr, req);
+}
+
+GCOLL_API gcoll_status_t gcoll_ialltoall(const void *sendbuf, void *recvbuf, size_t count,
+                                         gcoll_dtype_t dtype, gcoll_comm_t comm,
+                                         const gcoll_attr_t *attr, gcoll_request_t *req)
+{
+    gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLTOALL, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                            .count = count, .dtype = dtype};
+    GCOLL_CHECK(check_req(req));
+    GCOLL_CHECK(check_common(&a, comm, 0));
+    GCOLL_CHECK(check_buf(sendbuf, count, "sendbuf"));
+    GCOLL_CHECK(check_buf(recvbuf, count, "recvbuf"));
+    return start(&a, comm, attr, req);
+}
+
+GCOLL_API gcoll_status_t gcoll_ibarrier(gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req)
+{
+    gcoll__coll_args_t a = {.coll = GCOLL_COLL_BARRIER, .dtype = GCOLL_UINT8};
+    GCOLL_CHECK(check_req(req));
+    GCOLL_CHECK(check_common(&a, comm, 0));
+    return start(&a, comm, attr, req);
+}
+
+GCOLL_API gcoll_status_t gcoll_allreduce(const void *sendbuf, void *recvbuf, size_t count,
+                                         gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm)
+{
+    gcoll_request_t r;
+    return run(gcoll_iallreduce(sendbuf, recvbuf, count, dtype, op, comm, NULL, &r), &r);
+}
+
+GCOLL_API gcoll_status_t gcoll_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                              gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm)
+{
+    gcoll_request_t r;
+    return run(gcoll_ireduce_scatter(sendbuf, recvbuf, recvcount, dtype, op, comm, NULL, &r), &r);
+}
+
+GCOLL_API gcoll_status_t gcoll_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                                         gcoll_dtype_t dtype, gcoll_comm_t comm)
+{
+    gcoll_request_t r;
+    return run(gcoll_iallgather(sendbuf, recvbuf, sendcount, dtype, comm, NULL, &r), &r);
+}
+
+GCOLL_API gcoll_status_t gcoll_bcast(void *buf, size_t count, gcoll_dtype_t dtype, int root,
+                                     gcoll_comm_t comm)
+{
+    gcoll_request_t r;
+    return run(gcoll_ibcast(buf, count, dtype, root, comm, NULL, &r), &r);
+}
+
+GCOLL_API gcoll_status_t gcoll_reduce(const void *sendbuf, void *recvbuf, size_t count,
+                                      gcoll_dtype_t dtype, gcoll_op_t op, int root, gcoll_comm_t comm)
+{
+    gcoll_request_t r;
+    return run(gcoll_ireduce(sendbuf, recvbuf, count, dtype, op, root, comm, NULL, &r), &r);
+}
+
+GCOLL_API gcoll_status_t gcoll_alltoall(const void *sendbuf, void *recvbuf, size_t count,
+                                        gcoll_dtype_t dtype, gcoll_comm_t comm)
+{
+    gcoll_request_t r;
+    return run(gcoll_ialltoall(sendbuf, recvbuf, count, dtype, comm, NULL, &r), &r);
+}
+
+GCOLL_API gcoll_status_t gcoll_barrier(gcoll_comm_t comm)
+{
+    gcoll_request_t r;
+    return run(gcoll_ibarrier(comm, NULL, &r), &r);
+}

@@ -1,0 +1,30 @@
+/* Collective kinds and the arguments every algorithm builder receives. */
+#ifndef GCOLL_COLL_H
+#define GCOLL_COLL_H
+
+#include <stddef.h>
+
+#include "gcoll.h"
+
+typedef enum {
+    GCOLL_COLL_ALLREDUCE, GCOLL_COLL_REDUCE_SCATTER, GCOLL_COLL_ALLGATHER, GCOLL_COLL_BCAST,
+    GCOLL_COLL_REDUCE, GCOLL_COLL_ALLTOALL, GCOLL_COLL_BARRIER, GCOLL_COLL_COUNT
+} gcoll__coll_t;
+
+const char *gcoll__coll_name(int coll);
+
+/* What a schedule builder needs. count is the per-collective count of the public call
+ * (recvcount for reduce_scatter, sendcount for allgather). */
+typedef struct {
+    gcoll__coll_t coll;
+    const void *sendbuf;
+    void *recvbuf;
+    size_t count;
+    gcoll_dtype_t dtype;
+    gcoll_op_t op;
+    int root;
+    int rank, size;
+    size_t esize; /* bytes per element */
+} gcoll__coll_args_t;
+
+#endif

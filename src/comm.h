@@ -1,0 +1,36 @@
+/* Communicators: an MPI bootstrap communicator, a transport endpoint, the collective sequence
+ * number, and the failed state that every later call reports. */
+#ifndef GCOLL_COMM_H
+#define GCOLL_COMM_H
+
+#include <stdint.h>
+
+#include <mpi.h>
+
+#include "gcoll.h"
+#include "transport.h"
+
+struct gcoll_comm {
+    MPI_Comm boot; /* private duplicate: collective setup calls and address exchange */
+    int rank, size;
+    unsigned id; /* for messages: the n-th communicator this process made */
+    const gcoll__transport_t *tpops;
+    gcoll__tp_t *tp;
+    uint64_t seq;          /* collectives issued so far: the tag of the next one */
+    gcoll_status_t failed; /* GCOLL_SUCCESS while healthy */
+    char failmsg[256];
+    int refs;              /* the user's handle plus requests in flight */
+    int is_world;
+    struct gcoll_comm *next; /* the registry of live handles */
+};
+
+/* Builds a communicator over a duplicate of mpi_comm (collective over mpi_comm). */
+gcoll_status_t gcoll__comm_create(MPI_Comm mpi_comm, gcoll_comm_t *out);
+/* Checks that comm is a live handle and not failed; the message names the argument. */
+gcoll_status_t gcoll__comm_check(gcoll_comm_t comm, const char *argname);
+/* Marks comm failed: every later call on it returns GCOLL_ERR_ABORTED with this reason. */
+void gcoll__comm_fail(gcoll_comm_t comm, gcoll_status_t status, const char *reason);
+void gcoll__comm_release(gcoll_comm_t comm); /* drops one reference */
+void gcoll__comm_free_all(void);             /* at finalize */
+
+#endif

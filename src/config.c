@@ -1,0 +1,239 @@
+/* Registry of GCOLL_* variables and their strict parsers. The README table is checked against
+ * this list by tests/readme_vars.sh, so the two cannot drift. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "error.h"
+#include "log.h"
+#include "../collectives/select.h"
+
+gcoll__config_t gcoll__config;
+
+typedef gcoll_status_t (*parse_fn)(const char *var, const char *s, void *out, int arg);
+
+typedef struct {
+    const char *name;
+    const char *accepts;
+    const char *def;
+    const char *desc;
+    parse_fn parse;
+    void *out;
+    int arg; /* parser argument: the collective, for selection tables */
+} var_def_t;
+
+static const char *const log_levels[] = {"error", "warn", "info", "debug", "trace", NULL};
+static const char *const transports[] = {"mpi", NULL};
+static const char *const isas[] = {"auto", "generic", "avx2", "avx512", NULL};
+
+static gcoll_status_t parse_enum(const char *var, const char *s, const char *const *choices, int *out)
+{
+    for (int i = 0; choices[i]; i++)
+        if (strcmp(s, choices[i]) == 0) {
+            *out = i;
+            return GCOLL_SUCCESS;
+        }
+    char list[256] = "";
+    for (int i = 0; choices[i]; i++) {
+        strncat(list, i ? "|" : "", sizeof(list) - strlen(list) - 1);
+        strncat(list, choices[i], sizeof(list) - strlen(list) - 1);
+    }
+    return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s='%s' is not valid: accepts %s", var, s, list);
+}
+
+static gcoll_status_t parse_log_level(const char *var, const char *s, void *out, int arg)
+{
+    (void)arg;
+    return parse_enum(var, s, log_levels, out);
+}
+
+static gcoll_status_t parse_transport(const char *var, const char *s, void *out, int arg)
+{
+    (void)arg;
+    return parse_enum(var, s, transports, out);
+}
+
+static gcoll_status_t parse_isa(const char *var, const char *s, void *out, int arg)
+{
+    (void)arg;
+    return parse_enum(var, s, isas, out);
+}
+
+static gcoll_status_t parse_seconds(const char *var, const char *s, void *out, int arg)
+{
+    (void)arg;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0' || errno != 0 || !isfinite(v) || v <= 0 || isspace((unsigned char)*s))
+        return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                            "%s='%s' is not valid: accepts a number of seconds > 0, e.g. 300 or 0.5",
+                            var, s);
+    *(double *)out = v;
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll__parse_size(const char *s, size_t *out)
+{
+    if (strcmp(s, "max") == 0) {
+        *out = SIZE_MAX;
+        return GCOLL_SUCCESS;
+    }
+    if (!isdigit((unsigned char)s[0]))
+        return GCOLL_ERR_INVALID_ARG;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0)
+        return GCOLL_ERR_INVALID_ARG;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'K': case 'k': shift = 10; end++; break;
+    case 'M': case 'm': shift = 20; end++; break;
+    case 'G': case 'g': shift = 30; end++; break;
+    default: break;
+    }
+    if (*end != '\0' || (shift && v > (SIZE_MAX >> shift)) || v > SIZE_MAX)
+        return GCOLL_ERR_INVALID_ARG;
+    *out = (size_t)v << shift;
+    return GCOLL_SUCCESS;
+}
+
+/* "algo:lo-hi;algo:lo-hi" or a bare "algo" for the whole range; "auto" is the built-in choice. */
+static gcoll_status_t parse_algo_table(const char *var, const char *s, void *out, int coll)
+{
+    gcoll__algo_table_t t = {0};
+    if (strcmp(s, "auto") == 0) {
+        *(gcoll__algo_table_t *)out = t;
+        return GCOLL_SUCCESS;
+    }
+    char buf[512];
+    if (strlen(s) >= sizeof(buf))
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is too long (over %zu characters)", var,
+                            sizeof(buf) - 1);
+    strcpy(buf, s);
+    char *save = NULL;
+    for (char *item = strtok_r(buf, ";", &save); item; item = strtok_r(NULL, ";", &save)) {
+        if (t.nranges == GCOLL_MAX_RANGES)
+            return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s has more than %d ranges", var,
+                                GCOLL_MAX_RANGES);
+        gcoll__algo_range_t *r = &t.range[t.nranges];
+        char *colon = strchr(item, ':');
+        if (colon)
+            *colon = '\0';
+        r->algo = gcoll__algo_find(coll, item);
+        if (r->algo < 0)
+            return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                                "%s: unknown %s algorithm '%s': accepts %s", var,
+                                gcoll__coll_name(coll), item, gcoll__algo_list(coll));
+        r->lo = 0;
+        r->hi = SIZE_MAX;
+        if (colon) {
+            char *dash = strchr(colon + 1, '-');
+            if (!dash)
+                return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                                    "%s: range '%s' needs the form LO-HI, e.g. 0-8K or 1M-max", var,
+                                    colon + 1);
+            *dash = '\0';
+            if (gcoll__parse_size(colon + 1, &r->lo) != GCOLL_SUCCESS ||
+                gcoll__parse_size(dash + 1, &r->hi) != GCOLL_SUCCESS || r->lo >= r->hi)
+                return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                                    "%s: bad range '%s-%s' for %s: accepts LO-HI in bytes with "
+                                    "K/M/G suffixes or max, LO < HI",
+                                    var, colon + 1, dash + 1, item);
+        }
+        t.nranges++;
+    }
+    if (t.nranges == 0)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is empty: accepts auto or algo:LO-HI;...", var);
+    *(gcoll__algo_table_t *)out = t;
+    return GCOLL_SUCCESS;
+}
+
+#define ALGO_VAR(NAME, COLL, DEF_DESC)                                                    \
+    {"GCOLL_" NAME, "auto, or ALGO[:LO-HI][;...]", "auto", DEF_DESC, parse_algo_table,   \
+     &gcoll__config.algo[COLL], COLL}
+
+static const var_def_t vars[] = {
+    {"GCOLL_LOG_LEVEL", "error|warn|info|debug|trace", "warn",
+     "messages up to this level go to stderr, prefixed with host and rank", parse_log_level,
+     &gcoll__config.log_level, 0},
+    {"GCOLL_TIMEOUT", "seconds > 0", "300",
+     "bound on every wait: an operation not complete by then fails with GCOLL_ERR_TIMEOUT",
+     parse_seconds, &gcoll__config.timeout_s, 0},
+    {"GCOLL_TRANSPORT", "mpi", "mpi", "the transport that carries collectives between ranks",
+     parse_transport, &gcoll__config.transport, 0},
+    {"GCOLL_REDUCE_ISA", "auto|generic|avx2|avx512", "auto",
+     "reduction kernels: auto picks the widest vector instructions this CPU has", parse_isa,
+     &gcoll__config.reduce_isa, 0},
+    ALGO_VAR("ALLREDUCE", GCOLL_COLL_ALLREDUCE,
+             "allreduce algorithm per size range (ring, recursive_doubling)"),
+    ALGO_VAR("REDUCE_SCATTER", GCOLL_COLL_REDUCE_SCATTER,
+             "reduce_scatter algorithm per size range (ring)"),
+    ALGO_VAR("ALLGATHER", GCOLL_COLL_ALLGATHER, "allgather algorithm per size range (ring)"),
+    ALGO_VAR("BCAST", GCOLL_COLL_BCAST, "bcast algorithm per size range (binomial)"),
+    ALGO_VAR("REDUCE", GCOLL_COLL_REDUCE, "reduce algorithm per size range (binomial)"),
+    ALGO_VAR("ALLTOALL", GCOLL_COLL_ALLTOALL, "alltoall algorithm per size range (pairwise)"),
+    ALGO_VAR("BARRIER", GCOLL_COLL_BARRIER, "barrier algorithm (dissemination)"),
+};
+#define NVARS (sizeof(vars) / sizeof(vars[0]))
+
+static const char *sources[NVARS];
+
+GCOLL_API size_t gcoll_config_count(void)
+{
+    return NVARS;
+}
+
+GCOLL_API gcoll_status_t gcoll_config_var(size_t index, gcoll_config_var_t *var)
+{
+    if (index >= NVARS)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "index %zu is out of range (count %zu)", index,
+                            NVARS);
+    if (!var)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "var is NULL");
+    var->name = vars[index].name;
+    var->type = vars[index].accepts;
+    var->default_str = vars[index].def;
+    var->description = vars[index].desc;
+    return GCOLL_SUCCESS;
+}
+
+static int known_var(const char *name, size_t len)
+{
+    for (size_t i = 0; i < NVARS; i++)
+        if (strlen(vars[i].name) == len && strncmp(vars[i].name, name, len) == 0)
+            return 1;
+    return 0;
+}
+
+extern char **environ;
+
+gcoll_status_t gcoll__config_load(void)
+{
+    for (size_t i = 0; i < NVARS; i++) {
+        const char *env = getenv(vars[i].name);
+        sources[i] = env ? "environment" : "default";
+        GCOLL_CHECK(vars[i].parse(vars[i].name, env ? env : vars[i].def, vars[i].out, vars[i].arg));
+    }
+    gcoll__log_level = gcoll__config.log_level;
+    for (char **e = environ; *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (strncmp(*e, "GCOLL_", 6) == 0 && eq && !known_var(*e, (size_t)(eq - *e)))
+            GCOLL_LOG(GCOLL_LOG_WARN, "unknown variable %.*s ignored (HINT: see the README's list)",
+                      (int)(eq - *e), *e);
+    }
+    return GCOLL_SUCCESS;
+}
+
+void gcoll__config_dump(void)
+{
+    for (size_t i = 0; i < NVARS; i++) {
+        const char *env = getenv(vars[i].name);
+        GCOLL_LOG(GCOLL_LOG_INFO, "%s = %s (%s)", vars[i].name, env ? env : vars[i].def, sources[i]);
+    }
+}

@@ -1,0 +1,42 @@
+/* The configuration registry: every GCOLL_* variable defined once (name, what it accepts,
+ * default, description, parser), parsed strictly at init, dumped with its source at info level. */
+#ifndef GCOLL_CONFIG_H
+#define GCOLL_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gcoll.h"
+#include "coll.h"
+
+/* One size range of a selection table: algorithm index serves [lo, hi) bytes. */
+typedef struct {
+    size_t lo, hi;
+    int algo;
+} gcoll__algo_range_t;
+
+#define GCOLL_MAX_RANGES 16
+typedef struct {
+    int nranges; /* 0: the built-in choice everywhere */
+    gcoll__algo_range_t range[GCOLL_MAX_RANGES];
+} gcoll__algo_table_t;
+
+typedef struct {
+    int log_level;
+    double timeout_s;
+    int transport;
+    int reduce_isa; /* 0 auto, 1 generic, 2 avx2, 3 avx512 */
+    gcoll__algo_table_t algo[GCOLL_COLL_COUNT];
+} gcoll__config_t;
+
+extern gcoll__config_t gcoll__config;
+
+/* Reads the environment into gcoll__config; a malformed value is an error naming the variable.
+ * Warns about unknown GCOLL_* names. */
+gcoll_status_t gcoll__config_load(void);
+void gcoll__config_dump(void); /* at info level: every variable, its value and its source */
+
+/* Strict parsers, shared with the benchmark's option parsing through their public twins. */
+gcoll_status_t gcoll__parse_size(const char *s, size_t *out); /* "64K", "1M", "max" */
+
+#endif

@@ -1,0 +1,251 @@
+/* The progress engine: runs schedules round by round over the communicator's transport,
+ * enforces GCOLL_TIMEOUT, and turns a failure into a failed communicator. Blocking calls are
+ * a nonblocking start plus gcoll_wait. */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "comm.h"
+#include "config.h"
+#include "context.h"
+#include "error.h"
+#include "log.h"
+#include "reduce.h"
+#include "request.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void run_local(const gcoll__sched_t *s, const gcoll__step_t *st)
+{
+    switch (st->kind) {
+    case GCOLL_STEP_REDUCE:
+        gcoll__reduce(st->dst, st->a, st->b, st->n, s->dtype, s->op);
+        break;
+    case GCOLL_STEP_COPY:
+        memcpy(st->dst, st->a, st->n);
+        break;
+    case GCOLL_STEP_DIV:
+        gcoll__kernels->div[s->dtype](st->dst, st->n, s->divisor);
+        break;
+    default:
+        break;
+    }
+}
+
+static int is_comm_step(const gcoll__step_t *st)
+{
+    return st->kind == GCOLL_STEP_SEND || st->kind == GCOLL_STEP_RECV;
+}
+
+/* Runs r's schedule as far as the transport allows. */
+static gcoll_status_t advance(gcoll_request_t r)
+{
+    gcoll__sched_t *s = r->sched;
+    gcoll_comm_t c = r->comm;
+    uint32_t tag = (uint32_t)r->seq;
+    while (s->cur < s->nrounds) {
+        gcoll__step_t *st = s->steps + s->rounds[s->cur].first;
+        size_t n = s->rounds[s->cur].count, pending = 0;
+        if (!s->posted) {
+            for (size_t i = 0; i < n; i++) {
+                if (st[i].kind == GCOLL_STEP_SEND)
+                    GCOLL_CHECK(c->tpops->isend(c->tp, st[i].peer, tag, st[i].a, st[i].n, &st[i].req));
+                else if (st[i].kind == GCOLL_STEP_RECV)
+                    GCOLL_CHECK(c->tpops->irecv(c->tp, st[i].peer, tag, st[i].dst, st[i].n, &st[i].req));
+            }
+            s->posted = 1;
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (!is_comm_step(&st[i]) || st[i].done)
+                continue;
+            gcoll_status_t ts = c->tpops->test(c->tp, st[i].req, &st[i].done);
+            if (ts != GCOLL_SUCCESS || st[i].done)
+                st[i].req = NULL; /* the transport freed it */
+            GCOLL_CHECK(ts);
+            pending += !st[i].done;
+        }
+        if (pending)
+            return GCOLL_SUCCESS;
+        for (size_t i = 0; i < n; i++)
+            run_local(s, &st[i]);
+        s->cur++;
+        s->posted = 0;
+    }
+    r->done = 1;
+    return GCOLL_SUCCESS;
+}
+
+/* Lists the peers that the current round still waits on, e.g. "2, 5". */
+static void pending_peers(const gcoll_request_t r, char *buf, size_t len)
+{
+    const gcoll__sched_t *s = r->sched;
+    buf[0] = '\0';
+    if (s->cur >= s->nrounds)
+        return;
+    const gcoll__step_t *st = s->steps + s->rounds[s->cur].first;
+    for (size_t i = 0; i < s->rounds[s->cur].count; i++) {
+        if (!is_comm_step(&st[i]) || st[i].done)
+            continue;
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, "%s%d", used ? ", " : "", st[i].peer);
+    }
+}
+
+static void describe(const gcoll_request_t r, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s #%llu%s%s%s on comm %u (%s, round %zu of %zu)", gcoll__coll_name(r->coll),
+             (unsigned long long)r->seq, r->name[0] ? " '" : "", r->name, r->name[0] ? "'" : "",
+             r->comm->id, r->algo, r->sched->cur + 1, r->sched->nrounds);
+}
+
+/* Ends r with status: abandons its messages in flight and fails its communicator. */
+static void fail_request(gcoll_request_t r, gcoll_status_t status, const char *why)
+{
+    char what[192];
+    describe(r, what, sizeof(what));
+    snprintf(r->errmsg, sizeof(r->errmsg), "%s: %s", what, why);
+    gcoll__sched_t *s = r->sched;
+    if (s->cur < s->nrounds) {
+        gcoll__step_t *st = s->steps + s->rounds[s->cur].first;
+        for (size_t i = 0; i < s->rounds[s->cur].count; i++)
+            if (st[i].req) {
+                r->comm->tpops->cancel(r->comm->tp, st[i].req);
+                st[i].req = NULL;
+            }
+    }
+    gcoll__comm_fail(r->comm, status, r->errmsg);
+    r->status = status;
+    r->done = 1;
+}
+
+static void retire(gcoll_request_t r)
+{
+    for (gcoll_request_t *p = &gcoll__context.active; *p; p = &(*p)->next)
+        if (*p == r) {
+            *p = r->next;
+            break;
+        }
+    gcoll__sched_free(r->sched);
+    r->sched = NULL;
+    gcoll__comm_release(r->comm);
+    r->comm = NULL;
+}
+
+/* One pass over every active request. Lock held. */
+static void progress_all(void)
+{
+    double t = now_s();
+    gcoll_request_t r = gcoll__context.active;
+    while (r) {
+        gcoll_request_t next = r->next;
+        gcoll_status_t st = GCOLL_SUCCESS;
+        if (r->comm->failed != GCOLL_SUCCESS) {
+            fail_request(r, GCOLL_ERR_ABORTED, r->comm->failmsg);
+        } else if ((st = advance(r)) != GCOLL_SUCCESS) {
+            fail_request(r, st, gcoll_last_error());
+        } else if (!r->done && t > r->deadline) {
+            char peers[160], why[256];
+            pending_peers(r, peers, sizeof(peers));
+            snprintf(why, sizeof(why), "timed out after %g s (GCOLL_TIMEOUT); no answer from rank%s %s",
+                     gcoll__config.timeout_s, strchr(peers, ',') ? "s" : "", peers);
+            fail_request(r, GCOLL_ERR_TIMEOUT, why);
+        }
+        if (r->done)
+            retire(r);
+        r = next;
+    }
+}
+
+gcoll_status_t gcoll__request_start(gcoll_comm_t comm, gcoll__coll_t coll, const char *algo,
+                                    gcoll__sched_t *sched, const gcoll_attr_t *attr,
+                                    gcoll_request_t *out)
+{
+    gcoll_request_t r = calloc(1, sizeof(*r));
+    if (!r) {
+        gcoll__sched_free(sched);
+        return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a request");
+    }
+    r->coll = coll;
+    r->algo = algo;
+    r->sched = sched;
+    if (attr) {
+        r->priority = attr->priority;
+        if (attr->name)
+            snprintf(r->name, sizeof(r->name), "%s", attr->name);
+    }
+    gcoll__context_lock();
+    r->comm = comm;
+    comm->refs++;
+    r->seq = comm->seq++;
+    r->deadline = now_s() + gcoll__config.timeout_s;
+    gcoll_request_t *p = &gcoll__context.active;
+    while (*p && (*p)->priority >= r->priority)
+        p = &(*p)->next;
+    r->next = *p;
+    *p = r;
+    GCOLL_LOG(GCOLL_LOG_TRACE, "start %s #%llu on comm %u with %s", gcoll__coll_name(coll),
+              (unsigned long long)r->seq, comm->id, algo);
+    progress_all();
+    gcoll__context_unlock();
+    *out = r;
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t finish(gcoll_request_t *req)
+{
+    gcoll_request_t r = *req;
+    gcoll_status_t st = r->status;
+    if (st != GCOLL_SUCCESS)
+        gcoll__error(st, "%s", r->errmsg);
+    free(r);
+    *req = NULL;
+    return st;
+}
+
+GCOLL_API gcoll_status_t gcoll_test(gcoll_request_t *req, int *done)
+{
+    if (!req || !*req || !done)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is NULL", !done ? "done" : !req ? "req" : "*req");
+    gcoll__context_lock();
+    if (!(*req)->done)
+        progress_all();
+    *done = (*req)->done;
+    gcoll__context_unlock();
+    return *done ? finish(req) : GCOLL_SUCCESS;
+}
+
+GCOLL_API gcoll_status_t gcoll_wait(gcoll_request_t *req)
+{
+    if (!req || !*req)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is NULL", !req ? "req" : "*req");
+    /* Spin first for latency, then yield so oversubscribed ranks let their peers run. */
+    for (unsigned idle = 0;; idle++) {
+        gcoll__context_lock();
+        if (!(*req)->done)
+            progress_all();
+        int done = (*req)->done;
+        gcoll__context_unlock();
+        if (done)
+            return finish(req);
+        if (idle > 100)
+            sched_yield();
+    }
+}
+
+void gcoll__engine_abort_all(void)
+{
+    gcoll__context_lock();
+    while (gcoll__context.active) {
+        gcoll_request_t r = gcoll__context.active;
+        fail_request(r, GCOLL_ERR_ABORTED, "gcoll_finalize was called with the operation in flight");
+        retire(r);
+    }
+    gcoll__context_unlock();
+}

@@ -1,0 +1,38 @@
+/* Reduction kernels: dst[i] = a[i] op b[i] for every dtype and op (dst may alias a or b), and
+ * the final division of GCOLL_AVG. One portable table and vector tables (AVX2+F16C, AVX-512)
+ * compiled from the same template; the best one the CPU supports is chosen at run time. */
+#ifndef GCOLL_REDUCE_H
+#define GCOLL_REDUCE_H
+
+#include <stddef.h>
+
+#include "gcoll.h"
+
+typedef void (*gcoll__reduce_fn)(void *dst, const void *a, const void *b, size_t n);
+typedef void (*gcoll__div_fn)(void *buf, size_t n, unsigned divisor);
+
+/* ops indexed by SUM, PROD, MIN, MAX; AVG reduces with SUM and divides at the end. */
+typedef struct {
+    const char *name;
+    gcoll__reduce_fn reduce[GCOLL_DTYPE_COUNT][4];
+    gcoll__div_fn div[GCOLL_DTYPE_COUNT];
+} gcoll__kernels_t;
+
+extern const gcoll__kernels_t gcoll__kernels_generic;
+extern const gcoll__kernels_t gcoll__kernels_avx2;
+extern const gcoll__kernels_t gcoll__kernels_avx512;
+
+/* The table in use; set by gcoll__kernels_select, the generic one before that. */
+extern const gcoll__kernels_t *gcoll__kernels;
+
+/* isa: 0 auto, 1 generic, 2 avx2, 3 avx512. Fails if the CPU lacks the ISA asked for. */
+gcoll_status_t gcoll__kernels_select(int isa);
+int gcoll__kernels_supported(const gcoll__kernels_t *k);
+
+static inline void gcoll__reduce(void *dst, const void *a, const void *b, size_t n,
+                                 gcoll_dtype_t dtype, gcoll_op_t op)
+{
+    gcoll__kernels->reduce[dtype][op == GCOLL_AVG ? GCOLL_SUM : op](dst, a, b, n);
+}
+
+#endif

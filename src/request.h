@@ -1,0 +1,34 @@
+/* Requests: one collective in flight on one communicator, running its schedule. The engine
+ * advances every active request whenever any thread waits or tests, so operations that other
+ * ranks need keep moving whichever request this rank happens to wait on. */
+#ifndef GCOLL_REQUEST_H
+#define GCOLL_REQUEST_H
+
+#include <stdint.h>
+
+#include "coll.h"
+#include "schedule.h"
+
+struct gcoll_request {
+    gcoll_comm_t comm;
+    gcoll__coll_t coll;
+    const char *algo;
+    uint64_t seq;
+    int priority;
+    char name[64];
+    gcoll__sched_t *sched;
+    double deadline; /* monotonic seconds */
+    int done;
+    gcoll_status_t status;
+    char errmsg[384];
+    struct gcoll_request *next; /* in the active list */
+};
+
+/* Takes ownership of sched; the request starts at once. */
+gcoll_status_t gcoll__request_start(gcoll_comm_t comm, gcoll__coll_t coll, const char *algo,
+                                    gcoll__sched_t *sched, const gcoll_attr_t *attr,
+                                    gcoll_request_t *out);
+/* At finalize: every request in flight ends with GCOLL_ERR_ABORTED. */
+void gcoll__engine_abort_all(void);
+
+#endif

@@ -1,0 +1,111 @@
+/* Schedule construction. Steps and rounds grow in arrays; scratch buffers belong to the schedule. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "schedule.h"
+
+gcoll__sched_t *gcoll__sched_new(gcoll_dtype_t dtype, gcoll_op_t op, unsigned divisor)
+{
+    gcoll__sched_t *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->dtype = dtype;
+    s->op = op;
+    s->divisor = divisor;
+    return s;
+}
+
+void gcoll__sched_free(gcoll__sched_t *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->nscratch; i++)
+        free(s->scratch[i]);
+    free(s->scratch);
+    free(s->steps);
+    free(s->rounds);
+    free(s);
+}
+
+static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 1;
+    size_t ncap = *cap ? *cap * 2 : 16;
+    while (ncap < need)
+        ncap *= 2;
+    void *p = realloc(*arr, ncap * elem);
+    if (!p)
+        return 0;
+    *arr = p;
+    *cap = ncap;
+    return 1;
+}
+
+void *gcoll__sched_scratch(gcoll__sched_t *s, size_t bytes)
+{
+    void **arr = realloc(s->scratch, (s->nscratch + 1) * sizeof(void *));
+    void *p = arr ? malloc(bytes ? bytes : 1) : NULL;
+    if (arr)
+        s->scratch = arr;
+    if (!p) {
+        s->status = GCOLL_ERR_NOMEM;
+        return NULL;
+    }
+    s->scratch[s->nscratch++] = p;
+    return p;
+}
+
+void gcoll__sched_round(gcoll__sched_t *s)
+{
+    if (s->nrounds && s->rounds[s->nrounds - 1].count == 0)
+        return; /* the open round is still empty: reuse it */
+    if (!grow((void **)&s->rounds, &s->cap_rounds, s->nrounds + 1, sizeof(gcoll__round_t))) {
+        s->status = GCOLL_ERR_NOMEM;
+        return;
+    }
+    s->rounds[s->nrounds++] = (gcoll__round_t){s->nsteps, 0};
+}
+
+static void add_step(gcoll__sched_t *s, gcoll__step_t step)
+{
+    if (s->status != GCOLL_SUCCESS)
+        return;
+    if (s->nrounds == 0)
+        gcoll__sched_round(s);
+    if (!grow((void **)&s->steps, &s->cap_steps, s->nsteps + 1, sizeof(gcoll__step_t))) {
+        s->status = GCOLL_ERR_NOMEM;
+        return;
+    }
+    s->steps[s->nsteps++] = step;
+    s->rounds[s->nrounds - 1].count++;
+}
+
+void gcoll__sched_send(gcoll__sched_t *s, int peer, const void *buf, size_t bytes)
+{
+    add_step(s, (gcoll__step_t){.kind = GCOLL_STEP_SEND, .peer = peer, .a = buf, .n = bytes});
+}
+
+void gcoll__sched_recv(gcoll__sched_t *s, int peer, void *buf, size_t bytes)
+{
+    add_step(s, (gcoll__step_t){.kind = GCOLL_STEP_RECV, .peer = peer, .dst = buf, .n = bytes});
+}
+
+void gcoll__sched_reduce(gcoll__sched_t *s, void *dst, const void *a, const void *b, size_t count)
+{
+    if (count)
+        add_step(s, (gcoll__step_t){.kind = GCOLL_STEP_REDUCE, .dst = dst, .a = a, .b = b, .n = count});
+}
+
+void gcoll__sched_copy(gcoll__sched_t *s, void *dst, const void *src, size_t bytes)
+{
+    if (bytes && dst != src)
+        add_step(s, (gcoll__step_t){.kind = GCOLL_STEP_COPY, .dst = dst, .a = src, .n = bytes});
+}
+
+void gcoll__sched_avg(gcoll__sched_t *s, void *buf, size_t count)
+{
+    if (s->op == GCOLL_AVG && count)
+        add_step(s, (gcoll__step_t){.kind = GCOLL_STEP_DIV, .dst = buf, .n = count});
+}

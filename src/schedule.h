@@ -1,0 +1,60 @@
+/* A schedule: the small program one collective runs on one rank. It is a list of rounds; in
+ * each round all sends and receives are posted at once, and when every one has completed the
+ * round's local steps (reduce, copy, divide) run in order. Algorithms build schedules; the
+ * progress engine runs them; neither knows the transport underneath. */
+#ifndef GCOLL_SCHED_H
+#define GCOLL_SCHED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gcoll.h"
+#include "transport.h"
+
+typedef enum {
+    GCOLL_STEP_SEND, GCOLL_STEP_RECV, GCOLL_STEP_REDUCE, GCOLL_STEP_COPY, GCOLL_STEP_DIV
+} gcoll__step_kind_t;
+
+typedef struct {
+    gcoll__step_kind_t kind;
+    int peer;
+    void *dst;
+    const void *a, *b;
+    size_t n;              /* bytes for send/recv/copy, elements for reduce/div */
+    gcoll__tp_req_t *req;  /* in flight, for send/recv */
+    int done;
+} gcoll__step_t;
+
+typedef struct {
+    size_t first, count;
+} gcoll__round_t;
+
+typedef struct gcoll__sched {
+    gcoll__step_t *steps;
+    size_t nsteps, cap_steps;
+    gcoll__round_t *rounds;
+    size_t nrounds, cap_rounds;
+    void **scratch;
+    size_t nscratch;
+    gcoll_dtype_t dtype;
+    gcoll_op_t op;
+    unsigned divisor;      /* for GCOLL_AVG */
+    gcoll_status_t status; /* first build failure (out of memory) */
+    /* execution state */
+    size_t cur;
+    int posted;
+} gcoll__sched_t;
+
+gcoll__sched_t *gcoll__sched_new(gcoll_dtype_t dtype, gcoll_op_t op, unsigned divisor);
+void gcoll__sched_free(gcoll__sched_t *s);
+
+/* Builder calls. Failures are remembered in s->status and reported once building ends. */
+void *gcoll__sched_scratch(gcoll__sched_t *s, size_t bytes);
+void gcoll__sched_round(gcoll__sched_t *s);
+void gcoll__sched_send(gcoll__sched_t *s, int peer, const void *buf, size_t bytes);
+void gcoll__sched_recv(gcoll__sched_t *s, int peer, void *buf, size_t bytes);
+void gcoll__sched_reduce(gcoll__sched_t *s, void *dst, const void *a, const void *b, size_t count);
+void gcoll__sched_copy(gcoll__sched_t *s, void *dst, const void *src, size_t bytes);
+void gcoll__sched_avg(gcoll__sched_t *s, void *buf, size_t count); /* no step unless op is AVG */
+
+#endif

@@ -1,0 +1,50 @@
+/* The transport interface: a table of function pointers that carries tagged point-to-point
+ * messages between the ranks of one communicator. The core creates one endpoint per
+ * communicator, exchanges addresses through the MPI bootstrap, and drives requests through
+ * test/progress. A transport never knows which collective a message serves. */
+#ifndef GCOLL_TRANSPORT_H
+#define GCOLL_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mpi.h>
+
+#include "gcoll.h"
+
+typedef struct gcoll__tp gcoll__tp_t;         /* one endpoint: a communicator's view of a transport */
+typedef struct gcoll__tp_req gcoll__tp_req_t; /* one send or receive in flight */
+
+typedef struct {
+    MPI_Comm comm; /* the communicator's private bootstrap communicator */
+    int rank, size;
+} gcoll__bootstrap_t;
+
+typedef struct gcoll__transport {
+    const char *name;
+    /* Creates the endpoint. The address it publishes (addr_len bytes) is gathered from every
+     * rank by the core and handed to connect. */
+    gcoll_status_t (*create)(const gcoll__bootstrap_t *boot, gcoll__tp_t **tp);
+    size_t (*addr_len)(gcoll__tp_t *tp);
+    gcoll_status_t (*addr)(gcoll__tp_t *tp, void *buf);
+    gcoll_status_t (*connect)(gcoll__tp_t *tp, const void *all_addrs);
+    /* Nonblocking tagged messages. Messages between one pair with one tag arrive in the order
+     * they were posted. A receive must match the sent size exactly; anything else fails it. */
+    gcoll_status_t (*isend)(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes,
+                            gcoll__tp_req_t **req);
+    gcoll_status_t (*irecv)(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
+                            gcoll__tp_req_t **req);
+    /* Sets *done; a finished request is freed. An error also frees it. */
+    gcoll_status_t (*test)(gcoll__tp_t *tp, gcoll__tp_req_t *req, int *done);
+    /* Abandons a request that will not complete (timeout, abort) and frees it. */
+    void (*cancel)(gcoll__tp_t *tp, gcoll__tp_req_t *req);
+    /* Memory registration hook for transports that need pinned or registered buffers; NULL
+     * when the transport needs none. */
+    gcoll_status_t (*reg_mem)(gcoll__tp_t *tp, void *buf, size_t bytes, void **handle);
+    void (*dereg_mem)(gcoll__tp_t *tp, void *handle);
+    void (*close)(gcoll__tp_t *tp);
+} gcoll__transport_t;
+
+extern const gcoll__transport_t gcoll__transport_mpi;
+
+#endif
