@@ -104,7 +104,7 @@ $(BINDIR)/unit_tests: $(UNIT_SRCS) $(STLIB) $(wildcard tests/unit/*.h)
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) -Wno-missing-prototypes $(UNIT_SRCS) -o $@ $(STLIB) \
 	    $(shell pkg-config --cflags --libs check) $(SANFLAGS) $(LDLIBS)
 
-tests: all $(BINDIR)/unit_tests $(MPI_TESTS) $(EXAMPLES)
+tests: all $(BINDIR)/unit_tests $(MPI_TESTS) $(EXAMPLES) $(BINDIR)/readme_example
 
 test: tests
 	BINDIR=$(BINDIR) LIBDIR=$(LIBDIR) SAN=$(SAN) sh tests/run.sh

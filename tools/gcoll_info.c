@@ -5,6 +5,16 @@
 
 #include "gcoll.h"
 
+/* Markdown table cells: a '|' inside one must be escaped. */
+static void put_cell(const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '|')
+            putchar('\\');
+        putchar(*s);
+    }
+}
+
 int main(int argc, char **argv)
 {
     int markdown = argc > 1 && strcmp(argv[1], "--markdown") == 0;
@@ -18,8 +28,13 @@ int main(int argc, char **argv)
         gcoll_config_var_t v;
         if (gcoll_config_var(i, &v) != GCOLL_SUCCESS)
             return 1;
-        if (markdown)
-            printf("| `%s` | `%s` | %s | %s |\n", v.name, v.default_str, v.type, v.description);
+        if (markdown) {
+            printf("| `%s` | `%s` | ", v.name, v.default_str);
+            put_cell(v.type);
+            printf(" | ");
+            put_cell(v.description);
+            printf(" |\n");
+        }
         else
             printf("%s=%s\t(%s) %s\n", v.name, v.default_str, v.type, v.description);
     }

@@ -1,0 +1,17 @@
+#!/bin/sh
+# make install into a scratch prefix; a program then builds with pkg-config alone and runs.
+set -eu
+dest=$(mktemp -d)
+trap 'rm -rf "$dest"' EXIT
+make -s install PREFIX="$dest" >/dev/null
+for f in include/gcoll.h include/gcoll_mpi.h lib/libgcoll.so lib/libgcoll.so.0 lib/libgcoll.a lib/pkgconfig/gcoll.pc; do
+    [ -e "$dest/$f" ] || { echo "missing after install: $f"; exit 1; }
+done
+cat > "$dest/t.c" <<'C'
+#include <gcoll.h>
+#include <stdio.h>
+int main(void) { printf("gcoll %s\n", gcoll_version()); return GCOLL_VERSION == 100 ? 0 : 1; }
+C
+PKG_CONFIG_PATH="$dest/lib/pkgconfig" mpicc "$dest/t.c" -o "$dest/t" \
+    $(PKG_CONFIG_PATH="$dest/lib/pkgconfig" pkg-config --cflags --libs gcoll) -Wl,-rpath,"$dest/lib"
+"$dest/t"

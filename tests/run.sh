@@ -1,0 +1,119 @@
+#!/bin/sh
+# Runs every test: the Check unit suites, the multi-rank tests under mpirun at 1..8 ranks, and
+# the script checks. Each program runs under a time limit, so a hang names itself. Ends with
+# the line "N passed, N failed" (checks summed over all programs).
+set -u
+BINDIR=${BINDIR:-build/default/bin}
+LIBDIR=${LIBDIR:-lib}
+export BINDIR LIBDIR
+LOG=${TEST_LOG:-$BINDIR/../test.log}
+: > "$LOG"
+passed=0
+failed=0
+failures=""
+
+MPIRUN="mpirun --allow-run-as-root --oversubscribe --bind-to none"
+if [ -n "${SAN:-}" ]; then
+    # Open MPI's own allocations at exit are not ours to report.
+    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
+    export LSAN_OPTIONS="suppressions=$(pwd)/tests/lsan.supp:print_suppressions=0"
+    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+    export TEST_QUICK=1 # the 1 Mi+3 case takes minutes under the sanitizers
+fi
+
+note_fail() {
+    failed=$((failed + 1))
+    failures="$failures
+  $1"
+}
+
+# run_mpi NAME NP [ENV=VAL ...]: one multi-rank test; its RESULT line gives the counts.
+run_mpi() {
+    name=$1 np=$2
+    shift 2
+    envs=""
+    for e in "$@"; do envs="$envs -x $e"; done
+    out=$(timeout 900 $MPIRUN -np "$np" $envs "$BINDIR/test_$name" 2>&1)
+    rc=$?
+    printf '=== %s np=%s rc=%s\n%s\n' "$name" "$np" "$rc" "$out" >> "$LOG"
+    line=$(printf '%s\n' "$out" | grep "^RESULT $name " | tail -1)
+    if [ -z "$line" ]; then
+        note_fail "test_$name np=$np: no result (exit $rc); see $LOG"
+        printf '%s\n' "$out" | grep -v '^\(---\|$\)' | tail -15
+        return
+    fi
+    p=$(printf '%s' "$line" | sed 's/.*passed=\([0-9]*\).*/\1/')
+    f=$(printf '%s' "$line" | sed 's/.*failed=\([0-9]*\).*/\1/')
+    passed=$((passed + p))
+    failed=$((failed + f))
+    [ "$f" = 0 ] && [ "$rc" = 0 ] || {
+        [ "$f" = 0 ] && note_fail "test_$name np=$np: exit $rc" || failures="$failures
+  test_$name np=$np: $f failed"
+        printf '%s\n' "$out" | grep -E 'FAIL|ERROR|Sanitizer|runtime error' | head -15
+    }
+    echo "$line"
+}
+
+# run_script NAME CMD...: one check that passes or fails as a whole.
+run_script() {
+    name=$1
+    shift
+    out=$("$@" 2>&1)
+    rc=$?
+    printf '=== %s rc=%s\n%s\n' "$name" "$rc" "$out" >> "$LOG"
+    if [ $rc = 0 ]; then
+        passed=$((passed + 1))
+        echo "ok   $name: $(printf '%s' "$out" | tail -1)"
+    else
+        note_fail "$name"
+        echo "FAIL $name"
+        printf '%s\n' "$out" | tail -20
+    fi
+}
+
+echo "--- unit tests (Check)"
+out=$(timeout 900 "$BINDIR/unit_tests" 2>&1)
+rc=$?
+printf '=== unit rc=%s\n%s\n' "$rc" "$out" >> "$LOG"
+line=$(printf '%s\n' "$out" | grep 'Checks:' | tail -1)
+printf '%s\n' "$out" | grep -E ':[FE]:|SKIP' | head -20
+if [ -n "$line" ]; then
+    echo "$line"
+    c=$(printf '%s' "$line" | sed 's/.*Checks: \([0-9]*\).*/\1/')
+    f=$(printf '%s' "$line" | sed 's/.*Failures: \([0-9]*\), Errors: \([0-9]*\).*/\1 \2/')
+    nf=$(( ${f% *} + ${f#* } ))
+    passed=$((passed + c - nf))
+    failed=$((failed + nf))
+    [ $nf = 0 ] && [ $rc = 0 ] || note_fail "unit tests: $nf failed (exit $rc)"
+else
+    note_fail "unit tests: no summary (exit $rc)"
+fi
+
+echo "--- multi-rank tests (mpirun)"
+for np in 1 2 3 4 5 7 8; do
+    run_mpi collectives "$np"
+done
+for np in 1 3 4; do
+    run_mpi errors "$np"
+done
+for np in 1 2 3 5 8; do
+    run_mpi split "$np"
+done
+for np in 3 5; do
+    run_mpi timeout "$np" GCOLL_TIMEOUT=1
+done
+
+echo "--- checks"
+run_script "bad GCOLL_TIMEOUT fails gcoll_init, naming it" sh tests/bad_env.sh
+run_script "README variables match the registry" sh tests/readme_vars.sh
+run_script "README example under mpirun -np 4" \
+    timeout 300 $MPIRUN -np 4 "$BINDIR/readme_example"
+[ -n "${SAN:-}" ] || run_script "exported symbols and soname" sh tests/exports.sh
+[ -n "${SAN:-}" ] || run_script "make install, pkg-config, and a program built against it" sh tests/install.sh
+
+if [ -n "$failures" ]; then
+    echo "failures:$failures"
+    echo "(full output: $LOG)"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

@@ -1,0 +1,152 @@
+/* The configuration registry: strict parsing, messages that name the variable, selection
+ * tables, and the public listing. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "unit.h"
+#include "../collectives/select.h"
+
+static void clear_env(void)
+{
+    for (size_t i = 0; i < gcoll_config_count(); i++) {
+        gcoll_config_var_t v;
+        gcoll_config_var(i, &v);
+        unsetenv(v.name);
+    }
+}
+
+static void expect_bad(const char *var, const char *value, const char *in_message)
+{
+    clear_env();
+    setenv(var, value, 1);
+    ck_assert_int_eq(gcoll__config_load(), GCOLL_ERR_INVALID_ARG);
+    ck_assert_msg(strstr(gcoll_last_error(), var), "message '%s' does not name %s", gcoll_last_error(), var);
+    ck_assert_msg(strstr(gcoll_last_error(), in_message), "message '%s' lacks '%s'", gcoll_last_error(),
+                  in_message);
+    unsetenv(var);
+}
+
+START_TEST(defaults_load)
+{
+    clear_env();
+    ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+    ck_assert(gcoll__config.timeout_s == 300);
+    ck_assert_int_eq(gcoll__config.log_level, 1);
+    ck_assert_int_eq(gcoll__config.algo[GCOLL_COLL_ALLREDUCE].nranges, 0);
+}
+END_TEST
+
+START_TEST(malformed_values_name_the_variable)
+{
+    expect_bad("GCOLL_TIMEOUT", "abc", "seconds");
+    expect_bad("GCOLL_TIMEOUT", "0", "seconds > 0");
+    expect_bad("GCOLL_TIMEOUT", "-3", "seconds");
+    expect_bad("GCOLL_TIMEOUT", "5s", "seconds");
+    expect_bad("GCOLL_TIMEOUT", "", "seconds");
+    expect_bad("GCOLL_LOG_LEVEL", "verbose", "error|warn|info|debug|trace");
+    expect_bad("GCOLL_TRANSPORT", "carrier-pigeon", "mpi");
+    expect_bad("GCOLL_REDUCE_ISA", "sse9", "auto|generic|avx2|avx512");
+    expect_bad("GCOLL_ALLREDUCE", "fastest", "ring|recursive_doubling");
+    expect_bad("GCOLL_ALLREDUCE", "ring:8K-1K", "LO < HI");
+    expect_bad("GCOLL_ALLREDUCE", "ring:8K", "LO-HI");
+    expect_bad("GCOLL_ALLREDUCE", "ring:1X-2M", "K/M/G");
+    expect_bad("GCOLL_ALLREDUCE", ";", "empty");
+    expect_bad("GCOLL_BCAST", "ring", "binomial");
+}
+END_TEST
+
+START_TEST(selection_table_parses_and_selects)
+{
+    clear_env();
+    setenv("GCOLL_ALLREDUCE", "recursive_doubling:0-8K;ring:8K-max", 1);
+    setenv("GCOLL_TIMEOUT", "2.5", 1);
+    ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+    ck_assert(gcoll__config.timeout_s == 2.5);
+    const gcoll__algo_table_t *t = &gcoll__config.algo[GCOLL_COLL_ALLREDUCE];
+    ck_assert_int_eq(t->nranges, 2);
+    ck_assert_uint_eq(t->range[0].hi, 8192);
+    ck_assert_uint_eq(t->range[1].lo, 8192);
+    ck_assert_uint_eq(t->range[1].hi, SIZE_MAX);
+
+    gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLREDUCE, .dtype = GCOLL_FLOAT32, .esize = 4, .size = 4};
+    const gcoll__algo_t *algo;
+    a.count = 2047; /* 8188 bytes */
+    ck_assert_int_eq(gcoll__algo_select(&a, NULL, &algo), GCOLL_SUCCESS);
+    ck_assert_str_eq(algo->name, "recursive_doubling");
+    a.count = 2048; /* 8 KiB: the second range */
+    ck_assert_int_eq(gcoll__algo_select(&a, NULL, &algo), GCOLL_SUCCESS);
+    ck_assert_str_eq(algo->name, "ring");
+    ck_assert_int_eq(gcoll__algo_select(&a, "recursive_doubling", &algo), GCOLL_SUCCESS);
+    ck_assert_str_eq(algo->name, "recursive_doubling");
+    ck_assert_int_eq(gcoll__algo_select(&a, "binomial", &algo), GCOLL_ERR_INVALID_ARG);
+    ck_assert(strstr(gcoll_last_error(), "attr->algorithm") != NULL);
+    clear_env();
+}
+END_TEST
+
+START_TEST(uncovered_sizes_use_builtin_choice)
+{
+    clear_env();
+    setenv("GCOLL_ALLREDUCE", "ring:1M-2M", 1);
+    ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+    gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLREDUCE, .dtype = GCOLL_FLOAT32, .esize = 4, .size = 2,
+                            .count = 16};
+    const gcoll__algo_t *algo;
+    ck_assert_int_eq(gcoll__algo_select(&a, NULL, &algo), GCOLL_SUCCESS);
+    ck_assert_str_eq(algo->name, "recursive_doubling"); /* built-in for 64 bytes */
+    clear_env();
+}
+END_TEST
+
+START_TEST(sizes_parse_strictly)
+{
+    size_t v;
+    ck_assert_int_eq(gcoll__parse_size("0", &v), GCOLL_SUCCESS);
+    ck_assert_uint_eq(v, 0);
+    ck_assert_int_eq(gcoll__parse_size("64K", &v), GCOLL_SUCCESS);
+    ck_assert_uint_eq(v, 65536);
+    ck_assert_int_eq(gcoll__parse_size("3M", &v), GCOLL_SUCCESS);
+    ck_assert_uint_eq(v, 3u << 20);
+    ck_assert_int_eq(gcoll__parse_size("2G", &v), GCOLL_SUCCESS);
+    ck_assert_uint_eq(v, (size_t)2 << 30);
+    ck_assert_int_eq(gcoll__parse_size("max", &v), GCOLL_SUCCESS);
+    ck_assert_uint_eq(v, SIZE_MAX);
+    ck_assert_int_eq(gcoll__parse_size("", &v), GCOLL_ERR_INVALID_ARG);
+    ck_assert_int_eq(gcoll__parse_size("-1", &v), GCOLL_ERR_INVALID_ARG);
+    ck_assert_int_eq(gcoll__parse_size("1KB", &v), GCOLL_ERR_INVALID_ARG);
+    ck_assert_int_eq(gcoll__parse_size("99999999999999999999", &v), GCOLL_ERR_INVALID_ARG);
+    ck_assert_int_eq(gcoll__parse_size("17179869184G", &v), GCOLL_ERR_INVALID_ARG);
+}
+END_TEST
+
+START_TEST(registry_listing)
+{
+    ck_assert_uint_ge(gcoll_config_count(), 4);
+    gcoll_config_var_t v;
+    ck_assert_int_eq(gcoll_config_var(0, &v), GCOLL_SUCCESS);
+    ck_assert(strncmp(v.name, "GCOLL_", 6) == 0);
+    ck_assert_int_eq(gcoll_config_var(gcoll_config_count(), &v), GCOLL_ERR_INVALID_ARG);
+    ck_assert_int_eq(gcoll_config_var(0, NULL), GCOLL_ERR_INVALID_ARG);
+    ck_assert(strstr(gcoll_last_error(), "var") != NULL);
+    const char *const *names;
+    size_t n;
+    ck_assert_int_eq(gcoll_algorithms("allreduce", &names, &n), GCOLL_SUCCESS);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_int_eq(gcoll_algorithms("allsorts", &names, &n), GCOLL_ERR_INVALID_ARG);
+}
+END_TEST
+
+Suite *config_suite(void)
+{
+    Suite *s = suite_create("config");
+    TCase *tc = tcase_create("registry");
+    tcase_add_test(tc, defaults_load);
+    tcase_add_test(tc, malformed_values_name_the_variable);
+    tcase_add_test(tc, selection_table_parses_and_selects);
+    tcase_add_test(tc, uncovered_sizes_use_builtin_choice);
+    tcase_add_test(tc, sizes_parse_strictly);
+    tcase_add_test(tc, registry_listing);
+    suite_add_tcase(s, tc);
+    return s;
+}

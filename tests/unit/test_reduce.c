@@ -1,0 +1,240 @@
+/* Every kernel table this CPU supports, every dtype and op, lengths 0..300 and large ones, at
+ * unaligned offsets and in place, against a scalar reference written here. Float inputs mix
+ * NaN, infinities, subnormals, negative zero and random bit patterns. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "reduce.h"
+#include "ref.h"
+#include "unit.h"
+
+static uint64_t rng_state;
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static int is_flt(int d)
+{
+    return d >= GCOLL_FLOAT16;
+}
+
+static double special(int d)
+{
+    static const double v[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 1.0, -1.0, 0.5, 3.0, -2.5};
+    uint64_t k = rnd() % 14;
+    if (k < sizeof(v) / sizeof(v[0]))
+        return v[k];
+    switch (d) { /* the smallest subnormal and the largest finite value of the type */
+    case GCOLL_FLOAT16: return k == 10 ? ldexp(1, -24) : 65504.0;
+    case GCOLL_BFLOAT16: return k == 10 ? ldexp(1, -133) : 3.3895313892515355e38;
+    case GCOLL_FLOAT32: return k == 10 ? ldexp(1, -149) : 3.4028234663852886e38;
+    default: return k == 10 ? ldexp(1, -1074) : 1.7976931348623157e308;
+    }
+}
+
+static void fill(int d, char *p, size_t n)
+{
+    size_t es = gcoll_dtype_size((gcoll_dtype_t)d);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t bits = rnd();
+        if (is_flt(d) && rnd() % 4 == 0) {
+            double v = special(d);
+            if (d == GCOLL_FLOAT16) { uint16_t h = ref_f32_to_f16((float)v); memcpy(&bits, &h, 2); }
+            else if (d == GCOLL_BFLOAT16) { uint16_t h = ref_f32_to_bf16((float)v); memcpy(&bits, &h, 2); }
+            else if (d == GCOLL_FLOAT32) { float f = (float)v; memcpy(&bits, &f, 4); }
+            else memcpy(&bits, &v, 8);
+        } else if (is_flt(d) && rnd() % 2) { /* ordinary magnitudes, where sums round */
+            double v = ((double)(int64_t)(rnd() % 2000001) - 1000000) / 1024.0;
+            if (d == GCOLL_FLOAT16) { uint16_t h = ref_f32_to_f16((float)(v / 64)); memcpy(&bits, &h, 2); }
+            else if (d == GCOLL_BFLOAT16) { uint16_t h = ref_f32_to_bf16((float)v); memcpy(&bits, &h, 2); }
+            else if (d == GCOLL_FLOAT32) { float f = (float)v; memcpy(&bits, &f, 4); }
+            else memcpy(&bits, &v, 8);
+        }
+        memcpy(p + i * es, &bits, es);
+    }
+}
+
+static double ld_flt(int d, const char *p)
+{
+    uint16_t h;
+    float f;
+    double x;
+    switch (d) {
+    case GCOLL_FLOAT16: memcpy(&h, p, 2); return ref_f16_to_f32(h);
+    case GCOLL_BFLOAT16: memcpy(&h, p, 2); return ref_bf16_to_f32(h);
+    case GCOLL_FLOAT32: memcpy(&f, p, 4); return f;
+    default: memcpy(&x, p, 8); return x;
+    }
+}
+
+static void st_flt(int d, char *p, double v)
+{
+    uint16_t h;
+    float f;
+    switch (d) {
+    case GCOLL_FLOAT16: h = ref_f32_to_f16((float)v); memcpy(p, &h, 2); break;
+    case GCOLL_BFLOAT16: h = ref_f32_to_bf16((float)v); memcpy(p, &h, 2); break;
+    case GCOLL_FLOAT32: f = (float)v; memcpy(p, &f, 4); break;
+    default: memcpy(p, &v, 8); break;
+    }
+}
+
+/* One float op in the precision gcoll specifies: double for fp64, float for the others. */
+static double flt_op(int d, int op, double x, double y)
+{
+    if (op == GCOLL_MIN || op == GCOLL_MAX) {
+        if (isnan(x) || isnan(y))
+            return NAN;
+        if (x == 0 && y == 0) /* zeros of either sign: min prefers -0, max prefers +0 */
+            return op == GCOLL_MIN && (signbit(x) || signbit(y)) ? -0.0 : op == GCOLL_MIN ? 0.0
+                   : signbit(x) && signbit(y) ? -0.0 : 0.0;
+        return (op == GCOLL_MIN) == (x < y) ? x : y;
+    }
+    if (d == GCOLL_FLOAT64)
+        return op == GCOLL_PROD ? x * y : x + y;
+    float fx = (float)x, fy = (float)y;
+    return op == GCOLL_PROD ? (double)(fx * fy) : (double)(fx + fy);
+}
+
+static int64_t ld_int(int d, const char *p)
+{
+    int8_t i8; uint8_t u8; int32_t i32; uint32_t u32; int64_t i64;
+    switch (d) {
+    case GCOLL_INT8: memcpy(&i8, p, 1); return i8;
+    case GCOLL_UINT8: memcpy(&u8, p, 1); return u8;
+    case GCOLL_INT32: memcpy(&i32, p, 4); return i32;
+    case GCOLL_UINT32: memcpy(&u32, p, 4); return u32;
+    default: memcpy(&i64, p, 8); return i64;
+    }
+}
+
+static int int_less(int d, int64_t x, int64_t y)
+{
+    return d == GCOLL_UINT64 ? (uint64_t)x < (uint64_t)y : x < y;
+}
+
+static void ref_reduce(int d, int op, char *dst, const char *a, const char *b, size_t n)
+{
+    size_t es = gcoll_dtype_size((gcoll_dtype_t)d);
+    for (size_t i = 0; i < n; i++) {
+        if (is_flt(d)) {
+            st_flt(d, dst + i * es, flt_op(d, op, ld_flt(d, a + i * es), ld_flt(d, b + i * es)));
+            continue;
+        }
+        int64_t x = ld_int(d, a + i * es), y = ld_int(d, b + i * es);
+        uint64_t r;
+        switch (op) {
+        case GCOLL_SUM: r = (uint64_t)x + (uint64_t)y; break;
+        case GCOLL_PROD: r = (uint64_t)x * (uint64_t)y; break;
+        case GCOLL_MIN: r = (uint64_t)(int_less(d, x, y) ? x : y); break;
+        default: r = (uint64_t)(int_less(d, y, x) ? x : y); break;
+        }
+        memcpy(dst + i * es, &r, es); /* little-endian: the low bytes are the wrapped result */
+    }
+}
+
+static void ref_div(int d, char *buf, size_t n, unsigned k)
+{
+    size_t es = gcoll_dtype_size((gcoll_dtype_t)d);
+    for (size_t i = 0; i < n; i++) {
+        if (d == GCOLL_FLOAT64) {
+            st_flt(d, buf + i * es, ld_flt(d, buf + i * es) / k);
+        } else if (is_flt(d)) {
+            st_flt(d, buf + i * es, (double)((float)ld_flt(d, buf + i * es) / (float)k));
+        } else {
+            int64_t x = ld_int(d, buf + i * es);
+            uint64_t r = d == GCOLL_UINT64 ? (uint64_t)x / k : (uint64_t)(x / (int64_t)k);
+            memcpy(buf + i * es, &r, es);
+        }
+    }
+}
+
+static void expect_same(int d, const char *got, const char *want, size_t n, const char *what, size_t len)
+{
+    size_t es = gcoll_dtype_size((gcoll_dtype_t)d);
+    for (size_t i = 0; i < n; i++) {
+        if (is_flt(d) && isnan(ld_flt(d, want + i * es)) && isnan(ld_flt(d, got + i * es)))
+            continue;
+        if (memcmp(got + i * es, want + i * es, es) != 0)
+            ck_abort_msg(
+                      "%s %s len=%zu: element %zu differs (got %g want %g)", what,
+                      gcoll_dtype_name((gcoll_dtype_t)d), len, i,
+                      is_flt(d) ? ld_flt(d, got + i * es) : (double)ld_int(d, got + i * es),
+                      is_flt(d) ? ld_flt(d, want + i * es) : (double)ld_int(d, want + i * es));
+    }
+}
+
+static const gcoll__kernels_t *const tables[] = {&gcoll__kernels_generic, &gcoll__kernels_avx2,
+                                                 &gcoll__kernels_avx512};
+
+static void check_table_len(const gcoll__kernels_t *k, int d, size_t len)
+{
+    size_t es = gcoll_dtype_size((gcoll_dtype_t)d), bytes = len * es;
+    char *a = malloc(bytes + 8), *b = malloc(bytes + 8), *out = malloc(bytes + 8), *want = malloc(bytes + 8);
+    static const size_t offs[][3] = {{0, 0, 0}, {1, 3, 5}, {7, 2, 0}};
+    for (int op = 0; op < 4; op++) {
+        for (size_t o = 0; o < 3; o++) {
+            char *pa = a + offs[o][0], *pb = b + offs[o][1], *po = out + offs[o][2];
+            fill(d, pa, len);
+            fill(d, pb, len);
+            ref_reduce(d, op, want, pa, pb, len);
+            k->reduce[d][op](po, pa, pb, len);
+            char what[64];
+            snprintf(what, sizeof(what), "%s %s", k->name, gcoll_op_name((gcoll_op_t)op));
+            expect_same(d, po, want, len, what, len);
+            k->reduce[d][op](pa, pa, pb, len); /* in place: dst aliases a */
+            expect_same(d, pa, want, len, what, len);
+        }
+    }
+    unsigned divisor = (unsigned)(len % 7) + 2;
+    fill(d, a + 3, len);
+    memcpy(want, a + 3, bytes);
+    ref_div(d, want, len, divisor);
+    k->div[d](a + 3, len, divisor);
+    expect_same(d, a + 3, want, len, "div", len);
+    free(a);
+    free(b);
+    free(out);
+    free(want);
+}
+
+START_TEST(kernels_every_length)
+{
+    const gcoll__kernels_t *k = tables[_i / GCOLL_DTYPE_COUNT];
+    int d = _i % GCOLL_DTYPE_COUNT;
+    if (!gcoll__kernels_supported(k)) {
+        printf("SKIP %s kernels: this CPU lacks the instructions\n", k->name);
+        return;
+    }
+    rng_state = 0x9E3779B97F4A7C15ull + (uint64_t)_i;
+    for (size_t len = 0; len <= 300; len++)
+        check_table_len(k, d, len);
+    check_table_len(k, d, 4099);
+    check_table_len(k, d, 65536 + 13);
+}
+END_TEST
+
+START_TEST(kernel_selection)
+{
+    ck_assert_int_eq(gcoll__kernels_select(1), GCOLL_SUCCESS);
+    ck_assert_ptr_eq(gcoll__kernels, &gcoll__kernels_generic);
+    ck_assert_int_eq(gcoll__kernels_select(0), GCOLL_SUCCESS);
+    ck_assert(gcoll__kernels_supported(gcoll__kernels));
+}
+END_TEST
+
+Suite *reduce_suite(void)
+{
+    Suite *s = suite_create("reduce");
+    TCase *tc = tcase_create("kernels");
+    tcase_set_timeout(tc, 300);
+    tcase_add_loop_test(tc, kernels_every_length, 0, 3 * GCOLL_DTYPE_COUNT);
+    tcase_add_test(tc, kernel_selection);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,12 @@
+/* Check suites of the unit tests; main.c runs them all, each test in its own process. */
+#ifndef GCOLL_UNIT_H
+#define GCOLL_UNIT_H
+
+#include <check.h>
+
+Suite *dtype_suite(void);
+Suite *reduce_suite(void);
+Suite *config_suite(void);
+Suite *errors_suite(void);
+
+#endif
