@@ -91,9 +91,10 @@ $(BINDIR)/gcoll_info: tools/gcoll_info.c $(LIBDIR)/libgcoll.so include/gcoll.h
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $< -o $@ $(PROG_LDFLAGS)
 
-$(BINDIR)/%: tests/mpi/%.c tests/mpi/harness.c tests/mpi/harness.h $(LIBDIR)/libgcoll.so
+TEST_COMMON := tests/mpi/harness.c bench/reference.c
+$(BINDIR)/%: tests/mpi/%.c $(TEST_COMMON) tests/mpi/harness.h bench/reference.h $(LIBDIR)/libgcoll.so
 	@mkdir -p $(dir $@)
-	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) -Itests/mpi $< tests/mpi/harness.c -o $@ $(PROG_LDFLAGS)
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) -Itests/mpi -Ibench $< $(TEST_COMMON) -o $@ $(PROG_LDFLAGS)
 
 $(BINDIR)/%: examples/%.c $(LIBDIR)/libgcoll.so
 	@mkdir -p $(dir $@)

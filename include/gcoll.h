@@ -137,6 +137,17 @@ typedef struct {
 GCOLL_API size_t gcoll_config_count(void);
 GCOLL_API gcoll_status_t gcoll_config_var(size_t index, gcoll_config_var_t *var);
 
+/* The algorithm the selection table picks for a collective ("allreduce", ...) of count elements
+ * of dtype on comm (count as in the collective's own call), and the transport comm uses. */
+GCOLL_API gcoll_status_t gcoll_comm_algorithm(gcoll_comm_t comm, const char *collective, size_t count,
+                                              gcoll_dtype_t dtype, const char **algorithm);
+GCOLL_API gcoll_status_t gcoll_comm_transport(gcoll_comm_t comm, const char **name);
+
+/* Local reduction with gcoll's kernels: inout[i] = inout[i] op in[i] (SUM, PROD, MIN, MAX).
+ * Works before gcoll_init, with the portable kernels until then. */
+GCOLL_API gcoll_status_t gcoll_reduce_local(void *inout, const void *in, size_t count,
+                                            gcoll_dtype_t dtype, gcoll_op_t op);
+
 /* Algorithm names of a collective ("allreduce", ...), for listing and for attr.algorithm. */
 GCOLL_API gcoll_status_t gcoll_algorithms(const char *collective, const char *const **names, size_t *count);
 

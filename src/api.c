@@ -2,6 +2,7 @@
  * algorithm choice, schedule construction, and the start of a request. Each blocking call is
  * its nonblocking twin plus gcoll_wait. */
 #include <stdint.h>
+#include <string.h>
 
 #include "comm.h"
 #include "dtype.h"
@@ -208,4 +209,22 @@ GCOLL_API gcoll_status_t gcoll_barrier(gcoll_comm_t comm)
 {
     gcoll_request_t r;
     return run(gcoll_ibarrier(comm, NULL, &r), &r);
+}
+
+GCOLL_API gcoll_status_t gcoll_comm_algorithm(gcoll_comm_t comm, const char *collective, size_t count,
+                                              gcoll_dtype_t dtype, const char **algorithm)
+{
+    if (!collective || !algorithm)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is NULL", !collective ? "collective" : "algorithm");
+    gcoll__coll_args_t a = {.count = count, .dtype = dtype, .coll = GCOLL_COLL_COUNT};
+    for (int c = 0; c < GCOLL_COLL_COUNT; c++)
+        if (strcmp(collective, gcoll__coll_name(c)) == 0)
+            a.coll = (gcoll__coll_t)c;
+    if (a.coll == GCOLL_COLL_COUNT)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "collective '%s' is unknown", collective);
+    GCOLL_CHECK(check_common(&a, comm, 0));
+    const gcoll__algo_t *algo;
+    GCOLL_CHECK(gcoll__algo_select(&a, NULL, &algo));
+    *algorithm = algo->name;
+    return GCOLL_SUCCESS;
 }

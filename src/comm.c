@@ -213,3 +213,12 @@ void gcoll__comm_free_all(void)
         list = next;
     }
 }
+
+GCOLL_API gcoll_status_t gcoll_comm_transport(gcoll_comm_t comm, const char **name)
+{
+    if (!name)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "name is NULL");
+    GCOLL_CHECK(gcoll__comm_check(comm, "comm"));
+    *name = comm->tpops->name;
+    return GCOLL_SUCCESS;
+}

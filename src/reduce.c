@@ -1,4 +1,5 @@
 /* Chooses the reduction kernel table for this CPU. */
+#include "dtype.h"
 #include "error.h"
 #include "log.h"
 #include "reduce.h"
@@ -33,5 +34,18 @@ gcoll_status_t gcoll__kernels_select(int isa)
                                                                           : &gcoll__kernels_generic;
     }
     GCOLL_LOG(GCOLL_LOG_INFO, "reduction kernels: %s", gcoll__kernels->name);
+    return GCOLL_SUCCESS;
+}
+
+GCOLL_API gcoll_status_t gcoll_reduce_local(void *inout, const void *in, size_t count,
+                                            gcoll_dtype_t dtype, gcoll_op_t op)
+{
+    if (!gcoll__dtype_valid(dtype))
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "dtype %d is not a gcoll_dtype_t", (int)dtype);
+    if (!gcoll__op_valid(op) || op == GCOLL_AVG)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "op %d: accepts GCOLL_SUM, PROD, MIN or MAX", (int)op);
+    if (count && (!inout || !in))
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is NULL with count %zu", !inout ? "inout" : "in", count);
+    gcoll__reduce(inout, inout, in, count, dtype, op);
     return GCOLL_SUCCESS;
 }

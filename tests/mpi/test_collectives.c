@@ -1,100 +1,14 @@
 /* Every collective x algorithm x dtype x op x in-place/out-of-place x count, at unaligned
  * offsets, checked against a reference each rank computes independently from the regenerated
- * inputs of all ranks. Inputs are small integers (or quarters) chosen so that every result is
- * exact whatever the reduction order; GCOLL_AVG is the one rounding, done by the compiler's
- * own conversion (fp16) or an independent rounding (bf16). */
-#include <math.h>
+ * inputs of all ranks (bench/reference.c). */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "harness.h"
+#include "reference.h"
 
 static gcoll_comm_t world;
-
-static int is_float(gcoll_dtype_t d)
-{
-    return d >= GCOLL_FLOAT16;
-}
-static int is_unsigned(gcoll_dtype_t d)
-{
-    return d == GCOLL_UINT8 || d == GCOLL_UINT32 || d == GCOLL_UINT64;
-}
-
-/* Round to p significant bits, nearest-even (the FPU's default mode). */
-static double round_sig(double v, int p)
-{
-    if (v == 0 || !isfinite(v))
-        return v;
-    int e;
-    frexp(v, &e);
-    return ldexp(nearbyint(ldexp(v, p - e)), e - p);
-}
-
-static void encode(gcoll_dtype_t d, double v, void *out)
-{
-    switch (d) {
-    case GCOLL_INT8: { int8_t x = (int8_t)(int64_t)v; memcpy(out, &x, 1); break; }
-    case GCOLL_UINT8: { uint8_t x = (uint8_t)(uint64_t)v; memcpy(out, &x, 1); break; }
-    case GCOLL_INT32: { int32_t x = (int32_t)(int64_t)v; memcpy(out, &x, 4); break; }
-    case GCOLL_UINT32: { uint32_t x = (uint32_t)(uint64_t)v; memcpy(out, &x, 4); break; }
-    case GCOLL_INT64: { int64_t x = (int64_t)v; memcpy(out, &x, 8); break; }
-    case GCOLL_UINT64: { uint64_t x = (uint64_t)v; memcpy(out, &x, 8); break; }
-    case GCOLL_FLOAT16: { _Float16 x = (_Float16)v; memcpy(out, &x, 2); break; }
-    case GCOLL_BFLOAT16: {
-        float f = (float)round_sig(v, 8);
-        uint32_t b;
-        memcpy(&b, &f, 4);
-        uint16_t h = (uint16_t)(b >> 16);
-        memcpy(out, &h, 2);
-        break;
-    }
-    case GCOLL_FLOAT32: { float x = (float)v; memcpy(out, &x, 4); break; }
-    default: memcpy(out, &v, 8); break;
-    }
-}
-
-/* The input of `rank` at index i: exact in every dtype, and so are sums over 8 ranks. */
-static double value(int rank, size_t i, gcoll_dtype_t d, gcoll_op_t op)
-{
-    uint32_t h = h_hash((uint32_t)rank, (uint32_t)i, (uint32_t)(d * 8 + op));
-    double k;
-    switch (op) {
-    case GCOLL_PROD: {
-        static const double small[] = {1, 2, -1, 0.5}, tail[] = {1, -1};
-        if (rank < 3) /* at most three factors of 2: products stay in int8 */
-            k = small[h % (is_unsigned(d) ? 2 : is_float(d) ? 4 : 3)];
-        else
-            k = tail[h % (is_unsigned(d) ? 1 : 2)];
-        return k;
-    }
-    case GCOLL_MIN:
-    case GCOLL_MAX:
-        k = is_unsigned(d) ? h % 201 : (double)(h % 201) - 100;
-        break;
-    default:
-        k = is_unsigned(d) ? h % 32 : (double)(h % 31) - 15;
-        break;
-    }
-    return is_float(d) ? k / 4 : k;
-}
-
-static double expected(size_t i, gcoll_dtype_t d, gcoll_op_t op, int n)
-{
-    double acc = value(0, i, d, op);
-    for (int r = 1; r < n; r++) {
-        double v = value(r, i, d, op);
-        switch (op) {
-        case GCOLL_PROD: acc *= v; break;
-        case GCOLL_MIN: acc = v < acc ? v : acc; break;
-        case GCOLL_MAX: acc = v > acc ? v : acc; break;
-        default: acc += v; break;
-        }
-    }
-    if (op == GCOLL_AVG)
-        acc = is_float(d) ? acc / n : (double)((int64_t)acc / n);
-    return acc;
-}
 
 /* A buffer at an odd offset from malloc's alignment, so kernels see unaligned elements. */
 typedef struct {
@@ -111,21 +25,6 @@ static buf_t balloc(size_t bytes, int salt)
     }
     b.p = b.base + 1 + (size_t)((h_rank + salt) % 7);
     return b;
-}
-
-static void fill_values(char *p, size_t n, int rank, gcoll_dtype_t d, gcoll_op_t op)
-{
-    size_t es = gcoll_dtype_size(d);
-    for (size_t i = 0; i < n; i++)
-        encode(d, value(rank, i, d, op), p + i * es);
-}
-
-static void fill_bytes(char *p, size_t bytes, int rank, uint32_t salt)
-{
-    for (size_t i = 0; i < bytes; i += 4) {
-        uint32_t h = h_hash((uint32_t)rank, (uint32_t)i, salt);
-        memcpy(p + i, &h, bytes - i < 4 ? bytes - i : 4);
-    }
 }
 
 /* Index of the first element that differs, or -1. */
@@ -171,8 +70,7 @@ static void test_reductions(gcoll_dtype_t d, gcoll_op_t op, size_t cnt)
     const char *const *names;
     size_t nalgo;
     char *exp = malloc(cnt * es + 1);
-    for (size_t i = 0; i < cnt; i++)
-        encode(d, expected(i, d, op, n), exp + i * es);
+    ref_fill_expected(exp, 0, cnt, d, op, n);
     gcoll_attr_t attr = GCOLL_ATTR_INIT;
     attr.name = "test";
 
@@ -181,7 +79,7 @@ static void test_reductions(gcoll_dtype_t d, gcoll_op_t op, size_t cnt)
     for (size_t a = 0; a < nalgo; a++)
         for (int ip = 0; ip < 2; ip++) {
             buf_t in = balloc(cnt * es, 1), out = balloc(cnt * es, 2);
-            fill_values(in.p, cnt, r, d, op);
+            ref_fill_values(in.p, cnt, r, d, op);
             attr.algorithm = names[a];
             gcoll_request_t req;
             gcoll_status_t st = run_req(gcoll_iallreduce(in.p, ip ? in.p : out.p, cnt, d, op, world, &attr, &req),
@@ -190,7 +88,7 @@ static void test_reductions(gcoll_dtype_t d, gcoll_op_t op, size_t cnt)
             long bad = first_diff(ip ? in.p : out.p, exp, cnt, es);
             CHECK(bad < 0, CTX ": wrong result at element %ld", CTX_ARGS("allreduce", names[a], d, op, cnt, ip), bad);
             if (!ip) {
-                fill_values(out.p, cnt, r, d, op);
+                ref_fill_values(out.p, cnt, r, d, op);
                 CHECK(memcmp(in.p, out.p, cnt * es) == 0, CTX ": sendbuf was modified",
                       CTX_ARGS("allreduce", names[a], d, op, cnt, ip));
             }
@@ -204,7 +102,7 @@ static void test_reductions(gcoll_dtype_t d, gcoll_op_t op, size_t cnt)
     for (size_t a = 0; a < nalgo; a++)
         for (int ip = 0; ip < 2; ip++) {
             buf_t in = balloc(cnt * es, 3), out = balloc(cnt * es, 4);
-            fill_values(in.p, cnt, r, d, op);
+            ref_fill_values(in.p, cnt, r, d, op);
             memset(out.p, 0xA5, cnt * es);
             attr.algorithm = names[a];
             gcoll_request_t req;
@@ -218,7 +116,7 @@ static void test_reductions(gcoll_dtype_t d, gcoll_op_t op, size_t cnt)
                       root, bad);
             } else {
                 char *orig = malloc(cnt * es + 1);
-                fill_values(orig, cnt, r, d, op);
+                ref_fill_values(orig, cnt, r, d, op);
                 CHECK(memcmp(in.p, orig, cnt * es) == 0, CTX ": non-root input modified",
                       CTX_ARGS("reduce", names[a], d, op, cnt, ip));
                 free(orig);
@@ -231,13 +129,12 @@ static void test_reductions(gcoll_dtype_t d, gcoll_op_t op, size_t cnt)
     /* reduce_scatter: recvcount = cnt, the input is cnt * n elements */
     size_t total = cnt * (size_t)n;
     exp = malloc(cnt * es + 1);
-    for (size_t i = 0; i < cnt; i++)
-        encode(d, expected((size_t)r * cnt + i, d, op, n), exp + i * es);
+    ref_fill_expected(exp, (size_t)r * cnt, cnt, d, op, n);
     algos("reduce_scatter", &names, &nalgo);
     for (size_t a = 0; a < nalgo; a++)
         for (int ip = 0; ip < 2; ip++) {
             buf_t in = balloc(total * es, 5), out = balloc(cnt * es, 6);
-            fill_values(in.p, total, r, d, op);
+            ref_fill_values(in.p, total, r, d, op);
             attr.algorithm = names[a];
             gcoll_request_t req;
             gcoll_status_t st = run_req(
@@ -266,8 +163,8 @@ static void test_movement(gcoll_dtype_t d, size_t cnt)
         for (int ip = 0; ip < 2; ip++) {
             buf_t in = balloc(bytes, 7), out = balloc(bytes * (size_t)n, 8), exp = balloc(bytes * (size_t)n, 0);
             for (int q = 0; q < n; q++)
-                fill_bytes(exp.p + (size_t)q * bytes, bytes, q, salt);
-            fill_bytes(in.p, bytes, r, salt);
+                ref_fill_bytes(exp.p + (size_t)q * bytes, bytes, q, salt);
+            ref_fill_bytes(in.p, bytes, r, salt);
             memset(out.p, 0x5A, bytes * (size_t)n);
             if (ip)
                 memcpy(out.p + (size_t)r * bytes, in.p, bytes);
@@ -288,7 +185,7 @@ static void test_movement(gcoll_dtype_t d, size_t cnt)
     for (size_t a = 0; a < nalgo; a++)
         for (int root = 0; root < n; root += (n > 3 ? n / 2 + 1 : 1)) {
             buf_t b = balloc(bytes, 9), exp = balloc(bytes, 0);
-            fill_bytes(exp.p, bytes, root, salt);
+            ref_fill_bytes(exp.p, bytes, root, salt);
             if (r == root)
                 memcpy(b.p, exp.p, bytes);
             else
@@ -310,8 +207,8 @@ static void test_movement(gcoll_dtype_t d, size_t cnt)
         for (int ip = 0; ip < 2; ip++) {
             buf_t in = balloc(bytes * (size_t)n, 10), out = balloc(bytes * (size_t)n, 11), exp = balloc(bytes * (size_t)n, 0);
             for (int q = 0; q < n; q++) {
-                fill_bytes(in.p + (size_t)q * bytes, bytes, r * 64 + q, salt);
-                fill_bytes(exp.p + (size_t)q * bytes, bytes, q * 64 + r, salt);
+                ref_fill_bytes(in.p + (size_t)q * bytes, bytes, r * 64 + q, salt);
+                ref_fill_bytes(exp.p + (size_t)q * bytes, bytes, q * 64 + r, salt);
             }
             attr.algorithm = names[a];
             gcoll_request_t req;

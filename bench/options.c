@@ -1,0 +1,158 @@
+/* See options.h. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "options.h"
+
+void bench_usage(FILE *f, const char *prog)
+{
+    fprintf(f,
+            "usage: mpirun -np N %s COLLECTIVE [options]\n"
+            "       %s membw\n"
+            "collectives: allreduce reduce_scatter allgather bcast reduce alltoall barrier\n"
+            "  -m MIN:MAX      message sizes in bytes, K/M/G suffixes (default 4:4M)\n"
+            "  -f FACTOR       size step factor, an integer >= 2 (default 2)\n"
+            "  -i ITERS        timed iterations per size (default: 1000, fewer for large sizes)\n"
+            "  -x WARMUP       untimed iterations per size (default: ITERS/10, at least 2)\n"
+            "  -d DTYPE        int8 uint8 int32 uint32 int64 uint64 float16 bfloat16 float32 float64\n"
+            "                  (default float32)\n"
+            "  -o OP           sum prod min max avg (default sum)\n"
+            "  -r ROOT         root of bcast and reduce (default 0)\n"
+            "  --inplace       sendbuf == recvbuf\n"
+            "  -c              validate every iteration (default: once per size)\n"
+            "  --baseline B    mpi or none (default mpi): MPI's own collective in the same run\n"
+            "  --csv FILE      also write the rows as CSV\n"
+            "  --json FILE     also write the rows as JSON\n"
+            "  --algo NAME     force a gcoll algorithm (see gcoll_info / the README)\n"
+            "  -h              this help\n",
+            prog, prog);
+}
+
+int bench_parse_bytes(const char *s, size_t *out)
+{
+    char *end;
+    if (s[0] < '0' || s[0] > '9')
+        return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    unsigned shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20
+                   : *end == 'G' || *end == 'g' ? 30 : 0;
+    if (shift)
+        end++;
+    if (errno || *end || v > (SIZE_MAX >> shift))
+        return -1;
+    *out = (size_t)v << shift;
+    return 0;
+}
+
+static int fail(char *err, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static int parse_int(const char *s, long lo, long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen)
+{
+    *o = (bench_opts_t){.min_bytes = 4, .max_bytes = 4 << 20, .factor = 2, .warmup = -1,
+                        .dtype = GCOLL_FLOAT32, .op = GCOLL_SUM, .baseline_mpi = 1};
+    if (argc < 2)
+        return fail(err, errlen, "a subcommand is needed");
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)
+        return 1;
+    o->subcmd = strcmp(argv[1], "membw") == 0 ? BENCH_MEMBW : bench_coll_find(argv[1]);
+    if (o->subcmd < 0)
+        return fail(err, errlen, "unknown subcommand '%s'", argv[1]);
+    static const struct option longopts[] = {
+        {"inplace", no_argument, NULL, 'I'}, {"baseline", required_argument, NULL, 'B'},
+        {"csv", required_argument, NULL, 'C'}, {"json", required_argument, NULL, 'J'},
+        {"algo", required_argument, NULL, 'A'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    optind = 2;
+    opterr = 0;
+    int ch, f;
+    while ((ch = getopt_long(argc, argv, "m:f:i:x:d:o:r:ch", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'm': {
+            const char *colon = strchr(optarg, ':');
+            char lo[64];
+            if (!colon || (size_t)(colon - optarg) >= sizeof(lo))
+                return fail(err, errlen, "-m '%s': expected MIN:MAX, e.g. 4:64M", optarg);
+            memcpy(lo, optarg, (size_t)(colon - optarg));
+            lo[colon - optarg] = '\0';
+            if (bench_parse_bytes(lo, &o->min_bytes) || bench_parse_bytes(colon + 1, &o->max_bytes) ||
+                o->min_bytes > o->max_bytes)
+                return fail(err, errlen, "-m '%s': expected MIN:MAX in bytes with MIN <= MAX, e.g. 4:64M", optarg);
+            break;
+        }
+        case 'f':
+            if (parse_int(optarg, 2, 1 << 20, &f))
+                return fail(err, errlen, "-f '%s': expected an integer >= 2", optarg);
+            o->factor = (unsigned)f;
+            break;
+        case 'i':
+            if (parse_int(optarg, 1, 100000000, &o->iters))
+                return fail(err, errlen, "-i '%s': expected an integer >= 1", optarg);
+            break;
+        case 'x':
+            if (parse_int(optarg, 0, 100000000, &o->warmup))
+                return fail(err, errlen, "-x '%s': expected an integer >= 0", optarg);
+            break;
+        case 'r':
+            if (parse_int(optarg, 0, 1 << 30, &o->root))
+                return fail(err, errlen, "-r '%s': expected a rank >= 0", optarg);
+            break;
+        case 'd': {
+            int d = 0;
+            while (d < GCOLL_DTYPE_COUNT && strcmp(optarg, gcoll_dtype_name((gcoll_dtype_t)d)))
+                d++;
+            if (d == GCOLL_DTYPE_COUNT)
+                return fail(err, errlen, "-d '%s': unknown dtype", optarg);
+            o->dtype = (gcoll_dtype_t)d;
+            break;
+        }
+        case 'o': {
+            int op = 0;
+            while (op < GCOLL_OP_COUNT && strcmp(optarg, gcoll_op_name((gcoll_op_t)op)))
+                op++;
+            if (op == GCOLL_OP_COUNT)
+                return fail(err, errlen, "-o '%s': unknown op", optarg);
+            o->op = (gcoll_op_t)op;
+            break;
+        }
+        case 'c': o->check_each = 1; break;
+        case 'I': o->inplace = 1; break;
+        case 'B':
+            if (strcmp(optarg, "mpi") && strcmp(optarg, "none"))
+                return fail(err, errlen, "--baseline '%s': expected mpi or none", optarg);
+            o->baseline_mpi = strcmp(optarg, "mpi") == 0;
+            break;
+        case 'C': o->csv = optarg; break;
+        case 'J': o->json = optarg; break;
+        case 'A': o->algo = optarg; break;
+        case 'h': return 1;
+        default:
+            return fail(err, errlen, "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return fail(err, errlen, "unexpected argument '%s'", argv[optind]);
+    return 0;
+}

@@ -1,0 +1,30 @@
+/* Test data and independent reference results, shared by the tests and the benchmark's
+ * validation. Inputs are small integers (or quarters) chosen so that every reduction over up to
+ * 8 ranks is exact in every dtype whatever the order; GCOLL_AVG is the one rounding, done by the
+ * compiler's own _Float16 conversion or an independent bf16 rounding. Nothing here calls gcoll. */
+#ifndef GCOLL_REFERENCE_H
+#define GCOLL_REFERENCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gcoll.h"
+
+/* Deterministic, well-mixed 32 bits of (a, b, c). */
+uint32_t ref_hash(uint32_t a, uint32_t b, uint32_t c);
+
+/* The input of `rank` at element i for a reduction with op. */
+double ref_value(int rank, size_t i, gcoll_dtype_t d, gcoll_op_t op);
+/* The reduction of element i over ranks 0..n-1, as gcoll_allreduce must return it. */
+double ref_expected(size_t i, gcoll_dtype_t d, gcoll_op_t op, int n);
+/* Stores v in dtype d (rounding to nearest-even where it must). */
+void ref_encode(gcoll_dtype_t d, double v, void *out);
+
+/* Fills p[0..n) with rank's inputs for op (elements of dtype d). */
+void ref_fill_values(void *p, size_t n, int rank, gcoll_dtype_t d, gcoll_op_t op);
+/* Writes the expected reduction of elements first..first+n-1 into p. */
+void ref_fill_expected(void *p, size_t first, size_t n, gcoll_dtype_t d, gcoll_op_t op, int nranks);
+/* Fills bytes with a pattern of (rank, salt), for collectives that only move data. */
+void ref_fill_bytes(void *p, size_t bytes, int rank, uint32_t salt);
+
+#endif
