@@ -1,11 +1,10 @@
 # gcoll build. `make` builds lib/libgcoll.so and lib/libgcoll.a; `make test` runs every test;
-# `make run` runs the demo; `make SAN=address|thread` builds a sanitizer variant under build/.
+# `make run` runs the benchmark demo; `make SAN=address|thread` builds a sanitizer variant under build/.
 # Missing Debian packages are installed first by scripts/install-deps.sh.
 
 PREFIX ?= /usr/local
 MPICC ?= mpicc
 SAN ?=
-NP ?= 4
 
 # Install what is missing before anything below asks pkg-config or mpicc about it.
 ifeq ($(filter clean distclean,$(MAKECMDGOALS)),)
@@ -56,10 +55,12 @@ STLIB := $(LIBDIR)/libgcoll.a
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 MPI_TESTS := $(patsubst tests/mpi/%.c,$(BINDIR)/%,$(filter-out tests/mpi/harness.c,$(wildcard tests/mpi/*.c)))
 TOOLS := $(BINDIR)/gcoll_info
+BENCH_SRCS := $(wildcard bench/*.c)
+BENCH := $(BINDIR)/gcoll_bench
 EXAMPLES := $(patsubst examples/%.c,$(BINDIR)/%,$(wildcard examples/*.c))
 
 .PHONY: all lib tests test check-san run install uninstall clean distclean
-all: lib $(TOOLS)
+all: lib $(TOOLS) $(BENCH)
 lib: $(SHLIB) $(STLIB) $(LIBDIR)/libgcoll.so
 
 # Vector kernels: the same template compiled per instruction set, chosen at run time.
@@ -87,6 +88,10 @@ $(STLIB): $(LIB_OBJS)
 # internal functions.
 PROG_LDFLAGS := -L$(LIBDIR) -Wl,-rpath,$(abspath $(LIBDIR)) -lgcoll $(SANFLAGS) $(LDLIBS)
 
+$(BENCH): $(BENCH_SRCS) $(wildcard bench/*.h) $(LIBDIR)/libgcoll.so include/gcoll.h
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(BENCH_SRCS) -o $@ $(PROG_LDFLAGS)
+
 $(BINDIR)/gcoll_info: tools/gcoll_info.c $(LIBDIR)/libgcoll.so include/gcoll.h
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $< -o $@ $(PROG_LDFLAGS)
@@ -100,9 +105,10 @@ $(BINDIR)/%: examples/%.c $(LIBDIR)/libgcoll.so
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $< -o $@ $(PROG_LDFLAGS)
 
-$(BINDIR)/unit_tests: $(UNIT_SRCS) $(STLIB) $(wildcard tests/unit/*.h)
+UNIT_BENCH := bench/metrics.c bench/options.c
+$(BINDIR)/unit_tests: $(UNIT_SRCS) $(UNIT_BENCH) $(STLIB) $(wildcard tests/unit/*.h bench/*.h)
 	@mkdir -p $(dir $@)
-	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) -Wno-missing-prototypes $(UNIT_SRCS) -o $@ $(STLIB) \
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) -Ibench -Wno-missing-prototypes $(UNIT_SRCS) $(UNIT_BENCH) -o $@ $(STLIB) \
 	    $(shell pkg-config --cflags --libs check) $(SANFLAGS) $(LDLIBS)
 
 tests: all $(BINDIR)/unit_tests $(MPI_TESTS) $(EXAMPLES) $(BINDIR)/readme_example
@@ -113,9 +119,13 @@ test: tests
 check-san:
 	$(MAKE) SAN=address test
 
-# The README's example, on $(NP) ranks (the benchmark demo replaces it in a later issue).
-run: all $(BINDIR)/readme_example
-	mpirun --allow-run-as-root --oversubscribe -np $(NP) $(BINDIR)/readme_example
+# The demo: allreduce from 4 B to 64 MiB on 2 ranks beside MPI, every iteration validated,
+# the table on stdout and the plot in build/bench/.
+run: all
+	@mkdir -p build/bench
+	mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 $(BINDIR)/gcoll_bench allreduce \
+	    -m 4:64M -c --csv build/bench/allreduce.csv --json build/bench/allreduce.json
+	sh bench/plot build/bench/allreduce.csv build/bench/allreduce.png
 
 $(BINDIR)/readme_example: README.md $(LIBDIR)/libgcoll.so
 	@mkdir -p $(BUILD)/readme

@@ -107,6 +107,7 @@ done
 echo "--- checks"
 run_script "bad GCOLL_TIMEOUT fails gcoll_init, naming it" sh tests/bad_env.sh
 run_script "README variables match the registry" sh tests/readme_vars.sh
+run_script "gcoll_bench: collectives, options, outputs, membw" sh tests/bench.sh
 run_script "README example under mpirun -np 4" \
     timeout 300 $MPIRUN -np 4 "$BINDIR/readme_example"
 [ -n "${SAN:-}" ] || run_script "exported symbols and soname" sh tests/exports.sh

@@ -170,7 +170,7 @@ static void test_movement(gcoll_dtype_t d, size_t cnt)
                 memcpy(out.p + (size_t)r * bytes, in.p, bytes);
             attr.algorithm = names[a];
             gcoll_request_t req;
-            gcoll_status_t st = run_req(gcoll_iallgather(ip ? out.p + (size_t)r * bytes : in.p, out.p, cnt, d, world,
+            gcoll_status_t st = run_req(gcoll_iallgather(ip ? out.p : in.p, out.p, cnt, d, world,
                                                          &attr, &req), &req, 0);
             CHECK(st == GCOLL_SUCCESS, CTX ": %s", CTX_ARGS("allgather", names[a], d, GCOLL_SUM, cnt, ip), gcoll_last_error());
             CHECK(memcmp(out.p, exp.p, bytes * (size_t)n) == 0, CTX ": wrong result",

@@ -8,5 +8,6 @@ Suite *dtype_suite(void);
 Suite *reduce_suite(void);
 Suite *config_suite(void);
 Suite *errors_suite(void);
+Suite *bench_suite(void);
 
 #endif

@@ -1,0 +1,26 @@
+/* The MPI baseline: MPI's own collective on the same buffers, dtype and op. MPI has no fp16 or
+ * bf16 reductions and no average, so those use a user-defined op and a local division, as
+ * frameworks that reduce through MPI do. */
+#ifndef GCOLL_BENCH_BASELINE_H
+#define GCOLL_BENCH_BASELINE_H
+
+#include <mpi.h>
+
+#include "gcoll.h"
+#include "metrics.h"
+
+typedef struct {
+    MPI_Comm comm;
+    MPI_Datatype dt;
+    MPI_Op op;
+    int user_op; /* op was created here and must be freed */
+    int nranks;
+} baseline_t;
+
+int baseline_init(baseline_t *b, gcoll_dtype_t dtype, gcoll_op_t op);
+void baseline_free(baseline_t *b);
+/* Runs one collective; in place when sendbuf == recvbuf. Returns an MPI error code. */
+int baseline_run(baseline_t *b, bench_coll_t c, const void *sendbuf, void *recvbuf, size_t count,
+                 gcoll_dtype_t dtype, gcoll_op_t op, int root);
+
+#endif

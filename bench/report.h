@@ -1,0 +1,19 @@
+/* Benchmark output: the human table on stdout, and CSV and JSON files with the same rows. */
+#ifndef GCOLL_BENCH_REPORT_H
+#define GCOLL_BENCH_REPORT_H
+
+#include "options.h"
+#include "runner.h"
+
+typedef struct {
+    const char *gcoll_version, *mpi_version, *transport, *hosts;
+    int nranks, nhosts;
+    double memcpy_gbps;
+} bench_env_t;
+
+void report_header(const bench_opts_t *o, const bench_env_t *env);
+void report_row(const bench_opts_t *o, const bench_env_t *env, const bench_row_t *row);
+/* Prints the footer and writes --csv and --json; returns -1 if a file could not be written. */
+int report_finish(const bench_opts_t *o, const bench_env_t *env);
+
+#endif

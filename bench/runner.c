@@ -1,0 +1,220 @@
+/* See runner.h. Inputs are prepared once per size (a pristine copy, and the expected output),
+ * so validating every iteration costs a copy and a compare outside the timed region. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+
+#include "reference.h"
+#include "runner.h"
+
+#define NBLOCKS 4 /* the two sides alternate in this many blocks per size */
+
+typedef struct {
+    const bench_opts_t *o;
+    bench_coll_t coll;
+    gcoll_comm_t comm;
+    baseline_t *bl;
+    int rank, n;
+    size_t count, es, in_bytes, out_bytes;
+    char *sbuf, *rbuf;   /* what the collectives use */
+    char *pristine;      /* the input, to restore before a checked iteration */
+    char *expect;        /* the output this rank must see */
+    char *in_at;         /* where the input lives: sbuf, or rbuf (+ offset) in place */
+    char *check_at;      /* where the output is read */
+    size_t check_bytes;  /* 0: nothing to check on this rank */
+} ctx_t;
+
+/* Sizes of input and output, where they live, and the reference output. */
+static int prepare(ctx_t *x)
+{
+    const bench_opts_t *o = x->o;
+    size_t blk = x->count * x->es, all = blk * (size_t)x->n;
+    int ip = o->inplace, r = x->rank;
+    uint32_t salt = (uint32_t)(x->count * 31 + o->dtype);
+    switch (x->coll) {
+    case B_REDUCE_SCATTER: x->in_bytes = all; x->out_bytes = blk; break;
+    case B_ALLGATHER: x->in_bytes = blk; x->out_bytes = all; break;
+    case B_ALLTOALL: x->in_bytes = all; x->out_bytes = all; break;
+    case B_BARRIER: x->in_bytes = x->out_bytes = 0; break;
+    default: x->in_bytes = x->out_bytes = blk; break;
+    }
+    size_t cap = (x->in_bytes > x->out_bytes ? x->in_bytes : x->out_bytes) + 1;
+    x->sbuf = malloc(cap);
+    x->rbuf = malloc(cap);
+    x->pristine = malloc(x->in_bytes + 1);
+    x->expect = malloc(cap);
+    if (!x->sbuf || !x->rbuf || !x->pristine || !x->expect)
+        return -1;
+    memset(x->rbuf, 0, cap);
+    x->in_at = !ip ? x->sbuf : x->coll == B_ALLGATHER ? x->rbuf + (size_t)r * blk : x->rbuf;
+    if (x->coll == B_BCAST)
+        x->in_at = x->rbuf;
+    x->check_at = x->rbuf;
+    x->check_bytes = x->out_bytes;
+
+    switch (x->coll) {
+    case B_ALLREDUCE:
+    case B_REDUCE:
+        ref_fill_values(x->pristine, x->count, r, o->dtype, o->op);
+        ref_fill_expected(x->expect, 0, x->count, o->dtype, o->op, x->n);
+        if (x->coll == B_REDUCE && r != o->root)
+            x->check_bytes = 0;
+        break;
+    case B_REDUCE_SCATTER:
+        ref_fill_values(x->pristine, x->count * (size_t)x->n, r, o->dtype, o->op);
+        ref_fill_expected(x->expect, (size_t)r * x->count, x->count, o->dtype, o->op, x->n);
+        break;
+    case B_ALLGATHER:
+        ref_fill_bytes(x->pristine, blk, r, salt);
+        for (int q = 0; q < x->n; q++)
+            ref_fill_bytes(x->expect + (size_t)q * blk, blk, q, salt);
+        break;
+    case B_BCAST:
+        ref_fill_bytes(x->pristine, blk, o->root, salt);
+        memcpy(x->expect, x->pristine, blk);
+        if (r != o->root) /* what a non-root starts from: anything but the answer */
+            memset(x->pristine, 0x5a, blk);
+        break;
+    case B_ALLTOALL:
+        for (int q = 0; q < x->n; q++) {
+            ref_fill_bytes(x->pristine + (size_t)q * blk, blk, r * 64 + q, salt);
+            ref_fill_bytes(x->expect + (size_t)q * blk, blk, q * 64 + r, salt);
+        }
+        break;
+    default:
+        break;
+    }
+    memcpy(x->in_at, x->pristine, x->in_bytes);
+    return 0;
+}
+
+static int run_gcoll(ctx_t *x)
+{
+    const bench_opts_t *o = x->o;
+    gcoll_attr_t attr = GCOLL_ATTR_INIT;
+    attr.algorithm = o->algo;
+    attr.name = "bench";
+    gcoll_request_t req;
+    /* in place is sendbuf == recvbuf for every collective, wherever the input sits inside it */
+    const void *sb = o->inplace ? x->rbuf : x->sbuf;
+    void *rb = x->rbuf;
+    gcoll_status_t st;
+    switch (x->coll) {
+    case B_ALLREDUCE: st = gcoll_iallreduce(sb, rb, x->count, o->dtype, o->op, x->comm, &attr, &req); break;
+    case B_REDUCE_SCATTER: st = gcoll_ireduce_scatter(sb, rb, x->count, o->dtype, o->op, x->comm, &attr, &req); break;
+    case B_ALLGATHER: st = gcoll_iallgather(sb, rb, x->count, o->dtype, x->comm, &attr, &req); break;
+    case B_BCAST: st = gcoll_ibcast(rb, x->count, o->dtype, o->root, x->comm, &attr, &req); break;
+    case B_REDUCE: st = gcoll_ireduce(sb, rb, x->count, o->dtype, o->op, o->root, x->comm, &attr, &req); break;
+    case B_ALLTOALL: st = gcoll_ialltoall(sb, rb, x->count, o->dtype, x->comm, &attr, &req); break;
+    default: st = gcoll_ibarrier(x->comm, &attr, &req); break;
+    }
+    if (st == GCOLL_SUCCESS)
+        st = gcoll_wait(&req);
+    if (st != GCOLL_SUCCESS)
+        fprintf(stderr, "gcoll_bench [rank %d]: %s: %s\n", x->rank, gcoll_status_name(st), gcoll_last_error());
+    return st == GCOLL_SUCCESS ? 0 : -1;
+}
+
+static int run_mpi(ctx_t *x)
+{
+    /* MPI's in place for allgather is MPI_IN_PLACE with the block already in recvbuf */
+    const void *sb = x->o->inplace ? x->rbuf : x->sbuf;
+    int rc = baseline_run(x->bl, x->coll, sb, x->rbuf, x->count, x->o->dtype, x->o->op, x->o->root);
+    if (rc != MPI_SUCCESS)
+        fprintf(stderr, "gcoll_bench [rank %d]: MPI baseline failed (%d)\n", x->rank, rc);
+    return rc == MPI_SUCCESS ? 0 : -1;
+}
+
+static int check(const ctx_t *x)
+{
+    return memcmp(x->check_at, x->expect, x->check_bytes) == 0;
+}
+
+/* Runs k iterations of one side; adds their time (seconds) to *t and clears *valid on a wrong
+ * result when checking each. Restoring the input is outside the timed region. */
+static int iterate(ctx_t *x, int mpi, int k, double *t, int *valid)
+{
+    for (int i = 0; i < k; i++) {
+        if (x->o->check_each)
+            memcpy(x->in_at, x->pristine, x->in_bytes);
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        if ((mpi ? run_mpi(x) : run_gcoll(x)) != 0)
+            return -1;
+        *t += MPI_Wtime() - t0;
+        if (x->o->check_each && !check(x))
+            *valid = 0;
+    }
+    return 0;
+}
+
+static bench_lat_t gather_latency(const ctx_t *x, double my_avg_us)
+{
+    double *all = malloc(sizeof(double) * (size_t)x->n);
+    MPI_Gather(&my_avg_us, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    bench_lat_t s = x->rank == 0 ? bench_summarize(all, x->n) : (bench_lat_t){0, 0, 0};
+    free(all);
+    return s;
+}
+
+static int all_true(int v)
+{
+    int r = 0;
+    MPI_Allreduce(&v, &r, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    return r;
+}
+
+int bench_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, size_t count, bench_row_t *row)
+{
+    ctx_t x = {.o = o, .coll = (bench_coll_t)o->subcmd, .comm = comm, .bl = bl, .count = count,
+               .es = gcoll_dtype_size(o->dtype), .rank = gcoll_comm_rank(comm), .n = gcoll_comm_size(comm)};
+    int rc = -1, sides = o->baseline_mpi ? 2 : 1;
+    if (prepare(&x) != 0) {
+        fprintf(stderr, "gcoll_bench [rank %d]: out of memory at %zu elements\n", x.rank, count);
+        goto out;
+    }
+    row->count = count;
+    row->bytes = bench_bytes_for(x.coll, count, x.es, x.n);
+    row->iters = o->iters ? o->iters : bench_default_iters(row->bytes);
+    int warmup = o->warmup >= 0 ? o->warmup : bench_default_warmup(row->iters);
+    row->algo = o->algo;
+    if (!row->algo && gcoll_comm_algorithm(comm, bench_coll_name(x.coll), count, o->dtype, &row->algo))
+        row->algo = "?";
+
+    /* validate once, up front, unless every iteration is checked */
+    int valid[2] = {1, 1};
+    double t[2] = {0, 0}, ignored = 0;
+    for (int s = 0; s < sides; s++) {
+        memcpy(x.in_at, x.pristine, x.in_bytes);
+        if ((s ? run_mpi(&x) : run_gcoll(&x)) != 0)
+            goto out;
+        valid[s] = check(&x);
+        memcpy(x.in_at, x.pristine, x.in_bytes);
+        if (iterate(&x, s, warmup, &ignored, &valid[s]) != 0)
+            goto out;
+    }
+    /* timed blocks, alternating which side goes first */
+    for (int b = 0; b < NBLOCKS; b++) {
+        int k = row->iters / NBLOCKS + (b < row->iters % NBLOCKS);
+        for (int j = 0; j < sides; j++) {
+            int s = sides == 2 ? (b + j) % 2 : 0;
+            if (iterate(&x, s, k, &t[s], &valid[s]) != 0)
+                goto out;
+        }
+    }
+    row->g = gather_latency(&x, t[0] * 1e6 / row->iters);
+    row->g_valid = all_true(valid[0]);
+    if (sides == 2) {
+        row->m = gather_latency(&x, t[1] * 1e6 / row->iters);
+        row->m_valid = all_true(valid[1]);
+    }
+    rc = 0;
+out:
+    free(x.sbuf);
+    free(x.rbuf);
+    free(x.pristine);
+    free(x.expect);
+    return rc;
+}

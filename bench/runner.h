@@ -1,0 +1,21 @@
+/* One row of the benchmark: a collective at one size, gcoll and the MPI baseline alternating
+ * in blocks of iterations on the same buffers, with validation against the reference. */
+#ifndef GCOLL_BENCH_RUNNER_H
+#define GCOLL_BENCH_RUNNER_H
+
+#include "baseline.h"
+#include "options.h"
+
+typedef struct {
+    size_t bytes, count;
+    const char *algo;
+    int iters;
+    bench_lat_t g, m;     /* microseconds, OSU style */
+    int g_valid, m_valid; /* 1: every checked result matched the reference */
+} bench_row_t;
+
+/* Collective over comm; the summary in row is valid on rank 0. Returns 0, or -1 after printing
+ * why a call failed. */
+int bench_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, size_t count, bench_row_t *row);
+
+#endif

@@ -1,0 +1,50 @@
+#!/bin/sh
+# gcoll_bench end to end: every collective validated against the reference at 1 and 3 ranks
+# with a size range that is not a power of two; CSV, JSON and the plot; bad options give a
+# usage message and exit 2; membw prints its table.
+set -u
+BINDIR=${BINDIR:-build/default/bin}
+MPIRUN="mpirun --allow-run-as-root --oversubscribe --bind-to none --mca mpi_yield_when_idle 1"
+B=$BINDIR/gcoll_bench
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+for np in 1 3; do
+    for coll in allreduce reduce_scatter allgather bcast reduce alltoall barrier; do
+        out=$(timeout 300 $MPIRUN -np $np $B $coll -m 3:100K -f 3 -i 6 -x 1 -c -d int32 -r $((np - 1)) 2>&1) ||
+            fail "np=$np $coll exited $?: $out"
+        rows=$(printf '%s\n' "$out" | grep -c ' ok$')
+        bad=$(printf '%s\n' "$out" | grep -c 'FAIL')
+        [ "$bad" = 0 ] || fail "np=$np $coll: a row failed validation: $out"
+        # sizes 3, 9, ..., 59049: those that hold one element per rank
+        if [ $coll = barrier ]; then want=1; else
+            want=$(awk -v np=$np -v c=$coll 'BEGIN { n = 0; for (s = 3; s <= 102400; s *= 3) {
+                e = int(s / 4); if (c == "reduce_scatter" || c == "allgather" || c == "alltoall") e = int(e / np);
+                if (e > 0) n++ } print n }')
+        fi
+        [ "$rows" = "$want" ] || fail "np=$np $coll: $rows validated rows, want $want: $out"
+    done
+done
+echo "every collective validated at 1 and 3 ranks on sizes 3..100K by 3"
+
+out=$(timeout 300 $MPIRUN -np 2 $B allreduce -m 4:64K -i 10 -d bfloat16 -o avg --inplace --algo ring \
+    --csv "$tmp/r.csv" --json "$tmp/r.json" 2>&1) || fail "bf16 avg in place exited $?: $out"
+printf '%s\n' "$out" | grep -q 'average bus bandwidth over 15 sizes' || fail "no footer: $out"
+[ "$(grep -c ',ring,' "$tmp/r.csv")" = 15 ] || fail "CSV rows: $(cat "$tmp/r.csv")"
+grep -q '"rows": \[' "$tmp/r.json" && [ "$(grep -c '"valid": "ok"' "$tmp/r.json")" = 15 ] || fail "JSON: $(cat "$tmp/r.json")"
+sh bench/plot "$tmp/r.csv" "$tmp/r.png" >/dev/null && [ -s "$tmp/r.png" ] || fail "plot produced no PNG"
+echo "CSV, JSON and PNG written for bfloat16 avg in place with --algo ring"
+
+for args in "" "allsorts" "allreduce -m 8:4" "allreduce -f 1" "allreduce -d float8" "allreduce --bogus" \
+            "allreduce --algo binomial" "bcast -r 5"; do
+    out=$(timeout 60 $MPIRUN -np 2 $B $args 2>&1)
+    rc=$?
+    [ $rc != 0 ] || fail "'gcoll_bench $args' exited 0"
+    printf '%s\n' "$out" | grep -q '^usage:' || fail "'gcoll_bench $args' printed no usage: $out"
+done
+echo "bad command lines exit non-zero with a usage message"
+
+out=$(timeout 120 $MPIRUN -np 1 $B membw 2>&1) || fail "membw exited $?"
+printf '%s\n' "$out" | grep -q '^memcpy ' && printf '%s\n' "$out" | grep -q '^reduce sum bfloat16' || fail "membw: $out"
+echo "membw table printed"
