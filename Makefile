@@ -59,8 +59,8 @@ BENCH_SRCS := $(wildcard bench/*.c)
 BENCH := $(BINDIR)/gcoll_bench
 EXAMPLES := $(patsubst examples/%.c,$(BINDIR)/%,$(wildcard examples/*.c))
 
-.PHONY: all lib tests test check-san run install uninstall clean distclean
-all: lib $(TOOLS) $(BENCH)
+.PHONY: all lib tests test check-san check-tsan check-valgrind run install uninstall clean distclean
+all: lib $(TOOLS) $(BENCH) $(EXAMPLES)
 lib: $(SHLIB) $(STLIB) $(LIBDIR)/libgcoll.so
 
 # Vector kernels: the same template compiled per instruction set, chosen at run time.
@@ -118,6 +118,13 @@ test: tests
 
 check-san:
 	$(MAKE) SAN=address test
+
+check-tsan:
+	$(MAKE) SAN=thread tests
+	TOOL=tsan sh tests/check_tools.sh
+
+check-valgrind: tests
+	TOOL=valgrind sh tests/check_tools.sh
 
 # The demo: allreduce from 4 B to 64 MiB on 2 ranks beside MPI, every iteration validated,
 # the table on stdout and the plot in build/bench/.

@@ -110,6 +110,8 @@ run_script "README variables match the registry" sh tests/readme_vars.sh
 run_script "gcoll_bench: collectives, options, outputs, membw" sh tests/bench.sh
 run_script "README example under mpirun -np 4" \
     timeout 300 $MPIRUN -np 4 "$BINDIR/readme_example"
+run_script "examples/backprop_overlap under mpirun -np 3" \
+    timeout 300 $MPIRUN -np 3 "$BINDIR/backprop_overlap"
 [ -n "${SAN:-}" ] || run_script "exported symbols and soname" sh tests/exports.sh
 [ -n "${SAN:-}" ] || run_script "make install, pkg-config, and a program built against it" sh tests/install.sh
 

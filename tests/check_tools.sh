@@ -1,0 +1,42 @@
+#!/bin/sh
+# The dynamic checkers beside ASan: valgrind memcheck on the unit tests and on multi-rank tests
+# (errors, and threads on sub-communicators), and ThreadSanitizer on the threaded test and the
+# overlap example. TOOL=valgrind or TOOL=tsan. Ends with "N passed, N failed".
+set -u
+MPIRUN="mpirun --allow-run-as-root --oversubscribe --bind-to none"
+passed=0
+failed=0
+step() {
+    name=$1
+    shift
+    if out=$("$@" 2>&1); then
+        passed=$((passed + 1))
+        echo "ok   $name"
+    else
+        failed=$((failed + 1))
+        echo "FAIL $name"
+        printf '%s\n' "$out" | grep -v '^--' | tail -30
+    fi
+}
+case ${TOOL:-} in
+valgrind)
+    B=build/default/bin
+    VG="valgrind -q --num-callers=40 --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite --suppressions=/usr/share/openmpi/openmpi-valgrind.supp --suppressions=$(pwd)/tests/valgrind.supp"
+    step "unit tests under valgrind" env CK_FORK=no timeout 900 $VG $B/unit_tests
+    step "test_errors np=2 under valgrind" timeout 600 $MPIRUN -np 2 $VG $B/test_errors
+    step "test_split np=2 under valgrind" timeout 600 $MPIRUN -np 2 $VG $B/test_split
+    ;;
+tsan)
+    B=build/tsan/bin
+    export TSAN_OPTIONS="halt_on_error=1:exitcode=66:report_signal_unsafe=0:suppressions=$(pwd)/tests/tsan.supp"
+    step "test_split np=2 under TSan" timeout 600 $MPIRUN -np 2 -x TSAN_OPTIONS $B/test_split
+    step "test_split np=3 under TSan" timeout 600 $MPIRUN -np 3 -x TSAN_OPTIONS $B/test_split
+    step "backprop_overlap np=2 under TSan" timeout 600 $MPIRUN -np 2 -x TSAN_OPTIONS $B/backprop_overlap
+    ;;
+*)
+    echo "usage: TOOL=valgrind|tsan sh tests/check_tools.sh" >&2
+    exit 2
+    ;;
+esac
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
