@@ -24,17 +24,32 @@ static inline int gcoll__mod(int a, int n)
     return ((a % n) + n) % n;
 }
 
-#define GCOLL_ALGOS(X)                                                       \
-    X(GCOLL_COLL_ALLREDUCE, ring, gcoll__allreduce_ring)                     \
-    X(GCOLL_COLL_ALLREDUCE, recursive_doubling, gcoll__allreduce_rd)         \
-    X(GCOLL_COLL_REDUCE_SCATTER, ring, gcoll__reduce_scatter_ring)           \
-    X(GCOLL_COLL_ALLGATHER, ring, gcoll__allgather_ring)                     \
-    X(GCOLL_COLL_BCAST, binomial, gcoll__bcast_binomial)                     \
-    X(GCOLL_COLL_REDUCE, binomial, gcoll__reduce_binomial)                   \
-    X(GCOLL_COLL_ALLTOALL, pairwise, gcoll__alltoall_pairwise)               \
-    X(GCOLL_COLL_BARRIER, dissemination, gcoll__barrier_dissemination)
+/* Whether an algorithm can serve these arguments (NULL: always). */
+typedef int (*gcoll__usable_fn)(const gcoll__coll_args_t *a);
+int gcoll__shm_usable(const gcoll__coll_args_t *a);
+int gcoll__shm_cma_usable(const gcoll__coll_args_t *a);
 
-#define GCOLL_DECLARE_BUILDER(coll, name, fn) void fn(gcoll__sched_t *s, const gcoll__coll_args_t *a);
+#define GCOLL_ALGOS(X)                                                                         \
+    X(GCOLL_COLL_ALLREDUCE, ring, gcoll__allreduce_ring, NULL)                                 \
+    X(GCOLL_COLL_ALLREDUCE, recursive_doubling, gcoll__allreduce_rd, NULL)                     \
+    X(GCOLL_COLL_ALLREDUCE, shm_slots, gcoll__allreduce_shm_slots, gcoll__shm_usable)          \
+    X(GCOLL_COLL_ALLREDUCE, shm_cma, gcoll__allreduce_shm_cma, gcoll__shm_cma_usable)          \
+    X(GCOLL_COLL_REDUCE_SCATTER, ring, gcoll__reduce_scatter_ring, NULL)                       \
+    X(GCOLL_COLL_REDUCE_SCATTER, shm_slots, gcoll__reduce_scatter_shm_slots, gcoll__shm_usable) \
+    X(GCOLL_COLL_REDUCE_SCATTER, shm_cma, gcoll__reduce_scatter_shm_cma, gcoll__shm_cma_usable) \
+    X(GCOLL_COLL_ALLGATHER, ring, gcoll__allgather_ring, NULL)                                 \
+    X(GCOLL_COLL_ALLGATHER, shm_slots, gcoll__allgather_shm_slots, gcoll__shm_usable)          \
+    X(GCOLL_COLL_ALLGATHER, shm_cma, gcoll__allgather_shm_cma, gcoll__shm_cma_usable)          \
+    X(GCOLL_COLL_BCAST, binomial, gcoll__bcast_binomial, NULL)                                 \
+    X(GCOLL_COLL_BCAST, shm_slots, gcoll__bcast_shm_slots, gcoll__shm_usable)                  \
+    X(GCOLL_COLL_BCAST, shm_cma, gcoll__bcast_shm_cma, gcoll__shm_cma_usable)                  \
+    X(GCOLL_COLL_REDUCE, binomial, gcoll__reduce_binomial, NULL)                               \
+    X(GCOLL_COLL_REDUCE, shm_slots, gcoll__reduce_shm_slots, gcoll__shm_usable)                \
+    X(GCOLL_COLL_ALLTOALL, pairwise, gcoll__alltoall_pairwise, NULL)                           \
+    X(GCOLL_COLL_ALLTOALL, shm_slots, gcoll__alltoall_shm_slots, gcoll__shm_usable)            \
+    X(GCOLL_COLL_BARRIER, dissemination, gcoll__barrier_dissemination, NULL)
+
+#define GCOLL_DECLARE_BUILDER(coll, name, fn, usable) void fn(gcoll__sched_t *s, const gcoll__coll_args_t *a);
 GCOLL_ALGOS(GCOLL_DECLARE_BUILDER)
 
 #endif

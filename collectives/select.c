@@ -9,8 +9,9 @@
 #include "../src/error.h"
 #include "../src/log.h"
 #include "select.h"
+#include "shm/shm.h"
 
-#define GCOLL_ALGO_ENTRY(coll, name, fn) {coll, #name, fn},
+#define GCOLL_ALGO_ENTRY(coll, name, fn, usable) {coll, #name, fn, usable},
 static const gcoll__algo_t algos[] = {GCOLL_ALGOS(GCOLL_ALGO_ENTRY)};
 #define NALGOS (sizeof(algos) / sizeof(algos[0]))
 
@@ -69,34 +70,56 @@ size_t gcoll__coll_bytes(const gcoll__coll_args_t *a)
     }
 }
 
+static int usable(int idx, const gcoll__coll_args_t *a)
+{
+    return idx >= 0 && (!algos[idx].usable || algos[idx].usable(a));
+}
+
+/* The built-in choice: on one host the node channel (slots while one round holds the vector,
+ * single copy above); elsewhere recursive doubling for small allreduce, ring above. */
 static int builtin_choice(const gcoll__coll_args_t *a, size_t bytes)
 {
-    if (a->coll == GCOLL_COLL_ALLREDUCE)
-        return gcoll__algo_find(a->coll, bytes <= ALLREDUCE_RD_MAX_BYTES ? "recursive_doubling" : "ring");
-    for (size_t i = 0; i < NALGOS; i++)
+    int idx = -1;
+    if (a->shm) {
+        if (bytes > a->shm->slot_bytes)
+            idx = gcoll__algo_find(a->coll, "shm_cma");
+        if (!usable(idx, a))
+            idx = gcoll__algo_find(a->coll, "shm_slots");
+    }
+    if (!usable(idx, a) && a->coll == GCOLL_COLL_ALLREDUCE)
+        idx = gcoll__algo_find(a->coll, bytes <= ALLREDUCE_RD_MAX_BYTES ? "recursive_doubling" : "ring");
+    for (size_t i = 0; i < NALGOS && !usable(idx, a); i++)
         if (algos[i].coll == a->coll)
-            return (int)i;
-    return -1;
+            idx = (int)i;
+    return idx;
 }
 
 gcoll_status_t gcoll__algo_select(const gcoll__coll_args_t *a, const char *forced,
                                   const gcoll__algo_t **out)
 {
     int idx = -1;
+    size_t bytes = gcoll__coll_bytes(a);
+    const char *asked = forced, *from = "attr->algorithm";
     if (forced) {
         idx = gcoll__algo_find(a->coll, forced);
         if (idx < 0)
             return gcoll__error(GCOLL_ERR_INVALID_ARG, "attr->algorithm '%s' is not a %s algorithm: accepts %s",
                                 forced, gcoll__coll_name(a->coll), gcoll__algo_list(a->coll));
     } else {
-        size_t bytes = gcoll__coll_bytes(a);
         const gcoll__algo_table_t *t = &gcoll__config.algo[a->coll];
         for (int i = 0; i < t->nranges && idx < 0; i++)
             if (bytes >= t->range[i].lo && (bytes < t->range[i].hi || t->range[i].hi == SIZE_MAX))
                 idx = t->range[i].algo;
-        if (idx < 0)
-            idx = builtin_choice(a, bytes);
+        asked = idx >= 0 ? algos[idx].name : NULL;
+        from = "the selection table";
     }
+    if (idx >= 0 && !usable(idx, a)) {
+        GCOLL_LOG(GCOLL_LOG_INFO, "%s: %s cannot serve %zu bytes on this communicator (%s); using the built-in "
+                  "choice", gcoll__coll_name(a->coll), asked, bytes, from);
+        idx = -1;
+    }
+    if (idx < 0)
+        idx = builtin_choice(a, bytes);
     *out = &algos[idx];
     return GCOLL_SUCCESS;
 }

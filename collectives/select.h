@@ -9,6 +9,7 @@ typedef struct {
     gcoll__coll_t coll;
     const char *name;
     gcoll__build_fn build;
+    gcoll__usable_fn usable; /* NULL: serves everything */
 } gcoll__algo_t;
 
 int gcoll__algo_find(int coll, const char *name); /* index, or -1 */

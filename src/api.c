@@ -27,6 +27,7 @@ static gcoll_status_t check_common(gcoll__coll_args_t *a, gcoll_comm_t comm, int
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "op %d is not a gcoll_op_t", (int)a->op);
     a->rank = comm->rank;
     a->size = comm->size;
+    a->shm = comm->shm;
     a->esize = gcoll_dtype_size(a->dtype);
     /* The whole vector of any collective is at most count * size elements. */
     if (a->count > SIZE_MAX / a->esize / (size_t)a->size)

@@ -25,6 +25,7 @@ typedef struct {
     int root;
     int rank, size;
     size_t esize; /* bytes per element */
+    struct gcoll__shm *shm; /* the node's shared-memory channel when every rank shares a host */
 } gcoll__coll_args_t;
 
 #endif

@@ -1,12 +1,14 @@
 /* Communicator lifecycle. Handles are checked against a registry of live communicators, so a
  * freed or made-up handle gets GCOLL_ERR_INVALID_ARG instead of a crash. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "comm.h"
 #include "gcoll_mpi.h"
+#include "config.h"
 #include "context.h"
 #include "error.h"
 #include "log.h"
@@ -41,6 +43,7 @@ static void unregister(gcoll_comm_t comm)
 
 static void destroy(gcoll_comm_t comm)
 {
+    gcoll__shm_destroy(comm->shm);
     if (comm->tp)
         comm->tpops->close(comm->tp);
     MPI_Comm_free(&comm->boot);
@@ -66,6 +69,41 @@ static gcoll_status_t connect_transport(gcoll_comm_t c)
     return st;
 }
 
+/* When every rank shares this host, the node channel carries the intra-node algorithms. */
+static gcoll_status_t attach_shm(gcoll_comm_t c)
+{
+    if (c->size < 2 || gcoll__config.transport_intra != 0)
+        return GCOLL_SUCCESS;
+    MPI_Comm node;
+    if (MPI_Comm_split_type(c->boot, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+        return gcoll__error(GCOLL_ERR_TRANSPORT, "bootstrap: MPI_Comm_split_type failed");
+    int local = 0, all_local = 0;
+    MPI_Comm_size(node, &local);
+    local = local == c->size;
+    MPI_Allreduce(&local, &all_local, 1, MPI_INT, MPI_LAND, c->boot);
+    gcoll_status_t st = all_local ? gcoll__shm_create(node, &c->shm) : GCOLL_SUCCESS;
+    MPI_Comm_free(&node);
+    return st;
+}
+
+int gcoll__comm_crowded(gcoll_comm_t comm)
+{
+    return comm->shm && comm->shm->oversubscribed;
+}
+
+uint32_t gcoll__comm_ticket(gcoll_comm_t comm)
+{
+    return comm->shm ? gcoll__shm_ticket(comm->shm) : 0;
+}
+
+void gcoll__comm_idle(gcoll_comm_t comm, uint32_t ticket, long usec)
+{
+    if (comm->shm)
+        gcoll__shm_sleep(comm->shm, ticket, usec);
+    else
+        sched_yield();
+}
+
 gcoll_status_t gcoll__comm_create(MPI_Comm mpi_comm, gcoll_comm_t *out)
 {
     struct gcoll_comm *c = calloc(1, sizeof(*c));
@@ -81,6 +119,8 @@ gcoll_status_t gcoll__comm_create(MPI_Comm mpi_comm, gcoll_comm_t *out)
     c->tpops = gcoll__context.transport;
     c->refs = 1;
     gcoll_status_t st = connect_transport(c);
+    if (st == GCOLL_SUCCESS)
+        st = attach_shm(c);
     if (st != GCOLL_SUCCESS) {
         destroy(c);
         return st;

@@ -9,6 +9,7 @@
 
 #include "gcoll.h"
 #include "transport.h"
+#include "shm/shm.h"
 
 struct gcoll_comm {
     MPI_Comm boot; /* private duplicate: collective setup calls and address exchange */
@@ -21,6 +22,7 @@ struct gcoll_comm {
     char failmsg[256];
     int refs;              /* the user's handle plus requests in flight */
     int is_world;
+    gcoll__shm_t *shm;       /* every rank on this host: the node's shared-memory channel */
     struct gcoll_comm *next; /* the registry of live handles */
 };
 
@@ -31,6 +33,12 @@ gcoll_status_t gcoll__comm_check(gcoll_comm_t comm, const char *argname);
 /* Marks comm failed: every later call on it returns GCOLL_ERR_ABORTED with this reason. */
 void gcoll__comm_fail(gcoll_comm_t comm, gcoll_status_t status, const char *reason);
 void gcoll__comm_release(gcoll_comm_t comm); /* drops one reference */
+/* Blocks up to usec unless a peer has made progress since the ticket was read (a futex on the
+ * node channel); without one, yields. */
+uint32_t gcoll__comm_ticket(gcoll_comm_t comm);
+/* Whether waiters should give their core away at once: more ranks on this host than cores. */
+int gcoll__comm_crowded(gcoll_comm_t comm);
+void gcoll__comm_idle(gcoll_comm_t comm, uint32_t ticket, long usec);
 void gcoll__comm_free_all(void);             /* at finalize */
 
 #endif

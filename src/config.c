@@ -29,6 +29,8 @@ typedef struct {
 static const char *const log_levels[] = {"error", "warn", "info", "debug", "trace", NULL};
 static const char *const transports[] = {"mpi", NULL};
 static const char *const isas[] = {"auto", "generic", "avx2", "avx512", NULL};
+static const char *const intra[] = {"shm", "mpi", NULL};
+static const char *const onoff[] = {"auto", "on", "off", NULL};
 
 static gcoll_status_t parse_enum(const char *var, const char *s, const char *const *choices, int *out)
 {
@@ -61,6 +63,30 @@ static gcoll_status_t parse_isa(const char *var, const char *s, void *out, int a
 {
     (void)arg;
     return parse_enum(var, s, isas, out);
+}
+
+static gcoll_status_t parse_intra(const char *var, const char *s, void *out, int arg)
+{
+    (void)arg;
+    return parse_enum(var, s, intra, out);
+}
+
+static gcoll_status_t parse_onoff(const char *var, const char *s, void *out, int arg)
+{
+    (void)arg;
+    return parse_enum(var, s, onoff, out);
+}
+
+/* A size in bytes with K/M/G suffixes, at least arg KiB and at most 1 GiB. */
+static gcoll_status_t parse_bytes(const char *var, const char *s, void *out, int min_kib)
+{
+    size_t v;
+    if (gcoll__parse_size(s, &v) != GCOLL_SUCCESS || v < (size_t)min_kib << 10 || v > ((size_t)1 << 30))
+        return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                            "%s='%s' is not valid: accepts bytes with K/M/G suffixes from %dK to 1G", var, s,
+                            min_kib);
+    *(size_t *)out = v;
+    return GCOLL_SUCCESS;
 }
 
 static gcoll_status_t parse_seconds(const char *var, const char *s, void *out, int arg)
@@ -170,6 +196,18 @@ static const var_def_t vars[] = {
     {"GCOLL_REDUCE_ISA", "auto|generic|avx2|avx512", "auto",
      "reduction kernels: auto picks the widest vector instructions this CPU has", parse_isa,
      &gcoll__config.reduce_isa, 0},
+    {"GCOLL_TRANSPORT_INTRA", "shm|mpi", "shm",
+     "between ranks of one host: shared memory, or the inter-node transport", parse_intra,
+     &gcoll__config.transport_intra, 0},
+    {"GCOLL_SHM_SLOT_SIZE", "bytes, 4K..1G", "64K",
+     "staging slot per rank (two per rank): the largest message of one copy-in/copy-out round",
+     parse_bytes, &gcoll__config.shm_slot_size, 4},
+    {"GCOLL_SHM_CHUNK_SIZE", "bytes, 4K..1G", "256K",
+     "pipelining chunk of the single-copy algorithms (kept in cache between read and reduce)",
+     parse_bytes, &gcoll__config.shm_chunk_size, 4},
+    {"GCOLL_SHM_SINGLE_COPY", "auto|on|off", "auto",
+     "cross-memory attach (process_vm_readv/writev) for large messages; auto probes it",
+     parse_onoff, &gcoll__config.shm_single_copy, 0},
     ALGO_VAR("ALLREDUCE", GCOLL_COLL_ALLREDUCE,
              "allreduce algorithm per size range (ring, recursive_doubling)"),
     ALGO_VAR("REDUCE_SCATTER", GCOLL_COLL_REDUCE_SCATTER,

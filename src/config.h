@@ -26,6 +26,10 @@ typedef struct {
     double timeout_s;
     int transport;
     int reduce_isa; /* 0 auto, 1 generic, 2 avx2, 3 avx512 */
+    int transport_intra;   /* 0 shm, 1 mpi */
+    size_t shm_slot_size;  /* staging bytes per rank and parity */
+    size_t shm_chunk_size; /* single-copy pipelining chunk */
+    int shm_single_copy;   /* 0 auto, 1 on, 2 off */
     gcoll__algo_table_t algo[GCOLL_COLL_COUNT];
 } gcoll__config_t;
 

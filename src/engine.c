@@ -15,6 +15,9 @@
 #include "reduce.h"
 #include "request.h"
 
+#define SPIN_PASSES 200
+#define YIELD_PASSES 50
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -39,9 +42,10 @@ static void run_local(const gcoll__sched_t *s, const gcoll__step_t *st)
     }
 }
 
+/* Steps that are polled until they finish, rather than run once. */
 static int is_comm_step(const gcoll__step_t *st)
 {
-    return st->kind == GCOLL_STEP_SEND || st->kind == GCOLL_STEP_RECV;
+    return st->kind == GCOLL_STEP_SEND || st->kind == GCOLL_STEP_RECV || st->kind == GCOLL_STEP_CUSTOM;
 }
 
 /* Runs r's schedule as far as the transport allows. */
@@ -65,6 +69,11 @@ static gcoll_status_t advance(gcoll_request_t r)
         for (size_t i = 0; i < n; i++) {
             if (!is_comm_step(&st[i]) || st[i].done)
                 continue;
+            if (st[i].kind == GCOLL_STEP_CUSTOM) {
+                GCOLL_CHECK(st[i].fn(st[i].state, &st[i].done));
+                pending += !st[i].done;
+                continue;
+            }
             gcoll_status_t ts = c->tpops->test(c->tp, st[i].req, &st[i].done);
             if (ts != GCOLL_SUCCESS || st[i].done)
                 st[i].req = NULL; /* the transport freed it */
@@ -94,7 +103,10 @@ static void pending_peers(const gcoll_request_t r, char *buf, size_t len)
         if (!is_comm_step(&st[i]) || st[i].done)
             continue;
         size_t used = strlen(buf);
-        snprintf(buf + used, len - used, "%s%d", used ? ", " : "", st[i].peer);
+        if (st[i].kind == GCOLL_STEP_CUSTOM)
+            st[i].who(st[i].state, buf + used, len - used);
+        else
+            snprintf(buf + used, len - used, "%s%d", used ? ", " : "", st[i].peer);
     }
 }
 
@@ -154,7 +166,7 @@ static void progress_all(void)
             char peers[160], why[256];
             pending_peers(r, peers, sizeof(peers));
             snprintf(why, sizeof(why), "timed out after %g s (GCOLL_TIMEOUT); no answer from rank%s %s",
-                     gcoll__config.timeout_s, strchr(peers, ',') ? "s" : "", peers);
+                     gcoll__config.timeout_s, strchr(peers, ',') ? "s" : "", peers[0] ? peers : "?");
             fail_request(r, GCOLL_ERR_TIMEOUT, why);
         }
         if (r->done)
@@ -217,7 +229,10 @@ GCOLL_API gcoll_status_t gcoll_test(gcoll_request_t *req, int *done)
     if (!(*req)->done)
         progress_all();
     *done = (*req)->done;
+    int crowded = !*done && gcoll__comm_crowded((*req)->comm);
     gcoll__context_unlock();
+    if (crowded) /* a polling loop must not starve the peer it waits for of its core */
+        sched_yield();
     return *done ? finish(req) : GCOLL_SUCCESS;
 }
 
@@ -225,16 +240,36 @@ GCOLL_API gcoll_status_t gcoll_wait(gcoll_request_t *req)
 {
     if (!req || !*req)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is NULL", !req ? "req" : "*req");
-    /* Spin first for latency, then yield so oversubscribed ranks let their peers run. */
+    /* Spin first for latency, then yield so oversubscribed ranks let their peers run, then
+     * sleep until a peer on this host moves (or a millisecond passes, for other transports). */
+    gcoll_comm_t comm = NULL; /* held while sleeping: the request may retire meanwhile */
+    uint32_t ticket = 0;
+    gcoll__context_lock();
+    unsigned spin = (*req)->done || !gcoll__comm_crowded((*req)->comm) ? SPIN_PASSES : 0;
+    gcoll__context_unlock();
     for (unsigned idle = 0;; idle++) {
         gcoll__context_lock();
+        if (comm) /* read before the pass, so a peer's progress after it cannot be missed */
+            ticket = gcoll__comm_ticket(comm);
         if (!(*req)->done)
             progress_all();
         int done = (*req)->done;
+        if (!done && !comm && idle >= spin + YIELD_PASSES) {
+            comm = (*req)->comm;
+            comm->refs++;
+        }
         gcoll__context_unlock();
-        if (done)
+        if (done) {
+            if (comm) {
+                gcoll__context_lock();
+                gcoll__comm_release(comm);
+                gcoll__context_unlock();
+            }
             return finish(req);
-        if (idle > 100)
+        }
+        if (comm && idle > spin + YIELD_PASSES)
+            gcoll__comm_idle(comm, ticket, 1000);
+        else if (idle >= spin)
             sched_yield();
     }
 }

@@ -109,3 +109,8 @@ void gcoll__sched_avg(gcoll__sched_t *s, void *buf, size_t count)
     if (s->op == GCOLL_AVG && count)
         add_step(s, (gcoll__step_t){.kind = GCOLL_STEP_DIV, .dst = buf, .n = count});
 }
+
+void gcoll__sched_custom(gcoll__sched_t *s, gcoll__step_fn fn, gcoll__step_who_fn who, void *state)
+{
+    add_step(s, (gcoll__step_t){.kind = GCOLL_STEP_CUSTOM, .peer = -1, .fn = fn, .who = who, .state = state});
+}

@@ -12,8 +12,14 @@
 #include "transport.h"
 
 typedef enum {
-    GCOLL_STEP_SEND, GCOLL_STEP_RECV, GCOLL_STEP_REDUCE, GCOLL_STEP_COPY, GCOLL_STEP_DIV
+    GCOLL_STEP_SEND, GCOLL_STEP_RECV, GCOLL_STEP_REDUCE, GCOLL_STEP_COPY, GCOLL_STEP_DIV,
+    GCOLL_STEP_CUSTOM /* polled like a message: an algorithm's own resumable state machine */
 } gcoll__step_kind_t;
+
+/* A custom step: advances as far as it can without blocking; sets *done when finished. */
+typedef gcoll_status_t (*gcoll__step_fn)(void *state, int *done);
+/* Says whom a custom step still waits for, for timeout messages. */
+typedef void (*gcoll__step_who_fn)(void *state, char *buf, size_t len);
 
 typedef struct {
     gcoll__step_kind_t kind;
@@ -22,6 +28,9 @@ typedef struct {
     const void *a, *b;
     size_t n;              /* bytes for send/recv/copy, elements for reduce/div */
     gcoll__tp_req_t *req;  /* in flight, for send/recv */
+    gcoll__step_fn fn;     /* custom steps */
+    gcoll__step_who_fn who;
+    void *state;
     int done;
 } gcoll__step_t;
 
@@ -56,5 +65,6 @@ void gcoll__sched_recv(gcoll__sched_t *s, int peer, void *buf, size_t bytes);
 void gcoll__sched_reduce(gcoll__sched_t *s, void *dst, const void *a, const void *b, size_t count);
 void gcoll__sched_copy(gcoll__sched_t *s, void *dst, const void *src, size_t bytes);
 void gcoll__sched_avg(gcoll__sched_t *s, void *buf, size_t count); /* no step unless op is AVG */
+void gcoll__sched_custom(gcoll__sched_t *s, gcoll__step_fn fn, gcoll__step_who_fn who, void *state);
 
 #endif

@@ -1,0 +1,77 @@
+/* Intra-node allreduce over the node channel.
+ * shm_slots: every rank copies its vector into its slot and reduces all n slots itself, in rank
+ *   order (so every rank computes the same bits). One synchronization, n*count reads per rank:
+ *   for small vectors. Larger vectors run as several slot-sized rounds (copy-in/copy-out).
+ * shm_cma: each rank reduces its 1/n slice, reading the peers' slices straight from their
+ *   buffers (process_vm_readv) a cache-sized chunk at a time, and writes the reduced chunk into
+ *   every rank's output (process_vm_writev) while it is still in cache. Per rank: (n-1)/n of the
+ *   vector read from peers, (n-1)/n written to them; two synchronizations. */
+#include <string.h>
+
+#include "../src/reduce.h"
+#include "shm_op.h"
+
+static gcoll_status_t slots_publish(shm_op_t *op)
+{
+    size_t es = op->a.esize;
+    memcpy(gcoll__shm_slot(op->shm, op->shm->me, shm_seq(op)), op->src + shm_lo(op) * es, shm_len(op) * es);
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t slots_work(shm_op_t *op)
+{
+    gcoll__shm_t *shm = op->shm;
+    uint64_t seq = shm_seq(op);
+    size_t n = shm_len(op);
+    char *dst = (char *)op->a.recvbuf + shm_lo(op) * op->a.esize;
+    gcoll__reduce(dst, gcoll__shm_slot(shm, 0, seq), gcoll__shm_slot(shm, 1, seq), n, op->a.dtype, op->a.op);
+    for (int q = 2; q < shm->n; q++)
+        gcoll__reduce(dst, dst, gcoll__shm_slot(shm, q, seq), n, op->a.dtype, op->a.op);
+    if (op->a.op == GCOLL_AVG)
+        gcoll__kernels->div[op->a.dtype](dst, n, (unsigned)shm->n);
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t cma_publish(shm_op_t *op)
+{
+    gcoll__shm_ctrl_t *c = &op->shm->ctrl[op->shm->me];
+    c->src = (uint64_t)(uintptr_t)op->src;
+    c->dst = (uint64_t)(uintptr_t)op->a.recvbuf;
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t cma_work(shm_op_t *op)
+{
+    gcoll__shm_t *shm = op->shm;
+    int me = shm->me, n = shm->n;
+    size_t es = op->a.esize, off = gcoll__blk_off(op->a.count, n, me), cnt = gcoll__blk_cnt(op->a.count, n, me);
+    size_t step = shm->chunk_bytes / es;
+    for (size_t c0 = 0; c0 < cnt; c0 += step) {
+        size_t len = cnt - c0 < step ? cnt - c0 : step, at = (off + c0) * es;
+        char *d = (char *)op->a.recvbuf + at;
+        if (!op->inplace)
+            memcpy(d, op->src + at, len * es);
+        for (int q = 0; q < n; q++) {
+            if (q == me)
+                continue;
+            GCOLL_CHECK(gcoll__shm_read(shm, q, shm->tmp, shm->ctrl[q].src + at, len * es));
+            gcoll__reduce(d, d, shm->tmp, len, op->a.dtype, op->a.op);
+        }
+        if (op->a.op == GCOLL_AVG)
+            gcoll__kernels->div[op->a.dtype](d, len, (unsigned)n);
+        for (int q = 0; q < n; q++)
+            if (q != me)
+                GCOLL_CHECK(gcoll__shm_write(shm, q, shm->ctrl[q].dst + at, d, len * es));
+    }
+    return GCOLL_SUCCESS;
+}
+
+void gcoll__allreduce_shm_slots(gcoll__sched_t *s, const gcoll__coll_args_t *a)
+{
+    gcoll__shm_op(s, a, 0, 1, slots_publish, slots_work, 0);
+}
+
+void gcoll__allreduce_shm_cma(gcoll__sched_t *s, const gcoll__coll_args_t *a)
+{
+    gcoll__shm_op(s, a, 1, 1, cma_publish, cma_work, 0);
+}

@@ -1,0 +1,95 @@
+/* See shm_op.h. */
+#include <stdio.h>
+
+#include "../src/error.h"
+#include "shm_op.h"
+
+enum { PH_ORDER, PH_PUBLISH, PH_GATHER, PH_FINISH };
+
+int gcoll__shm_usable(const gcoll__coll_args_t *a)
+{
+    /* a slot must hold one element of every block */
+    return a->shm != NULL && a->shm->slot_bytes >= a->esize * (size_t)a->size;
+}
+
+int gcoll__shm_cma_usable(const gcoll__coll_args_t *a)
+{
+    return a->shm != NULL && a->shm->cma && a->shm->chunk_bytes >= a->esize;
+}
+
+static void who(void *state, char *buf, size_t len)
+{
+    shm_op_t *op = state;
+    if (op->phase == PH_ORDER) {
+        snprintf(buf, len, "none: an earlier operation on this communicator is unfinished");
+        return;
+    }
+    char ranks[128];
+    gcoll__shm_laggards(op->shm, shm_seq(op) - (op->phase == PH_PUBLISH ? 2 : 0), op->phase != PH_GATHER,
+                        ranks, sizeof(ranks));
+    snprintf(buf, len, "%s (local, %s)", ranks, op->phase == PH_GATHER ? "not arrived" : "not ready");
+}
+
+static gcoll_status_t step(void *state, int *done)
+{
+    shm_op_t *op = state;
+    gcoll__shm_t *shm = op->shm;
+    for (;;) {
+        uint64_t seq = shm_seq(op);
+        switch (op->phase) {
+        case PH_ORDER:
+            if (shm->completed != op->seq0 - 1)
+                return GCOLL_SUCCESS;
+            op->phase = PH_PUBLISH;
+            break;
+        case PH_PUBLISH:
+            /* a slot may be rewritten once every rank is done with the round two back */
+            if (!op->single_copy && seq > 2 && !gcoll__shm_all_ready(shm, seq - 2))
+                return GCOLL_SUCCESS;
+            GCOLL_CHECK(op->publish(op));
+            gcoll__shm_set(shm, &shm->ctrl[shm->me].arrive, seq);
+            op->phase = PH_GATHER;
+            break;
+        case PH_GATHER:
+            if (!gcoll__shm_all_arrived(shm, seq))
+                return GCOLL_SUCCESS;
+            GCOLL_CHECK(op->work(op));
+            gcoll__shm_set(shm, &shm->ctrl[shm->me].ready, seq);
+            op->phase = PH_FINISH;
+            break;
+        default:
+            if (op->single_copy && !gcoll__shm_all_ready(shm, seq))
+                return GCOLL_SUCCESS;
+            shm->completed = seq;
+            if (++op->round < op->nrounds) {
+                op->phase = PH_PUBLISH;
+                break;
+            }
+            if (op->finish)
+                GCOLL_CHECK(op->finish(op));
+            *done = 1;
+            return GCOLL_SUCCESS;
+        }
+    }
+}
+
+shm_op_t *gcoll__shm_op(gcoll__sched_t *s, const gcoll__coll_args_t *a, int single_copy, size_t blocks,
+                        shm_hook_t publish, shm_hook_t work, size_t scratch_bytes)
+{
+    shm_op_t *op = gcoll__sched_scratch(s, sizeof(*op));
+    if (!op)
+        return NULL;
+    *op = (shm_op_t){.shm = a->shm, .a = *a, .single_copy = single_copy, .blocks = blocks,
+                     .publish = publish, .work = work};
+    op->inplace = a->sendbuf == a->recvbuf;
+    op->src = op->inplace ? a->recvbuf : a->sendbuf;
+    if (scratch_bytes && !(op->scratch = gcoll__sched_scratch(s, scratch_bytes)))
+        return NULL;
+    size_t fit = a->shm->slot_bytes / (a->esize * blocks);
+    op->per_round = single_copy || fit >= a->count ? a->count : fit;
+    op->nrounds = (int)((a->count + op->per_round - 1) / op->per_round);
+    op->seq0 = a->shm->issued + 1;
+    a->shm->issued += (uint64_t)op->nrounds;
+    gcoll__sched_custom(s, step, who, op);
+    return op;
+}

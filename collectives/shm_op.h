@@ -1,0 +1,54 @@
+/* The driver of the intra-node algorithms: one custom schedule step that runs an operation
+ * over the node channel as rounds. A round publishes this rank's inputs (into its staging slot,
+ * or its buffer addresses for single copy), waits until every rank has published, does this
+ * rank's share of the work, and marks it ready. Slot rounds alternate between two slots per
+ * rank, so a round need not wait for the others to finish; single-copy rounds touch the peers'
+ * own buffers, so they end only when every rank is ready. Operations on one channel run in the
+ * order they were issued, which is the same on every rank. */
+#ifndef GCOLL_SHM_OP_H
+#define GCOLL_SHM_OP_H
+
+#include "algo.h"
+#include "shm/shm.h"
+#include "../src/error.h"
+
+typedef struct shm_op shm_op_t;
+typedef gcoll_status_t (*shm_hook_t)(shm_op_t *op);
+
+struct shm_op {
+    gcoll__shm_t *shm;
+    gcoll__coll_args_t a;
+    const char *src;    /* the input: sendbuf, or recvbuf in place */
+    int inplace;
+    int single_copy;
+    size_t blocks;      /* blocks of the input staged per round: the rank count for
+                           reduce_scatter and alltoall, else 1 */
+    size_t per_round;   /* elements of each block per slot round */
+    int nrounds, round, phase;
+    uint64_t seq0;      /* the first round's sequence number on the channel */
+    shm_hook_t publish, work, finish; /* finish (optional) runs once the last round is over */
+    char *scratch;      /* an algorithm's private buffer, if it asked for one */
+};
+
+/* Builds the step. Slot rounds cover per_round elements of each block; single_copy makes one
+ * round. scratch_bytes of private scratch are allocated with the schedule. */
+shm_op_t *gcoll__shm_op(gcoll__sched_t *s, const gcoll__coll_args_t *a, int single_copy, size_t blocks,
+                        shm_hook_t publish, shm_hook_t work, size_t scratch_bytes);
+
+/* The current round's sequence number, first element and element count. */
+static inline uint64_t shm_seq(const shm_op_t *op)
+{
+    return op->seq0 + (uint64_t)op->round;
+}
+static inline size_t shm_lo(const shm_op_t *op)
+{
+    return (size_t)op->round * op->per_round;
+}
+static inline size_t shm_len(const shm_op_t *op)
+{
+    size_t lo = shm_lo(op);
+    return op->a.count - lo < op->per_round ? op->a.count - lo : op->per_round;
+}
+
+
+#endif

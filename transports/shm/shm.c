@@ -1,0 +1,245 @@
+/* See shm.h. The segment exists under its name only between its creation and the moment every
+ * local rank has mapped it (one barrier later), so neither a normal exit nor kill -9 of any
+ * rank afterwards can leave it behind. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <linux/futex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../src/config.h"
+#include "../../src/error.h"
+#include "../../src/log.h"
+#include "shm.h"
+
+#define NAME_LEN 48
+
+static size_t layout(int n, size_t slot, size_t *ctrl_off, size_t *slots_off)
+{
+    *ctrl_off = sizeof(gcoll__shm_hdr_t);
+    *slots_off = *ctrl_off + (size_t)n * sizeof(gcoll__shm_ctrl_t);
+    *slots_off = (*slots_off + 4095) & ~(size_t)4095;
+    return *slots_off + (size_t)n * 2 * slot;
+}
+
+/* The leader creates the segment and broadcasts its name; "" means it failed. */
+static int create_segment(const char *name, size_t bytes)
+{
+    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0)
+        return -1;
+    if (ftruncate(fd, (off_t)bytes) != 0) {
+        close(fd);
+        shm_unlink(name);
+        return -1;
+    }
+    return fd;
+}
+
+static void random_name(char *name)
+{
+    unsigned char r[16];
+    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+        struct timespec ts; /* a weaker id beats none; O_EXCL still refuses a clash */
+        clock_gettime(CLOCK_REALTIME, &ts);
+        for (size_t i = 0; i < sizeof(r); i++)
+            r[i] = (unsigned char)((ts.tv_nsec >> (i % 4 * 8)) ^ (getpid() >> (i % 3 * 8)) ^ (int)i);
+    }
+    int n = snprintf(name, NAME_LEN, "/gcoll-");
+    for (size_t i = 0; i < sizeof(r); i++)
+        n += snprintf(name + n, (size_t)(NAME_LEN - n), "%02x", r[i]);
+}
+
+/* Every rank reads a word from every peer with process_vm_readv; all must succeed. */
+static int probe_cma(gcoll__shm_t *s, MPI_Comm node)
+{
+    static const uint64_t magic = 0x67636f6c6c434d41ull; /* "gcollCMA" */
+    uint64_t mine = (uint64_t)(uintptr_t)&magic, *addrs = calloc((size_t)s->n, sizeof(uint64_t));
+    int ok = addrs != NULL, all = 0;
+    if (ok)
+        MPI_Allgather(&mine, 1, MPI_UINT64_T, addrs, 1, MPI_UINT64_T, node);
+    for (int q = 0; ok && q < s->n; q++) {
+        uint64_t v = 0;
+        ok = q == s->me || (gcoll__shm_read(s, q, &v, addrs[q], sizeof(v)) == GCOLL_SUCCESS && v == magic);
+    }
+    free(addrs);
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, node);
+    gcoll__error_clear();
+    return all;
+}
+
+gcoll_status_t gcoll__shm_create(MPI_Comm node, gcoll__shm_t **out)
+{
+    *out = NULL;
+    gcoll__shm_t *s = calloc(1, sizeof(*s));
+    if (!s)
+        return gcoll__error(GCOLL_ERR_NOMEM, "shm: no memory for the channel");
+    MPI_Comm_rank(node, &s->me);
+    MPI_Comm_size(node, &s->n);
+    s->slot_bytes = (gcoll__config.shm_slot_size + 63) & ~(size_t)63;
+    s->chunk_bytes = gcoll__config.shm_chunk_size;
+    size_t ctrl_off, slots_off, bytes = layout(s->n, s->slot_bytes, &ctrl_off, &slots_off);
+
+    char name[NAME_LEN] = "";
+    int fd = -1;
+    if (s->me == 0) {
+        random_name(name);
+        fd = create_segment(name, bytes);
+        if (fd < 0) {
+            GCOLL_LOG(GCOLL_LOG_WARN, "shm: cannot create %s (%zu bytes): %s; using the MPI transport on "
+                      "this node (HINT: check /dev/shm)", name, bytes, strerror(errno));
+            name[0] = '\0';
+        }
+    }
+    MPI_Bcast(name, NAME_LEN, MPI_CHAR, 0, node);
+    if (!name[0]) {
+        free(s);
+        return GCOLL_SUCCESS;
+    }
+    if (s->me != 0)
+        fd = shm_open(name, O_RDWR, 0600);
+    void *base = fd >= 0 ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    int mapped = base != MAP_FAILED, all = 0;
+    if (fd >= 0)
+        close(fd);
+    MPI_Allreduce(&mapped, &all, 1, MPI_INT, MPI_LAND, node);
+    if (s->me == 0)
+        shm_unlink(name); /* every rank has it mapped, or the channel is abandoned */
+    if (!all) {
+        GCOLL_LOG(GCOLL_LOG_WARN, "shm: a local rank could not map the segment; using the MPI transport");
+        if (mapped)
+            munmap(base, bytes);
+        free(s);
+        return GCOLL_SUCCESS;
+    }
+    s->base = base;
+    s->map_bytes = bytes;
+    s->hdr = base;
+    s->ctrl = (gcoll__shm_ctrl_t *)((char *)base + ctrl_off);
+    s->slots = (char *)base + slots_off;
+    s->pids = calloc((size_t)s->n, sizeof(pid_t));
+    s->tmp = aligned_alloc(GCOLL_SHM_LINE, (s->chunk_bytes + 63) & ~(size_t)63);
+    if (!s->pids || !s->tmp) {
+        gcoll__shm_destroy(s);
+        return gcoll__error(GCOLL_ERR_NOMEM, "shm: no memory for the channel");
+    }
+    pid_t me = getpid();
+    MPI_Allgather(&me, 1, MPI_INT, s->pids, 1, MPI_INT, node);
+    cpu_set_t cpus;
+    s->oversubscribed = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) < s->n &&
+                        sysconf(_SC_NPROCESSORS_ONLN) < s->n;
+    int mode = gcoll__config.shm_single_copy; /* 0 auto, 1 on, 2 off */
+    s->cma = mode != 2 && probe_cma(s, node);
+    if (mode == 1 && !s->cma)
+        GCOLL_LOG(GCOLL_LOG_WARN, "shm: GCOLL_SHM_SINGLE_COPY=on but process_vm_readv is not permitted "
+                  "between these processes; copying through the segment (HINT: ptrace_scope, containers)");
+    GCOLL_LOG(GCOLL_LOG_INFO, "shm: %d local ranks%s, segment %zu bytes, slots %zu bytes, single copy %s",
+              s->n, s->oversubscribed ? " (more than cores)" : "", bytes, s->slot_bytes, s->cma ? "on" : "off");
+    *out = s;
+    return GCOLL_SUCCESS;
+}
+
+void gcoll__shm_destroy(gcoll__shm_t *s)
+{
+    if (!s)
+        return;
+    if (s->base)
+        munmap(s->base, s->map_bytes);
+    free(s->pids);
+    free(s->tmp);
+    free(s);
+}
+
+static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
+{
+    return syscall(SYS_futex, (uint32_t *)addr, op, val, ts, NULL, 0);
+}
+
+void gcoll__shm_set(gcoll__shm_t *s, _Atomic uint64_t *counter, uint64_t v)
+{
+    atomic_store_explicit(counter, v, memory_order_release);
+    atomic_fetch_add_explicit(&s->hdr->wake, 1, memory_order_acq_rel);
+    if (atomic_load_explicit(&s->hdr->sleepers, memory_order_acquire))
+        futex(&s->hdr->wake, FUTEX_WAKE, INT32_MAX, NULL);
+}
+
+static int all_reached(gcoll__shm_t *s, uint64_t seq, int ready)
+{
+    for (int q = 0; q < s->n; q++) {
+        _Atomic uint64_t *c = ready ? &s->ctrl[q].ready : &s->ctrl[q].arrive;
+        if (atomic_load_explicit(c, memory_order_acquire) < seq)
+            return 0;
+    }
+    return 1;
+}
+
+int gcoll__shm_all_arrived(gcoll__shm_t *s, uint64_t seq)
+{
+    return all_reached(s, seq, 0);
+}
+
+int gcoll__shm_all_ready(gcoll__shm_t *s, uint64_t seq)
+{
+    return all_reached(s, seq, 1);
+}
+
+uint32_t gcoll__shm_ticket(gcoll__shm_t *s)
+{
+    return atomic_load_explicit(&s->hdr->wake, memory_order_acquire);
+}
+
+void gcoll__shm_sleep(gcoll__shm_t *s, uint32_t w, long timeout_us)
+{
+    struct timespec ts = {timeout_us / 1000000, (timeout_us % 1000000) * 1000};
+    atomic_fetch_add_explicit(&s->hdr->sleepers, 1, memory_order_acq_rel);
+    futex(&s->hdr->wake, FUTEX_WAIT, w, &ts); /* returns at once if wake moved since we read it */
+    atomic_fetch_sub_explicit(&s->hdr->sleepers, 1, memory_order_acq_rel);
+}
+
+void gcoll__shm_laggards(gcoll__shm_t *s, uint64_t seq, int ready, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (int q = 0; q < s->n; q++) {
+        _Atomic uint64_t *c = ready ? &s->ctrl[q].ready : &s->ctrl[q].arrive;
+        if (atomic_load_explicit(c, memory_order_acquire) < seq) {
+            size_t used = strlen(buf);
+            snprintf(buf + used, len - used, "%s%d", used ? ", " : "", q);
+        }
+    }
+}
+
+static gcoll_status_t cma(gcoll__shm_t *s, int peer, void *local, uint64_t remote, size_t bytes, int write)
+{
+    while (bytes) {
+        struct iovec l = {local, bytes}, r = {(void *)(uintptr_t)remote, bytes};
+        ssize_t got = write ? process_vm_writev(s->pids[peer], &l, 1, &r, 1, 0)
+                            : process_vm_readv(s->pids[peer], &l, 1, &r, 1, 0);
+        if (got <= 0)
+            return gcoll__error(errno == ESRCH ? GCOLL_ERR_REMOTE : GCOLL_ERR_TRANSPORT,
+                                "shm: process_vm_%sv with local rank %d (pid %d) failed: %s",
+                                write ? "write" : "read", peer, (int)s->pids[peer], strerror(errno));
+        local = (char *)local + got;
+        remote += (uint64_t)got;
+        bytes -= (size_t)got;
+    }
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll__shm_read(gcoll__shm_t *s, int peer, void *dst, uint64_t remote_src, size_t bytes)
+{
+    return cma(s, peer, dst, remote_src, bytes, 0);
+}
+
+gcoll_status_t gcoll__shm_write(gcoll__shm_t *s, int peer, uint64_t remote_dst, const void *src, size_t bytes)
+{
+    return cma(s, peer, (void *)src, remote_dst, bytes, 1);
+}

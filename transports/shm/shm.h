@@ -1,0 +1,77 @@
+/* The shared-memory channel of one communicator's node group: a segment in /dev/shm that every
+ * local rank maps (named with an unguessable id, mode 0600, unlinked as soon as all have mapped
+ * it), holding per-rank progress counters on their own cache lines, staging slots, and the
+ * futex word that sleeping waiters block on; plus single-copy access (cross-memory attach) to
+ * the peers' buffers where the kernel permits it. Intra-node algorithms are built on it. */
+#ifndef GCOLL_SHM_H
+#define GCOLL_SHM_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <mpi.h>
+
+#include "gcoll.h"
+
+#define GCOLL_SHM_LINE 64
+
+/* One rank's public state. Each counter holds the sequence number of the last operation
+ * (or round) that reached that point, and sits on its own cache line. */
+typedef struct {
+    _Alignas(GCOLL_SHM_LINE) _Atomic uint64_t arrive; /* inputs (slot data, addresses) published */
+    uint64_t src, dst;                                 /* buffer addresses, for single copy */
+    int32_t pid;
+    _Alignas(GCOLL_SHM_LINE) _Atomic uint64_t ready;  /* done with the peers' data for this op */
+} gcoll__shm_ctrl_t;
+
+typedef struct {
+    _Alignas(GCOLL_SHM_LINE) _Atomic uint32_t wake;   /* bumped on every counter change */
+    _Atomic uint32_t sleepers;                        /* waiters blocked in futex_wait */
+} gcoll__shm_hdr_t;
+
+typedef struct gcoll__shm {
+    void *base;
+    size_t map_bytes;
+    gcoll__shm_hdr_t *hdr;
+    gcoll__shm_ctrl_t *ctrl;  /* [nlocal] */
+    char *slots;              /* [nlocal][2][slot_bytes] */
+    size_t slot_bytes;        /* one parity of one rank's staging */
+    size_t chunk_bytes;       /* single-copy pipelining chunk */
+    int me, n;                /* local rank and local size (the whole communicator) */
+    int cma;                  /* single copy works between every pair */
+    int oversubscribed;       /* more local ranks than cores: waiters must give way at once */
+    pid_t *pids;              /* [n] */
+    char *tmp;                /* chunk_bytes of private scratch for single-copy reads */
+    uint64_t issued;          /* sequence numbers handed to operations built so far */
+    uint64_t completed;       /* operations finished here, in order */
+} gcoll__shm_t;
+
+/* Collective over node_comm, which must hold every rank of the communicator. NULL in *out (and
+ * success) when shared memory is unavailable; the reason is logged. */
+gcoll_status_t gcoll__shm_create(MPI_Comm node_comm, gcoll__shm_t **out);
+void gcoll__shm_destroy(gcoll__shm_t *shm);
+
+static inline char *gcoll__shm_slot(gcoll__shm_t *s, int rank, uint64_t seq)
+{
+    return s->slots + ((size_t)rank * 2 + (seq & 1)) * s->slot_bytes;
+}
+
+/* Publishes a counter value and wakes sleepers. */
+void gcoll__shm_set(gcoll__shm_t *s, _Atomic uint64_t *counter, uint64_t v);
+/* 1 when every rank's arrive (ready) counter has reached seq. */
+int gcoll__shm_all_arrived(gcoll__shm_t *s, uint64_t seq);
+int gcoll__shm_all_ready(gcoll__shm_t *s, uint64_t seq);
+/* The node's wake word; gcoll__shm_sleep blocks (futex) until it moves past ticket or
+ * timeout_us passes, and returns at once if it already has. */
+uint32_t gcoll__shm_ticket(gcoll__shm_t *s);
+void gcoll__shm_sleep(gcoll__shm_t *s, uint32_t ticket, long timeout_us);
+/* Lists local ranks whose arrive (or ready, if ready) is below seq, as "1, 3". */
+void gcoll__shm_laggards(gcoll__shm_t *s, uint64_t seq, int ready, char *buf, size_t len);
+
+/* Single copy between this process and local rank `peer`. */
+gcoll_status_t gcoll__shm_read(gcoll__shm_t *s, int peer, void *dst, uint64_t remote_src, size_t bytes);
+gcoll_status_t gcoll__shm_write(gcoll__shm_t *s, int peer, uint64_t remote_dst, const void *src, size_t bytes);
+
+#endif
