@@ -55,13 +55,13 @@ static gcoll_status_t cma_work(shm_op_t *op)
     for (size_t c0 = 0; c0 < cnt; c0 += step) {
         size_t len = cnt - c0 < step ? cnt - c0 : step;
         char *d = acc_of(op) + c0 * es;
-        if (d != op->src + mine + c0 * es)
-            memcpy(d, op->src + mine + c0 * es, len * es);
+        const char *acc = op->src + mine + c0 * es; /* the first reduction reads the input */
         for (int q = 0; q < n; q++) {
             if (q == me)
                 continue;
             GCOLL_CHECK(gcoll__shm_read(shm, q, shm->tmp, shm->ctrl[q].src + mine + c0 * es, len * es));
-            gcoll__reduce(d, d, shm->tmp, len, op->a.dtype, op->a.op);
+            gcoll__reduce(d, acc, shm->tmp, len, op->a.dtype, op->a.op);
+            acc = d;
         }
         if (op->a.op == GCOLL_AVG)
             gcoll__kernels->div[op->a.dtype](d, len, (unsigned)n);

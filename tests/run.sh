@@ -103,10 +103,16 @@ done
 for np in 3 5; do
     run_mpi timeout "$np" GCOLL_TIMEOUT=1
 done
+# the node channel's other paths: copy-in/copy-out in many rounds (no single copy, 4 KiB
+# slots), single copy in many chunks, and every collective over the MPI transport instead
+run_mpi collectives 3 TEST_QUICK=1 GCOLL_SHM_SINGLE_COPY=off GCOLL_SHM_SLOT_SIZE=4K
+run_mpi collectives 4 TEST_QUICK=1 GCOLL_SHM_CHUNK_SIZE=4K
+run_mpi collectives 5 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=mpi
 
 echo "--- checks"
 run_script "bad GCOLL_TIMEOUT fails gcoll_init, naming it" sh tests/bad_env.sh
 run_script "README variables match the registry" sh tests/readme_vars.sh
+run_script "shm segments: none left after exit or kill -9" sh tests/shm_leak.sh
 run_script "gcoll_bench: collectives, options, outputs, membw" sh tests/bench.sh
 run_script "README example under mpirun -np 4" \
     timeout 300 $MPIRUN -np 4 "$BINDIR/readme_example"
