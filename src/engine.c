@@ -150,10 +150,15 @@ static void retire(gcoll_request_t r)
     r->comm = NULL;
 }
 
-/* One pass over every active request. Lock held. */
+/* One pass over every active request. Lock held. The clock is read on one pass in
+ * TIME_EVERY: deadlines need no finer grain, and reading it is not free. */
+#define TIME_EVERY 32
 static void progress_all(void)
 {
-    double t = now_s();
+    static unsigned passes;
+    double t = 0;
+    if (++passes % TIME_EVERY == 0)
+        t = now_s();
     gcoll_request_t r = gcoll__context.active;
     while (r) {
         gcoll_request_t next = r->next;
@@ -162,7 +167,9 @@ static void progress_all(void)
             fail_request(r, GCOLL_ERR_ABORTED, r->comm->failmsg);
         } else if ((st = advance(r)) != GCOLL_SUCCESS) {
             fail_request(r, st, gcoll_last_error());
-        } else if (!r->done && t > r->deadline) {
+        } else if (!r->done && t > 0 && r->deadline == 0) {
+            r->deadline = t + gcoll__config.timeout_s; /* the clock starts at the first reading */
+        } else if (!r->done && t > 0 && t > r->deadline) {
             char peers[160], why[256];
             pending_peers(r, peers, sizeof(peers));
             snprintf(why, sizeof(why), "timed out after %g s (GCOLL_TIMEOUT); no answer from rank%s %s",
@@ -196,7 +203,6 @@ gcoll_status_t gcoll__request_start(gcoll_comm_t comm, gcoll__coll_t coll, const
     r->comm = comm;
     comm->refs++;
     r->seq = comm->seq++;
-    r->deadline = now_s() + gcoll__config.timeout_s;
     gcoll_request_t *p = &gcoll__context.active;
     while (*p && (*p)->priority >= r->priority)
         p = &(*p)->next;

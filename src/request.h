@@ -17,7 +17,7 @@ struct gcoll_request {
     int priority;
     char name[64];
     gcoll__sched_t *sched;
-    double deadline; /* monotonic seconds */
+    double deadline; /* monotonic seconds; 0 until the engine first reads the clock */
     int done;
     gcoll_status_t status;
     char errmsg[384];

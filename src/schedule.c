@@ -1,4 +1,5 @@
 /* Schedule construction. Steps and rounds grow in arrays; scratch buffers belong to the schedule. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,9 +8,13 @@
 
 gcoll__sched_t *gcoll__sched_new(gcoll_dtype_t dtype, gcoll_op_t op, unsigned divisor)
 {
-    gcoll__sched_t *s = calloc(1, sizeof(*s));
+    gcoll__sched_t *s = malloc(sizeof(*s));
     if (!s)
         return NULL;
+    memset(s, 0, offsetof(gcoll__sched_t, inline_steps));
+    s->steps = s->inline_steps;
+    s->rounds = s->inline_rounds;
+    s->cap_steps = s->cap_rounds = GCOLL_SCHED_INLINE_STEPS;
     s->dtype = dtype;
     s->op = op;
     s->divisor = divisor;
@@ -23,21 +28,26 @@ void gcoll__sched_free(gcoll__sched_t *s)
     for (size_t i = 0; i < s->nscratch; i++)
         free(s->scratch[i]);
     free(s->scratch);
-    free(s->steps);
-    free(s->rounds);
+    if (s->steps != s->inline_steps)
+        free(s->steps);
+    if (s->rounds != s->inline_rounds)
+        free(s->rounds);
     free(s);
 }
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+/* Grows an array that starts in the schedule's inline storage. */
+static int grow(void **arr, size_t *cap, size_t need, size_t elem, const void *inline_storage)
 {
     if (need <= *cap)
         return 1;
-    size_t ncap = *cap ? *cap * 2 : 16;
+    size_t ncap = *cap * 4;
     while (ncap < need)
         ncap *= 2;
-    void *p = realloc(*arr, ncap * elem);
+    void *p = *arr == inline_storage ? malloc(ncap * elem) : realloc(*arr, ncap * elem);
     if (!p)
         return 0;
+    if (*arr == inline_storage)
+        memcpy(p, *arr, *cap * elem);
     *arr = p;
     *cap = ncap;
     return 1;
@@ -45,6 +55,11 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem)
 
 void *gcoll__sched_scratch(gcoll__sched_t *s, size_t bytes)
 {
+    size_t at = (s->arena_used + 63) & ~(size_t)63;
+    if (bytes && at + bytes <= GCOLL_SCHED_INLINE_ARENA) {
+        s->arena_used = at + bytes;
+        return s->arena + at;
+    }
     void **arr = realloc(s->scratch, (s->nscratch + 1) * sizeof(void *));
     void *p = arr ? malloc(bytes ? bytes : 1) : NULL;
     if (arr)
@@ -61,7 +76,7 @@ void gcoll__sched_round(gcoll__sched_t *s)
 {
     if (s->nrounds && s->rounds[s->nrounds - 1].count == 0)
         return; /* the open round is still empty: reuse it */
-    if (!grow((void **)&s->rounds, &s->cap_rounds, s->nrounds + 1, sizeof(gcoll__round_t))) {
+    if (!grow((void **)&s->rounds, &s->cap_rounds, s->nrounds + 1, sizeof(gcoll__round_t), s->inline_rounds)) {
         s->status = GCOLL_ERR_NOMEM;
         return;
     }
@@ -74,7 +89,7 @@ static void add_step(gcoll__sched_t *s, gcoll__step_t step)
         return;
     if (s->nrounds == 0)
         gcoll__sched_round(s);
-    if (!grow((void **)&s->steps, &s->cap_steps, s->nsteps + 1, sizeof(gcoll__step_t))) {
+    if (!grow((void **)&s->steps, &s->cap_steps, s->nsteps + 1, sizeof(gcoll__step_t), s->inline_steps)) {
         s->status = GCOLL_ERR_NOMEM;
         return;
     }

@@ -38,12 +38,15 @@ typedef struct {
     size_t first, count;
 } gcoll__round_t;
 
+#define GCOLL_SCHED_INLINE_STEPS 4
+#define GCOLL_SCHED_INLINE_ARENA 512
+
 typedef struct gcoll__sched {
-    gcoll__step_t *steps;
+    gcoll__step_t *steps; /* inline_steps until it outgrows them */
     size_t nsteps, cap_steps;
     gcoll__round_t *rounds;
     size_t nrounds, cap_rounds;
-    void **scratch;
+    void **scratch;       /* heap scratch buffers */
     size_t nscratch;
     gcoll_dtype_t dtype;
     gcoll_op_t op;
@@ -52,6 +55,11 @@ typedef struct gcoll__sched {
     /* execution state */
     size_t cur;
     int posted;
+    size_t arena_used;
+    /* small schedules need no allocation beyond the schedule itself (left uncleared) */
+    gcoll__step_t inline_steps[GCOLL_SCHED_INLINE_STEPS];
+    gcoll__round_t inline_rounds[GCOLL_SCHED_INLINE_STEPS];
+    _Alignas(64) char arena[GCOLL_SCHED_INLINE_ARENA];
 } gcoll__sched_t;
 
 gcoll__sched_t *gcoll__sched_new(gcoll_dtype_t dtype, gcoll_op_t op, unsigned divisor);

@@ -164,12 +164,17 @@ static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct tim
     return syscall(SYS_futex, (uint32_t *)addr, op, val, ts, NULL, 0);
 }
 
+/* Sleepers and setters follow Dekker's pattern: a setter stores its counter and then reads
+ * the sleeper count; a sleeper counts itself and then re-reads the counters. Sequential
+ * consistency makes at least one of them see the other, so a wake is never lost, and the
+ * common case (nobody asleep) costs the setter no shared write beyond its own counter. */
 void gcoll__shm_set(gcoll__shm_t *s, _Atomic uint64_t *counter, uint64_t v)
 {
-    atomic_store_explicit(counter, v, memory_order_release);
-    atomic_fetch_add_explicit(&s->hdr->wake, 1, memory_order_acq_rel);
-    if (atomic_load_explicit(&s->hdr->sleepers, memory_order_acquire))
+    atomic_store(counter, v);
+    if (atomic_load(&s->hdr->sleepers)) {
+        atomic_fetch_add(&s->hdr->wake, 1);
         futex(&s->hdr->wake, FUTEX_WAKE, INT32_MAX, NULL);
+    }
 }
 
 static int all_reached(gcoll__shm_t *s, uint64_t seq, int ready)
@@ -192,17 +197,23 @@ int gcoll__shm_all_ready(gcoll__shm_t *s, uint64_t seq)
     return all_reached(s, seq, 1);
 }
 
+/* A digest of every counter of the node: it changes whenever one does. */
 uint32_t gcoll__shm_ticket(gcoll__shm_t *s)
 {
-    return atomic_load_explicit(&s->hdr->wake, memory_order_acquire);
+    uint64_t sum = 0;
+    for (int q = 0; q < s->n; q++)
+        sum += atomic_load(&s->ctrl[q].arrive) + atomic_load(&s->ctrl[q].ready);
+    return (uint32_t)sum;
 }
 
-void gcoll__shm_sleep(gcoll__shm_t *s, uint32_t w, long timeout_us)
+void gcoll__shm_sleep(gcoll__shm_t *s, uint32_t ticket, long timeout_us)
 {
     struct timespec ts = {timeout_us / 1000000, (timeout_us % 1000000) * 1000};
-    atomic_fetch_add_explicit(&s->hdr->sleepers, 1, memory_order_acq_rel);
-    futex(&s->hdr->wake, FUTEX_WAIT, w, &ts); /* returns at once if wake moved since we read it */
-    atomic_fetch_sub_explicit(&s->hdr->sleepers, 1, memory_order_acq_rel);
+    atomic_fetch_add(&s->hdr->sleepers, 1);
+    uint32_t w = atomic_load(&s->hdr->wake);
+    if (gcoll__shm_ticket(s) == ticket) /* nothing moved since the caller last looked */
+        futex(&s->hdr->wake, FUTEX_WAIT, w, &ts);
+    atomic_fetch_sub(&s->hdr->sleepers, 1);
 }
 
 void gcoll__shm_laggards(gcoll__shm_t *s, uint64_t seq, int ready, char *buf, size_t len)

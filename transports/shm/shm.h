@@ -27,7 +27,7 @@ typedef struct {
 } gcoll__shm_ctrl_t;
 
 typedef struct {
-    _Alignas(GCOLL_SHM_LINE) _Atomic uint32_t wake;   /* bumped on every counter change */
+    _Alignas(GCOLL_SHM_LINE) _Atomic uint32_t wake;   /* bumped when a counter moves and someone sleeps */
     _Atomic uint32_t sleepers;                        /* waiters blocked in futex_wait */
 } gcoll__shm_hdr_t;
 
@@ -63,8 +63,8 @@ void gcoll__shm_set(gcoll__shm_t *s, _Atomic uint64_t *counter, uint64_t v);
 /* 1 when every rank's arrive (ready) counter has reached seq. */
 int gcoll__shm_all_arrived(gcoll__shm_t *s, uint64_t seq);
 int gcoll__shm_all_ready(gcoll__shm_t *s, uint64_t seq);
-/* The node's wake word; gcoll__shm_sleep blocks (futex) until it moves past ticket or
- * timeout_us passes, and returns at once if it already has. */
+/* A digest of the node's counters; gcoll__shm_sleep blocks (futex) until a counter moves
+ * after the ticket was taken, or timeout_us passes, and returns at once if one already has. */
 uint32_t gcoll__shm_ticket(gcoll__shm_t *s);
 void gcoll__shm_sleep(gcoll__shm_t *s, uint32_t ticket, long timeout_us);
 /* Lists local ranks whose arrive (or ready, if ready) is below seq, as "1, 3". */
