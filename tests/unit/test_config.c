@@ -47,7 +47,11 @@ START_TEST(malformed_values_name_the_variable)
     expect_bad("GCOLL_LOG_LEVEL", "verbose", "error|warn|info|debug|trace");
     expect_bad("GCOLL_TRANSPORT", "carrier-pigeon", "mpi");
     expect_bad("GCOLL_REDUCE_ISA", "sse9", "auto|generic|avx2|avx512");
-    expect_bad("GCOLL_ALLREDUCE", "fastest", "ring|recursive_doubling");
+    expect_bad("GCOLL_ALLREDUCE", "fastest", "ring|recursive_doubling|shm_slots|shm_cma");
+    expect_bad("GCOLL_SHM_SLOT_SIZE", "1K", "from 4K to 1G");
+    expect_bad("GCOLL_SHM_CHUNK_SIZE", "lots", "K/M/G");
+    expect_bad("GCOLL_SHM_SINGLE_COPY", "maybe", "auto|on|off");
+    expect_bad("GCOLL_TRANSPORT_INTRA", "nvlink", "shm|mpi");
     expect_bad("GCOLL_ALLREDUCE", "ring:8K-1K", "LO < HI");
     expect_bad("GCOLL_ALLREDUCE", "ring:8K", "LO-HI");
     expect_bad("GCOLL_ALLREDUCE", "ring:1X-2M", "K/M/G");
@@ -132,7 +136,9 @@ START_TEST(registry_listing)
     const char *const *names;
     size_t n;
     ck_assert_int_eq(gcoll_algorithms("allreduce", &names, &n), GCOLL_SUCCESS);
-    ck_assert_uint_eq(n, 2);
+    ck_assert_uint_eq(n, 4);
+    ck_assert_str_eq(names[0], "ring");
+    ck_assert_str_eq(names[3], "shm_cma");
     ck_assert_int_eq(gcoll_algorithms("allsorts", &names, &n), GCOLL_ERR_INVALID_ARG);
 }
 END_TEST
