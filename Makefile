@@ -68,9 +68,12 @@ $(OBJDIR)/src/reduce_generic.o: EXTRA := -O3
 $(OBJDIR)/src/reduce_avx2.o: EXTRA := -O3 -mavx2 -mfma -mf16c
 $(OBJDIR)/src/reduce_avx512.o: EXTRA := -O3 -mavx512f -mavx512bw -mavx512vl -mf16c -mfma -mprefer-vector-width=512
 
-$(OBJDIR)/%.o: %.c $(wildcard include/*.h src/*.h src/*.inc collectives/*.h transports/*.h) Makefile
+# -MMD: each object also depends on every header it includes.
+$(OBJDIR)/%.o: %.c Makefile
 	@mkdir -p $(dir $@)
-	$(MPICC) $(CFLAGS) $(LIB_CFLAGS) $(EXTRA) -c $< -o $@
+	$(MPICC) $(CFLAGS) $(LIB_CFLAGS) $(EXTRA) -MMD -MP -c $< -o $@
+
+-include $(LIB_OBJS:.o=.d)
 
 $(SHLIB): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
@@ -106,7 +109,7 @@ $(BINDIR)/%: examples/%.c $(LIBDIR)/libgcoll.so
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $< -o $@ $(PROG_LDFLAGS)
 
 UNIT_BENCH := bench/metrics.c bench/options.c
-$(BINDIR)/unit_tests: $(UNIT_SRCS) $(UNIT_BENCH) $(STLIB) $(wildcard tests/unit/*.h bench/*.h)
+$(BINDIR)/unit_tests: $(UNIT_SRCS) $(UNIT_BENCH) $(STLIB) $(wildcard tests/unit/*.h bench/*.h src/*.h transports/*.h transports/*/*.h collectives/*.h)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) -Ibench -Wno-missing-prototypes $(UNIT_SRCS) $(UNIT_BENCH) -o $@ $(STLIB) \
 	    $(shell pkg-config --cflags --libs check) $(SANFLAGS) $(LDLIBS)

@@ -43,9 +43,9 @@ static void unregister(gcoll_comm_t comm)
 
 static void destroy(gcoll_comm_t comm)
 {
-    gcoll__shm_destroy(comm->shm);
-    if (comm->tp)
+    if (comm->tp) /* the shm endpoint lives on the channel: close it first */
         comm->tpops->close(comm->tp);
+    gcoll__shm_destroy(comm->shm);
     MPI_Comm_free(&comm->boot);
     free(comm);
 }
@@ -116,11 +116,16 @@ gcoll_status_t gcoll__comm_create(MPI_Comm mpi_comm, gcoll_comm_t *out)
     MPI_Comm_set_errhandler(c->boot, MPI_ERRORS_RETURN);
     MPI_Comm_rank(c->boot, &c->rank);
     MPI_Comm_size(c->boot, &c->size);
-    c->tpops = gcoll__context.transport;
     c->refs = 1;
-    gcoll_status_t st = connect_transport(c);
-    if (st == GCOLL_SUCCESS)
-        st = attach_shm(c);
+    /* On one host the node channel carries everything; elsewhere the inter-node transport. */
+    gcoll_status_t st = attach_shm(c);
+    if (st == GCOLL_SUCCESS && c->shm) {
+        c->tpops = &gcoll__transport_shm;
+        st = gcoll__shm_p2p_open(c->shm, &c->tp);
+    } else if (st == GCOLL_SUCCESS) {
+        c->tpops = gcoll__context.transport;
+        st = connect_transport(c);
+    }
     if (st != GCOLL_SUCCESS) {
         destroy(c);
         return st;

@@ -89,6 +89,19 @@ static gcoll_status_t parse_bytes(const char *var, const char *s, void *out, int
     return GCOLL_SUCCESS;
 }
 
+static gcoll_status_t parse_depth(const char *var, const char *s, void *out, int arg)
+{
+    (void)arg;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || errno || v < 2 || v > 1024)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s='%s' is not valid: accepts an integer from 2 to 1024",
+                            var, s);
+    *(int *)out = (int)v;
+    return GCOLL_SUCCESS;
+}
+
 static gcoll_status_t parse_seconds(const char *var, const char *s, void *out, int arg)
 {
     (void)arg;
@@ -208,6 +221,11 @@ static const var_def_t vars[] = {
     {"GCOLL_SHM_SINGLE_COPY", "auto|on|off", "auto",
      "cross-memory attach (process_vm_readv/writev) for large messages; auto probes it",
      parse_onoff, &gcoll__config.shm_single_copy, 0},
+    {"GCOLL_SHM_RING_CELL_SIZE", "bytes, 1K..1G", "8K",
+     "payload of one point-to-point ring cell: larger messages go single copy or in fragments",
+     parse_bytes, &gcoll__config.shm_cell_size, 1},
+    {"GCOLL_SHM_RING_DEPTH", "2..1024", "8", "cells per point-to-point ring (one ring per ordered pair)",
+     parse_depth, &gcoll__config.shm_ring_depth, 0},
     ALGO_VAR("ALLREDUCE", GCOLL_COLL_ALLREDUCE,
              "allreduce algorithm per size range (ring, recursive_doubling)"),
     ALGO_VAR("REDUCE_SCATTER", GCOLL_COLL_REDUCE_SCATTER,

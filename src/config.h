@@ -30,6 +30,8 @@ typedef struct {
     size_t shm_slot_size;  /* staging bytes per rank and parity */
     size_t shm_chunk_size; /* single-copy pipelining chunk */
     int shm_single_copy;   /* 0 auto, 1 on, 2 off */
+    size_t shm_cell_size;  /* point-to-point ring cell payload */
+    int shm_ring_depth;    /* cells per ring */
     gcoll__algo_table_t algo[GCOLL_COLL_COUNT];
 } gcoll__config_t;
 

@@ -103,10 +103,12 @@ done
 for np in 3 5; do
     run_mpi timeout "$np" GCOLL_TIMEOUT=1
 done
-# the node channel's other paths: copy-in/copy-out in many rounds (no single copy, 4 KiB
-# slots), single copy in many chunks, and every collective over the MPI transport instead
-run_mpi collectives 3 TEST_QUICK=1 GCOLL_SHM_SINGLE_COPY=off GCOLL_SHM_SLOT_SIZE=4K
-run_mpi collectives 4 TEST_QUICK=1 GCOLL_SHM_CHUNK_SIZE=4K
+# the node channel's other paths: copy-in/copy-out in many rounds and point-to-point messages
+# in fragments through 2-cell rings (no single copy), single copy in many chunks, and every
+# collective over the MPI transport instead
+run_mpi collectives 3 TEST_QUICK=1 GCOLL_SHM_SINGLE_COPY=off GCOLL_SHM_SLOT_SIZE=4K \
+    GCOLL_SHM_RING_CELL_SIZE=1K GCOLL_SHM_RING_DEPTH=2
+run_mpi collectives 4 TEST_QUICK=1 GCOLL_SHM_CHUNK_SIZE=4K GCOLL_SHM_RING_CELL_SIZE=1K
 run_mpi collectives 5 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=mpi
 
 echo "--- checks"

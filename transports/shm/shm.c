@@ -23,12 +23,14 @@
 
 #define NAME_LEN 48
 
-static size_t layout(int n, size_t slot, size_t *ctrl_off, size_t *slots_off)
+/* header | ctrl[n] | slots[n][2] | rings[n][n] (each: ack line, depth cells) */
+static size_t layout(const gcoll__shm_t *s, size_t *ctrl_off, size_t *slots_off, size_t *rings_off)
 {
     *ctrl_off = sizeof(gcoll__shm_hdr_t);
-    *slots_off = *ctrl_off + (size_t)n * sizeof(gcoll__shm_ctrl_t);
+    *slots_off = *ctrl_off + (size_t)s->n * sizeof(gcoll__shm_ctrl_t);
     *slots_off = (*slots_off + 4095) & ~(size_t)4095;
-    return *slots_off + (size_t)n * 2 * slot;
+    *rings_off = *slots_off + (size_t)s->n * 2 * s->slot_bytes;
+    return *rings_off + (size_t)s->n * (size_t)s->n * s->pair_bytes;
 }
 
 /* The leader creates the segment and broadcasts its name; "" means it failed. */
@@ -87,7 +89,10 @@ gcoll_status_t gcoll__shm_create(MPI_Comm node, gcoll__shm_t **out)
     MPI_Comm_size(node, &s->n);
     s->slot_bytes = (gcoll__config.shm_slot_size + 63) & ~(size_t)63;
     s->chunk_bytes = gcoll__config.shm_chunk_size;
-    size_t ctrl_off, slots_off, bytes = layout(s->n, s->slot_bytes, &ctrl_off, &slots_off);
+    s->cell_bytes = (gcoll__config.shm_cell_size + 63) & ~(size_t)63;
+    s->depth = gcoll__config.shm_ring_depth;
+    s->pair_bytes = GCOLL_SHM_LINE + (size_t)s->depth * (sizeof(gcoll__shm_cell_t) + s->cell_bytes);
+    size_t ctrl_off, slots_off, rings_off, bytes = layout(s, &ctrl_off, &slots_off, &rings_off);
 
     char name[NAME_LEN] = "";
     int fd = -1;
@@ -126,6 +131,7 @@ gcoll_status_t gcoll__shm_create(MPI_Comm node, gcoll__shm_t **out)
     s->hdr = base;
     s->ctrl = (gcoll__shm_ctrl_t *)((char *)base + ctrl_off);
     s->slots = (char *)base + slots_off;
+    s->rings = (char *)base + rings_off;
     s->pids = calloc((size_t)s->n, sizeof(pid_t));
     s->tmp = aligned_alloc(GCOLL_SHM_LINE, (s->chunk_bytes + 63) & ~(size_t)63);
     if (!s->pids || !s->tmp) {
@@ -154,6 +160,7 @@ void gcoll__shm_destroy(gcoll__shm_t *s)
         return;
     if (s->base)
         munmap(s->base, s->map_bytes);
+    free(s->p2p);
     free(s->pids);
     free(s->tmp);
     free(s);
@@ -202,7 +209,7 @@ uint32_t gcoll__shm_ticket(gcoll__shm_t *s)
 {
     uint64_t sum = 0;
     for (int q = 0; q < s->n; q++)
-        sum += atomic_load(&s->ctrl[q].arrive) + atomic_load(&s->ctrl[q].ready);
+        sum += atomic_load(&s->ctrl[q].arrive) + atomic_load(&s->ctrl[q].ready) + atomic_load(&s->ctrl[q].rings);
     return (uint32_t)sum;
 }
 

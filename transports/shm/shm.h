@@ -24,12 +24,28 @@ typedef struct {
     uint64_t src, dst;                                 /* buffer addresses, for single copy */
     int32_t pid;
     _Alignas(GCOLL_SHM_LINE) _Atomic uint64_t ready;  /* done with the peers' data for this op */
+    _Alignas(GCOLL_SHM_LINE) _Atomic uint64_t rings;  /* bumped on every ring event of this rank */
 } gcoll__shm_ctrl_t;
 
 typedef struct {
     _Alignas(GCOLL_SHM_LINE) _Atomic uint32_t wake;   /* bumped when a counter moves and someone sleeps */
     _Atomic uint32_t sleepers;                        /* waiters blocked in futex_wait */
 } gcoll__shm_hdr_t;
+
+/* One cell of a point-to-point ring (sender -> receiver): a header line, then the payload. */
+typedef struct {
+    _Alignas(GCOLL_SHM_LINE) _Atomic uint32_t full; /* written last by the sender, cleared by the receiver */
+    uint32_t kind;   /* GCOLL_SHM_MSG_* */
+    uint32_t tag;
+    uint32_t len;    /* payload bytes in this cell */
+    uint64_t total;  /* bytes of the whole message */
+    uint64_t addr;   /* the sender's buffer, for a single-copy message */
+    uint64_t msgid;  /* the sender's count of single-copy messages to this receiver */
+} gcoll__shm_cell_t;
+
+enum { GCOLL_SHM_MSG_FIRST = 1, GCOLL_SHM_MSG_MORE = 2, GCOLL_SHM_MSG_CMA = 3 };
+
+typedef struct gcoll__shm_p2p gcoll__shm_p2p_t; /* private ring state, shm_p2p.c */
 
 typedef struct gcoll__shm {
     void *base;
@@ -44,6 +60,11 @@ typedef struct gcoll__shm {
     int oversubscribed;       /* more local ranks than cores: waiters must give way at once */
     pid_t *pids;              /* [n] */
     char *tmp;                /* chunk_bytes of private scratch for single-copy reads */
+    char *rings;              /* [sender][receiver]: an ack line, then depth cells */
+    size_t cell_bytes;        /* payload bytes of one cell */
+    size_t pair_bytes;        /* one ring */
+    int depth;                /* cells per ring */
+    gcoll__shm_p2p_t *p2p;    /* created with the point-to-point endpoint */
     uint64_t issued;          /* sequence numbers handed to operations built so far */
     uint64_t completed;       /* operations finished here, in order */
 } gcoll__shm_t;
@@ -57,6 +78,24 @@ static inline char *gcoll__shm_slot(gcoll__shm_t *s, int rank, uint64_t seq)
 {
     return s->slots + ((size_t)rank * 2 + (seq & 1)) * s->slot_bytes;
 }
+
+/* The ring from local rank `from` to local rank `to`: its ack counter and its cells. */
+static inline _Atomic uint64_t *gcoll__shm_ring_ack(gcoll__shm_t *s, int from, int to)
+{
+    return (_Atomic uint64_t *)(s->rings + ((size_t)from * (size_t)s->n + (size_t)to) * s->pair_bytes);
+}
+static inline gcoll__shm_cell_t *gcoll__shm_cell(gcoll__shm_t *s, int from, int to, uint64_t i)
+{
+    size_t stride = sizeof(gcoll__shm_cell_t) + s->cell_bytes;
+    return (gcoll__shm_cell_t *)((char *)gcoll__shm_ring_ack(s, from, to) + GCOLL_SHM_LINE +
+                                 (size_t)(i % (uint64_t)s->depth) * stride);
+}
+
+struct gcoll__tp;
+struct gcoll__transport;
+extern const struct gcoll__transport gcoll__transport_shm;
+/* The point-to-point endpoint over the channel's rings (the transport table's tp). */
+gcoll_status_t gcoll__shm_p2p_open(gcoll__shm_t *s, struct gcoll__tp **tp);
 
 /* Publishes a counter value and wakes sleepers. */
 void gcoll__shm_set(gcoll__shm_t *s, _Atomic uint64_t *counter, uint64_t v);

@@ -1,0 +1,380 @@
+/* The shared-memory point-to-point transport: one single-producer ring per ordered pair of
+ * local ranks, of GCOLL_SHM_RING_DEPTH cells with a cache-line header each. A message that fits
+ * a cell travels inline; a larger one travels single copy (the receiver reads the sender's
+ * buffer with process_vm_readv and acknowledges) where the kernel permits it, else as
+ * consecutive fragments that the sender writes as cells free up, so sending and receiving
+ * overlap. Messages between a pair arrive in order; a receive matches the first message with
+ * its tag, and messages no receive is waiting for are copied aside (single-copy ones leave only
+ * their descriptor). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../src/error.h"
+#include "../transport.h"
+#include "shm.h"
+
+struct gcoll__tp_req {
+    struct gcoll__tp_req *next;
+    int peer, is_recv, done;
+    uint32_t tag;
+    char *buf;
+    size_t bytes, moved; /* moved: bytes written (send) or received (recv) so far */
+    uint64_t msgid;      /* single-copy send: complete once the receiver acknowledges it */
+    int started;         /* send: its first cell is in the ring */
+    gcoll_status_t status;
+};
+
+typedef struct unexpected {
+    struct unexpected *next;
+    uint32_t tag, kind;
+    size_t total, have;
+    uint64_t addr, msgid;
+    char *data; /* copied payload (inline and fragments) */
+} unexpected_t;
+
+typedef struct {
+    gcoll__tp_req_t *sends, *sends_tail; /* not yet completely in the ring or acknowledged */
+    gcoll__tp_req_t *recvs, *recvs_tail; /* posted, in order */
+    unexpected_t *unexp, *unexp_tail;
+    uint64_t tail, head;                 /* cells written to / read from the peer's rings */
+    uint64_t cma_sent;                   /* single-copy messages sent to this peer */
+    gcoll__tp_req_t *receiving;          /* the receive a fragmented message is landing in */
+    unexpected_t *stashing;              /* or the unexpected copy it is landing in */
+} peer_t;
+
+struct gcoll__shm_p2p {
+    peer_t *peers;
+    uint64_t events; /* this rank's ring events, published for sleepers */
+};
+
+/* Tells sleeping peers that a ring moved. */
+static void ring_event(gcoll__shm_t *s)
+{
+    gcoll__shm_set(s, &s->ctrl[s->me].rings, ++s->p2p->events);
+}
+
+struct gcoll__tp {
+    gcoll__shm_t *ch;
+};
+
+#define Q_PUSH(head, tail, x)   \
+    do {                        \
+        (x)->next = NULL;       \
+        if (tail)               \
+            (tail)->next = (x); \
+        else                    \
+            (head) = (x);       \
+        (tail) = (x);           \
+    } while (0)
+
+static void unlink_req(gcoll__tp_req_t **head, gcoll__tp_req_t **tail, gcoll__tp_req_t *r)
+{
+    gcoll__tp_req_t *prev = NULL;
+    for (gcoll__tp_req_t *x = *head; x; prev = x, x = x->next)
+        if (x == r) {
+            *(prev ? &prev->next : head) = x->next;
+            if (*tail == r)
+                *tail = prev;
+            return;
+        }
+}
+
+gcoll_status_t gcoll__shm_p2p_open(gcoll__shm_t *s, gcoll__tp_t **out)
+{
+    gcoll__tp_t *tp = calloc(1, sizeof(*tp));
+    s->p2p = calloc(1, sizeof(*s->p2p));
+    if (s->p2p)
+        s->p2p->peers = calloc((size_t)s->n, sizeof(peer_t));
+    if (!tp || !s->p2p || !s->p2p->peers) {
+        free(tp);
+        return gcoll__error(GCOLL_ERR_NOMEM, "shm: no memory for the point-to-point endpoint");
+    }
+    tp->ch = s;
+    *out = tp;
+    return GCOLL_SUCCESS;
+}
+
+/* Writes as much of the head send to `peer` into the ring as there is room for. */
+static gcoll_status_t push_sends(gcoll__shm_t *s, int peer)
+{
+    peer_t *p = &s->p2p->peers[peer];
+    while (p->sends) {
+        gcoll__tp_req_t *r = p->sends;
+        if (r->msgid) { /* single copy, already announced: wait for the acknowledgement */
+            if (atomic_load_explicit(gcoll__shm_ring_ack(s, s->me, peer), memory_order_acquire) < r->msgid)
+                return GCOLL_SUCCESS;
+            r->done = 1;
+            p->sends = r->next;
+            if (!p->sends)
+                p->sends_tail = NULL;
+            continue;
+        }
+        gcoll__shm_cell_t *c = gcoll__shm_cell(s, s->me, peer, p->tail);
+        if (atomic_load_explicit(&c->full, memory_order_acquire))
+            return GCOLL_SUCCESS; /* the ring is full */
+        int cma = s->cma && r->bytes > s->cell_bytes;
+        size_t len = cma ? 0 : (r->bytes - r->moved < s->cell_bytes ? r->bytes - r->moved : s->cell_bytes);
+        c->kind = cma ? GCOLL_SHM_MSG_CMA : r->started ? GCOLL_SHM_MSG_MORE : GCOLL_SHM_MSG_FIRST;
+        c->tag = r->tag;
+        c->len = (uint32_t)len;
+        c->total = r->bytes;
+        c->addr = (uint64_t)(uintptr_t)r->buf;
+        c->msgid = cma ? ++p->cma_sent : 0;
+        memcpy((char *)(c + 1), r->buf + r->moved, len);
+        atomic_store_explicit(&c->full, 1, memory_order_release);
+        ring_event(s);
+        p->tail++;
+        r->started = 1;
+        r->moved += len;
+        if (cma) {
+            r->msgid = c->msgid;
+            continue;
+        }
+        if (r->moved == r->bytes) {
+            r->done = 1;
+            p->sends = r->next;
+            if (!p->sends)
+                p->sends_tail = NULL;
+        }
+    }
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t size_mismatch(int peer, size_t got, size_t want)
+{
+    return gcoll__error(GCOLL_ERR_TRANSPORT, "shm transport: a message of %zu bytes from local rank %d, "
+                        "expected %zu", got, peer, want);
+}
+
+/* Single copy: read the sender's buffer, then acknowledge so its send completes. */
+static gcoll_status_t pull(gcoll__shm_t *s, int peer, gcoll__tp_req_t *r, uint64_t addr, size_t total, uint64_t msgid)
+{
+    gcoll_status_t st = total == r->bytes ? gcoll__shm_read(s, peer, r->buf, addr, total)
+                                          : size_mismatch(peer, total, r->bytes);
+    atomic_store_explicit(gcoll__shm_ring_ack(s, peer, s->me), msgid, memory_order_release);
+    ring_event(s);
+    r->status = st;
+    r->done = 1;
+    return GCOLL_SUCCESS;
+}
+
+/* Forgets a single-copy descriptor (its data is read from the sender). */
+static void deliver_descriptor(peer_t *p, unexpected_t *u)
+{
+    unexpected_t *prev = NULL;
+    for (unexpected_t *x = p->unexp; x; prev = x, x = x->next)
+        if (x == u) {
+            *(prev ? &prev->next : &p->unexp) = u->next;
+            if (p->unexp_tail == u)
+                p->unexp_tail = prev;
+            break;
+        }
+    free(u);
+}
+
+static gcoll__tp_req_t *take_recv(peer_t *p, uint32_t tag)
+{
+    for (gcoll__tp_req_t *r = p->recvs; r; r = r->next)
+        if (r->tag == tag) {
+            unlink_req(&p->recvs, &p->recvs_tail, r);
+            return r;
+        }
+    return NULL;
+}
+
+/* Hands a completely received unexpected message to receive r, and forgets it. */
+static void deliver(peer_t *p, gcoll__tp_req_t *r, unexpected_t *u)
+{
+    unexpected_t *prev = NULL;
+    for (unexpected_t *x = p->unexp; x; prev = x, x = x->next)
+        if (x == u) {
+            *(prev ? &prev->next : &p->unexp) = u->next;
+            if (p->unexp_tail == u)
+                p->unexp_tail = prev;
+            break;
+        }
+    r->status = u->total == r->bytes ? GCOLL_SUCCESS : size_mismatch(r->peer, u->total, r->bytes);
+    if (r->status == GCOLL_SUCCESS)
+        memcpy(r->buf, u->data, r->bytes);
+    r->done = 1;
+    free(u->data);
+    free(u);
+}
+
+/* Consumes the cells that have arrived from `peer`. */
+static gcoll_status_t drain(gcoll__shm_t *s, int peer)
+{
+    peer_t *p = &s->p2p->peers[peer];
+    for (;;) {
+        gcoll__shm_cell_t *c = gcoll__shm_cell(s, peer, s->me, p->head);
+        if (!atomic_load_explicit(&c->full, memory_order_acquire))
+            return GCOLL_SUCCESS;
+        const char *payload = (const char *)(c + 1);
+        if (c->kind == GCOLL_SHM_MSG_MORE) { /* continues the message in progress */
+            if (p->receiving) {
+                gcoll__tp_req_t *r = p->receiving;
+                memcpy(r->buf + r->moved, payload, c->len);
+                r->moved += c->len;
+                if (r->moved == r->bytes) {
+                    r->done = 1;
+                    p->receiving = NULL;
+                }
+            } else if (p->stashing) {
+                unexpected_t *u = p->stashing;
+                memcpy(u->data + u->have, payload, c->len);
+                u->have += c->len;
+                if (u->have == u->total) {
+                    p->stashing = NULL;
+                    gcoll__tp_req_t *r = take_recv(p, u->tag); /* posted while it streamed in */
+                    if (r)
+                        deliver(p, r, u);
+                }
+            }
+        } else {
+            gcoll__tp_req_t *r = take_recv(p, c->tag);
+            if (r && c->kind == GCOLL_SHM_MSG_CMA) {
+                pull(s, peer, r, c->addr, c->total, c->msgid);
+            } else if (r) {
+                if (c->total != r->bytes) {
+                    r->status = size_mismatch(peer, c->total, r->bytes);
+                    r->done = 1;
+                } else {
+                    memcpy(r->buf, payload, c->len);
+                    r->moved = c->len;
+                    r->done = r->moved == r->bytes;
+                    p->receiving = r->done ? NULL : r;
+                }
+            } else {
+                unexpected_t *u = calloc(1, sizeof(*u));
+                if (u && c->kind != GCOLL_SHM_MSG_CMA && !(u->data = malloc(c->total ? c->total : 1))) {
+                    free(u);
+                    u = NULL;
+                }
+                if (!u)
+                    return gcoll__error(GCOLL_ERR_NOMEM, "shm transport: no memory for an unexpected message");
+                *u = (unexpected_t){.tag = c->tag, .kind = c->kind, .total = c->total, .addr = c->addr,
+                                    .msgid = c->msgid, .data = u->data};
+                if (c->kind != GCOLL_SHM_MSG_CMA) {
+                    memcpy(u->data, payload, c->len);
+                    u->have = c->len;
+                    p->stashing = u->have < u->total ? u : NULL;
+                }
+                Q_PUSH(p->unexp, p->unexp_tail, u);
+            }
+        }
+        atomic_store_explicit(&c->full, 0, memory_order_release);
+        ring_event(s);
+        p->head++;
+    }
+}
+
+static gcoll_status_t progress(gcoll__shm_t *s)
+{
+    for (int q = 0; q < s->n; q++) {
+        if (q == s->me)
+            continue;
+        GCOLL_CHECK(drain(s, q));
+        GCOLL_CHECK(push_sends(s, q));
+    }
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t new_req(int peer, uint32_t tag, const void *buf, size_t bytes, int is_recv,
+                              gcoll__tp_req_t **out)
+{
+    gcoll__tp_req_t *r = calloc(1, sizeof(*r));
+    if (!r)
+        return gcoll__error(GCOLL_ERR_NOMEM, "shm transport: no memory for a request");
+    *r = (gcoll__tp_req_t){.peer = peer, .is_recv = is_recv, .tag = tag, .buf = (char *)buf, .bytes = bytes};
+    *out = r;
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t shm_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes,
+                                gcoll__tp_req_t **out)
+{
+    GCOLL_CHECK(new_req(peer, tag, buf, bytes, 0, out));
+    peer_t *p = &tp->ch->p2p->peers[peer];
+    Q_PUSH(p->sends, p->sends_tail, *out);
+    return push_sends(tp->ch, peer);
+}
+
+/* A posted receive first looks among the messages that arrived before it. */
+static gcoll_status_t shm_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
+                                gcoll__tp_req_t **out)
+{
+    gcoll__shm_t *s = tp->ch;
+    peer_t *p = &s->p2p->peers[peer];
+    GCOLL_CHECK(new_req(peer, tag, buf, bytes, 1, out));
+    gcoll__tp_req_t *r = *out;
+    for (unexpected_t *u = p->unexp; u; u = u->next) {
+        if (u->tag != tag)
+            continue;
+        if (u == p->stashing)
+            break; /* still streaming in: it is delivered when complete */
+        if (u->kind == GCOLL_SHM_MSG_CMA) {
+            unexpected_t copy = *u;
+            u->data = NULL;
+            deliver_descriptor(p, u);
+            return pull(s, peer, r, copy.addr, copy.total, copy.msgid);
+        }
+        deliver(p, r, u);
+        return GCOLL_SUCCESS;
+    }
+    Q_PUSH(p->recvs, p->recvs_tail, r);
+    return GCOLL_SUCCESS;
+}
+
+static void shm_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r);
+
+static gcoll_status_t shm_test(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done)
+{
+    gcoll_status_t st = r->done ? GCOLL_SUCCESS : progress(tp->ch);
+    *done = r->done || st != GCOLL_SUCCESS;
+    if (!*done)
+        return GCOLL_SUCCESS;
+    if (!r->done) { /* the endpoint failed under it: take it out of the queues */
+        shm_cancel(tp, r);
+        return st;
+    }
+    st = r->status;
+    free(r);
+    return st;
+}
+
+static void shm_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r)
+{
+    peer_t *p = &tp->ch->p2p->peers[r->peer];
+    if (r->is_recv) {
+        unlink_req(&p->recvs, &p->recvs_tail, r);
+        if (p->receiving == r)
+            p->receiving = NULL;
+    } else {
+        unlink_req(&p->sends, &p->sends_tail, r);
+    }
+    free(r);
+}
+
+static void shm_close(gcoll__tp_t *tp)
+{
+    gcoll__shm_p2p_t *p2p = tp->ch->p2p;
+    for (int q = 0; p2p && q < tp->ch->n; q++) {
+        for (unexpected_t *u = p2p->peers[q].unexp, *next; u; u = next) {
+            next = u->next;
+            free(u->data);
+            free(u);
+        }
+    }
+    if (p2p)
+        free(p2p->peers);
+    free(tp);
+}
+
+const gcoll__transport_t gcoll__transport_shm = {
+    .name = "shm",
+    .isend = shm_isend,
+    .irecv = shm_irecv,
+    .test = shm_test,
+    .cancel = shm_cancel,
+    .close = shm_close,
+};
