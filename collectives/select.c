@@ -40,8 +40,17 @@ static const char *by_coll[GCOLL_COLL_COUNT][NALGOS + 1];
 static size_t nby[GCOLL_COLL_COUNT];
 static pthread_once_t lists_once = PTHREAD_ONCE_INIT;
 
+/* The built-in choice's candidates, looked up once rather than by name on every call. */
+static int idx_shm_slots[GCOLL_COLL_COUNT], idx_shm_cma[GCOLL_COLL_COUNT], idx_rd, idx_ring;
+
 static void build_lists(void)
 {
+    for (int c = 0; c < GCOLL_COLL_COUNT; c++) {
+        idx_shm_slots[c] = gcoll__algo_find(c, "shm_slots");
+        idx_shm_cma[c] = gcoll__algo_find(c, "shm_cma");
+    }
+    idx_rd = gcoll__algo_find(GCOLL_COLL_ALLREDUCE, "recursive_doubling");
+    idx_ring = gcoll__algo_find(GCOLL_COLL_ALLREDUCE, "ring");
     for (size_t i = 0; i < NALGOS; i++) {
         int c = algos[i].coll;
         by_coll[c][nby[c]++] = algos[i].name;
@@ -80,14 +89,15 @@ static int usable(int idx, const gcoll__coll_args_t *a)
 static int builtin_choice(const gcoll__coll_args_t *a, size_t bytes)
 {
     int idx = -1;
+    pthread_once(&lists_once, build_lists);
     if (a->shm) {
         if (bytes > a->shm->slot_bytes)
-            idx = gcoll__algo_find(a->coll, "shm_cma");
+            idx = idx_shm_cma[a->coll];
         if (!usable(idx, a))
-            idx = gcoll__algo_find(a->coll, "shm_slots");
+            idx = idx_shm_slots[a->coll];
     }
     if (!usable(idx, a) && a->coll == GCOLL_COLL_ALLREDUCE)
-        idx = gcoll__algo_find(a->coll, bytes <= ALLREDUCE_RD_MAX_BYTES ? "recursive_doubling" : "ring");
+        idx = bytes <= ALLREDUCE_RD_MAX_BYTES ? idx_rd : idx_ring;
     for (size_t i = 0; i < NALGOS && !usable(idx, a); i++)
         if (algos[i].coll == a->coll)
             idx = (int)i;

@@ -25,9 +25,9 @@ static void who(void *state, char *buf, size_t len)
         return;
     }
     char ranks[128];
-    gcoll__shm_laggards(op->shm, shm_seq(op) - (op->phase == PH_PUBLISH ? 2 : 0), op->phase != PH_GATHER,
-                        ranks, sizeof(ranks));
-    snprintf(buf, len, "%s (local, %s)", ranks, op->phase == PH_GATHER ? "not arrived" : "not ready");
+    int ready = op->phase == PH_FINISH;
+    gcoll__shm_laggards(op->shm, shm_seq(op) - (op->phase == PH_PUBLISH ? 1 : 0), ready, ranks, sizeof(ranks));
+    snprintf(buf, len, "%s (local, %s)", ranks, ready ? "not ready" : "not arrived");
 }
 
 static gcoll_status_t step(void *state, int *done)
@@ -43,8 +43,9 @@ static gcoll_status_t step(void *state, int *done)
             op->phase = PH_PUBLISH;
             break;
         case PH_PUBLISH:
-            /* a slot may be rewritten once every rank is done with the round two back */
-            if (!op->single_copy && seq > 2 && !gcoll__shm_all_ready(shm, seq - 2))
+            /* a slot may be rewritten once every rank is done with the round two back, which a
+             * rank's arrival at the round before this one proves (rounds run in order) */
+            if (!op->single_copy && seq > 2 && !gcoll__shm_all_arrived(shm, seq - 1))
                 return GCOLL_SUCCESS;
             GCOLL_CHECK(op->publish(op));
             gcoll__shm_set(shm, &shm->ctrl[shm->me].arrive, seq);
@@ -54,7 +55,8 @@ static gcoll_status_t step(void *state, int *done)
             if (!gcoll__shm_all_arrived(shm, seq))
                 return GCOLL_SUCCESS;
             GCOLL_CHECK(op->work(op));
-            gcoll__shm_set(shm, &shm->ctrl[shm->me].ready, seq);
+            if (op->single_copy) /* slot rounds need no second signal: see PH_PUBLISH */
+                gcoll__shm_set(shm, &shm->ctrl[shm->me].ready, seq);
             op->phase = PH_FINISH;
             break;
         default:

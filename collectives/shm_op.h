@@ -4,7 +4,8 @@
  * rank's share of the work, and marks it ready. Slot rounds alternate between two slots per
  * rank, so a round need not wait for the others to finish; single-copy rounds touch the peers'
  * own buffers, so they end only when every rank is ready. Operations on one channel run in the
- * order they were issued, which is the same on every rank. */
+ * order they were issued, which is the same on every rank, so a rank's arrival at round k+1
+ * also says it has finished with round k. */
 #ifndef GCOLL_SHM_OP_H
 #define GCOLL_SHM_OP_H
 
