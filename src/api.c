@@ -1,6 +1,6 @@
 /* The collective entry points: argument checks (every message names the argument), the
  * algorithm choice, schedule construction, and the start of a request. Each blocking call is
- * its nonblocking twin plus gcoll_wait. */
+ * its nonblocking twin plus gcoll_wait, with the request and schedule in its own frame. */
 #include <stdint.h>
 #include <string.h>
 
@@ -45,11 +45,11 @@ static gcoll_status_t check_root(int root, gcoll_comm_t comm)
 }
 
 static gcoll_status_t start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr,
-                            gcoll_request_t *req)
+                            gcoll_request_t *req, gcoll__frame_t *frame)
 {
     const gcoll__algo_t *algo;
     GCOLL_CHECK(gcoll__algo_select(a, attr ? attr->algorithm : NULL, &algo));
-    gcoll__sched_t *s = gcoll__sched_new(a->dtype, a->op, (unsigned)a->size);
+    gcoll__sched_t *s = gcoll__sched_new(a->dtype, a->op, (unsigned)a->size, frame ? &frame->sched : NULL);
     if (!s)
         return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");
     if (a->count || a->coll == GCOLL_COLL_BARRIER)
@@ -60,7 +60,7 @@ static gcoll_status_t start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcol
         return gcoll__error(st, "%s: no memory for the schedule of %zu elements", gcoll__coll_name(a->coll),
                             a->count);
     }
-    return gcoll__request_start(comm, a->coll, algo->name, s, attr, req);
+    return gcoll__request_start(comm, a->coll, algo->name, s, attr, req, frame ? &frame->req : NULL);
 }
 
 static gcoll_status_t check_req(gcoll_request_t *req)
@@ -77,9 +77,9 @@ static gcoll_status_t run(gcoll_status_t started, gcoll_request_t *req)
     return gcoll_wait(req);
 }
 
-GCOLL_API gcoll_status_t gcoll_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
+static gcoll_status_t post_allreduce(const void *sendbuf, void *recvbuf, size_t count,
                                           gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm,
-                                          const gcoll_attr_t *attr, gcoll_request_t *req)
+                                          const gcoll_attr_t *attr, gcoll_request_t *req, gcoll__frame_t *frame)
 {
     gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
                             .count = count, .dtype = dtype, .op = op};
@@ -87,12 +87,12 @@ GCOLL_API gcoll_status_t gcoll_iallreduce(const void *sendbuf, void *recvbuf, si
     GCOLL_CHECK(check_common(&a, comm, 1));
     GCOLL_CHECK(check_buf(sendbuf, count, "sendbuf"));
     GCOLL_CHECK(check_buf(recvbuf, count, "recvbuf"));
-    return start(&a, comm, attr, req);
+    return start(&a, comm, attr, req, frame);
 }
 
-GCOLL_API gcoll_status_t gcoll_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+static gcoll_status_t post_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
                                                gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm,
-                                               const gcoll_attr_t *attr, gcoll_request_t *req)
+                                               const gcoll_attr_t *attr, gcoll_request_t *req, gcoll__frame_t *frame)
 {
     gcoll__coll_args_t a = {.coll = GCOLL_COLL_REDUCE_SCATTER, .sendbuf = sendbuf, .recvbuf = recvbuf,
                             .count = recvcount, .dtype = dtype, .op = op};
@@ -100,12 +100,12 @@ GCOLL_API gcoll_status_t gcoll_ireduce_scatter(const void *sendbuf, void *recvbu
     GCOLL_CHECK(check_common(&a, comm, 1));
     GCOLL_CHECK(check_buf(sendbuf, recvcount, "sendbuf"));
     GCOLL_CHECK(check_buf(recvbuf, recvcount, "recvbuf"));
-    return start(&a, comm, attr, req);
+    return start(&a, comm, attr, req, frame);
 }
 
-GCOLL_API gcoll_status_t gcoll_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+static gcoll_status_t post_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
                                           gcoll_dtype_t dtype, gcoll_comm_t comm,
-                                          const gcoll_attr_t *attr, gcoll_request_t *req)
+                                          const gcoll_attr_t *attr, gcoll_request_t *req, gcoll__frame_t *frame)
 {
     gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLGATHER, .sendbuf = sendbuf, .recvbuf = recvbuf,
                             .count = sendcount, .dtype = dtype};
@@ -113,11 +113,11 @@ GCOLL_API gcoll_status_t gcoll_iallgather(const void *sendbuf, void *recvbuf, si
     GCOLL_CHECK(check_common(&a, comm, 0));
     GCOLL_CHECK(check_buf(sendbuf, sendcount, "sendbuf"));
     GCOLL_CHECK(check_buf(recvbuf, sendcount, "recvbuf"));
-    return start(&a, comm, attr, req);
+    return start(&a, comm, attr, req, frame);
 }
 
-GCOLL_API gcoll_status_t gcoll_ibcast(void *buf, size_t count, gcoll_dtype_t dtype, int root,
-                                      gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req)
+static gcoll_status_t post_bcast(void *buf, size_t count, gcoll_dtype_t dtype, int root,
+                                      gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req, gcoll__frame_t *frame)
 {
     gcoll__coll_args_t a = {.coll = GCOLL_COLL_BCAST, .sendbuf = buf, .recvbuf = buf, .count = count,
                             .dtype = dtype, .root = root};
@@ -125,12 +125,12 @@ GCOLL_API gcoll_status_t gcoll_ibcast(void *buf, size_t count, gcoll_dtype_t dty
     GCOLL_CHECK(check_common(&a, comm, 0));
     GCOLL_CHECK(check_root(root, comm));
     GCOLL_CHECK(check_buf(buf, count, "buf"));
-    return start(&a, comm, attr, req);
+    return start(&a, comm, attr, req, frame);
 }
 
-GCOLL_API gcoll_status_t gcoll_ireduce(const void *sendbuf, void *recvbuf, size_t count,
+static gcoll_status_t post_reduce(const void *sendbuf, void *recvbuf, size_t count,
                                        gcoll_dtype_t dtype, gcoll_op_t op, int root, gcoll_comm_t comm,
-                                       const gcoll_attr_t *attr, gcoll_request_t *req)
+                                       const gcoll_attr_t *attr, gcoll_request_t *req, gcoll__frame_t *frame)
 {
     gcoll__coll_args_t a = {.coll = GCOLL_COLL_REDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
                             .count = count, .dtype = dtype, .op = op, .root = root};
@@ -140,12 +140,12 @@ GCOLL_API gcoll_status_t gcoll_ireduce(const void *sendbuf, void *recvbuf, size_
     GCOLL_CHECK(check_buf(sendbuf, count, "sendbuf"));
     if (comm->rank == root) /* recvbuf matters only at the root */
         GCOLL_CHECK(check_buf(recvbuf, count, "recvbuf"));
-    return start(&a, comm, attr, req);
+    return start(&a, comm, attr, req, frame);
 }
 
-GCOLL_API gcoll_status_t gcoll_ialltoall(const void *sendbuf, void *recvbuf, size_t count,
+static gcoll_status_t post_alltoall(const void *sendbuf, void *recvbuf, size_t count,
                                          gcoll_dtype_t dtype, gcoll_comm_t comm,
-                                         const gcoll_attr_t *attr, gcoll_request_t *req)
+                                         const gcoll_attr_t *attr, gcoll_request_t *req, gcoll__frame_t *frame)
 {
     gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLTOALL, .sendbuf = sendbuf, .recvbuf = recvbuf,
                             .count = count, .dtype = dtype};
@@ -153,63 +153,117 @@ GCOLL_API gcoll_status_t gcoll_ialltoall(const void *sendbuf, void *recvbuf, siz
     GCOLL_CHECK(check_common(&a, comm, 0));
     GCOLL_CHECK(check_buf(sendbuf, count, "sendbuf"));
     GCOLL_CHECK(check_buf(recvbuf, count, "recvbuf"));
-    return start(&a, comm, attr, req);
+    return start(&a, comm, attr, req, frame);
 }
 
-GCOLL_API gcoll_status_t gcoll_ibarrier(gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req)
+static gcoll_status_t post_barrier(gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req, gcoll__frame_t *frame)
 {
     gcoll__coll_args_t a = {.coll = GCOLL_COLL_BARRIER, .dtype = GCOLL_UINT8};
     GCOLL_CHECK(check_req(req));
     GCOLL_CHECK(check_common(&a, comm, 0));
-    return start(&a, comm, attr, req);
+    return start(&a, comm, attr, req, frame);
+}
+
+/* The nonblocking entry points: the same posting, with heap-allocated request and schedule. */
+GCOLL_API gcoll_status_t gcoll_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
+                                          gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm,
+                                          const gcoll_attr_t *attr, gcoll_request_t *req)
+{
+    return post_allreduce(sendbuf, recvbuf, count, dtype, op, comm, attr, req, NULL);
+}
+
+GCOLL_API gcoll_status_t gcoll_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                               gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm,
+                                               const gcoll_attr_t *attr, gcoll_request_t *req)
+{
+    return post_reduce_scatter(sendbuf, recvbuf, recvcount, dtype, op, comm, attr, req, NULL);
+}
+
+GCOLL_API gcoll_status_t gcoll_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                                          gcoll_dtype_t dtype, gcoll_comm_t comm,
+                                          const gcoll_attr_t *attr, gcoll_request_t *req)
+{
+    return post_allgather(sendbuf, recvbuf, sendcount, dtype, comm, attr, req, NULL);
+}
+
+GCOLL_API gcoll_status_t gcoll_ibcast(void *buf, size_t count, gcoll_dtype_t dtype, int root,
+                                      gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req)
+{
+    return post_bcast(buf, count, dtype, root, comm, attr, req, NULL);
+}
+
+GCOLL_API gcoll_status_t gcoll_ireduce(const void *sendbuf, void *recvbuf, size_t count,
+                                       gcoll_dtype_t dtype, gcoll_op_t op, int root, gcoll_comm_t comm,
+                                       const gcoll_attr_t *attr, gcoll_request_t *req)
+{
+    return post_reduce(sendbuf, recvbuf, count, dtype, op, root, comm, attr, req, NULL);
+}
+
+GCOLL_API gcoll_status_t gcoll_ialltoall(const void *sendbuf, void *recvbuf, size_t count,
+                                         gcoll_dtype_t dtype, gcoll_comm_t comm,
+                                         const gcoll_attr_t *attr, gcoll_request_t *req)
+{
+    return post_alltoall(sendbuf, recvbuf, count, dtype, comm, attr, req, NULL);
+}
+
+GCOLL_API gcoll_status_t gcoll_ibarrier(gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req)
+{
+    return post_barrier(comm, attr, req, NULL);
 }
 
 GCOLL_API gcoll_status_t gcoll_allreduce(const void *sendbuf, void *recvbuf, size_t count,
                                          gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm)
 {
     gcoll_request_t r;
-    return run(gcoll_iallreduce(sendbuf, recvbuf, count, dtype, op, comm, NULL, &r), &r);
+    gcoll__frame_t f;
+    return run(post_allreduce(sendbuf, recvbuf, count, dtype, op, comm, NULL, &r, &f), &r);
 }
 
 GCOLL_API gcoll_status_t gcoll_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
                                               gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm)
 {
     gcoll_request_t r;
-    return run(gcoll_ireduce_scatter(sendbuf, recvbuf, recvcount, dtype, op, comm, NULL, &r), &r);
+    gcoll__frame_t f;
+    return run(post_reduce_scatter(sendbuf, recvbuf, recvcount, dtype, op, comm, NULL, &r, &f), &r);
 }
 
 GCOLL_API gcoll_status_t gcoll_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
                                          gcoll_dtype_t dtype, gcoll_comm_t comm)
 {
     gcoll_request_t r;
-    return run(gcoll_iallgather(sendbuf, recvbuf, sendcount, dtype, comm, NULL, &r), &r);
+    gcoll__frame_t f;
+    return run(post_allgather(sendbuf, recvbuf, sendcount, dtype, comm, NULL, &r, &f), &r);
 }
 
 GCOLL_API gcoll_status_t gcoll_bcast(void *buf, size_t count, gcoll_dtype_t dtype, int root,
                                      gcoll_comm_t comm)
 {
     gcoll_request_t r;
-    return run(gcoll_ibcast(buf, count, dtype, root, comm, NULL, &r), &r);
+    gcoll__frame_t f;
+    return run(post_bcast(buf, count, dtype, root, comm, NULL, &r, &f), &r);
 }
 
 GCOLL_API gcoll_status_t gcoll_reduce(const void *sendbuf, void *recvbuf, size_t count,
                                       gcoll_dtype_t dtype, gcoll_op_t op, int root, gcoll_comm_t comm)
 {
     gcoll_request_t r;
-    return run(gcoll_ireduce(sendbuf, recvbuf, count, dtype, op, root, comm, NULL, &r), &r);
+    gcoll__frame_t f;
+    return run(post_reduce(sendbuf, recvbuf, count, dtype, op, root, comm, NULL, &r, &f), &r);
 }
 
 GCOLL_API gcoll_status_t gcoll_alltoall(const void *sendbuf, void *recvbuf, size_t count,
                                         gcoll_dtype_t dtype, gcoll_comm_t comm)
 {
     gcoll_request_t r;
-    return run(gcoll_ialltoall(sendbuf, recvbuf, count, dtype, comm, NULL, &r), &r);
+    gcoll__frame_t f;
+    return run(post_alltoall(sendbuf, recvbuf, count, dtype, comm, NULL, &r, &f), &r);
 }
 
 GCOLL_API gcoll_status_t gcoll_barrier(gcoll_comm_t comm)
 {
     gcoll_request_t r;
-    return run(gcoll_ibarrier(comm, NULL, &r), &r);
+    gcoll__frame_t f;
+    return run(post_barrier(comm, NULL, &r, &f), &r);
 }
 
 GCOLL_API gcoll_status_t gcoll_comm_algorithm(gcoll_comm_t comm, const char *collective, size_t count,

@@ -184,13 +184,14 @@ static void progress_all(void)
 
 gcoll_status_t gcoll__request_start(gcoll_comm_t comm, gcoll__coll_t coll, const char *algo,
                                     gcoll__sched_t *sched, const gcoll_attr_t *attr,
-                                    gcoll_request_t *out)
+                                    gcoll_request_t *out, struct gcoll_request *storage)
 {
-    gcoll_request_t r = calloc(1, sizeof(*r));
+    gcoll_request_t r = storage ? memset(storage, 0, sizeof(*storage)) : calloc(1, sizeof(*r));
     if (!r) {
         gcoll__sched_free(sched);
         return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a request");
     }
+    r->borrowed = storage != NULL;
     r->coll = coll;
     r->algo = algo;
     r->sched = sched;
@@ -222,7 +223,8 @@ static gcoll_status_t finish(gcoll_request_t *req)
     gcoll_status_t st = r->status;
     if (st != GCOLL_SUCCESS)
         gcoll__error(st, "%s", r->errmsg);
-    free(r);
+    if (!r->borrowed)
+        free(r);
     *req = NULL;
     return st;
 }

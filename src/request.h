@@ -22,12 +22,21 @@ struct gcoll_request {
     gcoll_status_t status;
     char errmsg[384];
     struct gcoll_request *next; /* in the active list */
+    int borrowed;               /* lives in a blocking call's frame: never freed */
 };
 
-/* Takes ownership of sched; the request starts at once. */
+/* What a blocking call keeps in its own frame instead of allocating: the request and its
+ * schedule (the call waits, so both outlive the operation). */
+typedef struct {
+    struct gcoll_request req;
+    gcoll__sched_t sched;
+} gcoll__frame_t;
+
+/* Takes ownership of sched; the request starts at once. storage: the request's memory, or
+ * NULL to allocate it. */
 gcoll_status_t gcoll__request_start(gcoll_comm_t comm, gcoll__coll_t coll, const char *algo,
                                     gcoll__sched_t *sched, const gcoll_attr_t *attr,
-                                    gcoll_request_t *out);
+                                    gcoll_request_t *out, struct gcoll_request *storage);
 /* At finalize: every request in flight ends with GCOLL_ERR_ABORTED. */
 void gcoll__engine_abort_all(void);
 

@@ -6,12 +6,13 @@
 #include "error.h"
 #include "schedule.h"
 
-gcoll__sched_t *gcoll__sched_new(gcoll_dtype_t dtype, gcoll_op_t op, unsigned divisor)
+gcoll__sched_t *gcoll__sched_new(gcoll_dtype_t dtype, gcoll_op_t op, unsigned divisor, gcoll__sched_t *storage)
 {
-    gcoll__sched_t *s = malloc(sizeof(*s));
+    gcoll__sched_t *s = storage ? storage : malloc(sizeof(*s));
     if (!s)
         return NULL;
     memset(s, 0, offsetof(gcoll__sched_t, inline_steps));
+    s->borrowed = storage != NULL;
     s->steps = s->inline_steps;
     s->rounds = s->inline_rounds;
     s->cap_steps = s->cap_rounds = GCOLL_SCHED_INLINE_STEPS;
@@ -32,7 +33,8 @@ void gcoll__sched_free(gcoll__sched_t *s)
         free(s->steps);
     if (s->rounds != s->inline_rounds)
         free(s->rounds);
-    free(s);
+    if (!s->borrowed)
+        free(s);
 }
 
 /* Grows an array that starts in the schedule's inline storage. */

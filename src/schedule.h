@@ -56,13 +56,15 @@ typedef struct gcoll__sched {
     size_t cur;
     int posted;
     size_t arena_used;
+    int borrowed; /* the struct lives in the caller's storage: free only what it grew */
     /* small schedules need no allocation beyond the schedule itself (left uncleared) */
     gcoll__step_t inline_steps[GCOLL_SCHED_INLINE_STEPS];
     gcoll__round_t inline_rounds[GCOLL_SCHED_INLINE_STEPS];
     _Alignas(64) char arena[GCOLL_SCHED_INLINE_ARENA];
 } gcoll__sched_t;
 
-gcoll__sched_t *gcoll__sched_new(gcoll_dtype_t dtype, gcoll_op_t op, unsigned divisor);
+/* A schedule in storage, or on the heap when storage is NULL. */
+gcoll__sched_t *gcoll__sched_new(gcoll_dtype_t dtype, gcoll_op_t op, unsigned divisor, gcoll__sched_t *storage);
 void gcoll__sched_free(gcoll__sched_t *s);
 
 /* Builder calls. Failures are remembered in s->status and reported once building ends. */
