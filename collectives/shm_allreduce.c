@@ -20,15 +20,7 @@ static gcoll_status_t slots_publish(shm_op_t *op)
 
 static gcoll_status_t slots_work(shm_op_t *op)
 {
-    gcoll__shm_t *shm = op->shm;
-    uint64_t seq = shm_seq(op);
-    size_t n = shm_len(op);
-    char *dst = (char *)op->a.recvbuf + shm_lo(op) * op->a.esize;
-    gcoll__reduce(dst, gcoll__shm_slot(shm, 0, seq), gcoll__shm_slot(shm, 1, seq), n, op->a.dtype, op->a.op);
-    for (int q = 2; q < shm->n; q++)
-        gcoll__reduce(dst, dst, gcoll__shm_slot(shm, q, seq), n, op->a.dtype, op->a.op);
-    if (op->a.op == GCOLL_AVG)
-        gcoll__kernels->div[op->a.dtype](dst, n, (unsigned)shm->n);
+    gcoll__shm_reduce_slots(op, (char *)op->a.recvbuf + shm_lo(op) * op->a.esize, 0, shm_len(op));
     return GCOLL_SUCCESS;
 }
 

@@ -52,4 +52,8 @@ static inline size_t shm_len(const shm_op_t *op)
 }
 
 
+/* dst = the reduction, in rank order, of n elements at byte offset `at` of every rank's slot
+ * for this round, divided by the rank count for GCOLL_AVG. */
+void gcoll__shm_reduce_slots(shm_op_t *op, void *dst, size_t at, size_t n);
+
 #endif

@@ -2,7 +2,6 @@
  * the root reduces the slots in rank order. Cost: one copy per rank, n reads at the root. */
 #include <string.h>
 
-#include "../src/reduce.h"
 #include "shm_op.h"
 
 static gcoll_status_t publish(shm_op_t *op)
@@ -15,17 +14,8 @@ static gcoll_status_t publish(shm_op_t *op)
 
 static gcoll_status_t work(shm_op_t *op)
 {
-    gcoll__shm_t *shm = op->shm;
-    if (shm->me != op->a.root)
-        return GCOLL_SUCCESS;
-    uint64_t seq = shm_seq(op);
-    size_t n = shm_len(op);
-    char *dst = (char *)op->a.recvbuf + shm_lo(op) * op->a.esize;
-    gcoll__reduce(dst, gcoll__shm_slot(shm, 0, seq), gcoll__shm_slot(shm, 1, seq), n, op->a.dtype, op->a.op);
-    for (int q = 2; q < shm->n; q++)
-        gcoll__reduce(dst, dst, gcoll__shm_slot(shm, q, seq), n, op->a.dtype, op->a.op);
-    if (op->a.op == GCOLL_AVG)
-        gcoll__kernels->div[op->a.dtype](dst, n, (unsigned)shm->n);
+    if (op->shm->me == op->a.root)
+        gcoll__shm_reduce_slots(op, (char *)op->a.recvbuf + shm_lo(op) * op->a.esize, 0, shm_len(op));
     return GCOLL_SUCCESS;
 }
 

@@ -21,16 +21,8 @@ static gcoll_status_t slots_publish(shm_op_t *op)
 
 static gcoll_status_t slots_work(shm_op_t *op)
 {
-    gcoll__shm_t *shm = op->shm;
-    uint64_t seq = shm_seq(op);
-    size_t es = op->a.esize, len = shm_len(op), mine = (size_t)shm->me * len * es;
-    char *dst = (char *)op->a.recvbuf + shm_lo(op) * es;
-    gcoll__reduce(dst, gcoll__shm_slot(shm, 0, seq) + mine, gcoll__shm_slot(shm, 1, seq) + mine, len,
-                  op->a.dtype, op->a.op);
-    for (int q = 2; q < shm->n; q++)
-        gcoll__reduce(dst, dst, gcoll__shm_slot(shm, q, seq) + mine, len, op->a.dtype, op->a.op);
-    if (op->a.op == GCOLL_AVG)
-        gcoll__kernels->div[op->a.dtype](dst, len, (unsigned)shm->n);
+    size_t es = op->a.esize, len = shm_len(op);
+    gcoll__shm_reduce_slots(op, (char *)op->a.recvbuf + shm_lo(op) * es, (size_t)op->shm->me * len * es, len);
     return GCOLL_SUCCESS;
 }
 

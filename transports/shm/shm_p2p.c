@@ -158,8 +158,7 @@ static gcoll_status_t pull(gcoll__shm_t *s, int peer, gcoll__tp_req_t *r, uint64
     return GCOLL_SUCCESS;
 }
 
-/* Forgets a single-copy descriptor (its data is read from the sender). */
-static void deliver_descriptor(peer_t *p, unexpected_t *u)
+static void unlink_unexpected(peer_t *p, unexpected_t *u)
 {
     unexpected_t *prev = NULL;
     for (unexpected_t *x = p->unexp; x; prev = x, x = x->next)
@@ -167,9 +166,8 @@ static void deliver_descriptor(peer_t *p, unexpected_t *u)
             *(prev ? &prev->next : &p->unexp) = u->next;
             if (p->unexp_tail == u)
                 p->unexp_tail = prev;
-            break;
+            return;
         }
-    free(u);
 }
 
 static gcoll__tp_req_t *take_recv(peer_t *p, uint32_t tag)
@@ -185,14 +183,7 @@ static gcoll__tp_req_t *take_recv(peer_t *p, uint32_t tag)
 /* Hands a completely received unexpected message to receive r, and forgets it. */
 static void deliver(peer_t *p, gcoll__tp_req_t *r, unexpected_t *u)
 {
-    unexpected_t *prev = NULL;
-    for (unexpected_t *x = p->unexp; x; prev = x, x = x->next)
-        if (x == u) {
-            *(prev ? &prev->next : &p->unexp) = u->next;
-            if (p->unexp_tail == u)
-                p->unexp_tail = prev;
-            break;
-        }
+    unlink_unexpected(p, u);
     r->status = u->total == r->bytes ? GCOLL_SUCCESS : size_mismatch(r->peer, u->total, r->bytes);
     if (r->status == GCOLL_SUCCESS)
         memcpy(r->buf, u->data, r->bytes);
@@ -313,10 +304,10 @@ static gcoll_status_t shm_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *b
         if (u == p->stashing)
             break; /* still streaming in: it is delivered when complete */
         if (u->kind == GCOLL_SHM_MSG_CMA) {
-            unexpected_t copy = *u;
-            u->data = NULL;
-            deliver_descriptor(p, u);
-            return pull(s, peer, r, copy.addr, copy.total, copy.msgid);
+            unexpected_t d = *u; /* a descriptor: the data is read from the sender */
+            unlink_unexpected(p, u);
+            free(u);
+            return pull(s, peer, r, d.addr, d.total, d.msgid);
         }
         deliver(p, r, u);
         return GCOLL_SUCCESS;
