@@ -120,7 +120,8 @@ static gcoll_status_t push_sends(gcoll__shm_t *s, int peer)
         c->total = r->bytes;
         c->addr = (uint64_t)(uintptr_t)r->buf;
         c->msgid = cma ? ++p->cma_sent : 0;
-        memcpy((char *)(c + 1), r->buf + r->moved, len);
+        if (len) /* empty messages (a barrier's) may come with a NULL buffer */
+            memcpy((char *)(c + 1), r->buf + r->moved, len);
         atomic_store_explicit(&c->full, 1, memory_order_release);
         ring_event(s);
         p->tail++;
@@ -185,7 +186,7 @@ static void deliver(peer_t *p, gcoll__tp_req_t *r, unexpected_t *u)
 {
     unlink_unexpected(p, u);
     r->status = u->total == r->bytes ? GCOLL_SUCCESS : size_mismatch(r->peer, u->total, r->bytes);
-    if (r->status == GCOLL_SUCCESS)
+    if (r->status == GCOLL_SUCCESS && r->bytes)
         memcpy(r->buf, u->data, r->bytes);
     r->done = 1;
     free(u->data);
@@ -230,7 +231,8 @@ static gcoll_status_t drain(gcoll__shm_t *s, int peer)
                     r->status = size_mismatch(peer, c->total, r->bytes);
                     r->done = 1;
                 } else {
-                    memcpy(r->buf, payload, c->len);
+                    if (c->len)
+                        memcpy(r->buf, payload, c->len);
                     r->moved = c->len;
                     r->done = r->moved == r->bytes;
                     p->receiving = r->done ? NULL : r;
@@ -246,7 +248,8 @@ static gcoll_status_t drain(gcoll__shm_t *s, int peer)
                 *u = (unexpected_t){.tag = c->tag, .kind = c->kind, .total = c->total, .addr = c->addr,
                                     .msgid = c->msgid, .data = u->data};
                 if (c->kind != GCOLL_SHM_MSG_CMA) {
-                    memcpy(u->data, payload, c->len);
+                    if (c->len)
+                        memcpy(u->data, payload, c->len);
                     u->have = c->len;
                     p->stashing = u->have < u->total ? u : NULL;
                 }
