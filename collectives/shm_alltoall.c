@@ -5,15 +5,6 @@
 
 #include "shm_op.h"
 
-static gcoll_status_t publish(shm_op_t *op)
-{
-    size_t es = op->a.esize, len = shm_len(op);
-    char *slot = gcoll__shm_slot(op->shm, op->shm->me, shm_seq(op));
-    for (int q = 0; q < op->shm->n; q++)
-        memcpy(slot + (size_t)q * len * es, op->src + ((size_t)q * op->a.count + shm_lo(op)) * es, len * es);
-    return GCOLL_SUCCESS;
-}
-
 static gcoll_status_t work(shm_op_t *op)
 {
     size_t es = op->a.esize, len = shm_len(op);
@@ -25,5 +16,5 @@ static gcoll_status_t work(shm_op_t *op)
 
 void gcoll__alltoall_shm_slots(gcoll__sched_t *s, const gcoll__coll_args_t *a)
 {
-    gcoll__shm_op(s, a, 0, (size_t)a->size, publish, work, 0);
+    gcoll__shm_op(s, a, 0, (size_t)a->size, gcoll__shm_stage_blocks, work, 0);
 }

@@ -1,5 +1,6 @@
 /* See shm_op.h. */
 #include <stdio.h>
+#include <string.h>
 
 #include "../src/error.h"
 #include "../src/reduce.h"
@@ -107,4 +108,13 @@ void gcoll__shm_reduce_slots(shm_op_t *op, void *dst, size_t at, size_t n)
         gcoll__reduce(dst, dst, gcoll__shm_slot(shm, q, seq) + at, n, op->a.dtype, op->a.op);
     if (op->a.op == GCOLL_AVG)
         gcoll__kernels->div[op->a.dtype](dst, n, (unsigned)shm->n);
+}
+
+gcoll_status_t gcoll__shm_stage_blocks(shm_op_t *op)
+{
+    size_t es = op->a.esize, len = shm_len(op);
+    char *slot = gcoll__shm_slot(op->shm, op->shm->me, shm_seq(op));
+    for (int q = 0; q < op->shm->n; q++)
+        memcpy(slot + (size_t)q * len * es, op->src + ((size_t)q * op->a.count + shm_lo(op)) * es, len * es);
+    return GCOLL_SUCCESS;
 }

@@ -52,6 +52,10 @@ static inline size_t shm_len(const shm_op_t *op)
 }
 
 
+/* Publish hook that stages this round's piece of each of the n blocks of the input into this
+ * rank's slot, block after block (reduce_scatter, alltoall). */
+gcoll_status_t gcoll__shm_stage_blocks(shm_op_t *op);
+
 /* dst = the reduction, in rank order, of n elements at byte offset `at` of every rank's slot
  * for this round, divided by the rank count for GCOLL_AVG. */
 void gcoll__shm_reduce_slots(shm_op_t *op, void *dst, size_t at, size_t n);

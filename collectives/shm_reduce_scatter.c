@@ -10,15 +10,6 @@
 #include "../src/reduce.h"
 #include "shm_op.h"
 
-static gcoll_status_t slots_publish(shm_op_t *op)
-{
-    size_t es = op->a.esize, len = shm_len(op);
-    char *slot = gcoll__shm_slot(op->shm, op->shm->me, shm_seq(op));
-    for (int q = 0; q < op->shm->n; q++)
-        memcpy(slot + (size_t)q * len * es, op->src + ((size_t)q * op->a.count + shm_lo(op)) * es, len * es);
-    return GCOLL_SUCCESS;
-}
-
 static gcoll_status_t slots_work(shm_op_t *op)
 {
     size_t es = op->a.esize, len = shm_len(op);
@@ -69,7 +60,7 @@ static gcoll_status_t cma_finish(shm_op_t *op)
 
 void gcoll__reduce_scatter_shm_slots(gcoll__sched_t *s, const gcoll__coll_args_t *a)
 {
-    gcoll__shm_op(s, a, 0, (size_t)a->size, slots_publish, slots_work, 0);
+    gcoll__shm_op(s, a, 0, (size_t)a->size, gcoll__shm_stage_blocks, slots_work, 0);
 }
 
 void gcoll__reduce_scatter_shm_cma(gcoll__sched_t *s, const gcoll__coll_args_t *a)
