@@ -21,7 +21,8 @@ typedef struct {
     const char *accepts;
     const char *def;
     const char *desc;
-    parse_fn parse;
+    parse_fn parse;                /* NULL for a choice among `choices` */
+    const char *const *choices;
     void *out;
     int arg; /* parser argument: the collective, for selection tables */
 } var_def_t;
@@ -32,6 +33,7 @@ static const char *const isas[] = {"auto", "generic", "avx2", "avx512", NULL};
 static const char *const intra[] = {"shm", "mpi", NULL};
 static const char *const onoff[] = {"auto", "on", "off", NULL};
 
+/* A choice among names; the value stored is the index of the name. */
 static gcoll_status_t parse_enum(const char *var, const char *s, const char *const *choices, int *out)
 {
     for (int i = 0; choices[i]; i++)
@@ -45,36 +47,6 @@ static gcoll_status_t parse_enum(const char *var, const char *s, const char *con
         strncat(list, choices[i], sizeof(list) - strlen(list) - 1);
     }
     return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s='%s' is not valid: accepts %s", var, s, list);
-}
-
-static gcoll_status_t parse_log_level(const char *var, const char *s, void *out, int arg)
-{
-    (void)arg;
-    return parse_enum(var, s, log_levels, out);
-}
-
-static gcoll_status_t parse_transport(const char *var, const char *s, void *out, int arg)
-{
-    (void)arg;
-    return parse_enum(var, s, transports, out);
-}
-
-static gcoll_status_t parse_isa(const char *var, const char *s, void *out, int arg)
-{
-    (void)arg;
-    return parse_enum(var, s, isas, out);
-}
-
-static gcoll_status_t parse_intra(const char *var, const char *s, void *out, int arg)
-{
-    (void)arg;
-    return parse_enum(var, s, intra, out);
-}
-
-static gcoll_status_t parse_onoff(const char *var, const char *s, void *out, int arg)
-{
-    (void)arg;
-    return parse_enum(var, s, onoff, out);
 }
 
 /* A size in bytes with K/M/G suffixes, at least arg KiB and at most 1 GiB. */
@@ -195,37 +167,37 @@ static gcoll_status_t parse_algo_table(const char *var, const char *s, void *out
 
 #define ALGO_VAR(NAME, COLL, DEF_DESC)                                                    \
     {"GCOLL_" NAME, "auto, or ALGO[:LO-HI][;...]", "auto", DEF_DESC, parse_algo_table,   \
-     &gcoll__config.algo[COLL], COLL}
+     NULL, &gcoll__config.algo[COLL], COLL}
 
 static const var_def_t vars[] = {
     {"GCOLL_LOG_LEVEL", "error|warn|info|debug|trace", "warn",
-     "messages up to this level go to stderr, prefixed with host and rank", parse_log_level,
+     "messages up to this level go to stderr, prefixed with host and rank", NULL, log_levels,
      &gcoll__config.log_level, 0},
     {"GCOLL_TIMEOUT", "seconds > 0", "300",
      "bound on every wait: an operation not complete by then fails with GCOLL_ERR_TIMEOUT",
-     parse_seconds, &gcoll__config.timeout_s, 0},
+     parse_seconds, NULL, &gcoll__config.timeout_s, 0},
     {"GCOLL_TRANSPORT", "mpi", "mpi", "the transport that carries collectives between ranks",
-     parse_transport, &gcoll__config.transport, 0},
+     NULL, transports, &gcoll__config.transport, 0},
     {"GCOLL_REDUCE_ISA", "auto|generic|avx2|avx512", "auto",
-     "reduction kernels: auto picks the widest vector instructions this CPU has", parse_isa,
+     "reduction kernels: auto picks the widest vector instructions this CPU has", NULL, isas,
      &gcoll__config.reduce_isa, 0},
     {"GCOLL_TRANSPORT_INTRA", "shm|mpi", "shm",
-     "between ranks of one host: shared memory, or the inter-node transport", parse_intra,
+     "between ranks of one host: shared memory, or the inter-node transport", NULL, intra,
      &gcoll__config.transport_intra, 0},
     {"GCOLL_SHM_SLOT_SIZE", "bytes, 4K..1G", "64K",
      "staging slot per rank (two per rank): the largest message of one copy-in/copy-out round",
-     parse_bytes, &gcoll__config.shm_slot_size, 4},
+     parse_bytes, NULL, &gcoll__config.shm_slot_size, 4},
     {"GCOLL_SHM_CHUNK_SIZE", "bytes, 4K..1G", "256K",
      "pipelining chunk of the single-copy algorithms (kept in cache between read and reduce)",
-     parse_bytes, &gcoll__config.shm_chunk_size, 4},
+     parse_bytes, NULL, &gcoll__config.shm_chunk_size, 4},
     {"GCOLL_SHM_SINGLE_COPY", "auto|on|off", "auto",
      "cross-memory attach (process_vm_readv/writev) for large messages; auto probes it",
-     parse_onoff, &gcoll__config.shm_single_copy, 0},
+     NULL, onoff, &gcoll__config.shm_single_copy, 0},
     {"GCOLL_SHM_RING_CELL_SIZE", "bytes, 1K..1G", "8K",
      "payload of one point-to-point ring cell: larger messages go single copy or in fragments",
-     parse_bytes, &gcoll__config.shm_cell_size, 1},
+     parse_bytes, NULL, &gcoll__config.shm_cell_size, 1},
     {"GCOLL_SHM_RING_DEPTH", "2..1024", "8", "cells per point-to-point ring (one ring per ordered pair)",
-     parse_depth, &gcoll__config.shm_ring_depth, 0},
+     parse_depth, NULL, &gcoll__config.shm_ring_depth, 0},
     ALGO_VAR("ALLREDUCE", GCOLL_COLL_ALLREDUCE,
              "allreduce algorithm per size range (ring, recursive_doubling)"),
     ALGO_VAR("REDUCE_SCATTER", GCOLL_COLL_REDUCE_SCATTER,
@@ -274,7 +246,9 @@ gcoll_status_t gcoll__config_load(void)
     for (size_t i = 0; i < NVARS; i++) {
         const char *env = getenv(vars[i].name);
         sources[i] = env ? "environment" : "default";
-        GCOLL_CHECK(vars[i].parse(vars[i].name, env ? env : vars[i].def, vars[i].out, vars[i].arg));
+        const char *v = env ? env : vars[i].def;
+        GCOLL_CHECK(vars[i].parse ? vars[i].parse(vars[i].name, v, vars[i].out, vars[i].arg)
+                                  : parse_enum(vars[i].name, v, vars[i].choices, vars[i].out));
     }
     gcoll__log_level = gcoll__config.log_level;
     for (char **e = environ; *e; e++) {

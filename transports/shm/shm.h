@@ -22,7 +22,6 @@
 typedef struct {
     _Alignas(GCOLL_SHM_LINE) _Atomic uint64_t arrive; /* inputs (slot data, addresses) published */
     uint64_t src, dst;                                 /* buffer addresses, for single copy */
-    int32_t pid;
     _Alignas(GCOLL_SHM_LINE) _Atomic uint64_t ready;  /* done with the peers' data for this op */
     _Alignas(GCOLL_SHM_LINE) _Atomic uint64_t rings;  /* bumped on every ring event of this rank */
 } gcoll__shm_ctrl_t;
