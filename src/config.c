@@ -28,7 +28,7 @@ typedef struct {
 } var_def_t;
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug", "trace", NULL};
-static const char *const transports[] = {"mpi", NULL};
+static const char *const inter[] = {"auto", "tcp", "ofi", "mpi", NULL};
 static const char *const isas[] = {"auto", "generic", "avx2", "avx512", NULL};
 static const char *const intra[] = {"shm", "mpi", NULL};
 static const char *const onoff[] = {"auto", "on", "off", NULL};
@@ -61,17 +61,41 @@ static gcoll_status_t parse_bytes(const char *var, const char *s, void *out, int
     return GCOLL_SUCCESS;
 }
 
-static gcoll_status_t parse_depth(const char *var, const char *s, void *out, int arg)
+/* An integer from 2 (1 when arg is 1) to 1024. */
+static gcoll_status_t parse_count(const char *var, const char *s, void *out, int arg)
 {
-    (void)arg;
+    long lo = arg == 1 ? 1 : 2;
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (end == s || *end || errno || v < 2 || v > 1024)
-        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s='%s' is not valid: accepts an integer from 2 to 1024",
-                            var, s);
+    if (!isdigit((unsigned char)*s) || *end || errno || v < lo || v > 1024)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s='%s' is not valid: accepts an integer from %ld to 1024",
+                            var, s, lo);
     *(int *)out = (int)v;
     return GCOLL_SUCCESS;
+}
+
+/* Free text up to arg bytes (names, lists, paths), checked where it is used. */
+static gcoll_status_t parse_text(const char *var, const char *s, void *out, int cap)
+{
+    if (strlen(s) >= (size_t)cap)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is too long (over %d characters)", var, cap - 1);
+    strcpy(out, s);
+    return GCOLL_SUCCESS;
+}
+
+/* "auto", or [^|=]NAME[,NAME...] with interface-name characters. */
+static gcoll_status_t parse_iflist(const char *var, const char *s, void *out, int cap)
+{
+    const char *p = s + (*s == '^' || *s == '=');
+    int ok = strcmp(s, "auto") == 0 || *p != '\0';
+    for (const char *q = p; ok && *q; q++)
+        ok = isalnum((unsigned char)*q) || strchr("_.:-@", *q) || (*q == ',' && q > p && q[1] && q[1] != ',');
+    if (!ok)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                            "%s='%s' is not valid: accepts auto, or interface names separated by commas, "
+                            "all after one optional ^ (exclude) or = (exact match)", var, s);
+    return parse_text(var, s, out, cap);
 }
 
 static gcoll_status_t parse_seconds(const char *var, const char *s, void *out, int arg)
@@ -176,8 +200,6 @@ static const var_def_t vars[] = {
     {"GCOLL_TIMEOUT", "seconds > 0", "300",
      "bound on every wait: an operation not complete by then fails with GCOLL_ERR_TIMEOUT",
      parse_seconds, NULL, &gcoll__config.timeout_s, 0},
-    {"GCOLL_TRANSPORT", "mpi", "mpi", "the transport that carries collectives between ranks",
-     NULL, transports, &gcoll__config.transport, 0},
     {"GCOLL_REDUCE_ISA", "auto|generic|avx2|avx512", "auto",
      "reduction kernels: auto picks the widest vector instructions this CPU has", NULL, isas,
      &gcoll__config.reduce_isa, 0},
@@ -197,7 +219,23 @@ static const var_def_t vars[] = {
      "payload of one point-to-point ring cell: larger messages go single copy or in fragments",
      parse_bytes, NULL, &gcoll__config.shm_cell_size, 1},
     {"GCOLL_SHM_RING_DEPTH", "2..1024", "8", "cells per point-to-point ring (one ring per ordered pair)",
-     parse_depth, NULL, &gcoll__config.shm_ring_depth, 0},
+     parse_count, NULL, &gcoll__config.shm_ring_depth, 0},
+    {"GCOLL_TRANSPORT_INTER", "auto|tcp|ofi|mpi", "auto",
+     "between hosts: auto takes the plugin if one is loaded, else libfabric on a real NIC, else TCP",
+     NULL, inter, &gcoll__config.transport_inter, 0},
+    {"GCOLL_TRANSPORT_PLUGIN", "none, or the path of a .so", "none",
+     "an external transport (see include/gcoll_transport_plugin.h); auto between hosts then picks it",
+     parse_text, NULL, gcoll__config.transport_plugin, sizeof(gcoll__config.transport_plugin)},
+    {"GCOLL_TCP_NSOCKS", "1..1024", "2", "TCP sockets per peer; large messages are striped across them",
+     parse_count, NULL, &gcoll__config.tcp_nsocks, 1},
+    {"GCOLL_TCP_IFNAME", "auto, or a list of interface name prefixes", "auto",
+     "interfaces for TCP: eth0,ib (those), ^docker,lo (all but those), =eth0 (exactly); auto prefers "
+     "a non-loopback interface every host has",
+     parse_iflist, NULL, gcoll__config.tcp_ifname, sizeof(gcoll__config.tcp_ifname)},
+    {"GCOLL_OFI_PROVIDER", "auto, or a libfabric provider name", "auto",
+     "libfabric provider for ofi: auto takes the best RDM provider fi_getinfo offers, a real NIC before "
+     "tcp;ofi_rxm",
+     parse_text, NULL, gcoll__config.ofi_provider, sizeof(gcoll__config.ofi_provider)},
     ALGO_VAR("ALLREDUCE", GCOLL_COLL_ALLREDUCE,
              "allreduce algorithm per size range (ring, recursive_doubling)"),
     ALGO_VAR("REDUCE_SCATTER", GCOLL_COLL_REDUCE_SCATTER,

@@ -24,7 +24,8 @@ typedef struct {
 typedef struct {
     int log_level;
     double timeout_s;
-    int transport;
+    int transport_inter;   /* 0 auto, 1 tcp, 2 ofi, 3 mpi */
+    char transport_plugin[256]; /* "" when none */
     int reduce_isa; /* 0 auto, 1 generic, 2 avx2, 3 avx512 */
     int transport_intra;   /* 0 shm, 1 mpi */
     size_t shm_slot_size;  /* staging bytes per rank and parity */
@@ -32,6 +33,9 @@ typedef struct {
     int shm_single_copy;   /* 0 auto, 1 on, 2 off */
     size_t shm_cell_size;  /* point-to-point ring cell payload */
     int shm_ring_depth;    /* cells per ring */
+    int tcp_nsocks;        /* sockets per peer, striped for large messages */
+    char tcp_ifname[256];  /* "auto", or a list: "eth0,eth1", "^lo,docker" */
+    char ofi_provider[64]; /* "auto", or a libfabric provider name such as "tcp;ofi_rxm" */
     gcoll__algo_table_t algo[GCOLL_COLL_COUNT];
 } gcoll__config_t;
 

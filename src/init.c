@@ -25,8 +25,6 @@ void gcoll__context_unlock(void)
     pthread_mutex_unlock(&gcoll__context.lock);
 }
 
-static const gcoll__transport_t *const transports[] = {&gcoll__transport_mpi};
-
 static gcoll_status_t start_mpi(int *argc, char ***argv)
 {
     int inited = 0, finalized = 0, provided = 0;
@@ -56,7 +54,7 @@ static gcoll_status_t start(int *argc, char ***argv)
     GCOLL_CHECK(gcoll__config_load());
     gcoll__config_dump();
     GCOLL_CHECK(gcoll__kernels_select(gcoll__config.reduce_isa));
-    gcoll__context.transport = transports[gcoll__config.transport];
+    gcoll__context.transport = &gcoll__transport_mpi;
     GCOLL_CHECK(gcoll__comm_create(MPI_COMM_WORLD, &gcoll__context.world));
     gcoll__context.world->is_world = 1;
     gcoll__context.initialized = 1;

@@ -45,7 +45,12 @@ START_TEST(malformed_values_name_the_variable)
     expect_bad("GCOLL_TIMEOUT", "5s", "seconds");
     expect_bad("GCOLL_TIMEOUT", "", "seconds");
     expect_bad("GCOLL_LOG_LEVEL", "verbose", "error|warn|info|debug|trace");
-    expect_bad("GCOLL_TRANSPORT", "carrier-pigeon", "mpi");
+    expect_bad("GCOLL_TRANSPORT_INTER", "carrier-pigeon", "auto|tcp|ofi|mpi");
+    expect_bad("GCOLL_TCP_NSOCKS", "0", "from 1 to 1024");
+    expect_bad("GCOLL_TCP_NSOCKS", "two", "from 1 to 1024");
+    expect_bad("GCOLL_TCP_IFNAME", "eth0,,eth1", "interface names");
+    expect_bad("GCOLL_TCP_IFNAME", "^", "interface names");
+    expect_bad("GCOLL_TCP_IFNAME", "eth0 eth1", "interface names");
     expect_bad("GCOLL_REDUCE_ISA", "sse9", "auto|generic|avx2|avx512");
     expect_bad("GCOLL_ALLREDUCE", "fastest", "ring|recursive_doubling|shm_slots|shm_cma");
     expect_bad("GCOLL_SHM_SLOT_SIZE", "1K", "from 4K to 1G");
