@@ -46,6 +46,10 @@ BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(SANFLAGS) -Iinclude -Isrc -Itran
 FEATURES := -DGCOLL_HAVE_OFI=$(OFI) -DGCOLL_HAVE_HWLOC=$(HWLOC) -DGCOLL_HAVE_CUDA=$(CUDA)
 LIB_CFLAGS := $(BASE_CFLAGS) $(FEATURES) -fPIC -fvisibility=hidden
 LDLIBS := -lpthread -lm
+ifeq ($(OFI),1)
+LIB_CFLAGS += $(shell pkg-config --cflags libfabric)
+LDLIBS += $(shell pkg-config --libs libfabric)
+endif
 
 LIB_SRCS := $(wildcard src/*.c) $(wildcard collectives/*.c) $(wildcard transports/*/*.c)
 LIB_OBJS := $(patsubst %.c,$(OBJDIR)/%.o,$(LIB_SRCS))
@@ -108,13 +112,19 @@ $(BINDIR)/%: examples/%.c $(LIBDIR)/libgcoll.so
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $< -o $@ $(PROG_LDFLAGS)
 
+# Transport-level tests reach the internal transport tables, so they link the static library.
+$(BINDIR)/tp_%: tests/transport/%.c $(STLIB) $(wildcard tests/transport/*.h transports/*.h src/*.h)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(FEATURES) -Wno-missing-prototypes $< -o $@ $(STLIB) $(SANFLAGS) $(LDLIBS)
+
 UNIT_BENCH := bench/metrics.c bench/options.c
 $(BINDIR)/unit_tests: $(UNIT_SRCS) $(UNIT_BENCH) $(STLIB) $(wildcard tests/unit/*.h bench/*.h src/*.h transports/*.h transports/*/*.h collectives/*.h)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) -Ibench -Wno-missing-prototypes $(UNIT_SRCS) $(UNIT_BENCH) -o $@ $(STLIB) \
 	    $(shell pkg-config --cflags --libs check) $(SANFLAGS) $(LDLIBS)
 
-tests: all $(BINDIR)/unit_tests $(MPI_TESTS) $(EXAMPLES) $(BINDIR)/readme_example
+TP_TESTS := $(patsubst tests/transport/%.c,$(BINDIR)/tp_%,$(wildcard tests/transport/*.c))
+tests: all $(BINDIR)/unit_tests $(MPI_TESTS) $(TP_TESTS) $(EXAMPLES) $(BINDIR)/readme_example
 
 test: tests
 	BINDIR=$(BINDIR) LIBDIR=$(LIBDIR) SAN=$(SAN) sh tests/run.sh

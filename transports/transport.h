@@ -46,5 +46,7 @@ typedef struct gcoll__transport {
 } gcoll__transport_t;
 
 extern const gcoll__transport_t gcoll__transport_mpi;
+extern const gcoll__transport_t gcoll__transport_tcp;
+extern const gcoll__transport_t gcoll__transport_ofi;
 
 #endif
