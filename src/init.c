@@ -54,7 +54,9 @@ static gcoll_status_t start(int *argc, char ***argv)
     GCOLL_CHECK(gcoll__config_load());
     gcoll__config_dump();
     GCOLL_CHECK(gcoll__kernels_select(gcoll__config.reduce_isa));
-    gcoll__context.transport = &gcoll__transport_mpi;
+    static const gcoll__transport_t *const inter[] = {&gcoll__transport_mpi, &gcoll__transport_tcp,
+                                                      &gcoll__transport_ofi, &gcoll__transport_mpi};
+    gcoll__context.transport = inter[gcoll__config.transport_inter];
     GCOLL_CHECK(gcoll__comm_create(MPI_COMM_WORLD, &gcoll__context.world));
     gcoll__context.world->is_world = 1;
     gcoll__context.initialized = 1;
