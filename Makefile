@@ -45,13 +45,13 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(SANFLAGS) -Iinclude -Isrc -Itransports
 FEATURES := -DGCOLL_HAVE_OFI=$(OFI) -DGCOLL_HAVE_HWLOC=$(HWLOC) -DGCOLL_HAVE_CUDA=$(CUDA)
 LIB_CFLAGS := $(BASE_CFLAGS) $(FEATURES) -fPIC -fvisibility=hidden
-LDLIBS := -lpthread -lm
+LDLIBS := -lpthread -lm -ldl
 ifeq ($(OFI),1)
 LIB_CFLAGS += $(shell pkg-config --cflags libfabric)
 LDLIBS += $(shell pkg-config --libs libfabric)
 endif
 
-LIB_SRCS := $(wildcard src/*.c) $(wildcard collectives/*.c) $(wildcard transports/*/*.c)
+LIB_SRCS := $(wildcard src/*.c) $(wildcard collectives/*.c) $(wildcard transports/*.c transports/*/*.c)
 LIB_OBJS := $(patsubst %.c,$(OBJDIR)/%.o,$(LIB_SRCS))
 SHLIB := $(LIBDIR)/libgcoll.so.$(VERSION)
 STLIB := $(LIBDIR)/libgcoll.a
@@ -123,8 +123,14 @@ $(BINDIR)/unit_tests: $(UNIT_SRCS) $(UNIT_BENCH) $(STLIB) $(wildcard tests/unit/
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) -Ibench -Wno-missing-prototypes $(UNIT_SRCS) $(UNIT_BENCH) -o $@ $(STLIB) \
 	    $(shell pkg-config --cflags --libs check) $(SANFLAGS) $(LDLIBS)
 
+# The example transport plugin: built like an outside project, from the public headers only.
+PLUGIN := $(BINDIR)/libgcoll_example_plugin.so
+$(PLUGIN): examples/plugin/example_plugin.c include/gcoll_transport_plugin.h include/gcoll.h
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) -std=c11 $(WARN) $(SANFLAGS) -Iinclude -shared -fPIC -fvisibility=hidden $< -o $@
+
 TP_TESTS := $(patsubst tests/transport/%.c,$(BINDIR)/tp_%,$(wildcard tests/transport/*.c))
-tests: all $(BINDIR)/unit_tests $(MPI_TESTS) $(TP_TESTS) $(EXAMPLES) $(BINDIR)/readme_example
+tests: all $(BINDIR)/unit_tests $(MPI_TESTS) $(TP_TESTS) $(PLUGIN) $(EXAMPLES) $(BINDIR)/readme_example
 
 test: tests
 	BINDIR=$(BINDIR) LIBDIR=$(LIBDIR) SAN=$(SAN) sh tests/run.sh

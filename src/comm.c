@@ -12,6 +12,8 @@
 #include "context.h"
 #include "error.h"
 #include "log.h"
+#include "plugin/plugin.h"
+#include "route/route.h"
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct gcoll_comm *registry;
@@ -46,43 +48,153 @@ static void destroy(gcoll_comm_t comm)
     if (comm->tp) /* the shm endpoint lives on the channel: close it first */
         comm->tpops->close(comm->tp);
     gcoll__shm_destroy(comm->shm);
+    gcoll__shm_destroy(comm->node_shm);
     MPI_Comm_free(&comm->boot);
     free(comm);
 }
 
-static gcoll_status_t connect_transport(gcoll_comm_t c)
+/* Creates and connects an endpoint of ops over the whole communicator. */
+static gcoll_status_t connect_transport(gcoll_comm_t c, const gcoll__transport_t *ops, gcoll__tp_t **tp)
 {
     gcoll__bootstrap_t boot = {c->boot, c->rank, c->size};
-    GCOLL_CHECK(c->tpops->create(&boot, &c->tp));
-    size_t len = c->tpops->addr_len(c->tp);
+    GCOLL_CHECK(ops->create(&boot, tp));
+    size_t len = ops->addr_len(*tp);
     char *all = calloc((size_t)c->size, len ? len : 1);
     char *mine = calloc(1, len ? len : 1);
-    gcoll_status_t st = (all && mine) ? c->tpops->addr(c->tp, mine)
+    gcoll_status_t st = (all && mine) ? ops->addr(*tp, mine)
                                       : gcoll__error(GCOLL_ERR_NOMEM, "no memory for addresses");
     if (st == GCOLL_SUCCESS && len &&
         MPI_Allgather(mine, (int)len, MPI_BYTE, all, (int)len, MPI_BYTE, c->boot) != MPI_SUCCESS)
         st = gcoll__error(GCOLL_ERR_TRANSPORT, "bootstrap: address exchange failed");
     if (st == GCOLL_SUCCESS)
-        st = c->tpops->connect(c->tp, all);
+        st = ops->connect(*tp, all);
     free(all);
     free(mine);
+    if (st != GCOLL_SUCCESS) {
+        ops->close(*tp);
+        *tp = NULL;
+    }
     return st;
 }
 
-/* When every rank shares this host, the node channel carries the intra-node algorithms. */
-static gcoll_status_t attach_shm(gcoll_comm_t c)
-{
-    if (c->size < 2 || gcoll__config.transport_intra != 0)
-        return GCOLL_SUCCESS;
+/* Where every peer lives: host[p] is the communicator rank of the first rank on p's host,
+ * local[p] p's index among the ranks of its host. */
+typedef struct {
     MPI_Comm node;
-    if (MPI_Comm_split_type(c->boot, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+    int *host, *local;
+    int nlocal, nhosts;
+} layout_t;
+
+static gcoll_status_t read_layout(gcoll_comm_t c, layout_t *l)
+{
+    if (MPI_Comm_split_type(c->boot, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &l->node) != MPI_SUCCESS)
         return gcoll__error(GCOLL_ERR_TRANSPORT, "bootstrap: MPI_Comm_split_type failed");
-    int local = 0, all_local = 0;
-    MPI_Comm_size(node, &local);
-    local = local == c->size;
-    MPI_Allreduce(&local, &all_local, 1, MPI_INT, MPI_LAND, c->boot);
-    gcoll_status_t st = all_local ? gcoll__shm_create(node, &c->shm) : GCOLL_SUCCESS;
-    MPI_Comm_free(&node);
+    int me[2] = {c->rank, 0}, *all = malloc(2 * sizeof(int) * (size_t)c->size);
+    l->host = malloc(sizeof(int) * (size_t)c->size);
+    l->local = malloc(sizeof(int) * (size_t)c->size);
+    if (!all || !l->host || !l->local) {
+        free(all);
+        return gcoll__error(GCOLL_ERR_NOMEM, "no memory for the node map");
+    }
+    MPI_Comm_size(l->node, &l->nlocal);
+    MPI_Comm_rank(l->node, &me[1]);
+    MPI_Bcast(&me[0], 1, MPI_INT, 0, l->node); /* the first rank of this host names it */
+    MPI_Allgather(me, 2, MPI_INT, all, 2, MPI_INT, c->boot);
+    l->nhosts = 0;
+    for (int p = 0; p < c->size; p++) {
+        l->host[p] = all[2 * p];
+        l->local[p] = all[2 * p + 1];
+        l->nhosts += l->host[p] == p;
+    }
+    free(all);
+    return GCOLL_SUCCESS;
+}
+
+static void free_layout(layout_t *l)
+{
+    if (l->node != MPI_COMM_NULL)
+        MPI_Comm_free(&l->node);
+    free(l->host);
+    free(l->local);
+}
+
+/* "1, 2, 5" of the peers whose route is ep (at most len bytes). */
+static void list_peers(gcoll_comm_t c, const gcoll__route_peer_t *peers, int ep, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (int p = 0; p < c->size; p++)
+        if (p != c->rank && peers[p].ep == ep)
+            snprintf(buf + strlen(buf), len - strlen(buf), "%s%d", buf[0] ? ", " : "", p);
+}
+
+/* A communicator that spans hosts: the inter-node transport to other hosts, and to the ranks
+ * of this host the node's shared-memory rings (or MPI, or the same inter-node transport, as
+ * GCOLL_TRANSPORT_INTRA says). */
+static gcoll_status_t connect_routes(gcoll_comm_t c, const layout_t *l)
+{
+    const gcoll__transport_t *inter = gcoll__context.transport;
+    int intra = gcoll__config.transport_intra; /* 0 shm, 1 inter, 2 mpi */
+    gcoll__route_ep_t ep[2] = {{inter, NULL}, {NULL, NULL}};
+    GCOLL_CHECK(connect_transport(c, inter, &ep[0].tp));
+    if (l->nlocal > 1 && intra == 0)
+        GCOLL_CHECK(gcoll__shm_create(l->node, &c->node_shm));
+    if (c->node_shm) {
+        ep[1].ops = &gcoll__transport_shm;
+        GCOLL_CHECK(gcoll__shm_p2p_open(c->node_shm, &ep[1].tp));
+    } else if (l->nlocal > 1 && intra == 2 && inter != &gcoll__transport_mpi) {
+        ep[1].ops = &gcoll__transport_mpi;
+        GCOLL_CHECK(connect_transport(c, ep[1].ops, &ep[1].tp));
+    }
+    gcoll__route_peer_t *peers = calloc((size_t)c->size, sizeof(*peers));
+    if (!peers)
+        return gcoll__error(GCOLL_ERR_NOMEM, "no memory for the routes");
+    for (int p = 0; p < c->size; p++) {
+        int same = l->host[p] == l->host[c->rank];
+        peers[p].ep = same && ep[1].tp ? 1 : 0;
+        peers[p].index = peers[p].ep && c->node_shm ? l->local[p] : p;
+    }
+    char far[256], near[256];
+    list_peers(c, peers, 0, far, sizeof(far));
+    list_peers(c, peers, 1, near, sizeof(near));
+    GCOLL_LOG(GCOLL_LOG_INFO, "comm %u: %d hosts; peers [%s] over %s%s%s%s%s%s", c->id, l->nhosts, far, inter->name,
+              gcoll__context.transport_why, near[0] ? "; peers [" : "", near, near[0] ? "] on this host over " : "",
+              near[0] ? ep[1].ops->name : "");
+    if (!ep[1].tp) {
+        free(peers);
+        c->tpops = inter;
+        c->tp = ep[0].tp;
+        return GCOLL_SUCCESS;
+    }
+    snprintf(c->tpname, sizeof(c->tpname), "%s+%s", ep[1].ops->name, inter->name);
+    c->tpops = &gcoll__transport_route;
+    gcoll_status_t st = gcoll__route_open(ep, peers, &c->tp);
+    if (st != GCOLL_SUCCESS) {
+        free(peers);
+        ep[0].ops->close(ep[0].tp);
+        ep[1].ops->close(ep[1].tp);
+    }
+    return st;
+}
+
+/* Picks and connects the transports: one host with shared memory on takes the node channel for
+ * everything (the intra-node algorithms need it); otherwise routes per peer. */
+static gcoll_status_t connect_comm(gcoll_comm_t c)
+{
+    layout_t l = {.node = MPI_COMM_NULL};
+    gcoll_status_t st = read_layout(c, &l);
+    if (st == GCOLL_SUCCESS && l.nhosts == 1 && c->size > 1 && gcoll__config.transport_intra == 0)
+        st = gcoll__shm_create(l.node, &c->shm);
+    if (st == GCOLL_SUCCESS && c->shm) {
+        c->tpops = &gcoll__transport_shm;
+        st = gcoll__shm_p2p_open(c->shm, &c->tp);
+    } else if (st == GCOLL_SUCCESS && (c->size == 1 || (l.nhosts == 1 && gcoll__config.transport_intra == 2))) {
+        /* a lone rank sends nothing: MPI's endpoint costs no sockets */
+        c->tpops = &gcoll__transport_mpi;
+        st = connect_transport(c, c->tpops, &c->tp);
+    } else if (st == GCOLL_SUCCESS) {
+        st = connect_routes(c, &l);
+    }
+    free_layout(&l);
     return st;
 }
 
@@ -117,26 +229,23 @@ gcoll_status_t gcoll__comm_create(MPI_Comm mpi_comm, gcoll_comm_t *out)
     MPI_Comm_rank(c->boot, &c->rank);
     MPI_Comm_size(c->boot, &c->size);
     c->refs = 1;
-    /* On one host the node channel carries everything; elsewhere the inter-node transport. */
-    gcoll_status_t st = attach_shm(c);
-    if (st == GCOLL_SUCCESS && c->shm) {
-        c->tpops = &gcoll__transport_shm;
-        st = gcoll__shm_p2p_open(c->shm, &c->tp);
-    } else if (st == GCOLL_SUCCESS) {
-        c->tpops = gcoll__context.transport;
-        st = connect_transport(c);
-    }
+    pthread_mutex_lock(&registry_lock);
+    c->id = next_id++;
+    pthread_mutex_unlock(&registry_lock);
+    gcoll_status_t st = connect_comm(c);
     if (st != GCOLL_SUCCESS) {
         destroy(c);
         return st;
     }
+    if (!c->tpname[0] && c->tpops == &gcoll__transport_plugin)
+        snprintf(c->tpname, sizeof(c->tpname), "plugin:%s", gcoll__plugin_name());
+    else if (!c->tpname[0])
+        snprintf(c->tpname, sizeof(c->tpname), "%s", c->tpops->name);
     pthread_mutex_lock(&registry_lock);
-    c->id = next_id++;
     c->next = registry;
     registry = c;
     pthread_mutex_unlock(&registry_lock);
-    GCOLL_LOG(GCOLL_LOG_DEBUG, "comm %u: rank %d of %d over %s", c->id, c->rank, c->size,
-              c->tpops->name);
+    GCOLL_LOG(GCOLL_LOG_DEBUG, "comm %u: rank %d of %d over %s", c->id, c->rank, c->size, c->tpname);
     *out = c;
     return GCOLL_SUCCESS;
 }
@@ -264,6 +373,6 @@ GCOLL_API gcoll_status_t gcoll_comm_transport(gcoll_comm_t comm, const char **na
     if (!name)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "name is NULL");
     GCOLL_CHECK(gcoll__comm_check(comm, "comm"));
-    *name = comm->tpops->name;
+    *name = comm->tpname;
     return GCOLL_SUCCESS;
 }

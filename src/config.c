@@ -30,7 +30,7 @@ typedef struct {
 static const char *const log_levels[] = {"error", "warn", "info", "debug", "trace", NULL};
 static const char *const inter[] = {"auto", "tcp", "ofi", "mpi", NULL};
 static const char *const isas[] = {"auto", "generic", "avx2", "avx512", NULL};
-static const char *const intra[] = {"shm", "mpi", NULL};
+static const char *const intra[] = {"shm", "inter", "mpi", NULL};
 static const char *const onoff[] = {"auto", "on", "off", NULL};
 
 /* A choice among names; the value stored is the index of the name. */
@@ -203,8 +203,8 @@ static const var_def_t vars[] = {
     {"GCOLL_REDUCE_ISA", "auto|generic|avx2|avx512", "auto",
      "reduction kernels: auto picks the widest vector instructions this CPU has", NULL, isas,
      &gcoll__config.reduce_isa, 0},
-    {"GCOLL_TRANSPORT_INTRA", "shm|mpi", "shm",
-     "between ranks of one host: shared memory, or the inter-node transport", NULL, intra,
+    {"GCOLL_TRANSPORT_INTRA", "shm|inter|mpi", "shm",
+     "between ranks of one host: shared memory, the transport used between hosts, or MPI", NULL, intra,
      &gcoll__config.transport_intra, 0},
     {"GCOLL_SHM_SLOT_SIZE", "bytes, 4K..1G", "64K",
      "staging slot per rank (two per rank): the largest message of one copy-in/copy-out round",

@@ -27,7 +27,7 @@ typedef struct {
     int transport_inter;   /* 0 auto, 1 tcp, 2 ofi, 3 mpi */
     char transport_plugin[256]; /* "" when none */
     int reduce_isa; /* 0 auto, 1 generic, 2 avx2, 3 avx512 */
-    int transport_intra;   /* 0 shm, 1 mpi */
+    int transport_intra;   /* 0 shm, 1 inter (as between hosts), 2 mpi */
     size_t shm_slot_size;  /* staging bytes per rank and parity */
     size_t shm_chunk_size; /* single-copy pipelining chunk */
     int shm_single_copy;   /* 0 auto, 1 on, 2 off */

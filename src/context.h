@@ -13,7 +13,8 @@ typedef struct {
     int init_count;
     int mpi_owned; /* gcoll_init called MPI_Init_thread, so gcoll_finalize ends MPI */
     gcoll_comm_t world;
-    const gcoll__transport_t *transport;
+    const gcoll__transport_t *transport; /* between hosts */
+    const char *transport_why;           /* why it was chosen, for the logs */
     pthread_mutex_t lock;
     struct gcoll_request *active; /* requests in flight, highest priority first */
 } gcoll__context_t;

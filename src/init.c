@@ -11,6 +11,7 @@
 #include "log.h"
 #include "reduce.h"
 #include "request.h"
+#include "choose.h"
 
 gcoll__context_t gcoll__context = {.lock = PTHREAD_MUTEX_INITIALIZER};
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -54,14 +55,12 @@ static gcoll_status_t start(int *argc, char ***argv)
     GCOLL_CHECK(gcoll__config_load());
     gcoll__config_dump();
     GCOLL_CHECK(gcoll__kernels_select(gcoll__config.reduce_isa));
-    static const gcoll__transport_t *const inter[] = {&gcoll__transport_mpi, &gcoll__transport_tcp,
-                                                      &gcoll__transport_ofi, &gcoll__transport_mpi};
-    gcoll__context.transport = inter[gcoll__config.transport_inter];
+    GCOLL_CHECK(gcoll__transport_choose());
     GCOLL_CHECK(gcoll__comm_create(MPI_COMM_WORLD, &gcoll__context.world));
     gcoll__context.world->is_world = 1;
     gcoll__context.initialized = 1;
-    GCOLL_LOG(GCOLL_LOG_INFO, "gcoll %s ready: %d ranks, transport %s", gcoll_version(),
-              gcoll__context.world->size, gcoll__context.transport->name);
+    GCOLL_LOG(GCOLL_LOG_INFO, "gcoll %s ready: %d ranks over %s", gcoll_version(), gcoll__context.world->size,
+              gcoll__context.world->tpname);
     return GCOLL_SUCCESS;
 }
 
@@ -75,6 +74,7 @@ GCOLL_API gcoll_status_t gcoll_init(int *argc, char ***argv)
         st = start(argc, argv);
         if (st != GCOLL_SUCCESS) {
             GCOLL_LOG(GCOLL_LOG_ERROR, "gcoll_init failed: %s", gcoll_last_error());
+            gcoll__transport_release();
             if (gcoll__context.mpi_owned)
                 MPI_Finalize();
             gcoll__context.mpi_owned = 0;
@@ -98,6 +98,7 @@ GCOLL_API gcoll_status_t gcoll_finalize(void)
         gcoll__context.initialized = 0;
         gcoll__comm_free_all();
         gcoll__context.world = NULL;
+        gcoll__transport_release();
         if (gcoll__context.mpi_owned)
             MPI_Finalize();
         gcoll__context.mpi_owned = 0;

@@ -110,10 +110,17 @@ run_mpi collectives 3 TEST_QUICK=1 GCOLL_SHM_SINGLE_COPY=off GCOLL_SHM_SLOT_SIZE
     GCOLL_SHM_RING_CELL_SIZE=1K GCOLL_SHM_RING_DEPTH=2
 run_mpi collectives 4 TEST_QUICK=1 GCOLL_SHM_CHUNK_SIZE=4K GCOLL_SHM_RING_CELL_SIZE=1K
 run_mpi collectives 5 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=mpi
+# the example transport plugin carries every collective (one host, so INTRA=inter)
+PLUGIN="GCOLL_TRANSPORT_PLUGIN=$BINDIR/libgcoll_example_plugin.so"
+run_mpi collectives 3 TEST_QUICK=1 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
+run_mpi collectives 4 TEST_QUICK=1 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
+run_mpi errors 3 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
+run_mpi timeout 3 GCOLL_TIMEOUT=1 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
 
 echo "--- checks"
 run_script "bad GCOLL_TIMEOUT fails gcoll_init, naming it" sh tests/bad_env.sh
 run_script "README variables match the registry" sh tests/readme_vars.sh
+run_script "transport plugin: loaded by its entry point; bad ones refused" sh tests/plugin.sh
 run_script "shm segments: none left after exit or kill -9" sh tests/shm_leak.sh
 run_script "gcoll_bench: collectives, options, outputs, membw" sh tests/bench.sh
 run_script "README example under mpirun -np 4" \

@@ -25,7 +25,7 @@ int main(int argc, char **argv)
     gcoll_comm_t world = h_init(&argc, &argv);
     int kill_one = argc > 1 && strcmp(argv[1], "kill") == 0;
     const char *intra = getenv("GCOLL_TRANSPORT_INTRA");
-    int want_shm = h_size > 1 && !(intra && strcmp(intra, "mpi") == 0);
+    int want_shm = h_size > 1 && !(intra && strcmp(intra, "shm") != 0);
     gcoll_comm_t dup, half;
     CHECK_OK(gcoll_comm_dup(world, &dup));
     CHECK_OK(gcoll_comm_split(world, h_rank % 2, 0, &half));

@@ -56,7 +56,7 @@ START_TEST(malformed_values_name_the_variable)
     expect_bad("GCOLL_SHM_SLOT_SIZE", "1K", "from 4K to 1G");
     expect_bad("GCOLL_SHM_CHUNK_SIZE", "lots", "K/M/G");
     expect_bad("GCOLL_SHM_SINGLE_COPY", "maybe", "auto|on|off");
-    expect_bad("GCOLL_TRANSPORT_INTRA", "nvlink", "shm|mpi");
+    expect_bad("GCOLL_TRANSPORT_INTRA", "nvlink", "shm|inter|mpi");
     expect_bad("GCOLL_ALLREDUCE", "ring:8K-1K", "LO < HI");
     expect_bad("GCOLL_ALLREDUCE", "ring:8K", "LO-HI");
     expect_bad("GCOLL_ALLREDUCE", "ring:1X-2M", "K/M/G");

@@ -1,0 +1,13 @@
+/* External transports loaded from a shared object (see plugin.c). */
+#ifndef GCOLL_PLUGIN_H
+#define GCOLL_PLUGIN_H
+
+#include "../transport.h"
+
+extern const gcoll__transport_t gcoll__transport_plugin;
+
+gcoll_status_t gcoll__plugin_load(const char *path); /* the error names GCOLL_TRANSPORT_PLUGIN */
+void gcoll__plugin_unload(void);
+const char *gcoll__plugin_name(void); /* NULL when none is loaded */
+
+#endif

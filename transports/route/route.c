@@ -1,0 +1,94 @@
+/* Per-peer routing for a communicator that mixes transports: the ranks of this host over one
+ * endpoint (the node's shared-memory rings, or MPI) and the other hosts over the inter-node
+ * transport. The endpoints keep their own peer numbering (the rings number local ranks), so
+ * each peer maps to an endpoint and an index there. A request remembers its endpoint in the
+ * low bit of its pointer: transports return malloc'd requests, aligned to at least 8 bytes,
+ * so routing adds no allocation to the message path. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "../../src/error.h"
+#include "route.h"
+
+struct gcoll__tp {
+    gcoll__route_ep_t ep[2];
+    gcoll__route_peer_t *peers; /* [size] */
+};
+
+gcoll_status_t gcoll__route_open(const gcoll__route_ep_t ep[2], gcoll__route_peer_t *peers, gcoll__tp_t **out)
+{
+    gcoll__tp_t *tp = calloc(1, sizeof(*tp));
+    if (!tp)
+        return gcoll__error(GCOLL_ERR_NOMEM, "route: no memory for an endpoint");
+    tp->ep[0] = ep[0];
+    tp->ep[1] = ep[1];
+    tp->peers = peers;
+    *out = tp;
+    return GCOLL_SUCCESS;
+}
+
+static gcoll__tp_req_t *mark(gcoll__tp_req_t *r, int ep)
+{
+    return (gcoll__tp_req_t *)((uintptr_t)r | (uintptr_t)ep);
+}
+
+static int owner(gcoll__tp_req_t *r)
+{
+    return (int)((uintptr_t)r & 1);
+}
+
+static gcoll__tp_req_t *unmark(gcoll__tp_req_t *r)
+{
+    return (gcoll__tp_req_t *)((uintptr_t)r & ~(uintptr_t)1);
+}
+
+static gcoll_status_t route_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes,
+                                  gcoll__tp_req_t **req)
+{
+    gcoll__route_peer_t p = tp->peers[peer];
+    gcoll__route_ep_t *e = &tp->ep[p.ep];
+    GCOLL_CHECK(e->ops->isend(e->tp, p.index, tag, buf, bytes, req));
+    *req = mark(*req, p.ep);
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t route_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
+                                  gcoll__tp_req_t **req)
+{
+    gcoll__route_peer_t p = tp->peers[peer];
+    gcoll__route_ep_t *e = &tp->ep[p.ep];
+    GCOLL_CHECK(e->ops->irecv(e->tp, p.index, tag, buf, bytes, req));
+    *req = mark(*req, p.ep);
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t route_test(gcoll__tp_t *tp, gcoll__tp_req_t *req, int *done)
+{
+    gcoll__route_ep_t *e = &tp->ep[owner(req)];
+    return e->ops->test(e->tp, unmark(req), done);
+}
+
+static void route_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *req)
+{
+    gcoll__route_ep_t *e = &tp->ep[owner(req)];
+    e->ops->cancel(e->tp, unmark(req));
+}
+
+static void route_close(gcoll__tp_t *tp)
+{
+    for (int i = 0; i < 2; i++)
+        if (tp->ep[i].tp)
+            tp->ep[i].ops->close(tp->ep[i].tp);
+    free(tp->peers);
+    free(tp);
+}
+
+/* Built by gcoll__route_open from endpoints that are already connected, never by create. */
+const gcoll__transport_t gcoll__transport_route = {
+    .name = "route",
+    .isend = route_isend,
+    .irecv = route_irecv,
+    .test = route_test,
+    .cancel = route_cancel,
+    .close = route_close,
+};
