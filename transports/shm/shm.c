@@ -133,7 +133,8 @@ gcoll_status_t gcoll__shm_create(MPI_Comm node, gcoll__shm_t **out)
     s->slots = (char *)base + slots_off;
     s->rings = (char *)base + rings_off;
     s->pids = calloc((size_t)s->n, sizeof(pid_t));
-    s->tmp = aligned_alloc(GCOLL_SHM_LINE, (s->chunk_bytes + 63) & ~(size_t)63);
+    s->tmp_stride = (s->chunk_bytes + 63) & ~(size_t)63;
+    s->tmp = aligned_alloc(GCOLL_SHM_LINE, 2 * s->tmp_stride);
     if (!s->pids || !s->tmp) {
         gcoll__shm_destroy(s);
         return gcoll__error(GCOLL_ERR_NOMEM, "shm: no memory for the channel");

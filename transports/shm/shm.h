@@ -58,7 +58,8 @@ typedef struct gcoll__shm {
     int cma;                  /* single copy works between every pair */
     int oversubscribed;       /* more local ranks than cores: waiters must give way at once */
     pid_t *pids;              /* [n] */
-    char *tmp;                /* chunk_bytes of private scratch for single-copy reads */
+    char *tmp;                /* two chunks of private scratch for single-copy reads, */
+    size_t tmp_stride;        /* tmp_stride bytes apart */
     char *rings;              /* [sender][receiver]: an ack line, then depth cells */
     size_t cell_bytes;        /* payload bytes of one cell */
     size_t pair_bytes;        /* one ring */
