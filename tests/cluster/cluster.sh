@@ -60,6 +60,7 @@ BR=${P}br                       # the bridge's namespace
 IF=eth0                         # each host's interface
 DIR=$(mktemp -d "${TMPDIR:-/tmp}/gcoll-cluster.XXXXXX")
 made=()                         # namespaces made so far, for the teardown
+child=""                        # the program, while it runs
 names=()
 for i in $(seq 1 "$hosts"); do names+=("${P}h$i"); done
 
@@ -68,6 +69,7 @@ run() { [ $verbose = 1 ] && echo "+ $*" >&2; "$@"; }
 teardown() {
     trap '' INT TERM
     local ns pid
+    [ -z "$child" ] || kill -TERM "$child" 2>/dev/null
     for ns in "${made[@]}"; do
         # whatever still runs in a host (an orted that lost its mpirun) is ours: end it by id
         for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -TERM "$pid" 2>/dev/null; done
@@ -182,9 +184,12 @@ export CLUSTER_RATE=${rate:-none}
 export CLUSTER_MPIRUN=$DIR/mpirun CLUSTER_SHAPE=$DIR/shape CLUSTER_COUNTERS=$DIR/counters
 [ $verbose = 1 ] && { echo "cluster: $hosts hosts (${names[*]}), link rate ${rate:-unshaped}" >&2; cat "$DIR/mpirun" >&2; }
 
+# in the background, so that a signal runs the teardown at once instead of after the program
 if [ $mode = exec ]; then
-    "$@"
+    "$@" <&0 &
 else
-    "$DIR/mpirun" --ranks-per-host "$rph" "$@"
+    "$DIR/mpirun" --ranks-per-host "$rph" "$@" <&0 &
 fi
+child=$!
+wait $child
 exit $?

@@ -48,7 +48,8 @@ if [ "${1:-}" = --inner ]; then
             line=$(printf '%s\n' "$out" | grep '^RESULT collectives ' | tail -1)
             if [ -z "$line" ]; then
                 p=0 f=1
-                echo "# $name: no result (exit $rc); its output ends:"
+                why=$(printf '%s\n' "$out" | grep -m1 -E 'ERROR|rror|FAIL|not found|No such')
+                echo "# $name: no result (exit $rc): ${why:-see below}; its output begins:"
                 printf '%s\n' "$out" | grep -v '^\(---\|$\)' | head -8 | sed 's/^/#   /'
             else
                 p=$(printf '%s' "$line" | sed 's/.*passed=\([0-9]*\).*/\1/')
