@@ -68,14 +68,17 @@ run() { [ $verbose = 1 ] && echo "+ $*" >&2; "$@"; }
 
 teardown() {
     trap '' INT TERM
-    local ns pid
     [ -z "$child" ] || kill -TERM "$child" 2>/dev/null
-    for ns in "${made[@]}"; do
-        # whatever still runs in a host (an orted that lost its mpirun) is ours: end it by id
-        for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -TERM "$pid" 2>/dev/null; done
-    done
-    for ns in "${made[@]}"; do
-        for pid in $(ip netns pids "$ns" 2>/dev/null); do sleep 0.5; kill -KILL "$pid" 2>/dev/null; done
+    # whatever still runs in a host (mpirun, an orted, a rank) is ours: TERM, then KILL after 2 s
+    local ns left tries=0
+    while [ $tries -lt 30 ]; do
+        left=""
+        for ns in "${made[@]}"; do left="$left $(ip netns pids "$ns" 2>/dev/null)"; done
+        [ -n "${left// /}" ] || break
+        [ $tries = 0 ] && kill -TERM $left 2>/dev/null
+        [ $tries -ge 20 ] && kill -KILL $left 2>/dev/null
+        tries=$((tries + 1))
+        sleep 0.1
     done
     # deleting a namespace deletes its end of every veth pair, and with it the other end
     for ns in "${made[@]}"; do ip netns del "$ns" 2>/dev/null; done

@@ -50,7 +50,7 @@ if [ "${1:-}" = --inner ]; then
                 p=0 f=1
                 why=$(printf '%s\n' "$out" | grep -m1 -E 'ERROR|rror|FAIL|not found|No such')
                 echo "# $name: no result (exit $rc): ${why:-see below}; its output begins:"
-                printf '%s\n' "$out" | grep -v '^\(---\|$\)' | head -8 | sed 's/^/#   /'
+                printf '%s\n' "$out" | grep -v '^\(---\|$\)' | head -4 | sed 's/^/#   /'
             else
                 p=$(printf '%s' "$line" | sed 's/.*passed=\([0-9]*\).*/\1/')
                 f=$(printf '%s' "$line" | sed 's/.*failed=\([0-9]*\).*/\1/')
