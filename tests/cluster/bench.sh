@@ -63,27 +63,32 @@ for rate in $rates; do
         echo "### $hosts hosts x 1 rank, GCOLL_TRANSPORT_INTER=$t, link: $link"
         tx0=$(txsum)
         s0=$(date +%s)
-        # 200 iterations (+10 warm-up) up to 512 KiB; 6 (+1) above, where a call on a shaped link
-        # takes 10 ms to 1 s
-        GCOLL_TRANSPORT_INTER=$t timeout 600 "$CLUSTER_MPIRUN" --baseline-tcp "$B" allreduce \
-            -m 8:512K -i 200 -x 10 --csv "$base.small.csv" --json "$base.small.json" 2>&1
-        rc1=$?
-        GCOLL_TRANSPORT_INTER=$t timeout 600 "$CLUSTER_MPIRUN" --baseline-tcp "$B" allreduce \
-            -m 1M:64M -i 6 -x 1 --csv "$base.large.csv" --json "$base.large.json" 2>&1 | grep -v '^#'
-        rc2=${PIPESTATUS[0]}
+        # fewer iterations as calls get longer (up to 1 s at 64 MiB on a shaped link): three
+        # parts, the first with the header and the last with the footer, merged into one CSV/JSON
+        parts=("8:64K -i 200 -x 10" "128K:512K -i 40 -x 4" "1M:64M -i 6 -x 1")
+        ok=1
+        for k in 0 1 2; do
+            GCOLL_TRANSPORT_INTER=$t timeout 600 "$CLUSTER_MPIRUN" --baseline-tcp "$B" allreduce \
+                -m ${parts[k]} --csv "$base.$k.csv" --json "$base.$k.json" 2>&1 |
+                if [ $k = 0 ]; then grep -v '^# average'; else grep -v '^ *bytes\|^#'; fi
+            [ "${PIPESTATUS[0]}" = 0 ] && [ -s "$base.$k.csv" ] || { ok=0; break; }
+        done
         echo "# link: $link; all hosts sent $(( ($(txsum) - tx0) / 1000000 )) MB over their $CLUSTER_IF in $(( $(date +%s) - s0 )) s"
-        if [ $rc1 != 0 ] || [ $rc2 != 0 ] || [ ! -s "$base.small.csv" ] || [ ! -s "$base.large.csv" ]; then
-            echo "# FAILED: GCOLL_TRANSPORT_INTER=$t at $label (exit $rc1, $rc2)"
+        if [ $ok = 0 ]; then
+            echo "# FAILED: GCOLL_TRANSPORT_INTER=$t at $label (gcoll_bench -m ${parts[k]})"
             summary+=("$(printf '%-10s %-9s %10s' "$label" "$t" FAILED)")
             rm -f "$base".*
             status=1
             continue
         fi
-        # one CSV and one JSON per rate and transport: the large sizes' rows after the small ones'
-        { cat "$base.small.csv"; tail -n +2 "$base.large.csv"; } > "$base.csv"
-        { sed '$d' "$base.small.json" | sed '$d' | sed '$s/}$/},/'
-          sed -n '/"rows": \[/,$p' "$base.large.json" | sed 1d; } > "$base.json"
-        rm -f "$base".small.* "$base".large.*
+        # one CSV and one JSON per rate and transport: the rows of the three parts in order
+        { cat "$base.0.csv"; tail -n +2 "$base.1.csv"; tail -n +2 "$base.2.csv"; } > "$base.csv"
+        { sed '$d' "$base.0.json" | sed '$d' | sed '$s/}$/},/'
+          sed -n '/"rows": \[/,$p' "$base.1.json" | sed 1d | sed '$d' | sed '$d' | sed '$s/}$/},/'
+          sed -n '/"rows": \[/,$p' "$base.2.json" | sed 1d; } > "$base.json"
+        rm -f "$base".[012].*
+        awk -F, 'NR > 1 { n++; g += $14; m += $19 } END {
+            printf "# average bus bandwidth over %d sizes: gcoll %.3f GB/s, MPI %.3f GB/s\n", n, g / n, m / n }' "$base.csv"
         [ -f "$here/../../bench/plot" ] && command -v gnuplot >/dev/null &&
             sh "$here/../../bench/plot" "$base.csv" "$base.png" >/dev/null 2>&1
         g=$(busbw64 "$base.csv" 14) m=$(busbw64 "$base.csv" 19)
