@@ -28,7 +28,7 @@
 set -u
 
 hosts=2 rph=1 rate="" burst="" verbose=0 mode="" xvars=() mcas=()
-usage() { sed -n '7,27p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n "7,27p" "$0" | sed "s/^# \{0,1\}//" >&2; exit "${1:-2}"; }
 while [ $# -gt 0 ]; do
     case $1 in
     --hosts) hosts=${2:?}; shift 2 ;;
@@ -40,7 +40,7 @@ while [ $# -gt 0 ]; do
     -v) verbose=1; shift ;;
     --exec) mode=exec; shift; break ;;
     --) mode=run; shift; break ;;
-    -h|--help) usage ;;
+    -h|--help) usage 0 ;;
     *) echo "cluster.sh: unknown option '$1'" >&2; usage ;;
     esac
 done
@@ -102,7 +102,7 @@ for i in $(seq 1 "$hosts"); do
     run ip -n "$BR" link set "h$i" master br0
     run ip -n "$BR" link set "h$i" up
     run ip -n "$ns" link set lo up
-    run ip -n "$ns" addr add "10.77.$((i / 250)).$((i % 250 + 1))/16" dev $IF
+    run ip -n "$ns" addr add "10.77.0.$i/24" dev $IF
     run ip -n "$ns" link set $IF up
 done
 
