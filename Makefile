@@ -178,3 +178,10 @@ uninstall:
 clean:
 	rm -rf build lib gcoll.pc
 distclean: clean
+
+# Multi-host cluster of network namespaces on this machine (tests/cluster/; needs root, else skips).
+.PHONY: test-cluster bench-cluster
+test-cluster: all $(BINDIR)/test_collectives
+	BINDIR=$(BINDIR) bash tests/cluster/run_tests.sh; rc=$$?; [ $$rc = 77 ] || exit $$rc
+bench-cluster: all
+	BINDIR=$(BINDIR) bash tests/cluster/bench.sh; rc=$$?; [ $$rc = 77 ] || exit $$rc

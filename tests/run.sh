@@ -130,6 +130,33 @@ run_script "examples/backprop_overlap under mpirun -np 3" \
 [ -n "${SAN:-}" ] || run_script "exported symbols and soname" sh tests/exports.sh
 [ -n "${SAN:-}" ] || run_script "make install, pkg-config, and a program built against it" sh tests/install.sh
 
+# ---- multi-host cluster (tests/cluster/): begin --------------------------------------------
+# test_collectives across network-namespace hosts, every inter-node transport; each of its
+# RESULT lines adds to the totals. Skipped (not failed) where namespaces cannot be made.
+echo "--- multi-host cluster (network namespaces)"
+out=$(timeout 900 bash tests/cluster/run_tests.sh 2>&1)
+rc=$?
+printf '=== cluster rc=%s\n%s\n' "$rc" "$out" >> "$LOG"
+if [ $rc = 77 ]; then
+    printf '%s\n' "$out" | grep '^SKIP' | head -1
+else
+    printf '%s\n' "$out" | grep -v '^RESULT ' | grep -v '^#   ' | grep -E '^# .*(no result|exit|sent only)' | head -10
+    nres=0
+    for line in $(printf '%s\n' "$out" | sed -n 's/^RESULT \([^ ]*\) passed=\([0-9]*\) failed=\([0-9]*\).*/\1:\2:\3/p'); do
+        nres=$((nres + 1))
+        n=${line%%:*} f=${line##*:} p=${line#*:}
+        p=${p%:*}
+        passed=$((passed + p))
+        failed=$((failed + f))
+        [ "$f" = 0 ] || failures="$failures
+  $n: $f failed"
+        echo "RESULT $n passed=$p failed=$f"
+    done
+    [ $nres -gt 0 ] || note_fail "tests/cluster/run_tests.sh: no result (exit $rc); see $LOG"
+    [ $rc = 0 ] || [ "$failed" != 0 ] || note_fail "tests/cluster/run_tests.sh: exit $rc"
+fi
+# ---- multi-host cluster: end ----------------------------------------------------------------
+
 if [ -n "$failures" ]; then
     echo "failures:$failures"
     echo "(full output: $LOG)"

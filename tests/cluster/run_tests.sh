@@ -1,0 +1,86 @@
+#!/bin/bash
+# Every collective across network-namespace hosts (tests/cluster/cluster.sh): test_collectives
+# with TEST_QUICK=1 at 2 and 4 hosts x 1 and 2 ranks per host, over each inter-node transport.
+# One cluster serves every run of one host count. Prints per run
+#   RESULT cluster-<transport>-<hosts>x<rph> passed=N failed=M
+# (the test's checks, plus one for "every host's veth carried traffic"), and per host count and
+# ranks per host a check that MPI sees each namespace as its own node:
+#   RESULT cluster-nodes-<hosts>x<rph> passed=N failed=M
+# A transport that is not built fails its runs (passed=0 failed=1) with its error shown.
+# Exit: 0 all passed, 1 something failed, 77 (with a "SKIP cluster:" line) where namespaces
+# cannot be made here.
+# Environment: CLUSTER_TRANSPORTS (default "tcp ofi mpi"), CLUSTER_HOST_COUNTS ("2 4"),
+# CLUSTER_RPH ("1 2"), BINDIR (build/default/bin), CLUSTER_TIMEOUT (seconds per run, 300).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+BINDIR=$(cd "${BINDIR:-build/default/bin}" 2>/dev/null && pwd) || { echo "no BINDIR: build first"; exit 1; }
+transports=${CLUSTER_TRANSPORTS:-tcp ofi mpi}
+host_counts=${CLUSTER_HOST_COUNTS:-2 4}
+rphs=${CLUSTER_RPH:-1 2}
+limit=${CLUSTER_TIMEOUT:-300}
+min_bytes=1000000 # a quick test_collectives moves tens of MB through every host
+
+# --- inside a cluster (cluster.sh --exec runs this script again with --inner)
+if [ "${1:-}" = --inner ]; then
+    failed=0
+    for rph in $rphs; do
+        tag=$CLUSTER_HOSTS"x"$rph
+        out=$(timeout "$limit" "$CLUSTER_MPIRUN" --ranks-per-host "$rph" "$BINDIR/cluster_nodecheck" \
+            "$CLUSTER_HOSTS" "$rph" "cluster-nodes-$tag" 2>&1)
+        line=$(printf '%s\n' "$out" | grep '^RESULT ')
+        [ -n "$line" ] || { line="RESULT cluster-nodes-$tag passed=0 failed=1"; printf '%s\n' "$out" | tail -5; }
+        printf '%s\n' "$out" | grep -E '^(#|FAIL)'
+        echo "$line"
+        case $line in *" failed=0") ;; *) failed=1 ;; esac
+    done
+    for t in $transports; do
+        for rph in $rphs; do
+            name=cluster-$t-$CLUSTER_HOSTS"x"$rph
+            before=$("$CLUSTER_COUNTERS" | sed 's/.*tx_bytes=//')
+            start=$(date +%s)
+            out=$(GCOLL_TRANSPORT_INTER=$t TEST_QUICK=1 timeout "$limit" "$CLUSTER_MPIRUN" \
+                --ranks-per-host "$rph" "$BINDIR/test_collectives" 2>&1)
+            rc=$?
+            secs=$(($(date +%s) - start))
+            after=$("$CLUSTER_COUNTERS" | sed 's/.*tx_bytes=//')
+            # the least any host sent during the run
+            sent=$(paste <(echo "$before") <(echo "$after") | awk '{ d = $2 - $1; if (NR == 1 || d < m) m = d } END { print m }')
+            line=$(printf '%s\n' "$out" | grep '^RESULT collectives ' | tail -1)
+            if [ -z "$line" ]; then
+                p=0 f=1
+                why=$(printf '%s\n' "$out" | grep -m1 -E 'ERROR|rror|FAIL|not found|No such')
+                echo "# $name: no result (exit $rc): ${why:-see below}; its output begins:"
+                printf '%s\n' "$out" | grep -v '^\(---\|$\)' | head -4 | sed 's/^/#   /'
+            else
+                p=$(printf '%s' "$line" | sed 's/.*passed=\([0-9]*\).*/\1/')
+                f=$(printf '%s' "$line" | sed 's/.*failed=\([0-9]*\).*/\1/')
+                [ "$rc" = 0 ] || { f=$((f + 1)); echo "# $name: exit $rc"; }
+                printf '%s\n' "$out" | grep -E 'FAIL|ERROR' | head -10 | sed 's/^/#   /'
+                if [ "$sent" -ge $min_bytes ]; then p=$((p + 1)); else
+                    f=$((f + 1)); echo "# $name: a host's $CLUSTER_IF sent only $sent bytes"
+                fi
+            fi
+            echo "RESULT $name passed=$p failed=$f (${secs}s, least bytes sent by a host's $CLUSTER_IF: $sent)"
+            [ "$f" = 0 ] || failed=1
+        done
+    done
+    exit $failed
+fi
+
+# --- outside: build the node check, then one cluster per host count
+nodecheck=$BINDIR/cluster_nodecheck
+if [ ! -x "$nodecheck" ] || [ "$here/nodecheck.c" -nt "$nodecheck" ]; then
+    ${MPICC:-mpicc} -O2 -std=c11 -Wall -Wextra -Werror "$here/nodecheck.c" -o "$nodecheck" || exit 1
+fi
+[ -x "$BINDIR/test_collectives" ] || { echo "no $BINDIR/test_collectives: make tests first"; exit 1; }
+unset GCOLL_TCP_IFNAME GCOLL_OFI_PROVIDER GCOLL_TRANSPORT_INTER
+export BINDIR CLUSTER_TRANSPORTS="$transports" CLUSTER_RPH="$rphs" CLUSTER_TIMEOUT="$limit"
+status=0
+for h in $host_counts; do
+    echo "# cluster of $h hosts, transports: $transports"
+    bash "$here/cluster.sh" --hosts "$h" --exec bash "$here/run_tests.sh" --inner
+    rc=$?
+    [ $rc = 77 ] && exit 77
+    [ $rc = 0 ] || status=1
+done
+exit $status
