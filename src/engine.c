@@ -237,9 +237,12 @@ GCOLL_API gcoll_status_t gcoll_test(gcoll_request_t *req, int *done)
     if (!(*req)->done)
         progress_all();
     *done = (*req)->done;
-    int crowded = !*done && gcoll__comm_crowded((*req)->comm);
+    /* A polling loop must not starve the peer it waits for of its core: with more ranks than
+     * cores at once, and after a spin's worth of fruitless polls anywhere (ranks on other hosts
+     * may share this machine's cores too). */
+    int give_way = !*done && (gcoll__comm_crowded((*req)->comm) || ++(*req)->polls > SPIN_PASSES);
     gcoll__context_unlock();
-    if (crowded) /* a polling loop must not starve the peer it waits for of its core */
+    if (give_way)
         sched_yield();
     return *done ? finish(req) : GCOLL_SUCCESS;
 }

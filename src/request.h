@@ -19,6 +19,7 @@ struct gcoll_request {
     gcoll__sched_t *sched;
     double deadline; /* monotonic seconds; 0 until the engine first reads the clock */
     int done;
+    unsigned polls; /* gcoll_test calls that found it unfinished */
     gcoll_status_t status;
     char errmsg[384];
     struct gcoll_request *next; /* in the active list */
