@@ -36,6 +36,7 @@ struct tcp_unexp {
 };
 
 static void sock_write(gcoll__tp_t *tp, tcp_sock_t *s);
+static void sock_gone(gcoll__tp_t *tp, tcp_sock_t *s, const char *doing, int err);
 
 #define Q_PUSH(head, tail, x)   \
     do {                        \
@@ -226,8 +227,7 @@ static void sock_write(gcoll__tp_t *tp, tcp_sock_t *s)
                 s->wr_ready = 0;
                 return;
             }
-            fail_peer(tp, s->peer, 1, "tcp: writing to rank %d on socket %d failed: %s", s->peer->rank, s->index,
-                      strerror(errno));
+            sock_gone(tp, s, "writing to", errno);
             return;
         }
         s->cur_off += (size_t)w;
@@ -436,7 +436,7 @@ static void dispatch(gcoll__tp_t *tp, tcp_sock_t *s)
     char what[160];
     gcoll__tp_req_t *r;
     s->dst = NULL;
-    if ((h->type == TCP_EAGER || h->type == TCP_RTS) && s->index != 0) {
+    if ((h->type == TCP_EAGER || h->type == TCP_RTS || h->type == TCP_BYE) && s->index != 0) {
         snprintf(what, sizeof(what), "a message header on a data-only socket");
         protocol_error(tp, s, what);
         return;
@@ -477,6 +477,10 @@ static void dispatch(gcoll__tp_t *tp, tcp_sock_t *s)
             protocol_error(tp, s, what);
         }
         return; /* a known id whose send was abandoned: nothing to do */
+    case TCP_BYE:
+        GCOLL_LOG(GCOLL_LOG_DEBUG, "tcp: rank %d closed its endpoint", p->rank);
+        p->left = 1;
+        return;
     case TCP_DATA:
         if ((r = find_by_id(p, 1, REQ_RNDV_IN, h->id))) {
             if (h->aux > r->bytes || h->len > r->bytes - h->aux || h->len > r->left) {
@@ -516,18 +520,25 @@ static void payload_done(tcp_sock_t *s)
     }
 }
 
-/* All of a peer's sockets reached end of file: a normal close unless something waits on it. */
-static void sock_eof(gcoll__tp_t *tp, tcp_sock_t *s)
+/* A socket reached end of file or failed (err). A peer that said BYE closed its endpoint on
+ * purpose: like a rank that never joins, what waits on it is left to the core's timeout. Any
+ * other loss fails the peer at once (on the first error, or when every socket has closed). */
+static void sock_gone(gcoll__tp_t *tp, tcp_sock_t *s, const char *doing, int err)
 {
-    if (s->in_payload || s->rlen > s->rpos) {
+    tcp_peer_t *p = s->peer;
+    if (!p->left && err) {
+        fail_peer(tp, p, 1, "tcp: %s rank %d on socket %d failed: %s", doing, p->rank, s->index, strerror(err));
+        return;
+    }
+    if (!p->left && (s->in_payload || s->rlen > s->rpos)) {
         protocol_error(tp, s, "closed in the middle of a frame");
         return;
     }
-    tcp_peer_t *p = s->peer;
     gcoll__tcp_sock_close(tp, s);
     s->eof = 1;
-    if (++p->neof == tp->nsocks)
-        fail_peer(tp, p, p->reqs != NULL, "tcp: rank %d closed its connections", p->rank);
+    if (++p->neof == tp->nsocks && !p->left)
+        fail_peer(tp, p, p->reqs != NULL, "tcp: rank %d closed its connections without saying goodbye (did it "
+                  "exit or crash?)", p->rank);
 }
 
 /* Reads until the socket runs dry: headers and small payloads through rbuf, the rest in place. */
@@ -586,12 +597,11 @@ static void sock_read(gcoll__tp_t *tp, tcp_sock_t *s)
                 s->rlen += (size_t)got;
             }
         } else if (got == 0) {
-            sock_eof(tp, s);
+            sock_gone(tp, s, "reading from", 0);
         } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
             s->rd_ready = 0;
         } else if (errno != EINTR) {
-            fail_peer(tp, s->peer, 1, "tcp: reading from rank %d on socket %d failed: %s", s->peer->rank,
-                      s->index, strerror(errno));
+            sock_gone(tp, s, "reading from", errno);
         }
     }
 }
@@ -712,10 +722,24 @@ static void tcp_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r)
 
 /* ---- endpoint ---- */
 
+/* Best effort: a peer that reads BYE knows this rank left on purpose and did not crash. */
+static void say_bye(tcp_sock_t *s)
+{
+    if (s->ev.fd < 0 || s->busy)
+        return;
+    unsigned char buf[TCP_HDR_BYTES];
+    gcoll__tcp_hdr_t h = {.type = TCP_BYE, .seq = s->wseq++};
+    gcoll__tcp_hdr_pack(buf, &h);
+    if (send(s->ev.fd, buf, sizeof(buf), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(buf))
+        GCOLL_LOG(GCOLL_LOG_DEBUG, "tcp: no goodbye to rank %d: its socket is full or gone", s->peer->rank);
+}
+
 static void tcp_close(gcoll__tp_t *tp)
 {
     for (int q = 0; tp->peers && q < tp->size; q++) {
         tcp_peer_t *p = &tp->peers[q];
+        if (p->socks && !p->failed)
+            say_bye(&p->socks[0]);
         for (int i = 0; p->socks && i < tp->nsocks; i++)
             sock_reset(tp, &p->socks[i]);
         while (p->unexp) {

@@ -19,7 +19,7 @@
 #define TCP_CHUNK_MAX (512 * 1024) /* payload of one DATA frame: control frames cut in between */
 #define TCP_RBUF_BYTES (16 * 1024)  /* per socket: headers and small payloads in one recv */
 
-enum { TCP_EAGER = 1, TCP_RTS, TCP_CTS, TCP_DATA };
+enum { TCP_EAGER = 1, TCP_RTS, TCP_CTS, TCP_DATA, TCP_BYE }; /* BYE: the peer closes its endpoint */
 
 typedef struct {
     uint32_t magic, seq, tag;
@@ -110,6 +110,7 @@ typedef struct tcp_sock {
 
 typedef struct tcp_peer {
     int rank, nready, neof, failed;
+    int left; /* said BYE: it closed its endpoint on purpose, so what waits on it times out */
     tcp_sock_t *socks;
     struct sockaddr_in addr;
     gcoll__tp_req_t *reqs, *reqs_tail;
@@ -128,7 +129,8 @@ struct gcoll__tp {
     tcp_peer_t *peers;
     tcp_pend_t *pend;
     int npend;
-    unsigned long rejected; /* connections closed by the handshake check (tests read it) */
+    unsigned long rejected;    /* connections closed by the handshake check (tests read them) */
+    char last_rejection[160]; /* and why the last one was */
 };
 
 /* tcp_if.c: picks the interface (collective over boot->comm) and fills tp->me's address. */

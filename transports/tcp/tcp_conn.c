@@ -104,6 +104,7 @@ static void reject(gcoll__tp_t *tp, tcp_pend_t *p, const char *why)
 {
     GCOLL_LOG(GCOLL_LOG_WARN, "tcp: rank %d rejected a connection from %s: %s", tp->rank, p->remote, why);
     tp->rejected++;
+    snprintf(tp->last_rejection, sizeof(tp->last_rejection), "%s", why);
     pend_unlink(tp, p);
     close(p->ev.fd);
     free(p);
@@ -211,8 +212,9 @@ static gcoll_status_t incoming_event(gcoll__tp_t *tp, tcp_pend_t *p)
         reject(tp, p, why);
         return GCOLL_SUCCESS;
     }
-    if (tp->peers[p->rank].socks[p->index].ev.fd >= 0) {
-        snprintf(why, sizeof(why), "rank %d's socket %d is already connected", p->rank, p->index);
+    tcp_peer_t *peer = &tp->peers[p->rank];
+    if (peer->socks[p->index].ev.fd >= 0 || peer->socks[p->index].eof || peer->failed) {
+        snprintf(why, sizeof(why), "rank %d's socket %d was connected already", p->rank, p->index);
         reject(tp, p, why);
         return GCOLL_SUCCESS;
     }
