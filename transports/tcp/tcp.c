@@ -584,7 +584,9 @@ static void sock_read(gcoll__tp_t *tp, tcp_sock_t *s)
             s->rlen -= s->rpos;
             s->rpos = 0;
             into = s->rbuf + s->rlen;
-            want = TCP_RBUF_BYTES - s->rlen;
+            /* after a data frame another is likely: take just its header, so that its payload
+             * lands in place instead of being copied out of rbuf */
+            want = (s->hdr.type == TCP_DATA ? TCP_HDR_BYTES : TCP_RBUF_BYTES) - s->rlen;
         }
         ssize_t got = recv(s->ev.fd, into, want, 0);
         if (got > 0) {
