@@ -426,7 +426,7 @@ static void test_live_faults(void)
     if (!tp)
         return;
     char why[256] = "";
-    unsigned char small[64];
+    unsigned char small[64] = {0};
     gcoll__tp_req_t *r = NULL;
     if (rank == 1)
         T->irecv(tp, 0, 1, small, sizeof(small), &r);
