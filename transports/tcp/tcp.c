@@ -20,7 +20,7 @@
 #include "../../src/log.h"
 #include "tcp.h"
 
-#define STRIPE_MIN (256 * 1024) /* smaller rendezvous messages stay on socket 0 */
+#define STRIPE_MIN (1024 * 1024) /* smaller rendezvous messages stay on socket 0 */
 #define DIRECT_MIN 4096         /* payload still due beyond this is read straight into place */
 #define ADDR_BYTES 6            /* IPv4 address and port, network order */
 
