@@ -115,16 +115,17 @@ static gcoll_status_t decide(const gcoll__bootstrap_t *boot, const rank_ifs_t *a
                              int n, const iface_t **pick, const char **reason)
 {
     const char *spec = gcoll__config.tcp_ifname;
+    if (!all[boot->rank].ok)
+        return no_match(spec, ifs, n);
     for (int r = 0; r < boot->size; r++)
         if (!all[r].ok)
-            return r == boot->rank ? no_match(spec, ifs, n)
-                                   : gcoll__error(GCOLL_ERR_INVALID_ARG, "tcp: rank %d has no interface "
-                                                  "matching GCOLL_TCP_IFNAME='%s'", r, spec);
+            return gcoll__error(GCOLL_ERR_INVALID_ARG, "tcp: rank %d has no interface matching "
+                                "GCOLL_TCP_IFNAME='%s'", r, spec);
     if (strcmp(spec, "auto") != 0) {
         for (int i = 0; i < n && !*pick; i++)
             if (spec_matches(spec, ifs[i].name))
                 *pick = &ifs[i];
-        *reason = "matches GCOLL_TCP_IFNAME";
+        *reason = "as GCOLL_TCP_IFNAME asks";
         return GCOLL_SUCCESS;
     }
     for (int i = 0; i < all[0].n && !*pick; i++) {
