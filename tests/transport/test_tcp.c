@@ -1,0 +1,542 @@
+/* Transport-level tests of the TCP transport under mpirun (any rank count >= 2): messages of
+ * many sizes checked byte for byte, receives posted before and after arrival, tags interleaved
+ * and posted out of order, all-to-all traffic, size mismatches, intruders on the listening
+ * socket, malformed frames (the header check directly, and a bad frame on a live connection),
+ * and a peer that closes. Prints "RESULT tcp np=N passed=N failed=N". */
+#include <arpa/inet.h>
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../src/config.h"
+#include "../../src/error.h"
+#include "../../src/log.h"
+#include "tcp/tcp.h"
+
+static const gcoll__transport_t *T = &gcoll__transport_tcp;
+static int rank, size;
+static long passed, failed;
+static unsigned char *addrs; /* every rank's published address, from the last open_tp */
+
+static void check(int ok, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void check(int ok, int line, const char *fmt, ...)
+{
+    if (ok) {
+        passed++;
+        return;
+    }
+    if (++failed > 30)
+        return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "FAIL [rank %d/%d] test_tcp.c:%d: %s\n", rank, size, line, msg);
+}
+#define CHECK(cond, ...) check(!!(cond), __LINE__, __VA_ARGS__)
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Bytes that depend on the message's identity and position, with no short period. */
+static void fill(unsigned char *b, size_t n, unsigned seed)
+{
+    uint32_t s = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        b[i] = (unsigned char)(s >> 24);
+    }
+}
+
+static size_t first_diff(const unsigned char *b, size_t n, unsigned seed)
+{
+    unsigned char *want = malloc(n ? n : 1);
+    fill(want, n, seed);
+    size_t i = 0;
+    while (i < n && b[i] == want[i])
+        i++;
+    free(want);
+    return i;
+}
+
+static unsigned seed_of(int src, int dst, uint32_t tag, size_t bytes)
+{
+    return (unsigned)src * 7919u + (unsigned)dst * 104729u + tag * 31u + (unsigned)bytes;
+}
+
+static gcoll__tp_t *open_tp(void)
+{
+    gcoll__bootstrap_t boot = {MPI_COMM_WORLD, rank, size};
+    gcoll__tp_t *tp = NULL;
+    gcoll_status_t st = T->create(&boot, &tp);
+    CHECK(st == GCOLL_SUCCESS, "create: %s", gcoll_last_error());
+    if (st != GCOLL_SUCCESS)
+        return NULL;
+    size_t len = T->addr_len(tp);
+    unsigned char *mine = malloc(len);
+    free(addrs);
+    addrs = malloc(len * (size_t)size);
+    T->addr(tp, mine);
+    MPI_Allgather(mine, (int)len, MPI_BYTE, addrs, (int)len, MPI_BYTE, MPI_COMM_WORLD);
+    free(mine);
+    st = T->connect(tp, addrs);
+    CHECK(st == GCOLL_SUCCESS, "connect: %s", gcoll_last_error());
+    return tp;
+}
+
+/* Tests every request until all are done (each slot set to NULL), or 60 s pass. */
+static void wait_all(gcoll__tp_t *tp, gcoll__tp_req_t **reqs, gcoll_status_t *st, char (*why)[256], int n)
+{
+    double end = now() + 60;
+    for (int left = n; left > 0;) {
+        left = 0;
+        for (int i = 0; i < n; i++) {
+            if (!reqs[i])
+                continue;
+            int done = 0;
+            st[i] = T->test(tp, reqs[i], &done);
+            if (done) {
+                reqs[i] = NULL;
+                if (why)
+                    snprintf(why[i], sizeof(why[i]), "%s", st[i] ? gcoll_last_error() : "");
+            }
+            left += !done;
+        }
+        if (left && now() > end) {
+            CHECK(0, "%d requests still pending after 60 s", left);
+            for (int i = 0; i < n; i++)
+                if (reqs[i]) {
+                    T->cancel(tp, reqs[i]);
+                    reqs[i] = NULL;
+                    st[i] = GCOLL_ERR_TIMEOUT;
+                }
+            return;
+        }
+    }
+}
+
+static gcoll_status_t wait_one(gcoll__tp_t *tp, gcoll__tp_req_t *r, char *why, size_t len)
+{
+    gcoll_status_t st;
+    char w[1][256];
+    wait_all(tp, &r, &st, w, 1);
+    snprintf(why, len, "%s", w[0]);
+    return st;
+}
+
+/* Runs progress for a while through a receive that never matches, then abandons it: what has
+ * arrived meanwhile is read, so receives posted next find it waiting (the unexpected path). */
+static void drive(gcoll__tp_t *tp, int peer, double seconds)
+{
+    char dummy;
+    gcoll__tp_req_t *r;
+    if (T->irecv(tp, peer, 0xfffffff0u, &dummy, 1, &r) != GCOLL_SUCCESS)
+        return;
+    int done = 0;
+    for (double end = now() + seconds; now() < end && !done;)
+        T->test(tp, r, &done);
+    CHECK(!done, "a receive nobody sends to completed");
+    if (!done)
+        T->cancel(tp, r);
+}
+
+/* Each rank sends to the next and receives from the previous, one size at a time; every other
+ * size, the receive is posted only after the message (or its offer) has been read. */
+static void test_sizes(gcoll__tp_t *tp)
+{
+    static const size_t sizes[] = {0, 1, 7, 4095, 65536, 65537, 1048576 + 3, 16777216};
+    int to = (rank + 1) % size, from = (rank + size - 1) % size;
+    for (int late = 0; late < 2; late++)
+        for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+            size_t n = sizes[k];
+            uint32_t tag = 1000 + (uint32_t)k + 100 * (uint32_t)late;
+            unsigned char *out = malloc(n + 1), *in = malloc(n + 1);
+            fill(out, n, seed_of(rank, to, tag, n));
+            memset(in, 0xA5, n + 1);
+            gcoll__tp_req_t *reqs[2] = {NULL, NULL};
+            gcoll_status_t st[2] = {0, 0};
+            if (!late)
+                CHECK(T->irecv(tp, from, tag, in, n, &reqs[1]) == GCOLL_SUCCESS, "irecv: %s", gcoll_last_error());
+            CHECK(T->isend(tp, to, tag, out, n, &reqs[0]) == GCOLL_SUCCESS, "isend: %s", gcoll_last_error());
+            if (late) {
+                MPI_Barrier(MPI_COMM_WORLD);
+                drive(tp, from, 0.05);
+                CHECK(T->irecv(tp, from, tag, in, n, &reqs[1]) == GCOLL_SUCCESS, "irecv: %s", gcoll_last_error());
+            }
+            char why[2][256];
+            wait_all(tp, reqs, st, why, 2);
+            CHECK(st[0] == GCOLL_SUCCESS, "send of %zu bytes to %d: %s", n, to, why[0]);
+            CHECK(st[1] == GCOLL_SUCCESS, "receive of %zu bytes from %d: %s", n, from, why[1]);
+            size_t d = first_diff(in, n, seed_of(from, rank, tag, n));
+            CHECK(d == n, "%zu bytes from %d (%s): byte %zu differs", n, from, late ? "late" : "early", d);
+            CHECK(in[n] == 0xA5, "%zu bytes from %d: the byte after the buffer was written", n, from);
+            free(out);
+            free(in);
+        }
+}
+
+/* Every rank sends to every other rank at once: messages of several sizes, with several
+ * messages per tag (order within a tag must hold, and the sizes tell a swap), the receives
+ * posted in reverse tag order, half before the sends and half after. */
+#define NTAGS 6
+#define PER_TAG 3
+static void test_all_to_all(gcoll__tp_t *tp)
+{
+    static const size_t sizes[PER_TAG] = {100, 300000, 7};
+    int n = (size - 1) * NTAGS * PER_TAG;
+    gcoll__tp_req_t **sreq = calloc((size_t)n, sizeof(*sreq)), **rreq = calloc((size_t)n, sizeof(*rreq));
+    unsigned char **out = calloc((size_t)n, sizeof(*out)), **in = calloc((size_t)n, sizeof(*in));
+    gcoll_status_t *sst = calloc((size_t)n, sizeof(*sst)), *rst = calloc((size_t)n, sizeof(*rst));
+    char (*why)[256] = calloc((size_t)n, sizeof(*why));
+    int i = 0;
+    for (int q = 0; q < size; q++)
+        for (int t = NTAGS - 1; t >= 0 && q != rank; t--)
+            for (int m = 0; m < PER_TAG; m++, i++) {
+                size_t len = sizes[(m + t) % PER_TAG];
+                in[i] = malloc(len);
+                if (t % 2 == 0)
+                    T->irecv(tp, q, 500 + (uint32_t)t, in[i], len, &rreq[i]);
+            }
+    i = 0;
+    for (int q = 0; q < size; q++)
+        for (int t = 0; t < NTAGS && q != rank; t++)
+            for (int m = 0; m < PER_TAG; m++, i++) {
+                size_t len = sizes[(m + t) % PER_TAG];
+                out[i] = malloc(len);
+                fill(out[i], len, seed_of(rank, q, 500 + (uint32_t)t, len) + (unsigned)m);
+                T->isend(tp, q, 500 + (uint32_t)t, out[i], len, &sreq[i]);
+            }
+    i = 0;
+    for (int q = 0; q < size; q++)
+        for (int t = NTAGS - 1; t >= 0 && q != rank; t--)
+            for (int m = 0; m < PER_TAG; m++, i++)
+                if (t % 2 == 1)
+                    T->irecv(tp, q, 500 + (uint32_t)t, in[i], sizes[(m + t) % PER_TAG], &rreq[i]);
+    wait_all(tp, sreq, sst, NULL, n);
+    wait_all(tp, rreq, rst, why, n);
+    int bad = 0;
+    i = 0;
+    for (int q = 0; q < size; q++)
+        for (int t = NTAGS - 1; t >= 0 && q != rank; t--)
+            for (int m = 0; m < PER_TAG; m++, i++) {
+                size_t len = sizes[(m + t) % PER_TAG];
+                if (rst[i] != GCOLL_SUCCESS && bad++ < 3)
+                    CHECK(0, "all-to-all: receive %d of tag %d from %d: %s", m, 500 + t, q, why[i]);
+                else if (rst[i] == GCOLL_SUCCESS)
+                    CHECK(first_diff(in[i], len, seed_of(q, rank, 500 + (uint32_t)t, len) + (unsigned)m) == len,
+                          "all-to-all: message %d of tag %d from %d differs", m, 500 + t, q);
+                free(in[i]);
+            }
+    for (int k = 0; k < n; k++) {
+        CHECK(sst[k] == GCOLL_SUCCESS, "all-to-all: send %d failed", k);
+        free(out[k]);
+    }
+    free(sreq), free(rreq), free(out), free(in), free(sst), free(rst), free(why);
+}
+
+/* A receive of the wrong size fails, naming the peer and both sizes; traffic goes on after. */
+static void test_wrong_size(gcoll__tp_t *tp)
+{
+    static const size_t sent[2] = {100, 200000}, want[2] = {99, 300000};
+    for (int k = 0; k < 2; k++) {
+        unsigned char *buf = calloc(1, want[k] > sent[k] ? want[k] : sent[k]);
+        gcoll__tp_req_t *r;
+        char why[256] = "";
+        if (rank == 0) {
+            T->isend(tp, 1, 77, buf, sent[k], &r);
+            gcoll_status_t st = wait_one(tp, r, why, sizeof(why));
+            if (k == 1) /* a rendezvous offer is declined: the sender learns it too */
+                CHECK(st == GCOLL_ERR_TRANSPORT && strstr(why, "rank 1"), "declined send: %d '%s'", st, why);
+        } else if (rank == 1) {
+            T->irecv(tp, 0, 77, buf, want[k], &r);
+            gcoll_status_t st = wait_one(tp, r, why, sizeof(why));
+            char expect[64];
+            snprintf(expect, sizeof(expect), "sent %zu bytes", sent[k]);
+            CHECK(st == GCOLL_ERR_TRANSPORT && strstr(why, "rank 0") && strstr(why, expect),
+                  "wrong-size receive: status %d, '%s'", st, why);
+        }
+        free(buf);
+    }
+    /* the connection still works */
+    if (rank < 2) {
+        unsigned char out[1000], in[1000];
+        fill(out, sizeof(out), 42u + (unsigned)rank);
+        gcoll__tp_req_t *reqs[2];
+        gcoll_status_t st[2];
+        T->irecv(tp, 1 - rank, 78, in, sizeof(in), &reqs[1]);
+        T->isend(tp, 1 - rank, 78, out, sizeof(out), &reqs[0]);
+        wait_all(tp, reqs, st, NULL, 2);
+        CHECK(st[0] == GCOLL_SUCCESS && st[1] == GCOLL_SUCCESS && first_diff(in, sizeof(in), 43u - (unsigned)rank)
+              == sizeof(in), "traffic after a size mismatch");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static int has(const char *why, const char *word)
+{
+    return strstr(why, word) != NULL;
+}
+
+static int dial(int victim)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    memcpy(&a.sin_addr.s_addr, addrs + 6 * victim, 4);
+    memcpy(&a.sin_port, addrs + 6 * victim + 4, 2);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Rank 0 connects to rank 1's listening socket as an intruder would, one at a time: a wrong
+ * secret (for a rank and index that are connected: the secret must be what refuses it), garbage,
+ * an immediate close, a duplicate of a connected socket with the right secret, and a stall.
+ * Rank 1 must reject each one for its own reason, and then real traffic must still flow. */
+static void test_intruders(gcoll__tp_t *tp)
+{
+    static const char *reason[] = {"wrong secret", "not a gcoll hello", "closed after 0", "connected already",
+                                   "in time"};
+    double saved = gcoll__config.timeout_s;
+    gcoll__config.timeout_s = 1; /* bounds the wait for a hello: the stall is cut after 1 s */
+    for (int k = 0; k < 5; k++) {
+        unsigned long before = tp->rejected;
+        int fd = -1;
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) {
+            unsigned char hello[TCP_HELLO_BYTES], wrong[TCP_SECRET_BYTES];
+            memcpy(wrong, tp->secret, sizeof(wrong));
+            wrong[5] ^= 1; /* one bit off */
+            gcoll__tcp_hello_pack(hello, k == 0 ? wrong : tp->secret, 0, 0);
+            if (k == 1)
+                fill(hello, sizeof(hello), 99);
+            fd = dial(1);
+            size_t len = k == 2 ? 0 : k == 4 ? 5 : sizeof(hello);
+            CHECK(fd >= 0 && write(fd, hello, len) == (ssize_t)len, "intruder %d could not send", k);
+            if (k != 4) {
+                close(fd);
+                fd = -1;
+            }
+        }
+        if (rank == 1) {
+            char dummy;
+            gcoll__tp_req_t *r;
+            T->irecv(tp, 0, 0xfffffff1u, &dummy, 1, &r);
+            int done = 0;
+            for (double end = now() + 20; now() < end && tp->rejected == before && !done;)
+                T->test(tp, r, &done);
+            if (!done)
+                T->cancel(tp, r);
+            CHECK(tp->rejected == before + 1 && has(tp->last_rejection, reason[k]),
+                  "intruder %d: %lu rejected, the last because '%s' (expected '%s')", k, tp->rejected - before,
+                  tp->last_rejection, reason[k]);
+            CHECK(tp->npend == 0, "%d intruders still pending", tp->npend);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (fd >= 0)
+            close(fd);
+    }
+    gcoll__config.timeout_s = saved;
+    /* real traffic between the two, both protocols */
+    if (rank < 2) {
+        static const size_t sizes[2] = {7, 1048576 + 3};
+        for (int k = 0; k < 2; k++) {
+            size_t n = sizes[k];
+            unsigned char *out = malloc(n), *in = malloc(n);
+            fill(out, n, seed_of(rank, 1 - rank, 90, n));
+            gcoll__tp_req_t *reqs[2];
+            gcoll_status_t st[2];
+            T->irecv(tp, 1 - rank, 90, in, n, &reqs[1]);
+            T->isend(tp, 1 - rank, 90, out, n, &reqs[0]);
+            wait_all(tp, reqs, st, NULL, 2);
+            CHECK(st[0] == GCOLL_SUCCESS && st[1] == GCOLL_SUCCESS &&
+                  first_diff(in, n, seed_of(1 - rank, rank, 90, n)) == n, "%zu bytes after the intruders", n);
+            free(out);
+            free(in);
+        }
+    }
+}
+
+/* The header check alone: a good header passes, each defect is caught and named. */
+static void test_header_check(void)
+{
+    char why[160];
+    gcoll__tcp_hdr_t good = {.type = TCP_EAGER, .seq = 7, .tag = 3, .len = 10}, h;
+    unsigned char buf[TCP_HDR_BYTES];
+    gcoll__tcp_hdr_pack(buf, &good);
+    gcoll__tcp_hdr_unpack(buf, &h);
+    CHECK(h.type == good.type && h.seq == 7 && h.tag == 3 && h.len == 10, "header round trip");
+    CHECK(gcoll__tcp_hdr_check(&h, 7, why, sizeof(why)) == GCOLL_SUCCESS, "good header refused: %s", why);
+    CHECK(gcoll__tcp_hdr_check(&h, 8, why, sizeof(why)) == GCOLL_ERR_TRANSPORT && has(why, "sequence"),
+          "wrong sequence: '%s'", why);
+    buf[0] ^= 0xff;
+    gcoll__tcp_hdr_unpack(buf, &h);
+    CHECK(gcoll__tcp_hdr_check(&h, 7, why, sizeof(why)) == GCOLL_ERR_TRANSPORT && has(why, "magic"),
+          "bad magic: '%s'", why);
+    struct { gcoll__tcp_hdr_t h; const char *word; } bad[] = {
+        {{.type = TCP_EAGER, .len = TCP_EAGER_MAX + 1}, "eager"},
+        {{.type = TCP_EAGER, .len = UINT64_MAX}, "eager"},
+        {{.type = TCP_DATA, .len = TCP_CHUNK_MAX + 1, .id = 1}, "data frame"},
+        {{.type = TCP_DATA, .len = 0, .id = 1}, "data frame"},
+        {{.type = TCP_RTS, .len = 5}, "control"},
+        {{.type = 9}, "type"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        gcoll__tcp_hdr_pack(buf, &bad[i].h);
+        gcoll__tcp_hdr_unpack(buf, &h);
+        CHECK(gcoll__tcp_hdr_check(&h, 0, why, sizeof(why)) == GCOLL_ERR_TRANSPORT && has(why, bad[i].word),
+              "bad header %zu: '%s'", i, why);
+    }
+    buf[5] = 1; /* a nonzero reserved byte */
+    gcoll__tcp_hdr_unpack(buf, &h);
+    CHECK(gcoll__tcp_hdr_check(&h, 0, why, sizeof(why)) == GCOLL_ERR_TRANSPORT, "reserved bytes accepted");
+
+    unsigned char secret[TCP_SECRET_BYTES], hello[TCP_HELLO_BYTES];
+    fill(secret, sizeof(secret), 5);
+    int r = -1, x = -1;
+    gcoll__tcp_hello_pack(hello, secret, 2, 1);
+    CHECK(gcoll__tcp_hello_check(hello, secret, 3, 2, &r, &x, why, sizeof(why)) == GCOLL_SUCCESS && r == 2 && x == 1,
+          "good hello refused: %s", why);
+    CHECK(gcoll__tcp_hello_check(hello, secret, 2, 2, &r, &x, why, sizeof(why)) && has(why, "rank 2"),
+          "hello from a rank that should accept: '%s'", why);
+    CHECK(gcoll__tcp_hello_check(hello, secret, 3, 1, &r, &x, why, sizeof(why)) && has(why, "index"),
+          "hello with an index out of range: '%s'", why);
+    hello[31] ^= 0x80;
+    CHECK(gcoll__tcp_hello_check(hello, secret, 3, 2, &r, &x, why, sizeof(why)) && has(why, "secret"),
+          "hello with a wrong secret: '%s'", why);
+}
+
+/* On a fresh endpoint: rank 0 writes a frame with a bad magic into its socket to rank 1; rank
+ * 1's receive from rank 0 fails with a message naming rank 0 and the defect, while rank 1 and
+ * rank 2 still talk. Then rank 0 closes, and rank 1's next receive from it fails too. */
+static void test_live_faults(void)
+{
+    gcoll__tp_t *tp = open_tp();
+    if (!tp)
+        return;
+    char why[256] = "";
+    unsigned char small[64] = {0};
+    gcoll__tp_req_t *r = NULL;
+    if (rank == 1)
+        T->irecv(tp, 0, 1, small, sizeof(small), &r);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        unsigned char bad[TCP_HDR_BYTES];
+        gcoll__tcp_hdr_t h = {.type = TCP_EAGER, .seq = tp->peers[1].socks[0].wseq, .tag = 1, .len = sizeof(small)};
+        gcoll__tcp_hdr_pack(bad, &h);
+        bad[1] ^= 0x10;
+        CHECK(write(tp->peers[1].socks[0].ev.fd, bad, sizeof(bad)) == (ssize_t)sizeof(bad), "could not inject");
+    }
+    if (rank == 1) {
+        gcoll_status_t st = wait_one(tp, r, why, sizeof(why));
+        CHECK(st == GCOLL_ERR_TRANSPORT && has(why, "rank 0") && has(why, "magic"), "bad frame: %d '%s'", st, why);
+        gcoll__tp_req_t *s;
+        st = T->isend(tp, 0, 2, small, 1, &s);
+        CHECK(st == GCOLL_ERR_TRANSPORT && has(gcoll_last_error(), "rank 0"),
+              "a send to the failed peer: %d '%s'", st, gcoll_last_error());
+    }
+    if (size > 2 && rank >= 1 && rank <= 2) {
+        unsigned char out[5000], in[5000];
+        gcoll__tp_req_t *reqs[2];
+        gcoll_status_t st[2];
+        fill(out, sizeof(out), 1234u + (unsigned)rank);
+        T->irecv(tp, 3 - rank, 3, in, sizeof(in), &reqs[1]);
+        T->isend(tp, 3 - rank, 3, out, sizeof(out), &reqs[0]);
+        wait_all(tp, reqs, st, NULL, 2);
+        CHECK(!st[0] && !st[1] && first_diff(in, sizeof(in), 1234u + 3u - (unsigned)rank) == sizeof(in),
+              "ranks 1 and 2 after rank 1 dropped rank 0");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    T->close(tp);
+
+    /* rank 0 "dies": its sockets to rank 1 close with no goodbye; rank 1's receive fails */
+    tp = open_tp();
+    if (!tp)
+        return;
+    if (rank == 1)
+        T->irecv(tp, 0, 4, small, sizeof(small), &r);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0)
+        for (int i = 0; i < tp->nsocks; i++)
+            shutdown(tp->peers[1].socks[i].ev.fd, SHUT_RDWR);
+    if (rank == 1) {
+        gcoll_status_t st = wait_one(tp, r, why, sizeof(why));
+        CHECK(st == GCOLL_ERR_TRANSPORT && has(why, "rank 0") && has(why, "closed"), "peer died: %d '%s'", st, why);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    T->close(tp);
+
+    /* rank 0 closes its endpoint on purpose: like a rank that never joins, what waits on it
+     * stays pending (the core's timeout ends it), and a later send to it does not fail at once */
+    tp = open_tp();
+    if (!tp)
+        return;
+    if (rank == 1)
+        T->irecv(tp, 0, 5, small, sizeof(small), &r);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0)
+        T->close(tp);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 1) {
+        gcoll__tp_req_t *s;
+        CHECK(T->isend(tp, 0, 6, small, 10, &s) == GCOLL_SUCCESS, "a send to a rank that left: %s", gcoll_last_error());
+        int done = 0, sdone = 0;
+        gcoll_status_t sst = GCOLL_SUCCESS;
+        for (double end = now() + 0.5; now() < end && !done;) {
+            T->test(tp, r, &done);
+            if (!sdone) /* an eager send may complete: the kernel took it */
+                sst = T->test(tp, s, &sdone);
+        }
+        CHECK(!done && sst == GCOLL_SUCCESS && tp->peers[0].left, "requests to a rank that left: receive done %d, "
+              "send status %d, left %d", done, sst, tp->peers[0].left);
+        if (!done)
+            T->cancel(tp, r);
+        if (!sdone)
+            T->cancel(tp, s);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank != 0)
+        T->close(tp);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    gcoll__log_set_identity(rank);
+    if (gcoll__config_load() != GCOLL_SUCCESS) {
+        fprintf(stderr, "test_tcp: %s\n", gcoll_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    test_header_check();
+    if (size >= 2) {
+        gcoll__tp_t *tp = open_tp();
+        if (tp) {
+            test_sizes(tp);
+            test_all_to_all(tp);
+            test_wrong_size(tp);
+            test_intruders(tp);
+            T->close(tp);
+        }
+        test_live_faults();
+    }
+    long mine[2] = {passed, failed}, all[2];
+    MPI_Allreduce(mine, all, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("RESULT tcp np=%d passed=%ld failed=%ld\n", size, all[0], all[1]);
+    free(addrs);
+    MPI_Finalize();
+    return all[1] ? 1 : 0;
+}

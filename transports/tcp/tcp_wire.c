@@ -1,0 +1,128 @@
+/* The TCP transport's byte layout: frame headers and connection hellos, little-endian whatever
+ * the host, and the check every header passes before a byte of its payload is read. */
+#include <endian.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../../src/error.h"
+#include "tcp.h"
+
+#define HDR_MAGIC 0x31435447u   /* "GTC1" */
+#define HELLO_MAGIC 0x48435447u /* "GTCH" */
+
+static void put32(unsigned char *p, uint32_t v)
+{
+    v = htole32(v);
+    memcpy(p, &v, 4);
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+    v = htole64(v);
+    memcpy(p, &v, 8);
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return le32toh(v);
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return le64toh(v);
+}
+
+/* Layout: magic, type + 3 zero bytes, seq, tag, len, id, aux. */
+void gcoll__tcp_hdr_pack(unsigned char *buf, const gcoll__tcp_hdr_t *h)
+{
+    put32(buf, HDR_MAGIC);
+    put32(buf + 4, h->type);
+    put32(buf + 8, h->seq);
+    put32(buf + 12, h->tag);
+    put64(buf + 16, h->len);
+    put64(buf + 24, h->id);
+    put64(buf + 32, h->aux);
+}
+
+void gcoll__tcp_hdr_unpack(const unsigned char *buf, gcoll__tcp_hdr_t *h)
+{
+    uint32_t type = get32(buf + 4);
+    h->magic = get32(buf);
+    /* the three zero bytes stay in `type`, so nonzero ones make it unknown */
+    h->type = type > 0xff ? 0 : (uint8_t)type;
+    h->seq = get32(buf + 8);
+    h->tag = get32(buf + 12);
+    h->len = get64(buf + 16);
+    h->id = get64(buf + 24);
+    h->aux = get64(buf + 32);
+}
+
+gcoll_status_t gcoll__tcp_hdr_check(const gcoll__tcp_hdr_t *h, uint32_t seq, char *why, size_t len)
+{
+    if (h->magic != HDR_MAGIC)
+        snprintf(why, len, "bad magic 0x%08x", (unsigned)h->magic);
+    else if (h->seq != seq)
+        snprintf(why, len, "frame sequence number %u where %u was due", (unsigned)h->seq, (unsigned)seq);
+    else if (h->type < TCP_EAGER || h->type > TCP_BYE)
+        snprintf(why, len, "unknown frame type %u", (unsigned)h->type);
+    else if (h->type == TCP_EAGER && h->len > TCP_EAGER_MAX)
+        snprintf(why, len, "an eager message of %llu bytes (the bound is %d)", (unsigned long long)h->len,
+                 TCP_EAGER_MAX);
+    else if (h->type == TCP_DATA && (h->len == 0 || h->len > TCP_CHUNK_MAX))
+        snprintf(why, len, "a data frame of %llu bytes (the bound is %d)", (unsigned long long)h->len,
+                 TCP_CHUNK_MAX);
+    else if ((h->type == TCP_RTS || h->type == TCP_CTS || h->type == TCP_BYE) && h->len != 0)
+        snprintf(why, len, "a control frame with %llu payload bytes", (unsigned long long)h->len);
+    else
+        return GCOLL_SUCCESS;
+    return GCOLL_ERR_TRANSPORT;
+}
+
+/* Layout: magic, rank, socket index, 4 zero bytes, the job's secret. */
+void gcoll__tcp_hello_pack(unsigned char *buf, const unsigned char *secret, int rank, int index)
+{
+    put32(buf, HELLO_MAGIC);
+    put32(buf + 4, (uint32_t)rank);
+    put32(buf + 8, (uint32_t)index);
+    put32(buf + 12, 0);
+    memcpy(buf + 16, secret, TCP_SECRET_BYTES);
+}
+
+gcoll_status_t gcoll__tcp_hello_check(const unsigned char *buf, const unsigned char *secret, int me,
+                                      int nsocks, int *rank, int *index, char *why, size_t len)
+{
+    unsigned char diff = 0;
+    for (int i = 0; i < TCP_SECRET_BYTES; i++) /* constant time: no hint at how much matched */
+        diff |= (unsigned char)(buf[16 + i] ^ secret[i]);
+    uint32_t r = get32(buf + 4), x = get32(buf + 8);
+    if (get32(buf) != HELLO_MAGIC)
+        snprintf(why, len, "not a gcoll hello (magic 0x%08x)", (unsigned)get32(buf));
+    else if (diff)
+        snprintf(why, len, "wrong secret");
+    else if (r >= (uint32_t)me) /* lower ranks connect to higher ones */
+        snprintf(why, len, "rank %u may not connect to rank %d", (unsigned)r, me);
+    else if (x >= (uint32_t)nsocks || get32(buf + 12) != 0)
+        snprintf(why, len, "socket index %u out of range (GCOLL_TCP_NSOCKS=%d)", (unsigned)x, nsocks);
+    else {
+        *rank = (int)r;
+        *index = (int)x;
+        return GCOLL_SUCCESS;
+    }
+    return GCOLL_ERR_TRANSPORT;
+}
+
+/* The acceptor's answer: magic and its rank. */
+void gcoll__tcp_ack_pack(unsigned char *buf, int rank)
+{
+    put32(buf, HELLO_MAGIC ^ 0xffffffffu);
+    put32(buf + 4, (uint32_t)rank);
+}
+
+int gcoll__tcp_ack_ok(const unsigned char *buf, int rank)
+{
+    return get32(buf) == (HELLO_MAGIC ^ 0xffffffffu) && get32(buf + 4) == (uint32_t)rank;
+}
