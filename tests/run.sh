@@ -34,7 +34,7 @@ run_mpi() {
     shift 2
     envs=""
     for e in "$@"; do envs="$envs -x $e"; done
-    out=$(timeout 900 $MPIRUN -np "$np" $envs "$BINDIR/test_$name" 2>&1)
+    out=$(timeout 900 $MPIRUN -np "$np" $envs "$BINDIR/${tp_prog:-test_$name}" 2>&1)
     rc=$?
     printf '=== %s np=%s rc=%s\n%s\n' "$name" "$np" "$rc" "$out" >> "$LOG"
     line=$(printf '%s\n' "$out" | grep "^RESULT $name " | tail -1)
@@ -54,6 +54,9 @@ run_mpi() {
     }
     echo "$line"
 }
+
+# run_tp NAME NP [ENV=VAL ...]: a transport-level test, tests/transport/test_NAME.c
+run_tp() { tp_prog=tp_test_$1; run_mpi "$@"; tp_prog=; }
 
 # run_script NAME CMD...: one check that passes or fails as a whole.
 run_script() {
@@ -110,6 +113,17 @@ run_mpi collectives 3 TEST_QUICK=1 GCOLL_SHM_SINGLE_COPY=off GCOLL_SHM_SLOT_SIZE
     GCOLL_SHM_RING_CELL_SIZE=1K GCOLL_SHM_RING_DEPTH=2
 run_mpi collectives 4 TEST_QUICK=1 GCOLL_SHM_CHUNK_SIZE=4K GCOLL_SHM_RING_CELL_SIZE=1K
 run_mpi collectives 5 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=mpi
+# the TCP transport alone, then every collective over it (one host, so INTRA=inter)
+for np in 2 3 4; do
+    run_tp tcp "$np"
+done
+run_tp tcp 3 GCOLL_TCP_NSOCKS=1
+run_tp tcp 4 GCOLL_TCP_NSOCKS=4
+TCP="GCOLL_TRANSPORT_INTER=tcp"
+run_mpi collectives 4 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=inter "$TCP"
+run_mpi collectives 3 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=inter "$TCP" GCOLL_TCP_NSOCKS=1
+run_mpi errors 3 GCOLL_TRANSPORT_INTRA=inter "$TCP"
+run_mpi timeout 3 GCOLL_TIMEOUT=1 GCOLL_TRANSPORT_INTRA=inter "$TCP"
 # the example transport plugin carries every collective (one host, so INTRA=inter)
 PLUGIN="GCOLL_TRANSPORT_PLUGIN=$BINDIR/libgcoll_example_plugin.so"
 run_mpi collectives 3 TEST_QUICK=1 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
