@@ -1,7 +1,9 @@
 /* Intra-node allreduce over the node channel.
  * shm_slots: every rank copies its vector into its slot and reduces all n slots itself, in rank
  *   order (so every rank computes the same bits). One synchronization, n*count reads per rank:
- *   for small vectors. Larger vectors run as several slot-sized rounds (copy-in/copy-out).
+ *   for small vectors. Up to GCOLL_SHM_INLINE bytes the vector rides on the arrive counter's
+ *   line instead, so a peer's input costs one cache-line transfer. Larger vectors run as
+ *   several slot-sized rounds (copy-in/copy-out).
  * shm_cma: each rank reduces its 1/n slice, reading the peers' slices straight from their
  *   buffers (process_vm_readv) a cache-sized chunk at a time into private scratch, and writes
  *   the reduced chunk, still in cache, into every rank's output (process_vm_writev to the peers,
@@ -18,7 +20,7 @@
 static gcoll_status_t slots_publish(shm_op_t *op)
 {
     size_t es = op->a.esize;
-    memcpy(gcoll__shm_slot(op->shm, op->shm->me, shm_seq(op)), op->src + shm_lo(op) * es, shm_len(op) * es);
+    memcpy(shm_input(op, op->shm->me), op->src + shm_lo(op) * es, shm_len(op) * es);
     return GCOLL_SUCCESS;
 }
 
@@ -65,7 +67,9 @@ static gcoll_status_t cma_work(shm_op_t *op)
 
 void gcoll__allreduce_shm_slots(gcoll__sched_t *s, const gcoll__coll_args_t *a)
 {
-    gcoll__shm_op(s, a, 0, 1, slots_publish, slots_work, 0);
+    shm_op_t *op = gcoll__shm_op(s, a, 0, 1, slots_publish, slots_work, 0);
+    if (op)
+        op->tiny = a->count * a->esize <= GCOLL_SHM_INLINE;
 }
 
 void gcoll__allreduce_shm_cma(gcoll__sched_t *s, const gcoll__coll_args_t *a)

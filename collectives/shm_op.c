@@ -101,11 +101,9 @@ shm_op_t *gcoll__shm_op(gcoll__sched_t *s, const gcoll__coll_args_t *a, int sing
 void gcoll__shm_reduce_slots(shm_op_t *op, void *dst, size_t at, size_t n)
 {
     gcoll__shm_t *shm = op->shm;
-    uint64_t seq = shm_seq(op);
-    gcoll__reduce(dst, gcoll__shm_slot(shm, 0, seq) + at, gcoll__shm_slot(shm, 1, seq) + at, n, op->a.dtype,
-                  op->a.op);
+    gcoll__reduce(dst, shm_input(op, 0) + at, shm_input(op, 1) + at, n, op->a.dtype, op->a.op);
     for (int q = 2; q < shm->n; q++)
-        gcoll__reduce(dst, dst, gcoll__shm_slot(shm, q, seq) + at, n, op->a.dtype, op->a.op);
+        gcoll__reduce(dst, dst, shm_input(op, q) + at, n, op->a.dtype, op->a.op);
     if (op->a.op == GCOLL_AVG)
         gcoll__kernels->div[op->a.dtype](dst, n, (unsigned)shm->n);
 }

@@ -22,6 +22,7 @@ struct shm_op {
     const char *src;    /* the input: sendbuf, or recvbuf in place */
     int inplace;
     int single_copy;
+    int tiny;           /* one round whose input fits GCOLL_SHM_INLINE: it rides on the arrive line */
     size_t blocks;      /* blocks of the input staged per round: the rank count for
                            reduce_scatter and alltoall, else 1 */
     size_t per_round;   /* elements of each block per slot round */
@@ -51,6 +52,12 @@ static inline size_t shm_len(const shm_op_t *op)
     return op->a.count - lo < op->per_round ? op->a.count - lo : op->per_round;
 }
 
+
+/* Where rank q's input of this round is: the arrive line's inline bytes, or q's slot. */
+static inline char *shm_input(shm_op_t *op, int q)
+{
+    return op->tiny ? op->shm->ctrl[q].inl[shm_seq(op) & 1] : gcoll__shm_slot(op->shm, q, shm_seq(op));
+}
 
 /* Publish hook that stages this round's piece of each of the n blocks of the input into this
  * rank's slot, block after block (reduce_scatter, alltoall). */

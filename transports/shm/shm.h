@@ -19,9 +19,14 @@
 
 /* One rank's public state. Each counter holds the sequence number of the last operation
  * (or round) that reached that point, and sits on its own cache line. */
+#define GCOLL_SHM_INLINE 24 /* input bytes that ride on the arrive line */
+
 typedef struct {
     _Alignas(GCOLL_SHM_LINE) _Atomic uint64_t arrive; /* inputs (slot data, addresses) published */
-    uint64_t src, dst;                                 /* buffer addresses, for single copy */
+    /* A tiny input travels in the arrive counter's own line, by round parity like the slots:
+     * the peers fetch one line per operation instead of two. */
+    char inl[2][GCOLL_SHM_INLINE];
+    _Alignas(GCOLL_SHM_LINE) uint64_t src, dst;        /* buffer addresses, for single copy */
     _Alignas(GCOLL_SHM_LINE) _Atomic uint64_t ready;  /* done with the peers' data for this op */
     _Alignas(GCOLL_SHM_LINE) _Atomic uint64_t rings;  /* bumped on every ring event of this rank */
 } gcoll__shm_ctrl_t;
