@@ -9,6 +9,7 @@
 
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -312,11 +313,13 @@ static atomic_int announced; /* the choice is logged at info level once per proc
 static void announce(const gcoll__tp_t *tp, const char *why)
 {
     int level = atomic_exchange(&announced, 1) ? GCOLL_LOG_DEBUG : GCOLL_LOG_INFO;
-    GCOLL_LOG(level, "ofi: provider %s (%s); fabric %s, domain %s; receives match %s; %s; messages up to %zu bytes",
-              tp->prov, why, tp->info->fabric_attr->name, tp->info->domain_attr->name,
+    char limit[64] = "no message size limit";
+    if (tp->max_msg_size != SIZE_MAX)
+        snprintf(limit, sizeof(limit), "messages up to %zu bytes", tp->max_msg_size);
+    GCOLL_LOG(level, "ofi: provider %s (%s); fabric %s, domain %s; receives match %s; %s; %s", tp->prov, why,
+              tp->info->fabric_attr->name, tp->info->domain_attr->name,
               tp->directed ? "on the source address" : "on the sender's rank in the tag",
-              tp->mr_local ? "buffers registered through the cache" : "no registration needed",
-              tp->max_msg_size);
+              tp->mr_local ? "buffers registered through the cache" : "no registration needed", limit);
 }
 
 gcoll_status_t gcoll__ofi_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **out)
