@@ -41,6 +41,7 @@ static void check(int ok, int line, const char *fmt, ...)
 
 #if GCOLL_HAVE_OFI
 
+#include "ofi/ofi_internal.h" /* to see that a flood reaches the retry queue */
 #include "ofi/ofi_mr.h"
 
 /* ---- the registration cache, against callbacks that count what it asks for ---- */
@@ -359,6 +360,44 @@ static void test_alltoall(gcoll__tp_t *tp)
     free(req), free(st), free(buf);
 }
 
+/* More sends in flight than the provider's transmit queue holds (rendezvous-sized messages stay
+ * there until their receive is posted): posts meet -FI_EAGAIN and wait in the retry queue, and
+ * every message still arrives, in order. Message i is the window at offset i of one buffer, so
+ * each is different without a buffer of its own. */
+static void test_flood(gcoll__tp_t *tp)
+{
+    size_t n = tp->info->tx_attr->size + 1000, bytes = 17u << 10, posted = 0, bad = 0;
+    int to = (rank + 1) % size, from = (rank - 1 + size) % size, queued = 0;
+    unsigned char *sbuf = malloc(n + bytes), *expect = malloc(n + bytes), *rbuf = malloc(bytes);
+    gcoll__tp_req_t **sreq = calloc(n, sizeof(*sreq));
+    gcoll_status_t *sst = calloc(n, sizeof(*sst));
+    fill(sbuf, n + bytes, rank, to, 9000);
+    fill(expect, n + bytes, from, rank, 9000);
+    for (; posted < n; posted++) {
+        if (T->isend(tp, to, 9000, sbuf + posted, bytes, &sreq[posted]) != GCOLL_SUCCESS)
+            break;
+        queued |= tp->queue[0] != NULL;
+    }
+    CHECK(posted == n, "flood: isend %zu failed: %s", posted, gcoll_last_error());
+    CHECK(queued, "flood: %zu sends never filled provider %s's transmit queue (%zu)", n, tp->prov,
+          tp->info->tx_attr->size);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (size_t i = 0; i < n; i++) {
+        gcoll__tp_req_t *r = NULL;
+        gcoll_status_t st = T->irecv(tp, from, 9000, rbuf, bytes, &r);
+        if (st == GCOLL_SUCCESS)
+            wait_all(tp, &r, &st, NULL, 1);
+        bad += st != GCOLL_SUCCESS || memcmp(rbuf, expect + i, bytes) != 0;
+    }
+    CHECK(bad == 0, "flood: %zu of %zu messages wrong or out of order", bad, n);
+    wait_all(tp, sreq, sst, NULL, (int)posted);
+    bad = 0;
+    for (size_t i = 0; i < posted; i++)
+        bad += sst[i] != GCOLL_SUCCESS;
+    CHECK(bad == 0, "flood: %zu sends failed", bad);
+    free(sbuf), free(expect), free(rbuf), free(sreq), free(sst);
+}
+
 /* Rank 0 sends 'sent' bytes to rank 1, which expects 'want': the receive must fail, naming rank
  * 0, and the send must end either way. Each case has an endpoint of its own: after a truncation
  * tcp;ofi_rxm 1.17 stops delivering on that connection (libfabric issue 8274); the core fails
@@ -532,6 +571,7 @@ int main(int argc, char **argv)
         test_sizes(tp);
         test_tags(tp);
         test_alltoall(tp);
+        test_flood(tp);
         test_wrong_sizes();
         test_cancel(tp);
         test_reg_mem(tp);

@@ -21,7 +21,7 @@ enum { QUEUED, POSTED, DONE };
 
 struct gcoll__tp_req {
     struct fi_context2 ctx; /* the provider's scratch space while the operation is posted */
-    gcoll__tp_req_t *next;  /* the retry queue, or the orphans */
+    gcoll__tp_req_t *next;  /* a retry queue, or the orphans */
     int peer, is_recv, phase, orphan;
     uint64_t tag;
     void *buf;
@@ -194,20 +194,21 @@ static gcoll_status_t try_post(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *later)
     }
 }
 
-/* Posts what -FI_EAGAIN held back, in order, so one pair and tag keep their posting order. */
-static gcoll_status_t flush_queue(gcoll__tp_t *tp)
+/* Posts what -FI_EAGAIN held back in one queue, in order, so one pair and tag keep their
+ * posting order. */
+static gcoll_status_t flush_queue(gcoll__tp_t *tp, int q)
 {
-    while (tp->queue) {
-        gcoll__tp_req_t *r = tp->queue;
+    while (tp->queue[q]) {
+        gcoll__tp_req_t *r = tp->queue[q];
         int later;
         gcoll_status_t st = try_post(tp, r, &later);
         if (later)
             return GCOLL_SUCCESS;
         if (st != GCOLL_SUCCESS && r->phase != DONE)
             return st; /* the completion queue failed, not r: it stays queued */
-        tp->queue = r->next;
-        if (!tp->queue)
-            tp->queue_tail = NULL;
+        tp->queue[q] = r->next;
+        if (!tp->queue[q])
+            tp->queue_tail[q] = NULL;
     }
     return GCOLL_SUCCESS;
 }
@@ -233,7 +234,7 @@ static gcoll_status_t post(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, s
     r->tag = ofi_wire_tag(tp, is_recv ? peer : tp->rank, tag);
     r->phase = QUEUED;
     int later = 1;
-    gcoll_status_t st = tp->queue ? GCOLL_SUCCESS : try_post(tp, r, &later);
+    gcoll_status_t st = tp->queue[is_recv] ? GCOLL_SUCCESS : try_post(tp, r, &later);
     if (st != GCOLL_SUCCESS) {
         if (r->phase != DONE) { /* the completion queue failed while r waited to be posted */
             free(r);
@@ -244,11 +245,11 @@ static gcoll_status_t post(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, s
         return st;
     }
     if (later) {
-        if (tp->queue_tail)
-            tp->queue_tail->next = r;
+        if (tp->queue_tail[is_recv])
+            tp->queue_tail[is_recv]->next = r;
         else
-            tp->queue = r;
-        tp->queue_tail = r;
+            tp->queue[is_recv] = r;
+        tp->queue_tail[is_recv] = r;
     }
     *out = r;
     return GCOLL_SUCCESS;
@@ -277,12 +278,13 @@ static void orphan(gcoll__tp_t *tp, gcoll__tp_req_t *r)
 /* Drops a request never handed to the provider. */
 static void cancel_queued(gcoll__tp_t *tp, gcoll__tp_req_t *r)
 {
+    int q = r->is_recv;
     gcoll__tp_req_t *prev = NULL;
-    for (gcoll__tp_req_t *x = tp->queue; x; prev = x, x = x->next)
+    for (gcoll__tp_req_t *x = tp->queue[q]; x; prev = x, x = x->next)
         if (x == r) {
-            *(prev ? &prev->next : &tp->queue) = r->next;
-            if (tp->queue_tail == r)
-                tp->queue_tail = prev;
+            *(prev ? &prev->next : &tp->queue[q]) = r->next;
+            if (tp->queue_tail[q] == r)
+                tp->queue_tail[q] = prev;
             break;
         }
     release_mr(tp, r);
@@ -291,7 +293,8 @@ static void cancel_queued(gcoll__tp_t *tp, gcoll__tp_req_t *r)
 
 static gcoll_status_t progress(gcoll__tp_t *tp)
 {
-    GCOLL_CHECK(flush_queue(tp));
+    GCOLL_CHECK(flush_queue(tp, 0));
+    GCOLL_CHECK(flush_queue(tp, 1));
     return drain_cq(tp);
 }
 

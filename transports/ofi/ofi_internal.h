@@ -35,7 +35,9 @@ struct gcoll__tp {
     size_t name_len;
     size_t name_max;           /* the longest endpoint name of any rank */
     size_t max_msg_size, inject_size;
-    gcoll__tp_req_t *queue, *queue_tail; /* posts that met -FI_EAGAIN, retried in order */
+    /* Posts that met -FI_EAGAIN, retried in order: sends [0] and receives [1] apart, so that a
+     * receive never waits behind sends that wait for the peer's receives. */
+    gcoll__tp_req_t *queue[2], *queue_tail[2];
     gcoll__tp_req_t *orphans;            /* cancelled, but the provider may still hold them */
     char prov[64];
 };
