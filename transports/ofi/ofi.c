@@ -237,6 +237,7 @@ static gcoll_status_t post(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, s
     gcoll_status_t st = tp->queue[is_recv] ? GCOLL_SUCCESS : try_post(tp, r, &later);
     if (st != GCOLL_SUCCESS) {
         if (r->phase != DONE) { /* the completion queue failed while r waited to be posted */
+            release_mr(tp, r);
             free(r);
             return st;
         }
