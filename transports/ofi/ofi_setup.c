@@ -1,0 +1,425 @@
+/* Setting up and tearing down the OFI endpoint: rank 0 ranks the providers fi_getinfo offers
+ * (a NIC first, then tcp;ofi_rxm, slow fallbacks last, shared memory never), opens the first
+ * that works and tells the others, who open the same one; then the address exchange, and
+ * close() in dependency order. */
+#include "../../src/error.h"
+#include "../transport.h"
+
+#if GCOLL_HAVE_OFI
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../src/config.h"
+#include "../../src/log.h"
+#include "ofi_internal.h"
+
+/* Registrations kept per endpoint; a collective touches a handful of buffers at a time. */
+#define MR_CACHE_ENTRIES 64
+#define MAX_PROVIDERS 32
+
+/* Rank 0's decision, broadcast to the others. */
+typedef struct {
+    int ok, directed;
+    gcoll_status_t status;
+    uint32_t addr_format;
+    char prov[64];
+    char msg[512]; /* the error, or why this provider */
+} choice_t;
+
+enum { CLASS_NIC, CLASS_TCP, CLASS_OTHER, CLASS_FALLBACK, CLASS_LOCAL };
+
+gcoll_status_t gcoll__ofi_fail(const char *what, int rc, const char *prov)
+{
+    return gcoll__error(GCOLL_ERR_TRANSPORT, "ofi transport: %s failed on provider %s: %s (%d)", what,
+                        prov, fi_strerror(rc < 0 ? -rc : rc), rc);
+}
+
+/* Ranks a provider by its core (the part before ';', e.g. "verbs" of "verbs;ofi_rxm"). */
+static int provider_class(const char *name)
+{
+    static const char *const nic[] = {"verbs", "efa", "psm", "psm2", "psm3", "cxi", "opx", "usnic", "gni", "ucx", "bgq"};
+    size_t core = strcspn(name, ";");
+    for (size_t i = 0; i < sizeof(nic) / sizeof(nic[0]); i++)
+        if (strlen(nic[i]) == core && strncmp(name, nic[i], core) == 0)
+            return CLASS_NIC;
+    if (core == 3 && strncmp(name, "tcp", 3) == 0)
+        return CLASS_TCP;
+    if ((core == 7 && strncmp(name, "sockets", 7) == 0) || (core == 3 && strncmp(name, "udp", 3) == 0))
+        return CLASS_FALLBACK;
+    if (core == 3 && strncmp(name, "shm", 3) == 0)
+        return CLASS_LOCAL; /* cannot reach another host */
+    return CLASS_OTHER;
+}
+
+/* What gcoll asks of a provider; prov NULL for any, addr_format 0 for any. */
+static struct fi_info *make_hints(const char *prov, uint32_t addr_format, int directed)
+{
+    struct fi_info *h = fi_allocinfo();
+    if (!h)
+        return NULL;
+    h->caps = FI_TAGGED | (directed ? FI_DIRECTED_RECV : 0);
+    h->mode = FI_CONTEXT | FI_CONTEXT2; /* every request carries a struct fi_context2 */
+    h->addr_format = addr_format;
+    h->ep_attr->type = FI_EP_RDM;
+    h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+    /* The core serializes all calls on one endpoint, and each endpoint has its own domain. */
+    h->domain_attr->threading = FI_THREAD_DOMAIN;
+    /* One pair and tag must match in posting order. */
+    h->tx_attr->msg_order = FI_ORDER_SAS;
+    h->rx_attr->msg_order = FI_ORDER_SAS;
+    if (prov && !(h->fabric_attr->prov_name = strdup(prov))) {
+        fi_freeinfo(h);
+        return NULL;
+    }
+    return h;
+}
+
+static gcoll_status_t mr_reg(void *ctx, void *base, size_t len, void **handle, void **desc)
+{
+    gcoll__tp_t *tp = ctx;
+    struct fid_mr *mr;
+    int rc = fi_mr_reg(tp->domain, base, len, FI_SEND | FI_RECV, 0, tp->mr_prov_key ? 0 : tp->next_key++, 0,
+                       &mr, NULL);
+    if (rc)
+        return gcoll__ofi_fail("fi_mr_reg", rc, tp->prov);
+    if (tp->mr_endpoint) {
+        rc = fi_mr_bind(mr, &tp->ep->fid, 0);
+        if (!rc)
+            rc = fi_mr_enable(mr);
+        if (rc) {
+            fi_close(&mr->fid);
+            return gcoll__ofi_fail("binding a registration to the endpoint", rc, tp->prov);
+        }
+    }
+    *handle = mr;
+    *desc = fi_mr_desc(mr);
+    return GCOLL_SUCCESS;
+}
+
+static void mr_dereg(void *ctx, void *handle)
+{
+    (void)ctx;
+    fi_close(&((struct fid_mr *)handle)->fid);
+}
+
+/* Closes whatever is open, in dependency order: the endpoint first, so that nothing touches a
+ * request or a registered buffer afterwards. Leaves tp empty but for its rank and size. */
+static void close_objects(gcoll__tp_t *tp)
+{
+    if (tp->ep)
+        fi_close(&tp->ep->fid);
+    gcoll__ofi_free_orphans(tp);
+    if (tp->av)
+        fi_close(&tp->av->fid);
+    if (tp->cq)
+        fi_close(&tp->cq->fid);
+    if (tp->mrc) {
+        gcoll__ofi_mr_stats_t s = gcoll__ofi_mrcache_stats(tp->mrc);
+        GCOLL_LOG(GCOLL_LOG_DEBUG, "ofi: registration cache: %llu hits, %llu misses, %llu evictions",
+                  (unsigned long long)s.hits, (unsigned long long)s.misses, (unsigned long long)s.evictions);
+        gcoll__ofi_mrcache_destroy(tp->mrc);
+    }
+    if (tp->domain)
+        fi_close(&tp->domain->fid);
+    if (tp->fabric)
+        fi_close(&tp->fabric->fid);
+    fi_freeinfo(tp->info);
+    free(tp->peers);
+    int rank = tp->rank, size = tp->size;
+    memset(tp, 0, sizeof(*tp));
+    tp->rank = rank;
+    tp->size = size;
+}
+
+static void teardown(gcoll__tp_t *tp)
+{
+    close_objects(tp);
+    free(tp);
+}
+
+/* The first fi_getinfo entry of provider prov; directed < 0 tries with FI_DIRECTED_RECV first. */
+static gcoll_status_t find_info(const char *prov, uint32_t addr_format, int directed, struct fi_info **out)
+{
+    for (int d = directed < 0 ? 1 : directed; d >= (directed < 0 ? 0 : directed); d--) {
+        struct fi_info *hints = make_hints(prov, addr_format, d), *list = NULL;
+        if (!hints)
+            return gcoll__error(GCOLL_ERR_NOMEM, "ofi transport: no memory for fi_getinfo hints");
+        int rc = fi_getinfo(GCOLL_OFI_API, NULL, NULL, 0, hints, &list);
+        fi_freeinfo(hints);
+        if (rc == -FI_ENODATA)
+            continue;
+        if (rc)
+            return gcoll__ofi_fail("fi_getinfo", rc, prov);
+        for (struct fi_info *i = list; i; i = i->next)
+            if (strcmp(i->fabric_attr->prov_name, prov) == 0) {
+                *out = fi_dupinfo(i);
+                fi_freeinfo(list);
+                return *out ? GCOLL_SUCCESS
+                            : gcoll__error(GCOLL_ERR_NOMEM, "ofi transport: no memory for provider info");
+            }
+        fi_freeinfo(list);
+    }
+    return gcoll__error(GCOLL_ERR_UNSUPPORTED, "ofi transport: provider %s offers no RDM endpoint with tagged "
+                        "messages in order%s", prov, addr_format ? " in rank 0's address format" : "");
+}
+
+/* Opens provider prov's fabric, domain, queues and endpoint into tp, and reads its name. */
+static gcoll_status_t open_provider(gcoll__tp_t *tp, const char *prov, uint32_t addr_format, int directed)
+{
+    struct fi_info *info;
+    GCOLL_CHECK(find_info(prov, addr_format, directed, &info));
+    tp->info = info;
+    snprintf(tp->prov, sizeof(tp->prov), "%s", prov);
+    tp->directed = (info->caps & FI_DIRECTED_RECV) != 0;
+    uint64_t fmt = info->ep_attr->mem_tag_format;
+    int width = fmt ? 64 - __builtin_clzll(fmt) : 64, need = 32;
+    for (unsigned ranks = (unsigned)tp->size - 1; !tp->directed && ranks; ranks >>= 1)
+        need++;
+    if (width < need)
+        return gcoll__error(GCOLL_ERR_UNSUPPORTED, "ofi transport: provider %s matches %d tag bits, gcoll needs %d",
+                            prov, width, need);
+    int rc = fi_fabric(info->fabric_attr, &tp->fabric, NULL);
+    if (rc)
+        return gcoll__ofi_fail("fi_fabric", rc, prov);
+    if ((rc = fi_domain(tp->fabric, info, &tp->domain, NULL)))
+        return gcoll__ofi_fail("fi_domain", rc, prov);
+    struct fi_cq_attr cqa;
+    memset(&cqa, 0, sizeof(cqa));
+    cqa.format = FI_CQ_FORMAT_TAGGED;
+    cqa.wait_obj = FI_WAIT_NONE; /* only ever polled */
+    if ((rc = fi_cq_open(tp->domain, &cqa, &tp->cq, NULL)))
+        return gcoll__ofi_fail("fi_cq_open", rc, prov);
+    struct fi_av_attr ava;
+    memset(&ava, 0, sizeof(ava));
+    ava.type = info->domain_attr->av_type == FI_AV_UNSPEC ? FI_AV_TABLE : info->domain_attr->av_type;
+    ava.count = (size_t)tp->size;
+    if ((rc = fi_av_open(tp->domain, &ava, &tp->av, NULL)))
+        return gcoll__ofi_fail("fi_av_open", rc, prov);
+    if ((rc = fi_endpoint(tp->domain, info, &tp->ep, NULL)))
+        return gcoll__ofi_fail("fi_endpoint", rc, prov);
+    if ((rc = fi_ep_bind(tp->ep, &tp->av->fid, 0)) || (rc = fi_ep_bind(tp->ep, &tp->cq->fid, FI_TRANSMIT | FI_RECV)))
+        return gcoll__ofi_fail("fi_ep_bind", rc, prov);
+    if ((rc = fi_enable(tp->ep)))
+        return gcoll__ofi_fail("fi_enable", rc, prov);
+    tp->name_len = sizeof(tp->name);
+    if ((rc = fi_getname(&tp->ep->fid, tp->name, &tp->name_len)))
+        return gcoll__ofi_fail("fi_getname", rc, prov);
+    uint64_t mr_mode = (uint64_t)info->domain_attr->mr_mode;
+    tp->mr_local = (mr_mode & FI_MR_LOCAL) != 0;
+    tp->mr_endpoint = (mr_mode & FI_MR_ENDPOINT) != 0;
+    tp->mr_prov_key = (mr_mode & FI_MR_PROV_KEY) != 0;
+    tp->next_key = 1;
+    tp->max_msg_size = info->ep_attr->max_msg_size;
+    tp->inject_size = info->tx_attr->inject_size;
+    const gcoll__ofi_mr_ops_t ops = {mr_reg, mr_dereg, tp};
+    return gcoll__ofi_mrcache_create(MR_CACHE_ENTRIES, &ops, &tp->mrc);
+}
+
+/* The distinct provider names fi_getinfo offers for what gcoll asks, in its order. */
+static gcoll_status_t list_providers(char names[][64], int *n)
+{
+    struct fi_info *hints = make_hints(NULL, 0, 0), *list = NULL;
+    if (!hints)
+        return gcoll__error(GCOLL_ERR_NOMEM, "ofi transport: no memory for fi_getinfo hints");
+    int rc = fi_getinfo(GCOLL_OFI_API, NULL, NULL, 0, hints, &list);
+    fi_freeinfo(hints);
+    *n = 0;
+    if (rc == -FI_ENODATA)
+        return GCOLL_SUCCESS;
+    if (rc)
+        return gcoll__ofi_fail("fi_getinfo", rc, "(any)");
+    for (struct fi_info *i = list; i && *n < MAX_PROVIDERS; i = i->next) {
+        int seen = 0;
+        for (int k = 0; k < *n && !seen; k++)
+            seen = strcmp(names[k], i->fabric_attr->prov_name) == 0;
+        if (!seen)
+            snprintf(names[(*n)++], 64, "%s", i->fabric_attr->prov_name);
+    }
+    fi_freeinfo(list);
+    return GCOLL_SUCCESS;
+}
+
+/* Appends to a string, cutting it at len: these are messages, where a long tail can go. */
+static void append(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void append(char *buf, size_t len, const char *fmt, ...)
+{
+    size_t used = strlen(buf);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + used, len - used, fmt, ap);
+    va_end(ap);
+}
+
+static void join_names(char names[][64], int n, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (int k = 0; k < n; k++)
+        append(buf, len, "%s%s", k ? ", " : "", names[k]);
+}
+
+/* Rank 0: the provider GCOLL_OFI_PROVIDER names, or the best one that opens. */
+static gcoll_status_t choose(gcoll__tp_t *tp, choice_t *c)
+{
+    char names[MAX_PROVIDERS][64], offered[1024];
+    int n;
+    GCOLL_CHECK(list_providers(names, &n));
+    join_names(names, n, offered, sizeof(offered));
+    const char *want = gcoll__config.ofi_provider;
+    int named = strcmp(want, "auto") != 0;
+    if (named) {
+        int found = -1;
+        for (int k = 0; k < n && found < 0; k++) /* "verbs" also names "verbs;ofi_rxm" */
+            if (strcmp(names[k], want) == 0 || (strcspn(names[k], ";") == strlen(want) &&
+                                                strncmp(names[k], want, strlen(want)) == 0))
+                found = k;
+        if (found < 0)
+            return gcoll__error(GCOLL_ERR_UNSUPPORTED, "ofi transport: GCOLL_OFI_PROVIDER=%s is not available; "
+                                "fi_getinfo offers RDM tagged providers: %s", want, n ? offered : "none");
+        gcoll_status_t st = open_provider(tp, names[found], 0, -1);
+        if (st != GCOLL_SUCCESS)
+            return gcoll__error(st, "GCOLL_OFI_PROVIDER=%s: %s", want, gcoll_last_error());
+        snprintf(c->msg, sizeof(c->msg), "GCOLL_OFI_PROVIDER");
+        return GCOLL_SUCCESS;
+    }
+    char failed[sizeof(c->msg)] = "";
+    int nic_seen = 0;
+    for (int cls = CLASS_NIC; cls < CLASS_LOCAL; cls++)
+        for (int k = 0; k < n; k++) {
+            if (provider_class(names[k]) != cls)
+                continue;
+            nic_seen |= cls == CLASS_NIC;
+            gcoll_status_t st = open_provider(tp, names[k], 0, -1);
+            if (st == GCOLL_SUCCESS) {
+                snprintf(c->msg, sizeof(c->msg), "%s", failed[0] ? failed
+                         : cls == CLASS_NIC ? "NIC provider" : nic_seen ? "no NIC provider opened"
+                         : "no NIC provider found");
+                return GCOLL_SUCCESS;
+            }
+            append(failed, sizeof(failed), "%s%s unusable: %s", failed[0] ? "; " : "", names[k],
+                   gcoll_last_error());
+            close_objects(tp); /* the next candidate starts clean */
+        }
+    return gcoll__error(GCOLL_ERR_UNSUPPORTED, "ofi transport: no usable libfabric provider for RDM tagged "
+                        "messages (offered: %s%s%s)", n ? offered : "none", failed[0] ? "; " : "", failed);
+}
+
+static atomic_int announced; /* the choice is logged at info level once per process */
+
+static void announce(const gcoll__tp_t *tp, const char *why)
+{
+    int level = atomic_exchange(&announced, 1) ? GCOLL_LOG_DEBUG : GCOLL_LOG_INFO;
+    char limit[64] = "no message size limit";
+    if (tp->max_msg_size != SIZE_MAX)
+        snprintf(limit, sizeof(limit), "messages up to %zu bytes", tp->max_msg_size);
+    GCOLL_LOG(level, "ofi: provider %s (%s); fabric %s, domain %s; receives match %s; %s; %s", tp->prov, why,
+              tp->info->fabric_attr->name, tp->info->domain_attr->name,
+              tp->directed ? "on the source address" : "on the sender's rank in the tag",
+              tp->mr_local ? "buffers registered through the cache" : "no registration needed", limit);
+}
+
+gcoll_status_t gcoll__ofi_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **out)
+{
+    gcoll__tp_t *tp = calloc(1, sizeof(*tp));
+    if (!tp)
+        return gcoll__error(GCOLL_ERR_NOMEM, "ofi transport: no memory for an endpoint");
+    tp->rank = boot->rank;
+    tp->size = boot->size;
+    choice_t c;
+    memset(&c, 0, sizeof(c));
+    gcoll_status_t st = GCOLL_SUCCESS;
+    if (boot->rank == 0) {
+        st = choose(tp, &c);
+        c.ok = st == GCOLL_SUCCESS;
+        c.status = st;
+        if (c.ok) {
+            snprintf(c.prov, sizeof(c.prov), "%s", tp->prov);
+            c.directed = tp->directed;
+            c.addr_format = tp->info->addr_format;
+        } else {
+            snprintf(c.msg, sizeof(c.msg), "%s", gcoll_last_error());
+        }
+    }
+    if (MPI_Bcast(&c, sizeof(c), MPI_BYTE, 0, boot->comm) != MPI_SUCCESS) {
+        teardown(tp);
+        return gcoll__error(GCOLL_ERR_TRANSPORT, "ofi transport: broadcasting the provider choice failed");
+    }
+    if (!c.ok) {
+        teardown(tp);
+        return gcoll__error(c.status, "%s", c.msg);
+    }
+    if (boot->rank != 0)
+        st = open_provider(tp, c.prov, c.addr_format, c.directed);
+    /* Every rank must have opened it; the lowest that could not explains why to all. */
+    struct {
+        gcoll_status_t status;
+        char msg[512];
+    } why = {st, ""};
+    int bad = st == GCOLL_SUCCESS ? tp->size : tp->rank, first_bad = 0;
+    unsigned long mine = tp->name_len, longest = 0;
+    if (MPI_Allreduce(&bad, &first_bad, 1, MPI_INT, MPI_MIN, boot->comm) != MPI_SUCCESS ||
+        MPI_Allreduce(&mine, &longest, 1, MPI_UNSIGNED_LONG, MPI_MAX, boot->comm) != MPI_SUCCESS) {
+        teardown(tp);
+        return gcoll__error(GCOLL_ERR_TRANSPORT, "ofi transport: agreeing on provider %s failed", c.prov);
+    }
+    if (first_bad < tp->size) {
+        if (tp->rank == first_bad)
+            snprintf(why.msg, sizeof(why.msg), "%s", gcoll_last_error());
+        MPI_Bcast(&why, sizeof(why), MPI_BYTE, first_bad, boot->comm);
+        teardown(tp);
+        return gcoll__error(why.status, "ofi transport: rank %d could not open provider %s chosen by rank 0: %s",
+                            first_bad, c.prov, why.msg);
+    }
+    tp->name_max = longest;
+    if (tp->rank == 0)
+        announce(tp, c.msg);
+    *out = tp;
+    return GCOLL_SUCCESS;
+}
+
+/* An address is the endpoint name's length (4 bytes), the name, and zeros up to the longest. */
+size_t gcoll__ofi_addr_len(gcoll__tp_t *tp)
+{
+    return sizeof(uint32_t) + tp->name_max;
+}
+
+gcoll_status_t gcoll__ofi_addr(gcoll__tp_t *tp, void *buf)
+{
+    uint32_t len = (uint32_t)tp->name_len;
+    memset(buf, 0, gcoll__ofi_addr_len(tp));
+    memcpy(buf, &len, sizeof(len));
+    memcpy((char *)buf + sizeof(len), tp->name, tp->name_len);
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll__ofi_connect(gcoll__tp_t *tp, const void *all_addrs)
+{
+    tp->peers = calloc((size_t)tp->size, sizeof(*tp->peers));
+    if (!tp->peers)
+        return gcoll__error(GCOLL_ERR_NOMEM, "ofi transport: no memory for %d peer addresses", tp->size);
+    size_t stride = gcoll__ofi_addr_len(tp);
+    for (int i = 0; i < tp->size; i++) {
+        const char *a = (const char *)all_addrs + (size_t)i * stride;
+        uint32_t len;
+        memcpy(&len, a, sizeof(len));
+        if (len == 0 || len > tp->name_max)
+            return gcoll__error(GCOLL_ERR_TRANSPORT, "ofi transport: rank %d published a malformed address "
+                                "(%u bytes, at most %zu expected)", i, len, tp->name_max);
+        int rc = fi_av_insert(tp->av, a + sizeof(len), 1, &tp->peers[i], 0, NULL);
+        if (rc != 1)
+            return gcoll__error(GCOLL_ERR_TRANSPORT, "ofi transport: fi_av_insert of rank %d's address failed "
+                                "on provider %s: %s", i, tp->prov, fi_strerror(rc < 0 ? -rc : FI_EINVAL));
+    }
+    return GCOLL_SUCCESS;
+}
+
+void gcoll__ofi_close(gcoll__tp_t *tp)
+{
+    teardown(tp);
+}
+
+#endif
