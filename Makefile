@@ -133,7 +133,7 @@ TP_TESTS := $(patsubst tests/transport/%.c,$(BINDIR)/tp_%,$(wildcard tests/trans
 tests: all $(BINDIR)/unit_tests $(MPI_TESTS) $(TP_TESTS) $(PLUGIN) $(EXAMPLES) $(BINDIR)/readme_example
 
 test: tests
-	BINDIR=$(BINDIR) LIBDIR=$(LIBDIR) SAN=$(SAN) sh tests/run.sh
+	BINDIR=$(BINDIR) LIBDIR=$(LIBDIR) SAN=$(SAN) OFI=$(OFI) sh tests/run.sh
 
 check-san:
 	$(MAKE) SAN=address test

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "comm.h"
 #include "gcoll_mpi.h"
@@ -176,12 +177,21 @@ static gcoll_status_t connect_routes(gcoll_comm_t c, const layout_t *l)
     return st;
 }
 
+/* More ranks of this host than cores it lets us run on: a waiter must give its core away at once. */
+static int host_crowded(int nlocal)
+{
+    cpu_set_t cpus;
+    return sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) < nlocal &&
+           sysconf(_SC_NPROCESSORS_ONLN) < nlocal;
+}
+
 /* Picks and connects the transports: one host with shared memory on takes the node channel for
  * everything (the intra-node algorithms need it); otherwise routes per peer. */
 static gcoll_status_t connect_comm(gcoll_comm_t c)
 {
     layout_t l = {.node = MPI_COMM_NULL};
     gcoll_status_t st = read_layout(c, &l);
+    c->crowded = st == GCOLL_SUCCESS && host_crowded(l.nlocal);
     if (st == GCOLL_SUCCESS && l.nhosts == 1 && c->size > 1 && gcoll__config.transport_intra == 0)
         st = gcoll__shm_create(l.node, &c->shm);
     if (st == GCOLL_SUCCESS && c->shm) {
@@ -200,8 +210,9 @@ static gcoll_status_t connect_comm(gcoll_comm_t c)
 
 int gcoll__comm_crowded(gcoll_comm_t comm)
 {
-    return comm->shm && comm->shm->oversubscribed;
+    return comm->crowded;
 }
+
 
 uint32_t gcoll__comm_ticket(gcoll_comm_t comm)
 {

@@ -22,6 +22,7 @@ struct gcoll_comm {
     char failmsg[256];
     int refs;              /* the user's handle plus requests in flight */
     int is_world;
+    int crowded;             /* more ranks on this host than cores (see gcoll__comm_crowded) */
     char tpname[32];         /* what gcoll_comm_transport reports: "shm", "tcp", "shm+tcp" */
     gcoll__shm_t *shm;       /* every rank on this host: the node's shared-memory channel */
     gcoll__shm_t *node_shm;  /* spanning hosts: this host's channel, for point-to-point only */

@@ -124,6 +124,18 @@ run_mpi collectives 4 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=inter "$TCP"
 run_mpi collectives 3 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=inter "$TCP" GCOLL_TCP_NSOCKS=1
 run_mpi errors 3 GCOLL_TRANSPORT_INTRA=inter "$TCP"
 run_mpi timeout 3 GCOLL_TIMEOUT=1 GCOLL_TRANSPORT_INTRA=inter "$TCP"
+# the libfabric transport alone (it also checks the refusal of an OFI=0 build), then the
+# library over it
+for np in 2 3 4; do
+    run_tp ofi "$np"
+done
+if [ "${OFI:-0}" = 1 ]; then
+    OFIV="GCOLL_TRANSPORT_INTER=ofi"
+    run_mpi collectives 3 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=inter "$OFIV"
+    run_mpi errors 3 GCOLL_TRANSPORT_INTRA=inter "$OFIV"
+    run_mpi split 3 GCOLL_TRANSPORT_INTRA=inter "$OFIV"
+    run_mpi timeout 3 GCOLL_TIMEOUT=1 GCOLL_TRANSPORT_INTRA=inter "$OFIV"
+fi
 # the example transport plugin carries every collective (one host, so INTRA=inter)
 PLUGIN="GCOLL_TRANSPORT_PLUGIN=$BINDIR/libgcoll_example_plugin.so"
 run_mpi collectives 3 TEST_QUICK=1 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter

@@ -141,16 +141,13 @@ gcoll_status_t gcoll__shm_create(MPI_Comm node, gcoll__shm_t **out)
     }
     pid_t me = getpid();
     MPI_Allgather(&me, 1, MPI_INT, s->pids, 1, MPI_INT, node);
-    cpu_set_t cpus;
-    s->oversubscribed = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) < s->n &&
-                        sysconf(_SC_NPROCESSORS_ONLN) < s->n;
     int mode = gcoll__config.shm_single_copy; /* 0 auto, 1 on, 2 off */
     s->cma = mode != 2 && probe_cma(s, node);
     if (mode == 1 && !s->cma)
         GCOLL_LOG(GCOLL_LOG_WARN, "shm: GCOLL_SHM_SINGLE_COPY=on but process_vm_readv is not permitted "
                   "between these processes; copying through the segment (HINT: ptrace_scope, containers)");
-    GCOLL_LOG(GCOLL_LOG_INFO, "shm: %d local ranks%s, segment %zu bytes, slots %zu bytes, single copy %s",
-              s->n, s->oversubscribed ? " (more than cores)" : "", bytes, s->slot_bytes, s->cma ? "on" : "off");
+    GCOLL_LOG(GCOLL_LOG_INFO, "shm: %d local ranks, segment %zu bytes, slots %zu bytes, single copy %s",
+              s->n, bytes, s->slot_bytes, s->cma ? "on" : "off");
     *out = s;
     return GCOLL_SUCCESS;
 }

@@ -61,7 +61,6 @@ typedef struct gcoll__shm {
     size_t chunk_bytes;       /* single-copy pipelining chunk */
     int me, n;                /* local rank and local size (the whole communicator) */
     int cma;                  /* single copy works between every pair */
-    int oversubscribed;       /* more local ranks than cores: waiters must give way at once */
     pid_t *pids;              /* [n] */
     char *tmp;                /* two chunks of private scratch for single-copy reads, */
     size_t tmp_stride;        /* tmp_stride bytes apart */
