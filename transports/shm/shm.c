@@ -3,7 +3,6 @@
  * rank afterwards can leave it behind. */
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <linux/futex.h>
 #include <stdio.h>
 #include <stdlib.h>
