@@ -131,28 +131,46 @@ static void list_peers(gcoll_comm_t c, const gcoll__route_peer_t *peers, int ep,
 /* A communicator that spans hosts: the inter-node transport to other hosts, and to the ranks
  * of this host the node's shared-memory rings (or MPI, or the same inter-node transport, as
  * GCOLL_TRANSPORT_INTRA says). */
-static gcoll_status_t connect_routes(gcoll_comm_t c, const layout_t *l)
+/* The endpoint to the ranks of this host, if they get one of their own: the node channel's
+ * rings, or MPI (GCOLL_TRANSPORT_INTRA=mpi). */
+static gcoll_status_t open_local(gcoll_comm_t c, const layout_t *l, gcoll__route_ep_t *ep)
 {
-    const gcoll__transport_t *inter = gcoll__context.transport;
     int intra = gcoll__config.transport_intra; /* 0 shm, 1 inter, 2 mpi */
-    gcoll__route_ep_t ep[2] = {{inter, NULL}, {NULL, NULL}};
-    GCOLL_CHECK(connect_transport(c, inter, &ep[0].tp));
     if (l->nlocal > 1 && intra == 0)
         GCOLL_CHECK(gcoll__shm_create(l->node, &c->node_shm));
     if (c->node_shm) {
-        ep[1].ops = &gcoll__transport_shm;
-        GCOLL_CHECK(gcoll__shm_p2p_open(c->node_shm, &ep[1].tp));
-    } else if (l->nlocal > 1 && intra == 2 && inter != &gcoll__transport_mpi) {
-        ep[1].ops = &gcoll__transport_mpi;
-        GCOLL_CHECK(connect_transport(c, ep[1].ops, &ep[1].tp));
+        ep->ops = &gcoll__transport_shm;
+        return gcoll__shm_p2p_open(c->node_shm, &ep->tp);
     }
-    gcoll__route_peer_t *peers = calloc((size_t)c->size, sizeof(*peers));
-    if (!peers)
-        return gcoll__error(GCOLL_ERR_NOMEM, "no memory for the routes");
-    for (int p = 0; p < c->size; p++) {
-        int same = l->host[p] == l->host[c->rank];
-        peers[p].ep = same && ep[1].tp ? 1 : 0;
-        peers[p].index = peers[p].ep && c->node_shm ? l->local[p] : p;
+    if (l->nlocal > 1 && intra == 2 && gcoll__context.transport != &gcoll__transport_mpi) {
+        ep->ops = &gcoll__transport_mpi;
+        return connect_transport(c, ep->ops, &ep->tp);
+    }
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t connect_routes(gcoll_comm_t c, const layout_t *l)
+{
+    const gcoll__transport_t *inter = gcoll__context.transport;
+    gcoll__route_ep_t ep[2] = {{inter, NULL}, {NULL, NULL}};
+    GCOLL_CHECK(connect_transport(c, inter, &ep[0].tp));
+    gcoll__route_peer_t *peers = NULL;
+    gcoll_status_t st = open_local(c, l, &ep[1]);
+    if (st == GCOLL_SUCCESS && !(peers = calloc((size_t)c->size, sizeof(*peers))))
+        st = gcoll__error(GCOLL_ERR_NOMEM, "no memory for the routes");
+    if (st == GCOLL_SUCCESS && ep[1].tp) {
+        for (int p = 0; p < c->size; p++) {
+            peers[p].ep = l->host[p] == l->host[c->rank];
+            peers[p].index = peers[p].ep && c->node_shm ? l->local[p] : p;
+        }
+        st = gcoll__route_open(ep, peers, &c->tp);
+    }
+    if (st != GCOLL_SUCCESS) { /* the node channel itself goes with the communicator */
+        free(peers);
+        if (ep[1].tp)
+            ep[1].ops->close(ep[1].tp);
+        ep[0].ops->close(ep[0].tp);
+        return st;
     }
     char far[256], near[256];
     list_peers(c, peers, 0, far, sizeof(far));
@@ -160,21 +178,15 @@ static gcoll_status_t connect_routes(gcoll_comm_t c, const layout_t *l)
     GCOLL_LOG(GCOLL_LOG_INFO, "comm %u: %d hosts; peers [%s] over %s%s%s%s%s%s", c->id, l->nhosts, far, inter->name,
               gcoll__context.transport_why, near[0] ? "; peers [" : "", near, near[0] ? "] on this host over " : "",
               near[0] ? ep[1].ops->name : "");
-    if (!ep[1].tp) {
+    if (ep[1].tp) {
+        snprintf(c->tpname, sizeof(c->tpname), "%s+%s", ep[1].ops->name, inter->name);
+        c->tpops = &gcoll__transport_route; /* it owns peers now */
+    } else {
         free(peers);
         c->tpops = inter;
         c->tp = ep[0].tp;
-        return GCOLL_SUCCESS;
     }
-    snprintf(c->tpname, sizeof(c->tpname), "%s+%s", ep[1].ops->name, inter->name);
-    c->tpops = &gcoll__transport_route;
-    gcoll_status_t st = gcoll__route_open(ep, peers, &c->tp);
-    if (st != GCOLL_SUCCESS) {
-        free(peers);
-        ep[0].ops->close(ep[0].tp);
-        ep[1].ops->close(ep[1].tp);
-    }
-    return st;
+    return GCOLL_SUCCESS;
 }
 
 /* More ranks of this host than cores it lets us run on: a waiter must give its core away at once. */

@@ -16,28 +16,10 @@
 #include "../../src/config.h"
 #include "../../src/error.h"
 #include "transport.h"
+#include "tp_check.h"
 
-static int rank, size;
-static long passed, failed;
 static const gcoll__transport_t *const T = &gcoll__transport_ofi;
 
-static void check(int ok, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void check(int ok, int line, const char *fmt, ...)
-{
-    if (ok) {
-        passed++;
-        return;
-    }
-    if (++failed > 30)
-        return;
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "FAIL [rank %d/%d] test_ofi.c:%d: %s\n", rank, size, line, msg);
-}
-#define CHECK(cond, ...) check(!!(cond), __LINE__, __VA_ARGS__)
 
 #if GCOLL_HAVE_OFI
 
@@ -185,13 +167,6 @@ static size_t verify(const unsigned char *p, size_t n, int src, int dst, uint32_
 
 #define GUARD 16
 #define WAIT_S 60.0
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Tests every request until all are done; st[i] gets each status. Cancels stragglers. */
 static int wait_all(gcoll__tp_t *tp, gcoll__tp_req_t **req, gcoll_status_t *st, char (*msg)[256], int n)

@@ -17,36 +17,11 @@
 #include "../../src/error.h"
 #include "../../src/log.h"
 #include "tcp/tcp.h"
+#include "tp_check.h"
 
 static const gcoll__transport_t *T = &gcoll__transport_tcp;
-static int rank, size;
-static long passed, failed;
 static unsigned char *addrs; /* every rank's published address, from the last open_tp */
 
-static void check(int ok, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void check(int ok, int line, const char *fmt, ...)
-{
-    if (ok) {
-        passed++;
-        return;
-    }
-    if (++failed > 30)
-        return;
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "FAIL [rank %d/%d] test_tcp.c:%d: %s\n", rank, size, line, msg);
-}
-#define CHECK(cond, ...) check(!!(cond), __LINE__, __VA_ARGS__)
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Bytes that depend on the message's identity and position, with no short period. */
 static void fill(unsigned char *b, size_t n, unsigned seed)

@@ -3,7 +3,7 @@
  * that works and tells the others, who open the same one; then the address exchange, and
  * close() in dependency order. */
 #include "../../src/error.h"
-#include "../transport.h"
+#include "../choose.h"
 
 #if GCOLL_HAVE_OFI
 
@@ -244,6 +244,21 @@ static gcoll_status_t list_providers(char names[][64], int *n)
     return GCOLL_SUCCESS;
 }
 
+/* For the automatic choice between hosts: the first NIC provider fi_getinfo offers, by the
+ * same ranking that create() uses, or NULL. */
+const char *gcoll__ofi_nic_provider(void)
+{
+    static char found[64];
+    char names[MAX_PROVIDERS][64];
+    int n = 0;
+    found[0] = '\0';
+    if (list_providers(names, &n) == GCOLL_SUCCESS)
+        for (int k = 0; k < n && !found[0]; k++)
+            if (provider_class(names[k]) == CLASS_NIC)
+                memcpy(found, names[k], sizeof(found)); /* both are 64 bytes, NUL-terminated */
+    return found[0] ? found : NULL;
+}
+
 /* Appends to a string, cutting it at len: these are messages, where a long tail can go. */
 static void append(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void append(char *buf, size_t len, const char *fmt, ...)
@@ -422,4 +437,9 @@ void gcoll__ofi_close(gcoll__tp_t *tp)
     teardown(tp);
 }
 
+#else
+const char *gcoll__ofi_nic_provider(void)
+{
+    return NULL; /* built without libfabric */
+}
 #endif

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../../src/error.h"
+#include "../queue.h"
 #include "../transport.h"
 #include "shm.h"
 
@@ -56,16 +57,6 @@ static void ring_event(gcoll__shm_t *s)
 struct gcoll__tp {
     gcoll__shm_t *ch;
 };
-
-#define Q_PUSH(head, tail, x)   \
-    do {                        \
-        (x)->next = NULL;       \
-        if (tail)               \
-            (tail)->next = (x); \
-        else                    \
-            (head) = (x);       \
-        (tail) = (x);           \
-    } while (0)
 
 static void unlink_req(gcoll__tp_req_t **head, gcoll__tp_req_t **tail, gcoll__tp_req_t *r)
 {

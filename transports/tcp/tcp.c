@@ -18,6 +18,7 @@
 #include "../../src/config.h"
 #include "../../src/error.h"
 #include "../../src/log.h"
+#include "../queue.h"
 #include "tcp.h"
 
 #define STRIPE_MIN (1024 * 1024) /* smaller rendezvous messages stay on socket 0 */
@@ -37,16 +38,6 @@ struct tcp_unexp {
 
 static void sock_write(gcoll__tp_t *tp, tcp_sock_t *s);
 static void sock_gone(gcoll__tp_t *tp, tcp_sock_t *s, const char *doing, int err);
-
-#define Q_PUSH(head, tail, x)   \
-    do {                        \
-        (x)->next = NULL;       \
-        if (tail)               \
-            (tail)->next = (x); \
-        else                    \
-            (head) = (x);       \
-        (tail) = (x);           \
-    } while (0)
 
 static void req_link(tcp_peer_t *p, gcoll__tp_req_t *r)
 {
