@@ -222,7 +222,7 @@ static gcoll_status_t connect_comm(gcoll_comm_t c)
 
 int gcoll__comm_crowded(gcoll_comm_t comm)
 {
-    return comm->crowded;
+    return comm->crowded || comm->preempted;
 }
 
 
@@ -235,6 +235,8 @@ void gcoll__comm_idle(gcoll_comm_t comm, uint32_t ticket, long usec)
 {
     if (comm->shm)
         gcoll__shm_sleep(comm->shm, ticket, usec);
+    else if (comm->tpops->wait)
+        (void)comm->tpops->wait(comm->tp, usec); /* a failure shows in the next progress pass */
     else
         sched_yield();
 }

@@ -23,6 +23,7 @@ struct gcoll_comm {
     int refs;              /* the user's handle plus requests in flight */
     int is_world;
     int crowded;             /* more ranks on this host than cores (see gcoll__comm_crowded) */
+    unsigned preempted;      /* waits left to run as if crowded: a spinning wait lost its core */
     char tpname[32];         /* what gcoll_comm_transport reports: "shm", "tcp", "shm+tcp" */
     gcoll__shm_t *shm;       /* every rank on this host: the node's shared-memory channel */
     gcoll__shm_t *node_shm;  /* spanning hosts: this host's channel, for point-to-point only */
@@ -39,7 +40,8 @@ void gcoll__comm_release(gcoll_comm_t comm); /* drops one reference */
 /* Blocks up to usec unless a peer has made progress since the ticket was read (a futex on the
  * node channel); without one, yields. */
 uint32_t gcoll__comm_ticket(gcoll_comm_t comm);
-/* Whether waiters should give their core away at once: more ranks on this host than cores. */
+/* Whether waiters should give their core away at once: more ranks on this host than cores, or
+ * a recent wait found its spinning preempted (ranks of other "hosts" may share the cores). */
 int gcoll__comm_crowded(gcoll_comm_t comm);
 void gcoll__comm_idle(gcoll_comm_t comm, uint32_t ticket, long usec);
 void gcoll__comm_free_all(void);             /* at finalize */

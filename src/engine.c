@@ -3,6 +3,7 @@
  * a nonblocking start plus gcoll_wait. */
 #include <sched.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -17,12 +18,24 @@
 
 #define SPIN_PASSES 200
 #define YIELD_PASSES 50
+#define PREEMPT_FIRST 8    /* spin passes before the first look at the preemption count */
+#define PREEMPT_CHECK 32   /* and between looks */
+#define PREEMPT_MEMORY 256 /* waits on a communicator that skip the spin after one was preempted */
 
 static double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Involuntary context switches of this thread. A spin that loses its core is taking it from
+ * ranks that share the machine (other "hosts" of a test cluster, other jobs), often the very
+ * ranks it waits for. */
+static long preemptions(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nivcsw : 0;
 }
 
 static void run_local(const gcoll__sched_t *s, const gcoll__step_t *st)
@@ -256,8 +269,17 @@ GCOLL_API gcoll_status_t gcoll_wait(gcoll_request_t *req)
     gcoll_comm_t comm = NULL; /* held while sleeping: the request may retire meanwhile */
     uint32_t ticket = 0;
     gcoll__context_lock();
-    unsigned spin = (*req)->done || !gcoll__comm_crowded((*req)->comm) ? SPIN_PASSES : 0;
+    gcoll_comm_t rc = (*req)->done ? NULL : (*req)->comm; /* a finished request has let go of it */
+    if (rc && rc->preempted) /* after a while, spin again to see whether the cores are still contended */
+        rc->preempted--;
+    unsigned spin = !rc || !gcoll__comm_crowded(rc) ? SPIN_PASSES : 0;
+    /* Network communicators watch for preemption while they spin (a node channel knows its
+     * crowding from the local rank count); short waits skip the look, it costs a system call. */
+    int watch = rc && !rc->shm && spin, held = watch;
+    if (held)
+        rc->refs++; /* the request lets go of it when it finishes */
     gcoll__context_unlock();
+    long nivcsw = 0;
     for (unsigned idle = 0;; idle++) {
         gcoll__context_lock();
         if (comm) /* read before the pass, so a peer's progress after it cannot be missed */
@@ -265,19 +287,26 @@ GCOLL_API gcoll_status_t gcoll_wait(gcoll_request_t *req)
         if (!(*req)->done)
             progress_all();
         int done = (*req)->done;
+        if (watch && idle == PREEMPT_FIRST)
+            nivcsw = preemptions();
+        if (watch && idle > PREEMPT_FIRST && (done || idle % PREEMPT_CHECK == 0)) {
+            if (preemptions() != nivcsw) {
+                rc->preempted = PREEMPT_MEMORY;
+                spin = idle + 1;
+            }
+            watch = !done && idle < spin;
+        }
         if (!done && !comm && idle >= spin + YIELD_PASSES) {
             comm = (*req)->comm;
             comm->refs++;
         }
+        if (done && comm)
+            gcoll__comm_release(comm);
+        if (done && held)
+            gcoll__comm_release(rc);
         gcoll__context_unlock();
-        if (done) {
-            if (comm) {
-                gcoll__context_lock();
-                gcoll__comm_release(comm);
-                gcoll__context_unlock();
-            }
+        if (done)
             return finish(req);
-        }
         if (comm && idle > spin + YIELD_PASSES)
             gcoll__comm_idle(comm, ticket, 1000);
         else if (idle >= spin)

@@ -42,6 +42,9 @@ typedef struct gcoll__transport {
      * when the transport needs none. */
     gcoll_status_t (*reg_mem)(gcoll__tp_t *tp, void *buf, size_t bytes, void **handle);
     void (*dereg_mem)(gcoll__tp_t *tp, void *handle);
+    /* Sleeps until the endpoint sees activity (a message, a writable socket) or usec pass, so
+     * an idle waiter gives its core to the ranks it waits for; NULL: the engine yields instead. */
+    gcoll_status_t (*wait)(gcoll__tp_t *tp, long usec);
     void (*close)(gcoll__tp_t *tp);
 } gcoll__transport_t;
 

@@ -623,11 +623,14 @@ gcoll_status_t gcoll__tcp_poll(gcoll__tp_t *tp, int timeout_ms)
     return GCOLL_SUCCESS;
 }
 
+/* Reads and writes what the sockets allow; notes whether any was left (sockets are
+ * edge-triggered: what is left raises no new event, so tcp_wait must not sleep on it). */
 static gcoll_status_t progress(gcoll__tp_t *tp)
 {
     GCOLL_CHECK(gcoll__tcp_poll(tp, 0));
     if (tp->npend)
         gcoll__tcp_pend_expire(tp);
+    int left = 0;
     for (int q = 0; q < tp->size; q++) {
         tcp_peer_t *p = &tp->peers[q];
         for (int i = 0; i < tp->nsocks && !p->failed; i++) {
@@ -636,8 +639,22 @@ static gcoll_status_t progress(gcoll__tp_t *tp)
                 sock_read(tp, s);
             if (s->wr_ready && (s->busy || s->ctrl || s->data))
                 sock_write(tp, s);
+            left |= s->rd_ready || (s->wr_ready && (s->busy || s->ctrl || s->data));
         }
     }
+    atomic_store_explicit(&tp->leftover, left, memory_order_relaxed);
+    return GCOLL_SUCCESS;
+}
+
+/* Called without the context lock: touches nothing that a progress pass changes. epoll counts
+ * in milliseconds: round up, so a short wait still sleeps rather than spins. */
+static gcoll_status_t tcp_wait(gcoll__tp_t *tp, long usec)
+{
+    struct epoll_event ev;
+    if (atomic_load_explicit(&tp->leftover, memory_order_relaxed))
+        return GCOLL_SUCCESS;
+    if (epoll_wait(tp->sleepfd, &ev, 1, (int)((usec + 999) / 1000)) < 0 && errno != EINTR)
+        return gcoll__error(GCOLL_ERR_SYSTEM, "tcp: epoll_wait failed: %s", strerror(errno));
     return GCOLL_SUCCESS;
 }
 
@@ -753,6 +770,8 @@ static void tcp_close(gcoll__tp_t *tp)
         close(tp->listen.fd);
     if (tp->epfd >= 0)
         close(tp->epfd);
+    if (tp->sleepfd >= 0)
+        close(tp->sleepfd);
     free(tp->peers);
     free(tp);
 }
@@ -789,7 +808,9 @@ static gcoll_status_t agree(const gcoll__bootstrap_t *boot, gcoll__tp_t *tp)
 static gcoll_status_t open_local(gcoll__tp_t *tp)
 {
     tp->epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (tp->epfd < 0)
+    tp->sleepfd = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN};
+    if (tp->epfd < 0 || tp->sleepfd < 0 || epoll_ctl(tp->sleepfd, EPOLL_CTL_ADD, tp->epfd, &ev) != 0)
         return gcoll__error(GCOLL_ERR_SYSTEM, "tcp: epoll_create1 failed: %s", strerror(errno));
     tp->peers = calloc((size_t)tp->size, sizeof(*tp->peers));
     if (!tp->peers)
@@ -814,7 +835,7 @@ static gcoll_status_t tcp_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **o
     tp->rank = boot->rank;
     tp->size = boot->size;
     tp->nsocks = gcoll__config.tcp_nsocks;
-    tp->epfd = tp->listen.fd = -1;
+    tp->epfd = tp->sleepfd = tp->listen.fd = -1;
     tp->me.sin_family = AF_INET;
     gcoll_status_t st = agree(boot, tp);
     if (st == GCOLL_SUCCESS)
@@ -870,5 +891,6 @@ const gcoll__transport_t gcoll__transport_tcp = {
     .cancel = tcp_cancel,
     .reg_mem = NULL,
     .dereg_mem = NULL,
+    .wait = tcp_wait,
     .close = tcp_close,
 };

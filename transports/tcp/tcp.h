@@ -5,6 +5,7 @@
 #define GCOLL_TCP_H
 
 #include <netinet/in.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -123,6 +124,10 @@ typedef struct tcp_pend tcp_pend_t; /* a connection whose handshake is not finis
 
 struct gcoll__tp {
     int rank, size, nsocks, epfd;
+    /* The sleeper: an epoll set holding epfd, readable while epfd has events. Waiting on it
+     * takes no lock and consumes none of epfd's (edge-triggered) events. */
+    int sleepfd;
+    atomic_int leftover; /* the last progress pass left input or output for the next one */
     tcp_ev_t listen;
     struct sockaddr_in me;
     unsigned char secret[TCP_SECRET_BYTES];
