@@ -28,12 +28,14 @@ static inline int gcoll__mod(int a, int n)
 typedef int (*gcoll__usable_fn)(const gcoll__coll_args_t *a);
 int gcoll__shm_usable(const gcoll__coll_args_t *a);
 int gcoll__shm_cma_usable(const gcoll__coll_args_t *a);
+int gcoll__hier_usable(const gcoll__coll_args_t *a);
 
 #define GCOLL_ALGOS(X)                                                                         \
     X(GCOLL_COLL_ALLREDUCE, ring, gcoll__allreduce_ring, NULL)                                 \
     X(GCOLL_COLL_ALLREDUCE, recursive_doubling, gcoll__allreduce_rd, NULL)                     \
     X(GCOLL_COLL_ALLREDUCE, shm_slots, gcoll__allreduce_shm_slots, gcoll__shm_usable)          \
     X(GCOLL_COLL_ALLREDUCE, shm_cma, gcoll__allreduce_shm_cma, gcoll__shm_cma_usable)          \
+    X(GCOLL_COLL_ALLREDUCE, hierarchical, gcoll__allreduce_hier, gcoll__hier_usable)           \
     X(GCOLL_COLL_REDUCE_SCATTER, ring, gcoll__reduce_scatter_ring, NULL)                       \
     X(GCOLL_COLL_REDUCE_SCATTER, shm_slots, gcoll__reduce_scatter_shm_slots, gcoll__shm_usable) \
     X(GCOLL_COLL_REDUCE_SCATTER, shm_cma, gcoll__reduce_scatter_shm_cma, gcoll__shm_cma_usable) \

@@ -8,6 +8,7 @@
 #include "../src/config.h"
 #include "../src/error.h"
 #include "../src/log.h"
+#include "cost.h"
 #include "select.h"
 #include "shm/shm.h"
 
@@ -15,15 +16,17 @@
 static const gcoll__algo_t algos[] = {GCOLL_ALGOS(GCOLL_ALGO_ENTRY)};
 #define NALGOS (sizeof(algos) / sizeof(algos[0]))
 
-/* Below this size recursive doubling's fewer steps beat the ring's smaller volume. */
-#define ALLREDUCE_RD_MAX_BYTES (16 * 1024)
-
 static const char *const coll_names[GCOLL_COLL_COUNT] = {
     "allreduce", "reduce_scatter", "allgather", "bcast", "reduce", "alltoall", "barrier"};
 
 const char *gcoll__coll_name(int coll)
 {
     return coll >= 0 && coll < GCOLL_COLL_COUNT ? coll_names[coll] : "unknown";
+}
+
+const gcoll__algo_t *gcoll__algo_get(int idx)
+{
+    return idx >= 0 && (size_t)idx < NALGOS ? &algos[idx] : NULL;
 }
 
 int gcoll__algo_find(int coll, const char *name)
@@ -41,7 +44,7 @@ static size_t nby[GCOLL_COLL_COUNT];
 static pthread_once_t lists_once = PTHREAD_ONCE_INIT;
 
 /* The built-in choice's candidates, looked up once rather than by name on every call. */
-static int idx_shm_slots[GCOLL_COLL_COUNT], idx_shm_cma[GCOLL_COLL_COUNT], idx_rd, idx_ring;
+static int idx_shm_slots[GCOLL_COLL_COUNT], idx_shm_cma[GCOLL_COLL_COUNT];
 
 static void build_lists(void)
 {
@@ -49,8 +52,6 @@ static void build_lists(void)
         idx_shm_slots[c] = gcoll__algo_find(c, "shm_slots");
         idx_shm_cma[c] = gcoll__algo_find(c, "shm_cma");
     }
-    idx_rd = gcoll__algo_find(GCOLL_COLL_ALLREDUCE, "recursive_doubling");
-    idx_ring = gcoll__algo_find(GCOLL_COLL_ALLREDUCE, "ring");
     for (size_t i = 0; i < NALGOS; i++) {
         int c = algos[i].coll;
         by_coll[c][nby[c]++] = algos[i].name;
@@ -85,7 +86,7 @@ static int usable(int idx, const gcoll__coll_args_t *a)
 }
 
 /* The built-in choice: on one host the node channel (slots while one round holds the vector,
- * single copy above); elsewhere recursive doubling for small allreduce, ring above. */
+ * single copy above); elsewhere the cost model's pick. */
 static int builtin_choice(const gcoll__coll_args_t *a, size_t bytes)
 {
     int idx = -1;
@@ -96,8 +97,8 @@ static int builtin_choice(const gcoll__coll_args_t *a, size_t bytes)
         if (!usable(idx, a))
             idx = idx_shm_slots[a->coll];
     }
-    if (!usable(idx, a) && a->coll == GCOLL_COLL_ALLREDUCE)
-        idx = bytes <= ALLREDUCE_RD_MAX_BYTES ? idx_rd : idx_ring;
+    if (!usable(idx, a) && a->links)
+        idx = gcoll__cost_pick(a, a->links);
     for (size_t i = 0; i < NALGOS && !usable(idx, a); i++)
         if (algos[i].coll == a->coll)
             idx = (int)i;

@@ -13,6 +13,7 @@ typedef struct {
 } gcoll__algo_t;
 
 int gcoll__algo_find(int coll, const char *name); /* index, or -1 */
+const gcoll__algo_t *gcoll__algo_get(int idx);    /* NULL past the last */
 const char *gcoll__algo_list(int coll);            /* "ring|recursive_doubling" */
 /* Picks the algorithm; forced is attr.algorithm (NULL for the table). */
 gcoll_status_t gcoll__algo_select(const gcoll__coll_args_t *a, const char *forced,

@@ -28,6 +28,8 @@ static gcoll_status_t check_common(gcoll__coll_args_t *a, gcoll_comm_t comm, int
     a->rank = comm->rank;
     a->size = comm->size;
     a->shm = comm->shm;
+    a->map = &comm->map;
+    a->links = &comm->links;
     a->esize = gcoll_dtype_size(a->dtype);
     /* The whole vector of any collective is at most count * size elements. */
     if (a->count > SIZE_MAX / a->esize / (size_t)a->size)

@@ -13,6 +13,17 @@ typedef enum {
 
 const char *gcoll__coll_name(int coll);
 
+/* Where the ranks of a communicator live. Hosts are numbered in the order of their first rank;
+ * by_host lists the ranks host after host, each host's in local-index order. */
+typedef struct {
+    int nhosts;
+    int uniform; /* every host holds the same number of ranks */
+    int *host;   /* host number of each rank */
+    int *local;  /* each rank's index among the ranks of its host */
+    int *first;  /* nhosts + 1 offsets into by_host */
+    int *by_host;
+} gcoll__nodemap_t;
+
 /* What a schedule builder needs. count is the per-collective count of the public call
  * (recvcount for reduce_scatter, sendcount for allgather). */
 typedef struct {
@@ -26,6 +37,8 @@ typedef struct {
     int rank, size;
     size_t esize; /* bytes per element */
     struct gcoll__shm *shm; /* the node's shared-memory channel when every rank shares a host */
+    const gcoll__nodemap_t *map; /* NULL inside a sub-group (see gcoll__sched_t.peermap) */
+    struct gcoll__links *links;  /* the communicator's cost-model links and picks */
 } gcoll__coll_args_t;
 
 #endif

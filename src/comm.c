@@ -50,6 +50,8 @@ static void destroy(gcoll_comm_t comm)
         comm->tpops->close(comm->tp);
     gcoll__shm_destroy(comm->shm);
     gcoll__shm_destroy(comm->node_shm);
+    free(comm->map.host);
+    free(comm->map.first);
     MPI_Comm_free(&comm->boot);
     free(comm);
 }
@@ -108,6 +110,34 @@ static gcoll_status_t read_layout(gcoll_comm_t c, layout_t *l)
         l->nhosts += l->host[p] == p;
     }
     free(all);
+    return GCOLL_SUCCESS;
+}
+
+/* The node map algorithms read, from the layout: one allocation holds host, local and by_host
+ * (3 x size ints), first another. */
+static gcoll_status_t build_map(gcoll_comm_t c, const layout_t *l)
+{
+    gcoll__nodemap_t *m = &c->map;
+    int n = c->size;
+    m->host = malloc(3 * sizeof(int) * (size_t)n);
+    m->first = calloc((size_t)l->nhosts + 1, sizeof(int));
+    if (!m->host || !m->first)
+        return gcoll__error(GCOLL_ERR_NOMEM, "no memory for the node map");
+    m->local = m->host + n;
+    m->by_host = m->host + 2 * n;
+    m->nhosts = l->nhosts;
+    for (int p = 0, h = 0; p < n; p++) { /* a host's first rank comes before its others */
+        m->host[p] = l->host[p] == p ? h++ : m->host[l->host[p]];
+        m->local[p] = l->local[p];
+        m->first[m->host[p] + 1]++;
+    }
+    for (int h = 0; h < m->nhosts; h++)
+        m->first[h + 1] += m->first[h];
+    for (int p = 0; p < n; p++)
+        m->by_host[m->first[m->host[p]] + m->local[p]] = p;
+    m->uniform = 1;
+    for (int h = 1; h < m->nhosts; h++)
+        m->uniform &= m->first[h + 1] - m->first[h] == m->first[1];
     return GCOLL_SUCCESS;
 }
 
@@ -203,6 +233,8 @@ static gcoll_status_t connect_comm(gcoll_comm_t c)
 {
     layout_t l = {.node = MPI_COMM_NULL};
     gcoll_status_t st = read_layout(c, &l);
+    if (st == GCOLL_SUCCESS)
+        st = build_map(c, &l);
     c->crowded = st == GCOLL_SUCCESS && host_crowded(l.nlocal);
     if (st == GCOLL_SUCCESS && l.nhosts == 1 && c->size > 1 && gcoll__config.transport_intra == 0)
         st = gcoll__shm_create(l.node, &c->shm);
@@ -266,6 +298,9 @@ gcoll_status_t gcoll__comm_create(MPI_Comm mpi_comm, gcoll_comm_t *out)
         snprintf(c->tpname, sizeof(c->tpname), "plugin:%s", gcoll__plugin_name());
     else if (!c->tpname[0])
         snprintf(c->tpname, sizeof(c->tpname), "%s", c->tpops->name);
+    const char *inter = gcoll__context.transport->name;
+    c->links.inter = gcoll__cost_link(inter, 1);
+    c->links.intra = gcoll__cost_link(c->shm || c->node_shm ? "shm" : gcoll__config.transport_intra == 2 ? "mpi" : inter, 0);
     pthread_mutex_lock(&registry_lock);
     c->next = registry;
     registry = c;

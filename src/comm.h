@@ -7,6 +7,8 @@
 
 #include <mpi.h>
 
+#include "coll.h"
+#include "../collectives/cost.h"
 #include "gcoll.h"
 #include "transport.h"
 #include "shm/shm.h"
@@ -27,6 +29,8 @@ struct gcoll_comm {
     char tpname[32];         /* what gcoll_comm_transport reports: "shm", "tcp", "shm+tcp" */
     gcoll__shm_t *shm;       /* every rank on this host: the node's shared-memory channel */
     gcoll__shm_t *node_shm;  /* spanning hosts: this host's channel, for point-to-point only */
+    gcoll__nodemap_t map;    /* which host every rank is on */
+    gcoll__links_t links;    /* the cost model's view of its transports */
     struct gcoll_comm *next; /* the registry of live handles */
 };
 

@@ -189,6 +189,28 @@ static gcoll_status_t parse_algo_table(const char *var, const char *s, void *out
     return GCOLL_SUCCESS;
 }
 
+/* A link for the cost model: auto, or LATENCY_US:GB_PER_S ("12:1.25"). */
+static gcoll_status_t parse_cost(const char *var, const char *s, void *out, int arg)
+{
+    (void)arg;
+    gcoll__link_t *l = out;
+    if (strcmp(s, "auto") == 0) {
+        *l = (gcoll__link_t){0, 0};
+        return GCOLL_SUCCESS;
+    }
+    char *end;
+    errno = 0;
+    double us = strtod(s, &end);
+    double gbps = *end == ':' && end > s ? strtod(end + 1, &end) : -1;
+    if (errno || *end || !isdigit((unsigned char)s[0]) || !(us >= 0 && us <= 1e6) || !(gbps > 0 && gbps <= 1e4))
+        return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                            "%s='%s' is not valid: accepts auto, or LATENCY_US:GB_PER_S with a latency of "
+                            "0 to 1000000 microseconds and a bandwidth above 0 and up to 10000 GB/s, e.g. 12:1.25",
+                            var, s);
+    *l = (gcoll__link_t){us * 1e-6, gbps * 1e9};
+    return GCOLL_SUCCESS;
+}
+
 #define ALGO_VAR(NAME, COLL, DEF_DESC)                                                    \
     {"GCOLL_" NAME, "auto, or ALGO[:LO-HI][;...]", "auto", DEF_DESC, parse_algo_table,   \
      NULL, &gcoll__config.algo[COLL], COLL}
@@ -236,6 +258,12 @@ static const var_def_t vars[] = {
      "libfabric provider for ofi: auto takes the best RDM provider fi_getinfo offers, a real NIC before "
      "tcp;ofi_rxm",
      parse_text, NULL, gcoll__config.ofi_provider, sizeof(gcoll__config.ofi_provider)},
+    {"GCOLL_COST_INTRA", "auto, or LATENCY_US:GB_PER_S", "auto",
+     "the link between ranks of one host as the algorithm choice prices it (auto: the transport's "
+     "built-in figure)", parse_cost, NULL, &gcoll__config.cost[0], 0},
+    {"GCOLL_COST_INTER", "auto, or LATENCY_US:GB_PER_S", "auto",
+     "a host's network link as the algorithm choice prices it, e.g. 50:0.125 for 1 Gbit/s", parse_cost,
+     NULL, &gcoll__config.cost[1], 0},
     ALGO_VAR("ALLREDUCE", GCOLL_COLL_ALLREDUCE,
              "allreduce algorithm per size range (ring, recursive_doubling)"),
     ALGO_VAR("REDUCE_SCATTER", GCOLL_COLL_REDUCE_SCATTER,

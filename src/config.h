@@ -21,6 +21,12 @@ typedef struct {
     gcoll__algo_range_t range[GCOLL_MAX_RANGES];
 } gcoll__algo_table_t;
 
+/* A link as the cost model sees it. */
+typedef struct {
+    double lat_s;  /* per message */
+    double bw_Bps; /* bytes per second; 0: the transport's built-in figure */
+} gcoll__link_t;
+
 typedef struct {
     int log_level;
     double timeout_s;
@@ -37,6 +43,7 @@ typedef struct {
     char tcp_ifname[256];  /* "auto", or a list: "eth0,eth1", "^lo,docker" */
     char ofi_provider[64]; /* "auto", or a libfabric provider name such as "tcp;ofi_rxm" */
     gcoll__algo_table_t algo[GCOLL_COLL_COUNT];
+    gcoll__link_t cost[2]; /* inside a host, to the network */
 } gcoll__config_t;
 
 extern gcoll__config_t gcoll__config;

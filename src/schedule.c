@@ -57,6 +57,8 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem, const void *i
 
 void *gcoll__sched_scratch(gcoll__sched_t *s, size_t bytes)
 {
+    if (s->dry && bytes > 4096)
+        bytes = 4096;
     size_t at = (s->arena_used + 63) & ~(size_t)63;
     if (bytes && at + bytes <= GCOLL_SCHED_INLINE_ARENA) {
         s->arena_used = at + bytes;
@@ -101,12 +103,14 @@ static void add_step(gcoll__sched_t *s, gcoll__step_t step)
 
 void gcoll__sched_send(gcoll__sched_t *s, int peer, const void *buf, size_t bytes)
 {
-    add_step(s, (gcoll__step_t){.kind = GCOLL_STEP_SEND, .peer = peer, .a = buf, .n = bytes});
+    add_step(s, (gcoll__step_t){.kind = GCOLL_STEP_SEND, .peer = s->peermap ? s->peermap[peer] : peer,
+                                .a = buf, .n = bytes});
 }
 
 void gcoll__sched_recv(gcoll__sched_t *s, int peer, void *buf, size_t bytes)
 {
-    add_step(s, (gcoll__step_t){.kind = GCOLL_STEP_RECV, .peer = peer, .dst = buf, .n = bytes});
+    add_step(s, (gcoll__step_t){.kind = GCOLL_STEP_RECV, .peer = s->peermap ? s->peermap[peer] : peer,
+                                .dst = buf, .n = bytes});
 }
 
 void gcoll__sched_reduce(gcoll__sched_t *s, void *dst, const void *a, const void *b, size_t count)

@@ -51,6 +51,10 @@ typedef struct gcoll__sched {
     gcoll_dtype_t dtype;
     gcoll_op_t op;
     unsigned divisor;      /* for GCOLL_AVG */
+    /* While set, builders address a sub-group: peer i of a send or receive is rank peermap[i]
+     * of the communicator (hierarchical algorithms run flat ones inside groups this way). */
+    const int *peermap;
+    int dry; /* built only to be priced: scratch is a small stand-in (builders write tables, not data) */
     gcoll_status_t status; /* first build failure (out of memory) */
     /* execution state */
     size_t cur;

@@ -1,0 +1,77 @@
+/* Hierarchical allreduce for communicators that span hosts (oneCCL's "2d"): the L ranks of each
+ * host reduce-scatter the vector among themselves (a ring over the node's shared memory), the H
+ * ranks that hold the same block, one per host, allreduce it over the network with the flat
+ * algorithm the selection picks for a block of that size, and each host allgathers its blocks.
+ * Cost for S bytes: 2(L-1) intra-host steps moving 2(L-1)/L S per rank, plus the flat algorithm
+ * on S/L bytes among H ranks; with a ring there each host's link carries 2(H-1)/H S, where a
+ * flat ring over all n = HL ranks carries 2(n-1)/n S per link: 1.5x less at 2 x 2, and the
+ * network steps fall from 2(n-1) to 2(H-1). Needs the same rank count on every host (the
+ * blocks must line up across hosts). */
+#include "select.h"
+
+/* The intra-host ring: reduce-scatter (each rank ends with its own block reduced) or allgather.
+ * g lists the host's ranks, me is our index in it. */
+static void host_ring(gcoll__sched_t *s, const int *g, int L, int me, char *rb, const char *src,
+                      char *tmp, size_t cnt, size_t es, int reduce)
+{
+    int right = g[(me + 1) % L], left = g[gcoll__mod(me - 1, L)];
+    for (int step = 0; step < L - 1; step++) {
+        int sb = gcoll__mod(me - step - reduce, L), rbk = gcoll__mod(me - step - 1 - reduce, L);
+        size_t sn = gcoll__blk_cnt(cnt, L, sb), rn = gcoll__blk_cnt(cnt, L, rbk);
+        char *rdst = rb + gcoll__blk_off(cnt, L, rbk) * es;
+        gcoll__sched_round(s);
+        if (sn)
+            gcoll__sched_send(s, right, (reduce && step == 0 ? src : rb) + gcoll__blk_off(cnt, L, sb) * es, sn * es);
+        if (!rn)
+            continue;
+        gcoll__sched_recv(s, left, reduce && tmp ? tmp : rdst, rn * es);
+        if (reduce)
+            gcoll__sched_reduce(s, rdst, tmp ? tmp : rdst, src + gcoll__blk_off(cnt, L, rbk) * es, rn);
+    }
+}
+
+int gcoll__hier_usable(const gcoll__coll_args_t *a)
+{
+    return a->map && a->map->nhosts > 1 && a->map->uniform;
+}
+
+void gcoll__allreduce_hier(gcoll__sched_t *s, const gcoll__coll_args_t *a)
+{
+    const gcoll__nodemap_t *m = a->map;
+    int H = m->nhosts, me = m->local[a->rank], h = m->host[a->rank];
+    int L = m->first[1] - m->first[0];
+    const int *g = m->by_host + m->first[h];
+    size_t es = a->esize, cnt = a->count;
+    char *rb = a->recvbuf;
+    const char *src = a->sendbuf == a->recvbuf ? rb : a->sendbuf;
+    /* in place, a received block cannot land on our own contribution */
+    char *tmp = src == rb && L > 1 ? gcoll__sched_scratch(s, gcoll__blk_cnt(cnt, L, 0) * es) : NULL;
+    if (L == 1 && src != rb) {
+        gcoll__sched_round(s);
+        gcoll__sched_copy(s, rb, src, cnt * es);
+    }
+    host_ring(s, g, L, me, rb, src, tmp, cnt, es, 1);
+
+    /* our block among the ranks of our local index, one per host, in host order */
+    int *col = gcoll__sched_scratch(s, sizeof(int) * (size_t)H);
+    size_t bn = gcoll__blk_cnt(cnt, L, me);
+    if (col && bn) {
+        for (int k = 0; k < H; k++)
+            col[k] = m->by_host[m->first[k] + me];
+        char *blk = rb + gcoll__blk_off(cnt, L, me) * es;
+        gcoll__coll_args_t sub = *a;
+        sub.sendbuf = sub.recvbuf = blk;
+        sub.count = bn;
+        sub.rank = h;
+        sub.size = H;
+        sub.shm = NULL;
+        sub.map = NULL;
+        const gcoll__algo_t *flat;
+        if (gcoll__algo_select(&sub, NULL, &flat) == GCOLL_SUCCESS) {
+            s->peermap = col;
+            flat->build(s, &sub);
+            s->peermap = NULL;
+        }
+    }
+    host_ring(s, g, L, me, rb, NULL, NULL, cnt, es, 0);
+}

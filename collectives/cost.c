@@ -1,0 +1,192 @@
+/* The cost model: every rank's schedule built dry and priced round by round. A round costs the
+ * latency of the links it uses plus its heaviest transfer: on the network, the bytes that leave
+ * the busiest host (its ranks share the host's link); inside a host, the busiest rank's bytes;
+ * then its largest local reduction and copy. Rounds of all ranks are taken to run in step. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/config.h"
+#include "../src/schedule.h"
+#include "cost.h"
+#include "select.h"
+
+/* Local work: the reduction kernels and copies of one core (gcoll_bench membw measures ~4 and
+ * ~7 GB/s on the development machine). */
+#define REDUCE_BPS 4e9
+#define COPY_BPS 7e9
+/* Messages a rank posts in one round mostly overlap: each beyond the first adds a quarter of
+ * the latency (its software cost). */
+#define EXTRA_MSG 0.25
+
+gcoll__link_t gcoll__cost_link(const char *tp, int inter)
+{
+    const gcoll__link_t *set = &gcoll__config.cost[inter ? 1 : 0];
+    if (set->bw_Bps > 0)
+        return *set;
+    static const struct {
+        const char *name;
+        gcoll__link_t link;
+    } known[] = {
+        /* measured on the development machine: 8 B allreduce and 64 MiB ring bandwidth */
+        {"shm", {1e-6, 5e9}},
+        {"mpi", {5e-6, 2e9}},
+        {"tcp", {12e-6, 1e9}},
+        {"ofi", {15e-6, 1e9}},
+    };
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+        if (strcmp(tp, known[i].name) == 0)
+            return known[i].link;
+    return (gcoll__link_t){20e-6, 1e9}; /* a plugin: assume a plain network */
+}
+
+typedef struct {
+    double *out;  /* per host: bytes leaving it over the network */
+    double intra; /* the busiest rank's bytes inside its host */
+    double red, copy;
+    int nin, nout; /* the most messages one rank posts inside, across */
+} round_t;
+
+typedef struct {
+    round_t *r;
+    double *outs;
+    size_t n, cap;
+    int nhosts;
+} rounds_t;
+
+static round_t *round_at(rounds_t *rs, size_t k)
+{
+    while (k >= rs->cap) {
+        size_t cap = rs->cap ? rs->cap * 2 : 16;
+        round_t *r = realloc(rs->r, cap * sizeof(*r));
+        if (r)
+            rs->r = r;
+        double *o = r ? realloc(rs->outs, cap * (size_t)rs->nhosts * sizeof(double)) : NULL;
+        if (!o)
+            return NULL;
+        rs->outs = o;
+        memset(rs->r + rs->cap, 0, (cap - rs->cap) * sizeof(*r));
+        memset(o + rs->cap * (size_t)rs->nhosts, 0, (cap - rs->cap) * (size_t)rs->nhosts * sizeof(double));
+        rs->cap = cap;
+    }
+    if (k >= rs->n)
+        rs->n = k + 1;
+    return rs->r + k;
+}
+
+/* Adds rank's schedule to the rounds; 0 when it cannot be priced (a custom step, no memory). */
+static int add_rank(rounds_t *rs, const gcoll__sched_t *s, const gcoll__coll_args_t *a, int rank)
+{
+    const gcoll__nodemap_t *m = a->map;
+    int host = m ? m->host[rank] : rank;
+    for (size_t k = 0; k < s->nrounds; k++) {
+        round_t *r = round_at(rs, k);
+        if (!r)
+            return 0;
+        double *out = rs->outs + k * (size_t)rs->nhosts, in = 0, red = 0, copy = 0;
+        int nin = 0, nout = 0;
+        for (size_t i = 0; i < s->rounds[k].count; i++) {
+            const gcoll__step_t *st = &s->steps[s->rounds[k].first + i];
+            switch (st->kind) {
+            case GCOLL_STEP_SEND:
+                if (!m || m->host[st->peer] != host) {
+                    out[host] += (double)st->n;
+                    nout++;
+                } else {
+                    in += (double)st->n;
+                    nin++;
+                }
+                break;
+            case GCOLL_STEP_REDUCE:
+                red += (double)st->n * (double)a->esize;
+                break;
+            case GCOLL_STEP_COPY:
+                copy += (double)st->n;
+                break;
+            case GCOLL_STEP_CUSTOM:
+                return 0;
+            default:
+                break;
+            }
+        }
+        r->intra = in > r->intra ? in : r->intra;
+        r->red = red > r->red ? red : r->red;
+        r->copy = copy > r->copy ? copy : r->copy;
+        r->nin = nin > r->nin ? nin : r->nin;
+        r->nout = nout > r->nout ? nout : r->nout;
+    }
+    return 1;
+}
+
+static double lat(const gcoll__link_t *l, int msgs)
+{
+    return msgs ? l->lat_s * (1 + EXTRA_MSG * (msgs - 1)) : 0;
+}
+
+double gcoll__cost_predict(int idx, const gcoll__coll_args_t *a, const gcoll__links_t *links)
+{
+    const gcoll__algo_t *algo = gcoll__algo_get(idx);
+    if (!algo || algo->coll != a->coll || (algo->usable && !algo->usable(a)))
+        return -1;
+    int n = a->size;
+    rounds_t rs = {.nhosts = a->map ? a->map->nhosts : n};
+    /* stand-in buffers: builders only do arithmetic on them */
+    static char sendbuf, recvbuf;
+    double t = 0;
+    int ok = 1;
+    for (int rank = 0; rank < n && ok; rank++) {
+        gcoll__coll_args_t r = *a;
+        r.rank = rank;
+        r.recvbuf = &recvbuf;
+        r.sendbuf = a->sendbuf == a->recvbuf ? (const void *)&recvbuf : (const void *)&sendbuf;
+        gcoll__sched_t *s = gcoll__sched_new(a->dtype, a->op, (unsigned)n, NULL);
+        if (!s)
+            return -1;
+        s->dry = 1;
+        if (a->count || a->coll == GCOLL_COLL_BARRIER)
+            algo->build(s, &r);
+        ok = s->status == GCOLL_SUCCESS && add_rank(&rs, s, &r, rank);
+        gcoll__sched_free(s);
+    }
+    for (size_t k = 0; ok && k < rs.n; k++) {
+        const round_t *r = &rs.r[k];
+        double busiest = 0;
+        for (int h = 0; h < rs.nhosts; h++)
+            busiest = rs.outs[k * (size_t)rs.nhosts + h] > busiest ? rs.outs[k * (size_t)rs.nhosts + h] : busiest;
+        double across = r->nout ? lat(&links->inter, r->nout) + busiest / links->inter.bw_Bps : 0;
+        double inside = r->nin ? lat(&links->intra, r->nin) + r->intra / links->intra.bw_Bps : 0;
+        t += (across > inside ? across : inside) + r->red / REDUCE_BPS + r->copy / COPY_BPS;
+    }
+    free(rs.r);
+    free(rs.outs);
+    return ok ? t : -1;
+}
+
+int gcoll__cost_pick(const gcoll__coll_args_t *a, gcoll__links_t *links)
+{
+    size_t bytes = gcoll__coll_bytes(a);
+    int cls = 0;
+    while (cls < 63 && ((size_t)1 << cls) < bytes)
+        cls++;
+    _Atomic signed char *slot = &links->pick[a->map ? 0 : 1][a->coll][cls];
+    int known = atomic_load_explicit(slot, memory_order_relaxed);
+    if (known > 0)
+        return known - 1;
+    /* price the class by its upper bound, so every size in it gets the same pick */
+    gcoll__coll_args_t c = *a;
+    c.count = 1;
+    size_t per = gcoll__coll_bytes(&c); /* bytes per element of count */
+    c.count = ((size_t)1 << cls) / per ? ((size_t)1 << cls) / per : 1;
+    int best = -1;
+    double best_t = 0;
+    for (int i = 0; gcoll__algo_get(i); i++) {
+        double t = gcoll__cost_predict(i, &c, links);
+        if (t >= 0 && (best < 0 || t < best_t)) {
+            best = i;
+            best_t = t;
+        }
+    }
+    if (best >= 0 && best < 127)
+        atomic_store_explicit(slot, (signed char)(best + 1), memory_order_relaxed);
+    return best;
+}

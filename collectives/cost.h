@@ -1,0 +1,31 @@
+/* The cost model behind the built-in choice: an algorithm's time is predicted by building the
+ * schedule of every rank (without running it) and pricing its rounds with the latency and
+ * bandwidth of the links its messages cross, the host links shared by the ranks behind them. */
+#ifndef GCOLL_COST_H
+#define GCOLL_COST_H
+
+#include <stdatomic.h>
+
+#include "../src/coll.h"
+#include "../src/config.h"
+#include "gcoll.h"
+
+/* The links of a communicator: between ranks of one host, and a host's link to the network. */
+typedef struct gcoll__links {
+    gcoll__link_t intra, inter;
+    /* The picks so far, per collective and power-of-two size class (index + 1; 0: not yet). Two
+     * tables: the communicator's own, and the sub-groups that hierarchical algorithms run. */
+    _Atomic signed char pick[2][GCOLL_COLL_COUNT][64];
+} gcoll__links_t;
+
+/* The link parameters of a transport by name ("shm", "tcp", "ofi", "mpi", anything else), with
+ * GCOLL_COST_INTRA / GCOLL_COST_INTER applied. */
+gcoll__link_t gcoll__cost_link(const char *transport, int inter);
+/* Predicted seconds of algorithm idx for a, on a's node map (NULL: every peer across the
+ * network, one rank per host), or a negative value when it cannot serve a. */
+double gcoll__cost_predict(int idx, const gcoll__coll_args_t *a, const gcoll__links_t *links);
+/* The algorithm with the least predicted time among those that can serve a (never the node
+ * channel's own algorithms); remembered per size class in links->pick. */
+int gcoll__cost_pick(const gcoll__coll_args_t *a, gcoll__links_t *links);
+
+#endif
