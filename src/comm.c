@@ -13,6 +13,7 @@
 #include "context.h"
 #include "error.h"
 #include "log.h"
+#include "probe.h"
 #include "plugin/plugin.h"
 #include "route/route.h"
 
@@ -298,9 +299,12 @@ gcoll_status_t gcoll__comm_create(MPI_Comm mpi_comm, gcoll_comm_t *out)
         snprintf(c->tpname, sizeof(c->tpname), "plugin:%s", gcoll__plugin_name());
     else if (!c->tpname[0])
         snprintf(c->tpname, sizeof(c->tpname), "%s", c->tpops->name);
-    const char *inter = gcoll__context.transport->name;
+    /* from settings every rank shares, never from what one rank sees: all must pick alike */
+    const char *inter = gcoll__context.transport->name, *intra[] = {"shm", inter, "mpi"};
     c->links.inter = gcoll__cost_link(inter, 1);
-    c->links.intra = gcoll__cost_link(c->shm || c->node_shm ? "shm" : gcoll__config.transport_intra == 2 ? "mpi" : inter, 0);
+    c->links.intra = gcoll__cost_link(intra[gcoll__config.transport_intra], 0);
+    if (c->map.nhosts > 1 && gcoll__config.cost_probe)
+        (void)gcoll__probe_inter(c, &c->links.inter); /* a failure keeps the built-in figure */
     pthread_mutex_lock(&registry_lock);
     c->next = registry;
     registry = c;

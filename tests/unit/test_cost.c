@@ -105,7 +105,14 @@ START_TEST(cost_variables_parse)
     ck_assert(fabs(l.lat_s - 50e-6) < 1e-12 && fabs(l.bw_Bps - 0.125e9) < 1);
     unsetenv("GCOLL_COST_INTER");
     ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
-    ck_assert(gcoll__cost_link("tcp", 1).bw_Bps > 0); /* auto: the transport's own figure */
+    ck_assert(gcoll__cost_link("tcp", 1).bw_Bps > 0); /* auto: the transport's own figure until measured */
+    ck_assert_int_eq(gcoll__config.cost_probe, 1);
+    setenv("GCOLL_COST_INTER", "builtin", 1);
+    ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+    ck_assert_int_eq(gcoll__config.cost_probe, 0);
+    unsetenv("GCOLL_COST_INTER");
+    setenv("GCOLL_COST_INTRA", "builtin", 1); /* nothing to measure inside a host */
+    ck_assert_int_eq(gcoll__config_load(), GCOLL_ERR_INVALID_ARG);
     const char *bad[] = {"", "50", "50:", ":1", "50:0", "-1:1", "x:1", "50:1x", "1e7:1", NULL};
     for (int i = 0; bad[i]; i++) {
         setenv("GCOLL_COST_INTRA", bad[i], 1);
