@@ -110,7 +110,7 @@ static void print_topology(void)
         printf("packages %d, NUMA nodes %d, cores %d, PUs %d\n", t->packages, t->numa_nodes, t->cores, t->pus);
     else
         printf("logical CPUs %d\n", t->pus);
-    printf("caches: L1d %s, L2 %s, L3 %s (one of each)\n", bytes(t->l1d, l1, sizeof(l1)), bytes(t->l2, l2, sizeof(l2)),
+    printf("caches: L1d %s, L2 %s, L3 %s (one cache of each level)\n", bytes(t->l1d, l1, sizeof(l1)), bytes(t->l2, l2, sizeof(l2)),
            bytes(t->l3, l3, sizeof(l3)));
     printf("NICs: %d\n", t->nnics);
     for (int i = 0; i < t->nnics; i++)

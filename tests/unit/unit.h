@@ -9,5 +9,6 @@ Suite *reduce_suite(void);
 Suite *config_suite(void);
 Suite *errors_suite(void);
 Suite *bench_suite(void);
+Suite *topo_suite(void);
 
 #endif
