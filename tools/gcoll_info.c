@@ -206,13 +206,14 @@ static void print_cma(void)
 static void print_shm(void)
 {
     struct statvfs vfs;
-    char size[24], avail[24];
-    if (statvfs("/dev/shm", &vfs) == 0)
+    if (statvfs("/dev/shm", &vfs) == 0) {
+        char size[24], avail[24];
         printf("shm: /dev/shm %s free of %s, %s\n", capacity((double)vfs.f_bavail * vfs.f_frsize, avail, sizeof(avail)),
                capacity((double)vfs.f_blocks * vfs.f_frsize, size, sizeof(size)),
                access("/dev/shm", W_OK) == 0 ? "writable" : "not writable: the node channel cannot start");
-    else
+    } else {
         printf("shm: /dev/shm is missing: the node channel cannot start\n");
+    }
     print_cma();
 }
 

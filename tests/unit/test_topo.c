@@ -10,6 +10,9 @@
 
 #include "topo.h"
 #include "unit.h"
+#if GCOLL_HAVE_OFI
+#include "ofi/ofi_internal.h"
+#endif
 
 #define XML GCOLL_TEST_DATA "/topo-2pack-4numa-nics.xml"
 
@@ -171,6 +174,41 @@ START_TEST(nic_choice_keeps_order_without_locality)
     ck_assert_str_eq(why, "rdma_dev: NIC on package 1, the package of this rank's cores");
 }
 END_TEST
+
+#if GCOLL_HAVE_OFI
+/* An fi_getinfo entry as a provider would list it, prepended to list. */
+static struct fi_info *offer(struct fi_info *list, const char *prov, const char *fabric, const char *domain)
+{
+    struct fi_info *i = fi_allocinfo();
+    ck_assert_ptr_nonnull(i);
+    i->fabric_attr->prov_name = strdup(prov);
+    i->fabric_attr->name = strdup(fabric);
+    i->domain_attr->name = strdup(domain);
+    i->next = list;
+    return i;
+}
+
+START_TEST(ofi_domain_choice_stays_on_one_fabric)
+{
+    const gcoll__topo_t *t = load_xml();
+    /* fi_getinfo's order: eth0 (virtio), then eth2 (NUMA node 3) on one fabric; eth1 (NUMA node
+     * 0) on another; eth2 again under another provider */
+    struct fi_info *list = offer(NULL, "verbs;ofi_rxm", "10.0.0.0/24", "eth2");
+    list = offer(list, "tcp;ofi_rxm", "10.1.0.0/24", "eth1");
+    list = offer(list, "tcp;ofi_rxm", "10.0.0.0/24", "eth2");
+    list = offer(list, "tcp;ofi_rxm", "10.0.0.0/24", "eth0");
+    cpu_set_t node3 = cpus(12, 15), node0 = cpus(0, 3), all = cpus(0, 15);
+    ck_assert_str_eq(gcoll__ofi_closest_domain(list, t, &node3)->domain_attr->name, "eth2");
+    /* eth1 would be local, but it is on another fabric than the first entry's */
+    ck_assert_ptr_eq(gcoll__ofi_closest_domain(list, t, &node0), list);
+    ck_assert_ptr_eq(gcoll__ofi_closest_domain(list, t, &all), list);
+    /* from the verbs entry on, only verbs entries count */
+    struct fi_info *verbs = list->next->next->next;
+    ck_assert_ptr_eq(gcoll__ofi_closest_domain(verbs, t, &node0), verbs);
+    fi_freeinfo(list);
+}
+END_TEST
+#endif
 
 START_TEST(bad_inputs_never_crash)
 {
@@ -362,6 +400,9 @@ Suite *topo_suite(void)
     tcase_add_test(tc, xml_counts_caches_and_nics);
     tcase_add_test(tc, nic_choice_prefers_local);
     tcase_add_test(tc, nic_choice_keeps_order_without_locality);
+#if GCOLL_HAVE_OFI
+    tcase_add_test(tc, ofi_domain_choice_stays_on_one_fabric);
+#endif
     tcase_add_test(tc, bad_inputs_never_crash);
     tcase_add_test(tc, this_machine_matches_sys);
 #else

@@ -17,7 +17,6 @@
 
 #include "../../src/config.h"
 #include "../../src/log.h"
-#include "../../src/topo.h"
 #include "ofi_internal.h"
 
 /* Registrations kept per endpoint; a collective touches a handful of buffers at a time. */
@@ -160,13 +159,12 @@ static void nic_pci(const struct fi_info *i, char *buf, size_t len)
     }
 }
 
-/* Of the entries from first on with first's provider and fabric, the one whose NIC is local to
- * this rank's cores (src/topo.c), else first: ranks may open different domains of one fabric. */
-static const struct fi_info *closest_domain(const struct fi_info *first)
+const struct fi_info *gcoll__ofi_closest_domain(const struct fi_info *first, const gcoll__topo_t *t,
+                                               const cpu_set_t *cpus)
 {
     const struct fi_info *entry[MAX_PROVIDERS];
     char pci[MAX_PROVIDERS][16];
-    gcoll__nic_cand_t cand[MAX_PROVIDERS];
+    gcoll__nic_cand_t cand[MAX_PROVIDERS] = {{NULL, NULL}}; /* n >= 1: first is its own match */
     int n = 0;
     for (const struct fi_info *i = first; i && n < MAX_PROVIDERS; i = i->next)
         if (strcmp(i->fabric_attr->prov_name, first->fabric_attr->prov_name) == 0 &&
@@ -176,13 +174,16 @@ static const struct fi_info *closest_domain(const struct fi_info *first)
             cand[n] = (gcoll__nic_cand_t){or_empty(i->domain_attr->name), pci[n]};
             n++;
         }
-    const gcoll__topo_t *t = gcoll__topo();
     char why[160];
-    int k = gcoll__topo_pick_nic(t, &t->binding, cand, n, why, sizeof(why));
-    if (k > 0 || (k == 0 && n > 1))
+    int k = gcoll__topo_pick_nic(t, cpus, cand, n, why, sizeof(why)), several = 0;
+    for (int j = 1; j < n; j++)
+        several |= strcmp(cand[j].name, cand[0].name) != 0;
+    if (k < 0)
+        k = 0;
+    if (several)
         GCOLL_LOG(GCOLL_LOG_INFO, "ofi: provider %s, fabric %s: domain %s (%s)", first->fabric_attr->prov_name,
                   or_empty(first->fabric_attr->name), cand[k].name, why);
-    return entry[k < 0 ? 0 : k];
+    return entry[k];
 }
 
 /* The fi_getinfo entry of provider prov (its first fabric, that fabric's domain closest to this
@@ -201,7 +202,7 @@ static gcoll_status_t find_info(const char *prov, uint32_t addr_format, int dire
             return gcoll__ofi_fail("fi_getinfo", rc, prov);
         for (struct fi_info *i = list; i; i = i->next)
             if (strcmp(i->fabric_attr->prov_name, prov) == 0) {
-                *out = fi_dupinfo(closest_domain(i));
+                *out = fi_dupinfo(gcoll__ofi_closest_domain(i, gcoll__topo(), &gcoll__topo()->binding));
                 fi_freeinfo(list);
                 return *out ? GCOLL_SUCCESS
                             : gcoll__error(GCOLL_ERR_NOMEM, "ofi transport: no memory for provider info");
@@ -483,6 +484,7 @@ void gcoll__ofi_close(gcoll__tp_t *tp)
 
 static void describe(const struct fi_info *i, gcoll__ofi_offer_t *o)
 {
+    memset(o, 0, sizeof(*o));
     snprintf(o->prov, sizeof(o->prov), "%s", i->fabric_attr->prov_name);
     snprintf(o->fabric, sizeof(o->fabric), "%s", or_empty(i->fabric_attr->name));
     snprintf(o->domain, sizeof(o->domain), "%s", or_empty(i->domain_attr->name));
