@@ -71,7 +71,7 @@ typedef struct {
 /* The pure decision: among n candidates in the caller's order of preference, the index of the
  * first whose NIC is on cpus' NUMA node, else the first on their package; the reason (for the
  * logs: "eth1: NIC on NUMA node 0, local to this rank's cores") in reason. -1, with the reason,
- * when none is local (virtual NICs, no NIC found, cpus spanning several NUMA nodes): the caller
+ * when none is local (virtual NICs, no NIC found, cpus spanning packages): the caller
  * keeps its own order then. */
 int gcoll__topo_pick_nic(const gcoll__topo_t *t, const cpu_set_t *cpus, const gcoll__nic_cand_t *cand, int n,
                          char *reason, size_t len);
