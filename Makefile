@@ -50,6 +50,10 @@ ifeq ($(OFI),1)
 LIB_CFLAGS += $(shell pkg-config --cflags libfabric)
 LDLIBS += $(shell pkg-config --libs libfabric)
 endif
+ifeq ($(HWLOC),1)
+LIB_CFLAGS += $(shell pkg-config --cflags hwloc)
+LDLIBS += $(shell pkg-config --libs hwloc)
+endif
 
 LIB_SRCS := $(wildcard src/*.c) $(wildcard collectives/*.c) $(wildcard transports/*.c transports/*/*.c)
 LIB_OBJS := $(patsubst %.c,$(OBJDIR)/%.o,$(LIB_SRCS))
@@ -58,7 +62,7 @@ STLIB := $(LIBDIR)/libgcoll.a
 
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 MPI_TESTS := $(patsubst tests/mpi/%.c,$(BINDIR)/%,$(filter-out tests/mpi/harness.c,$(wildcard tests/mpi/*.c)))
-TOOLS := $(BINDIR)/gcoll_info
+TOOLS := $(BINDIR)/gcoll-info
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH := $(BINDIR)/gcoll_bench
 EXAMPLES := $(patsubst examples/%.c,$(BINDIR)/%,$(wildcard examples/*.c))
@@ -99,9 +103,11 @@ $(BENCH): $(BENCH_SRCS) $(wildcard bench/*.h) $(LIBDIR)/libgcoll.so include/gcol
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(BENCH_SRCS) -o $@ $(PROG_LDFLAGS)
 
-$(BINDIR)/gcoll_info: tools/gcoll_info.c $(LIBDIR)/libgcoll.so include/gcoll.h
+# gcoll-info reports what the internals see (topology, transport choices), so it links the static
+# library like the transport tests below.
+$(BINDIR)/gcoll-info: tools/gcoll_info.c $(STLIB) $(wildcard src/*.h transports/*.h transports/*/*.h)
 	@mkdir -p $(dir $@)
-	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $< -o $@ $(PROG_LDFLAGS)
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(FEATURES) $< -o $@ $(STLIB) $(SANFLAGS) $(LDLIBS)
 
 TEST_COMMON := tests/mpi/harness.c bench/reference.c
 $(BINDIR)/%: tests/mpi/%.c $(TEST_COMMON) tests/mpi/harness.h bench/reference.h $(LIBDIR)/libgcoll.so
@@ -120,7 +126,8 @@ $(BINDIR)/tp_%: tests/transport/%.c $(STLIB) $(wildcard tests/transport/*.h tran
 UNIT_BENCH := bench/metrics.c bench/options.c
 $(BINDIR)/unit_tests: $(UNIT_SRCS) $(UNIT_BENCH) $(STLIB) $(wildcard tests/unit/*.h bench/*.h src/*.h transports/*.h transports/*/*.h collectives/*.h)
 	@mkdir -p $(dir $@)
-	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) -Ibench -Wno-missing-prototypes $(UNIT_SRCS) $(UNIT_BENCH) -o $@ $(STLIB) \
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(FEATURES) -DGCOLL_TEST_DATA='"$(abspath tests/data)"' -Ibench \
+	    -Wno-missing-prototypes $(UNIT_SRCS) $(UNIT_BENCH) -o $@ $(STLIB) \
 	    $(shell pkg-config --cflags --libs check) $(SANFLAGS) $(LDLIBS)
 
 # The example transport plugin: built like an outside project, from the public headers only.
@@ -160,7 +167,8 @@ $(BINDIR)/readme_example: README.md $(LIBDIR)/libgcoll.so
 
 gcoll.pc: gcoll.pc.in Makefile
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
-	    -e 's|@MPI_LIBS@|$(shell $(MPICC) --showme:link 2>/dev/null || $(MPICC) -link-info 2>/dev/null)|' $< > $@
+	    -e 's|@MPI_LIBS@|$(shell $(MPICC) --showme:link 2>/dev/null || $(MPICC) -link-info 2>/dev/null)|' \
+	    -e 's|@LIBS@|$(strip $(LDLIBS))|' $< > $@
 
 install: lib gcoll.pc
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig

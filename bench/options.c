@@ -27,7 +27,7 @@ void bench_usage(FILE *f, const char *prog)
             "  --baseline B    mpi or none (default mpi): MPI's own collective in the same run\n"
             "  --csv FILE      also write the rows as CSV\n"
             "  --json FILE     also write the rows as JSON\n"
-            "  --algo NAME     force a gcoll algorithm (see gcoll_info / the README)\n"
+            "  --algo NAME     force a gcoll algorithm (see gcoll-info / the README)\n"
             "  -h              this help\n",
             prog, prog);
 }

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "reduce.h"
 #include "request.h"
+#include "topo.h"
 #include "choose.h"
 
 gcoll__context_t gcoll__context = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -54,6 +55,7 @@ static gcoll_status_t start(int *argc, char ***argv)
     GCOLL_CHECK(start_mpi(argc, argv));
     GCOLL_CHECK(gcoll__config_load());
     gcoll__config_dump();
+    gcoll__topo_log(); /* discovers this node once; the network transports read it */
     GCOLL_CHECK(gcoll__kernels_select(gcoll__config.reduce_isa));
     GCOLL_CHECK(gcoll__transport_choose());
     GCOLL_CHECK(gcoll__comm_create(MPI_COMM_WORLD, &gcoll__context.world));
@@ -99,6 +101,7 @@ GCOLL_API gcoll_status_t gcoll_finalize(void)
         gcoll__comm_free_all();
         gcoll__context.world = NULL;
         gcoll__transport_release();
+        gcoll__topo_release();
         if (gcoll__context.mpi_owned)
             MPI_Finalize();
         gcoll__context.mpi_owned = 0;

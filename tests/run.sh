@@ -146,6 +146,7 @@ run_mpi timeout 3 GCOLL_TIMEOUT=1 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
 echo "--- checks"
 run_script "bad GCOLL_TIMEOUT fails gcoll_init, naming it" sh tests/bad_env.sh
 run_script "README variables match the registry" sh tests/readme_vars.sh
+run_script "gcoll-info: topology, transports and variables" sh tests/gcoll_info.sh
 run_script "transport plugin: loaded by its entry point; bad ones refused" sh tests/plugin.sh
 run_script "shm segments: none left after exit or kill -9" sh tests/shm_leak.sh
 run_script "gcoll_bench: collectives, options, outputs, membw" sh tests/bench.sh

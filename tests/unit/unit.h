@@ -10,5 +10,6 @@ Suite *config_suite(void);
 Suite *errors_suite(void);
 Suite *bench_suite(void);
 Suite *cost_suite(void);
+Suite *topo_suite(void);
 
 #endif

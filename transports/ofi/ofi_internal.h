@@ -11,6 +11,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "../transport.h"
+#include "../../src/topo.h"
 #include "ofi_mr.h"
 
 /* Fixed so that behaviour does not change with the headers the library is built against. */
@@ -57,6 +58,13 @@ size_t gcoll__ofi_addr_len(gcoll__tp_t *tp);
 gcoll_status_t gcoll__ofi_addr(gcoll__tp_t *tp, void *buf);
 gcoll_status_t gcoll__ofi_connect(gcoll__tp_t *tp, const void *all_addrs);
 void gcoll__ofi_close(gcoll__tp_t *tp);
+
+/* Of the fi_getinfo entries from first on with first's provider and fabric, the one whose NIC
+ * (by PCI bus id, else by domain name) is local to cpus in t (gcoll__topo_pick_nic), else first:
+ * ranks may so open different domains of one fabric. Says which at info level when there was a
+ * choice. */
+const struct fi_info *gcoll__ofi_closest_domain(const struct fi_info *first, const gcoll__topo_t *t,
+                                               const cpu_set_t *cpus);
 
 /* Frees the cancelled requests the provider never completed; close() calls it once the
  * endpoint is closed. */

@@ -1,7 +1,8 @@
 /* Setting up and tearing down the OFI endpoint: rank 0 ranks the providers fi_getinfo offers
  * (a NIC first, then tcp;ofi_rxm, slow fallbacks last, shared memory never), opens the first
- * that works and tells the others, who open the same one; then the address exchange, and
- * close() in dependency order. */
+ * that works and tells the others, who open the same one (each on the domain of that fabric
+ * whose NIC is local to its cores, where several are); then the address exchange, and close()
+ * in dependency order. */
 #include "../../src/error.h"
 #include "../choose.h"
 
@@ -142,7 +143,51 @@ static void teardown(gcoll__tp_t *tp)
     free(tp);
 }
 
-/* The first fi_getinfo entry of provider prov; directed < 0 tries with FI_DIRECTED_RECV first. */
+static const char *or_empty(const char *s)
+{
+    return s ? s : "";
+}
+
+/* The PCI bus id of an entry's NIC, "" where libfabric does not say. */
+static void nic_pci(const struct fi_info *i, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    if (i->nic && i->nic->bus_attr && i->nic->bus_attr->bus_type == FI_BUS_PCI) {
+        const struct fi_pci_attr *p = &i->nic->bus_attr->attr.pci;
+        snprintf(buf, len, "%04x:%02x:%02x.%x", (unsigned)p->domain_id, (unsigned)p->bus_id,
+                 (unsigned)p->device_id, (unsigned)p->function_id);
+    }
+}
+
+const struct fi_info *gcoll__ofi_closest_domain(const struct fi_info *first, const gcoll__topo_t *t,
+                                               const cpu_set_t *cpus)
+{
+    const struct fi_info *entry[MAX_PROVIDERS];
+    char pci[MAX_PROVIDERS][16];
+    gcoll__nic_cand_t cand[MAX_PROVIDERS] = {{NULL, NULL}}; /* n >= 1: first is its own match */
+    int n = 0;
+    for (const struct fi_info *i = first; i && n < MAX_PROVIDERS; i = i->next)
+        if (strcmp(i->fabric_attr->prov_name, first->fabric_attr->prov_name) == 0 &&
+            strcmp(or_empty(i->fabric_attr->name), or_empty(first->fabric_attr->name)) == 0) {
+            entry[n] = i;
+            nic_pci(i, pci[n], sizeof(pci[n]));
+            cand[n] = (gcoll__nic_cand_t){or_empty(i->domain_attr->name), pci[n]};
+            n++;
+        }
+    char why[160];
+    int k = gcoll__topo_pick_nic(t, cpus, cand, n, why, sizeof(why)), several = 0;
+    for (int j = 1; j < n; j++)
+        several |= strcmp(cand[j].name, cand[0].name) != 0;
+    if (k < 0)
+        k = 0;
+    if (several)
+        GCOLL_LOG(GCOLL_LOG_INFO, "ofi: provider %s, fabric %s: domain %s (%s)", first->fabric_attr->prov_name,
+                  or_empty(first->fabric_attr->name), cand[k].name, why);
+    return entry[k];
+}
+
+/* The fi_getinfo entry of provider prov (its first fabric, that fabric's domain closest to this
+ * rank's cores); directed < 0 tries with FI_DIRECTED_RECV first. */
 static gcoll_status_t find_info(const char *prov, uint32_t addr_format, int directed, struct fi_info **out)
 {
     for (int d = directed < 0 ? 1 : directed; d >= (directed < 0 ? 0 : directed); d--) {
@@ -157,7 +202,7 @@ static gcoll_status_t find_info(const char *prov, uint32_t addr_format, int dire
             return gcoll__ofi_fail("fi_getinfo", rc, prov);
         for (struct fi_info *i = list; i; i = i->next)
             if (strcmp(i->fabric_attr->prov_name, prov) == 0) {
-                *out = fi_dupinfo(i);
+                *out = fi_dupinfo(gcoll__ofi_closest_domain(i, gcoll__topo(), &gcoll__topo()->binding));
                 fi_freeinfo(list);
                 return *out ? GCOLL_SUCCESS
                             : gcoll__error(GCOLL_ERR_NOMEM, "ofi transport: no memory for provider info");
@@ -437,9 +482,77 @@ void gcoll__ofi_close(gcoll__tp_t *tp)
     teardown(tp);
 }
 
+static void describe(const struct fi_info *i, gcoll__ofi_offer_t *o)
+{
+    memset(o, 0, sizeof(*o));
+    snprintf(o->prov, sizeof(o->prov), "%s", i->fabric_attr->prov_name);
+    snprintf(o->fabric, sizeof(o->fabric), "%s", or_empty(i->fabric_attr->name));
+    snprintf(o->domain, sizeof(o->domain), "%s", or_empty(i->domain_attr->name));
+    nic_pci(i, o->pci, sizeof(o->pci));
+}
+
+gcoll_status_t gcoll__ofi_offers(gcoll__ofi_offer_t *out, int cap, int *n)
+{
+    struct fi_info *hints = make_hints(NULL, 0, 0), *list = NULL;
+    if (!hints)
+        return gcoll__error(GCOLL_ERR_NOMEM, "ofi transport: no memory for fi_getinfo hints");
+    int rc = fi_getinfo(GCOLL_OFI_API, NULL, NULL, 0, hints, &list);
+    fi_freeinfo(hints);
+    *n = 0;
+    if (rc == -FI_ENODATA)
+        return GCOLL_SUCCESS;
+    if (rc)
+        return gcoll__ofi_fail("fi_getinfo", rc, "(any)");
+    for (struct fi_info *i = list; i && *n < cap; i = i->next) {
+        gcoll__ofi_offer_t o;
+        describe(i, &o);
+        int seen = 0;
+        for (int k = 0; k < *n && !seen; k++)
+            seen = strcmp(out[k].prov, o.prov) == 0 && strcmp(out[k].fabric, o.fabric) == 0 &&
+                   strcmp(out[k].domain, o.domain) == 0;
+        if (!seen)
+            out[(*n)++] = o;
+    }
+    fi_freeinfo(list);
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll__ofi_probe(gcoll__ofi_offer_t *pick, char *why, size_t len)
+{
+    gcoll__tp_t *tp = calloc(1, sizeof(*tp));
+    if (!tp)
+        return gcoll__error(GCOLL_ERR_NOMEM, "ofi transport: no memory for an endpoint");
+    tp->size = 1;
+    choice_t c;
+    memset(&c, 0, sizeof(c));
+    gcoll_status_t st = choose(tp, &c);
+    if (st == GCOLL_SUCCESS) {
+        describe(tp->info, pick);
+        snprintf(why, len, "%s", c.msg);
+    }
+    teardown(tp);
+    return st;
+}
+
 #else
 const char *gcoll__ofi_nic_provider(void)
 {
     return NULL; /* built without libfabric */
+}
+
+gcoll_status_t gcoll__ofi_offers(gcoll__ofi_offer_t *out, int cap, int *n)
+{
+    (void)out;
+    (void)cap;
+    *n = 0;
+    return gcoll__error(GCOLL_ERR_UNSUPPORTED, "ofi transport: built without libfabric (OFI=0)");
+}
+
+gcoll_status_t gcoll__ofi_probe(gcoll__ofi_offer_t *pick, char *why, size_t len)
+{
+    (void)pick;
+    (void)why;
+    (void)len;
+    return gcoll__error(GCOLL_ERR_UNSUPPORTED, "ofi transport: built without libfabric (OFI=0)");
 }
 #endif

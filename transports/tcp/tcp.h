@@ -4,6 +4,7 @@
 #ifndef GCOLL_TCP_H
 #define GCOLL_TCP_H
 
+#include <net/if.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -140,6 +141,16 @@ struct gcoll__tp {
 
 /* tcp_if.c: picks the interface (collective over boot->comm) and fills tp->me's address. */
 gcoll_status_t gcoll__tcp_choose_if(const gcoll__bootstrap_t *boot, struct in_addr *addr);
+typedef struct {
+    char name[IFNAMSIZ];
+    struct in_addr addr;
+    int loopback;
+} gcoll__tcp_iface_t;
+/* The IPv4 interfaces that are up, one address per name, in the kernel's order (at most cap). */
+int gcoll__tcp_list_ifaces(gcoll__tcp_iface_t *out, int cap);
+/* For gcoll-info: the interface this rank would take in a job of one rank (the same decision,
+ * GCOLL_TCP_IFNAME honoured), and why; an error naming the variable when it matches nothing. */
+gcoll_status_t gcoll__tcp_probe(gcoll__tcp_iface_t *pick, char *why, size_t len);
 /* tcp_conn.c */
 gcoll_status_t gcoll__tcp_listen(gcoll__tp_t *tp);
 gcoll_status_t gcoll__tcp_connect_all(gcoll__tp_t *tp, const void *all_addrs);

@@ -1,7 +1,8 @@
 /* The TCP transport's choice of interface (GCOLL_TCP_IFNAME), made together by every rank of the
  * bootstrap communicator so that all of them agree, or all of them fail with the same reason.
- * auto: the first non-loopback IPv4 interface (in rank 0's order) whose name every rank has;
- * loopback only when every rank shares this host and network namespace. */
+ * auto: among the non-loopback IPv4 interfaces whose name every rank has (in rank 0's order), the
+ * first whose NIC is local to this rank's cores (src/topo.c), else the first; loopback only when
+ * every rank shares this host and network namespace. */
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -13,15 +14,10 @@
 #include "../../src/config.h"
 #include "../../src/error.h"
 #include "../../src/log.h"
+#include "../../src/topo.h"
 #include "tcp.h"
 
 #define MAX_IFS 16
-
-typedef struct {
-    char name[IFNAMSIZ];
-    struct in_addr addr;
-    int loopback;
-} iface_t;
 
 /* What each rank tells the others: where it runs and which interfaces qualify there. */
 typedef struct {
@@ -30,8 +26,7 @@ typedef struct {
     char names[MAX_IFS][IFNAMSIZ];
 } rank_ifs_t;
 
-/* The IPv4 interfaces that are up, one address per name, in the kernel's order. */
-static int list_ifaces(iface_t *out, int cap)
+int gcoll__tcp_list_ifaces(gcoll__tcp_iface_t *out, int cap)
 {
     struct ifaddrs *all;
     if (getifaddrs(&all) != 0)
@@ -92,7 +87,7 @@ static int has_name(const rank_ifs_t *r, const char *name)
     return 0;
 }
 
-static const iface_t *find(const iface_t *ifs, int n, const char *name)
+static const gcoll__tcp_iface_t *find(const gcoll__tcp_iface_t *ifs, int n, const char *name)
 {
     for (int i = 0; i < n; i++)
         if (strcmp(ifs[i].name, name) == 0)
@@ -100,7 +95,7 @@ static const iface_t *find(const iface_t *ifs, int n, const char *name)
     return NULL;
 }
 
-static gcoll_status_t no_match(const char *spec, const iface_t *ifs, int n)
+static gcoll_status_t no_match(const char *spec, const gcoll__tcp_iface_t *ifs, int n)
 {
     char names[256] = "";
     for (int i = 0; i < n; i++)
@@ -110,9 +105,24 @@ static gcoll_status_t no_match(const char *spec, const iface_t *ifs, int n)
                         spec, n ? names : "none");
 }
 
-/* Decides from what every rank reported; all ranks reach the same verdict. */
-static gcoll_status_t decide(const gcoll__bootstrap_t *boot, const rank_ifs_t *all, const iface_t *ifs,
-                             int n, const iface_t **pick, const char **reason)
+/* auto's preference among n interface names every host has, in order: the index of the first
+ * whose NIC is local to this rank's cores, else 0; why says which, or why none is. */
+static int prefer_local(const char *const *names, int n, char *why, size_t len)
+{
+    gcoll__nic_cand_t cand[MAX_IFS * 2];
+    if (n > MAX_IFS * 2)
+        n = MAX_IFS * 2;
+    for (int i = 0; i < n; i++)
+        cand[i] = (gcoll__nic_cand_t){names[i], NULL};
+    const gcoll__topo_t *t = gcoll__topo();
+    int k = gcoll__topo_pick_nic(t, &t->binding, cand, n, why, len);
+    return k < 0 ? 0 : k;
+}
+
+/* Decides from what every rank reported; all ranks reach the same verdict, but for auto's
+ * preference of a NIC local to this rank's cores among the interfaces every host has. */
+static gcoll_status_t decide(const gcoll__bootstrap_t *boot, const rank_ifs_t *all, const gcoll__tcp_iface_t *ifs,
+                             int n, const gcoll__tcp_iface_t **pick, char *reason, size_t rlen)
 {
     const char *spec = gcoll__config.tcp_ifname;
     if (!all[boot->rank].ok)
@@ -125,19 +135,24 @@ static gcoll_status_t decide(const gcoll__bootstrap_t *boot, const rank_ifs_t *a
         for (int i = 0; i < n && !*pick; i++)
             if (spec_matches(spec, ifs[i].name))
                 *pick = &ifs[i];
-        *reason = "as GCOLL_TCP_IFNAME asks";
+        snprintf(reason, rlen, "as GCOLL_TCP_IFNAME asks");
         return GCOLL_SUCCESS;
     }
-    for (int i = 0; i < all[0].n && !*pick; i++) {
+    const char *common[MAX_IFS];
+    int ncommon = 0;
+    for (int i = 0; i < all[0].n && i < MAX_IFS; i++) {
         int everywhere = 1;
         for (int r = 1; r < boot->size && everywhere; r++)
             everywhere = has_name(&all[r], all[0].names[i]);
-        if (everywhere)
-            *pick = find(ifs, n, all[0].names[i]);
+        if (everywhere && find(ifs, n, all[0].names[i]))
+            common[ncommon++] = all[0].names[i];
     }
-    *reason = "non-loopback, on every host";
-    if (*pick)
+    if (ncommon) {
+        char why[160];
+        *pick = find(ifs, n, common[prefer_local(common, ncommon, why, sizeof(why))]);
+        snprintf(reason, rlen, "non-loopback, on every host; %s", why);
         return GCOLL_SUCCESS;
+    }
     int one_host = 1, lacking = -1;
     for (int r = 0; r < boot->size; r++) {
         one_host &= strcmp(all[r].host, all[0].host) == 0;
@@ -148,7 +163,7 @@ static gcoll_status_t decide(const gcoll__bootstrap_t *boot, const rank_ifs_t *a
         for (int i = 0; i < n && !*pick; i++)
             if (ifs[i].loopback)
                 *pick = &ifs[i];
-        *reason = "loopback: every rank is on this host, which has no usable non-loopback interface";
+        snprintf(reason, rlen, "loopback: every rank is on this host, which has no usable non-loopback interface");
         return *pick ? GCOLL_SUCCESS
                      : gcoll__error(GCOLL_ERR_SYSTEM, "tcp: no IPv4 interface is up on this host");
     }
@@ -156,23 +171,42 @@ static gcoll_status_t decide(const gcoll__bootstrap_t *boot, const rank_ifs_t *a
         return gcoll__error(GCOLL_ERR_SYSTEM, "tcp: rank %d has no non-loopback IPv4 interface and the ranks "
                             "span several hosts; HINT: set GCOLL_TCP_IFNAME", lacking);
     *pick = find(ifs, n, all[boot->rank].names[0]);
-    *reason = "non-loopback; no interface name is common to every host";
+    snprintf(reason, rlen, "non-loopback; no interface name is common to every host");
+    return GCOLL_SUCCESS;
+}
+
+/* What this rank tells the others: its host and the interfaces GCOLL_TCP_IFNAME lets it use. */
+static void qualify(const gcoll__tcp_iface_t *ifs, int n, rank_ifs_t *mine)
+{
+    const char *spec = gcoll__config.tcp_ifname;
+    int is_auto = strcmp(spec, "auto") == 0;
+    memset(mine, 0, sizeof(*mine));
+    host_key(mine->host, sizeof(mine->host));
+    for (int i = 0; i < n && mine->n < MAX_IFS; i++)
+        if (is_auto ? !ifs[i].loopback : spec_matches(spec, ifs[i].name))
+            snprintf(mine->names[mine->n++], IFNAMSIZ, "%.*s", IFNAMSIZ - 1, ifs[i].name);
+    mine->ok = is_auto || mine->n > 0;
+}
+
+gcoll_status_t gcoll__tcp_probe(gcoll__tcp_iface_t *pick, char *why, size_t len)
+{
+    gcoll__tcp_iface_t ifs[MAX_IFS * 2];
+    int n = gcoll__tcp_list_ifaces(ifs, MAX_IFS * 2);
+    rank_ifs_t mine;
+    qualify(ifs, n, &mine);
+    const gcoll__bootstrap_t alone = {MPI_COMM_NULL, 0, 1};
+    const gcoll__tcp_iface_t *p = NULL;
+    GCOLL_CHECK(decide(&alone, &mine, ifs, n, &p, why, len));
+    *pick = *p;
     return GCOLL_SUCCESS;
 }
 
 gcoll_status_t gcoll__tcp_choose_if(const gcoll__bootstrap_t *boot, struct in_addr *addr)
 {
-    iface_t ifs[MAX_IFS * 2];
-    int n = list_ifaces(ifs, MAX_IFS * 2);
-    const char *spec = gcoll__config.tcp_ifname;
-    int is_auto = strcmp(spec, "auto") == 0;
+    gcoll__tcp_iface_t ifs[MAX_IFS * 2];
+    int n = gcoll__tcp_list_ifaces(ifs, MAX_IFS * 2);
     rank_ifs_t mine;
-    memset(&mine, 0, sizeof(mine));
-    host_key(mine.host, sizeof(mine.host));
-    for (int i = 0; i < n && mine.n < MAX_IFS; i++)
-        if (is_auto ? !ifs[i].loopback : spec_matches(spec, ifs[i].name))
-            snprintf(mine.names[mine.n++], IFNAMSIZ, "%.*s", IFNAMSIZ - 1, ifs[i].name);
-    mine.ok = is_auto || mine.n > 0;
+    qualify(ifs, n, &mine);
     rank_ifs_t *all = calloc((size_t)boot->size, sizeof(*all));
     if (!all)
         return gcoll__error(GCOLL_ERR_NOMEM, "tcp: no memory for the interface lists");
@@ -180,10 +214,10 @@ gcoll_status_t gcoll__tcp_choose_if(const gcoll__bootstrap_t *boot, struct in_ad
     if (MPI_Allgather(&mine, (int)sizeof(mine), MPI_BYTE, all, (int)sizeof(mine), MPI_BYTE, boot->comm) !=
         MPI_SUCCESS)
         st = gcoll__error(GCOLL_ERR_TRANSPORT, "tcp: bootstrap: gathering the interface lists failed");
-    const iface_t *pick = NULL;
-    const char *reason = "";
+    const gcoll__tcp_iface_t *pick = NULL;
+    char reason[256] = "";
     if (st == GCOLL_SUCCESS)
-        st = decide(boot, all, ifs, n, &pick, &reason);
+        st = decide(boot, all, ifs, n, &pick, reason, sizeof(reason));
     free(all);
     if (st != GCOLL_SUCCESS)
         return st;

@@ -1,0 +1,36 @@
+#!/bin/sh
+# gcoll-info runs without an MPI job and prints its three sections (topology, transports,
+# variables) with what each must say; a malformed variable is named and fails it (exit 1), a bad
+# argument gets the usage (exit 2).
+set -u
+BINDIR=${BINDIR:-build/default/bin}
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+fail() { echo "gcoll-info: $*"; sed 's/^/  | /' "$out" | head -60; exit 1; }
+
+env -u GCOLL_LOG_LEVEL "$BINDIR/gcoll-info" > "$out" 2>&1 || fail "exit $? with the default configuration"
+for want in '^gcoll [0-9]' '^== topology' '^== transports' '^== variables' '^NICs: [0-9]' \
+    '^this process is bound to PUs ' '^between hosts: ' '^tcp: IPv4 interfaces up:' \
+    'GCOLL_TCP_IFNAME=auto takes ' '^ofi: ' '^shm: ' 'cross-memory attach: ' '^mpi: .*[0-9]'; do
+    grep -q -- "$want" "$out" || fail "no line matching '$want'"
+done
+pus=$(getconf _NPROCESSORS_ONLN)
+grep -Eq "(PUs|logical CPUs) $pus\$" "$out" || fail "the PU count is not $pus"
+nvars=$("$BINDIR/gcoll-info" --markdown | wc -l)
+nlisted=$(grep -c '^GCOLL_[A-Z_]*=.* (default)$' "$out")
+[ "$nvars" = "$nlisted" ] || fail "$nlisted variables listed with their default, $nvars registered"
+
+GCOLL_TCP_NSOCKS=3 GCOLL_NO_SUCH_THING=1 "$BINDIR/gcoll-info" > "$out" 2>&1 || fail "exit $? with a valid setting"
+grep -q '^GCOLL_TCP_NSOCKS=3 (environment)$' "$out" || fail "GCOLL_TCP_NSOCKS=3 not shown as from the environment"
+grep -q '^GCOLL_NO_SUCH_THING=1 (environment; unknown, ignored)$' "$out" || fail "the unknown variable is not listed"
+
+GCOLL_TCP_IFNAME='eth0,,x' "$BINDIR/gcoll-info" > "$out" 2>&1
+rc=$?
+[ $rc = 1 ] || fail "exit $rc with a malformed GCOLL_TCP_IFNAME, want 1"
+grep -q "^invalid: GCOLL_TCP_IFNAME='eth0,,x' is not valid" "$out" || fail "the malformed variable is not named"
+grep -q '^== variables' "$out" || fail "no variables section after a malformed variable"
+
+"$BINDIR/gcoll-info" --no-such-option > "$out" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q '^usage: ' "$out" || fail "exit $rc and no usage for a bad argument"
+echo "gcoll-info: sections present, $nvars variables with their sources, bad input refused"
