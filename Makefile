@@ -105,9 +105,9 @@ $(BENCH): $(BENCH_SRCS) $(wildcard bench/*.h) $(LIBDIR)/libgcoll.so include/gcol
 
 # gcoll-info reports what the internals see (topology, transport choices), so it links the static
 # library like the transport tests below.
-$(BINDIR)/gcoll-info: tools/gcoll_info.c $(STLIB) $(wildcard src/*.h transports/*.h transports/*/*.h)
+$(BINDIR)/gcoll-info: tools/gcoll_info.c tools/select_table.c $(STLIB) $(wildcard src/*.h transports/*.h transports/*/*.h collectives/*.h tools/*.h)
 	@mkdir -p $(dir $@)
-	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(FEATURES) $< -o $@ $(STLIB) $(SANFLAGS) $(LDLIBS)
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(FEATURES) -Icollectives tools/gcoll_info.c tools/select_table.c -o $@ $(STLIB) $(SANFLAGS) $(LDLIBS)
 
 TEST_COMMON := tests/mpi/harness.c bench/reference.c
 $(BINDIR)/%: tests/mpi/%.c $(TEST_COMMON) tests/mpi/harness.h bench/reference.h $(LIBDIR)/libgcoll.so

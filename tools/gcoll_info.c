@@ -19,6 +19,7 @@
 #include "error.h"
 #include "tcp/tcp.h"
 #include "topo.h"
+#include "select_table.h"
 
 #define MAX_LISTED 32
 
@@ -275,11 +276,24 @@ static void print_variables(const char *config_error)
     }
 }
 
+/* --layout HxR: the selection table's hosts and ranks per host (default 2x2). */
+static int parse_layout(const char *s, int *hosts, int *rph)
+{
+    char *end;
+    long h = strtol(s, &end, 10), r = *end == 'x' ? strtol(end + 1, &end, 10) : 0;
+    if (*end || h < 1 || r < 1 || h > 4096 || r > 4096 || h * r > 65536)
+        return 0;
+    *hosts = (int)h;
+    *rph = (int)r;
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     int markdown = argc == 2 && strcmp(argv[1], "--markdown") == 0;
-    if (argc > 1 && !markdown) {
-        fprintf(stderr, "usage: %s [--markdown]\n", argv[0]);
+    int hosts = 2, rph = 2;
+    if (argc > 1 && !markdown && !(argc == 3 && strcmp(argv[1], "--layout") == 0 && parse_layout(argv[2], &hosts, &rph))) {
+        fprintf(stderr, "usage: %s [--markdown | --layout HOSTSxRANKS]\n", argv[0]);
         return 2;
     }
     if (markdown)
@@ -292,5 +306,9 @@ int main(int argc, char **argv)
     print_topology();
     print_transports(config_ok);
     print_variables(config_ok ? NULL : config_error);
+    if (config_ok) {
+        section("selection");
+        print_selection(hosts, rph);
+    }
     return config_ok ? 0 : 1;
 }

@@ -1,0 +1,114 @@
+/* The selection table of gcoll-info, like NCCL's tuning table: for a layout of hosts x ranks
+ * (one host: the point-to-point algorithms, as over GCOLL_TRANSPORT_INTRA=mpi), each collective
+ * and size, the predicted microseconds of every algorithm that can serve it, the pick starred.
+ * The links are the settings' (GCOLL_TRANSPORT_*, GCOLL_COST_*): no measurement without a job. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "config.h"
+#include "cost.h"
+#include "select.h"
+#include "select_table.h"
+
+#define FIRST_SIZE 4
+#define LAST_SIZE ((size_t)64 << 20)
+#define SIZE_STEP 16
+
+static const char *size_str(size_t v, char *buf, size_t len)
+{
+    const char *unit[] = {"", "K", "M", "G"};
+    int u = 0;
+    while (u < 3 && v >= 1024 && v % 1024 == 0) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, len, "%zu%s", v, unit[u]);
+    return buf;
+}
+
+/* Sets a's count for about bytes of the collective's whole vector; 0 past the last size. */
+static int set_size(gcoll__coll_args_t *a, size_t bytes)
+{
+    a->count = 1;
+    size_t per = gcoll__coll_bytes(a);
+    a->count = bytes / per ? bytes / per : 1;
+    return bytes <= LAST_SIZE;
+}
+
+static void print_coll(gcoll__coll_args_t *a, gcoll__links_t *links)
+{
+    int idx[32], n = 0;
+    /* the columns: algorithms of this collective that can serve the layout at some size (the
+     * node channel's cannot serve these point-to-point layouts) */
+    for (int i = 0; gcoll__algo_get(i) && n < 32; i++) {
+        if ((int)gcoll__algo_get(i)->coll != (int)a->coll)
+            continue;
+        int serves = 0;
+        for (size_t b = FIRST_SIZE; !serves && set_size(a, b); b *= SIZE_STEP)
+            serves = gcoll__cost_predict(i, a, links) >= 0;
+        if (serves)
+            idx[n++] = i;
+    }
+    printf("\n%s (microseconds; * the built-in pick, - cannot serve)\n%10s", gcoll__coll_name(a->coll), "bytes");
+    for (int k = 0; k < n; k++)
+        printf(" %19s", gcoll__algo_get(idx[k])->name);
+    printf("\n");
+    for (size_t bytes = FIRST_SIZE; set_size(a, bytes); bytes *= SIZE_STEP) {
+        size_t per = gcoll__coll_bytes(a) / a->count;
+        int pick = gcoll__cost_pick(a, links);
+        char buf[16];
+        printf("%10s", a->coll == GCOLL_COLL_BARRIER ? "-" : size_str(a->count * per, buf, sizeof(buf)));
+        for (int k = 0; k < n; k++) {
+            double t = gcoll__cost_predict(idx[k], a, links);
+            if (t < 0)
+                printf(" %19s", "-");
+            else
+                printf(" %18.1f%c", t * 1e6, idx[k] == pick ? '*' : ' ');
+        }
+        printf("\n");
+        if (a->coll == GCOLL_COLL_BARRIER)
+            break;
+    }
+}
+
+void print_selection(int hosts, int rph)
+{
+    int n = hosts * rph;
+    int *host = malloc(sizeof(int) * (size_t)n * 3), *first = malloc(sizeof(int) * (size_t)(hosts + 1));
+    gcoll__links_t *links = calloc(1, sizeof(*links));
+    if (!host || !first || !links) {
+        printf("no memory for the selection table\n");
+        free(host);
+        free(first);
+        free(links);
+        return;
+    }
+    gcoll__nodemap_t map = {hosts, 1, host, host + n, first, host + 2 * n};
+    for (int p = 0; p < n; p++) {
+        host[p] = p / rph;
+        map.local[p] = p % rph;
+        map.by_host[p] = p;
+    }
+    for (int h = 0; h <= hosts; h++)
+        first[h] = h * rph;
+    static const char *const inter_names[] = {"tcp", "tcp", "ofi", "mpi"};
+    const char *inter = inter_names[gcoll__config.transport_inter];
+    const char *intra_names[] = {"shm", inter, "mpi"}, *intra = intra_names[gcoll__config.transport_intra];
+    links->intra = gcoll__cost_link(intra, 0);
+    links->inter = gcoll__cost_link(inter, 1);
+    printf("%d hosts x %d ranks; links: inside a host %s %.1f us %.2f GB/s, between hosts %s %.1f us %.3f GB/s%s\n",
+           hosts, rph, intra, links->intra.lat_s * 1e6, links->intra.bw_Bps * 1e-9, inter,
+           links->inter.lat_s * 1e6, links->inter.bw_Bps * 1e-9,
+           gcoll__config.cost_probe && hosts > 1 ? " (a job measures this link: GCOLL_COST_INTER=auto)" : "");
+    for (int c = 0; c < GCOLL_COLL_COUNT; c++) {
+        gcoll__coll_args_t a = {.coll = (gcoll__coll_t)c, .dtype = GCOLL_FLOAT32, .op = GCOLL_SUM, .esize = 4,
+                                .size = n, .map = &map, .links = links};
+        static float in, out;
+        a.sendbuf = &in;
+        a.recvbuf = &out;
+        print_coll(&a, links);
+    }
+    free(host);
+    free(first);
+    free(links);
+}
