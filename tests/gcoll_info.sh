@@ -1,6 +1,6 @@
 #!/bin/sh
-# gcoll-info runs without an MPI job and prints its three sections (topology, transports,
-# variables) with what each must say; a malformed variable is named and fails it (exit 1), a bad
+# gcoll-info runs without an MPI job and prints its four sections (topology, transports,
+# variables, selection) with what each must say; a malformed variable is named and fails it (exit 1), a bad
 # argument gets the usage (exit 2).
 set -u
 BINDIR=${BINDIR:-build/default/bin}
@@ -19,6 +19,19 @@ grep -Eq "(PUs|logical CPUs) $pus\$" "$out" || fail "the PU count is not $pus"
 nvars=$("$BINDIR/gcoll-info" --markdown | wc -l)
 nlisted=$(grep -c '^GCOLL_[A-Z_]*=.* (default)$' "$out")
 [ "$nvars" = "$nlisted" ] || fail "$nlisted variables listed with their default, $nvars registered"
+
+# the selection table: on 2 hosts x 2 ranks over a slow link the hierarchical allreduce is the
+# pick at 64 MiB (it sends 1.5x fewer bytes between hosts than a ring); one host has no such column
+grep -q '^== selection' "$out" || fail "no selection section"
+grep -q '^2 hosts x 2 ranks; links: ' "$out" || fail "the selection's layout line is missing"
+GCOLL_COST_INTER=50:0.125 "$BINDIR/gcoll-info" > "$out" 2>&1 || fail "exit $? with GCOLL_COST_INTER=50:0.125"
+row=$(sed -n '/^allreduce (/,/^$/p' "$out" | grep '^ *64M ')
+hcol=$(sed -n '/^allreduce (/,/^$/p' "$out" | grep '^ *bytes' | tr -s ' ' '\n' | grep -v '^$' | grep -n '^hierarchical$' | cut -d: -f1)
+[ -n "$hcol" ] && echo "$row" | tr -s ' ' '\n' | grep -v '^$' | sed -n "${hcol}p" | grep -q '\*$' ||
+    fail "hierarchical is not the 64M allreduce pick at 2x2 over 1 Gbit/s: '$row'"
+"$BINDIR/gcoll-info" --layout 1x4 > "$out" 2>&1 || fail "exit $? with --layout 1x4"
+sed -n '/^allreduce (/,/^$/p' "$out" | grep -q hierarchical && fail "hierarchical offered on one host"
+"$BINDIR/gcoll-info" --layout 0x4 > /dev/null 2>&1 && fail "--layout 0x4 accepted"
 
 GCOLL_TCP_NSOCKS=3 GCOLL_NO_SUCH_THING=1 "$BINDIR/gcoll-info" > "$out" 2>&1 || fail "exit $? with a valid setting"
 grep -q '^GCOLL_TCP_NSOCKS=3 (environment)$' "$out" || fail "GCOLL_TCP_NSOCKS=3 not shown as from the environment"
