@@ -32,6 +32,9 @@ tsan)
     step "test_split np=2 under TSan" timeout 600 $MPIRUN -np 2 -x TSAN_OPTIONS $B/test_split
     step "test_split np=3 under TSan" timeout 600 $MPIRUN -np 3 -x TSAN_OPTIONS $B/test_split
     step "backprop_overlap np=2 under TSan" timeout 600 $MPIRUN -np 2 -x TSAN_OPTIONS $B/backprop_overlap
+    # over tcp: waits sleep on the transport's epoll set without the engine lock
+    step "backprop_overlap np=2 over tcp under TSan" timeout 600 $MPIRUN -np 2 -x TSAN_OPTIONS \
+        -x GCOLL_TRANSPORT_INTRA=inter -x GCOLL_TRANSPORT_INTER=tcp $B/backprop_overlap
     ;;
 *)
     echo "usage: TOOL=valgrind|tsan sh tests/check_tools.sh" >&2
