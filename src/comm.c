@@ -303,8 +303,8 @@ gcoll_status_t gcoll__comm_create(MPI_Comm mpi_comm, gcoll_comm_t *out)
     const char *inter = gcoll__context.transport->name, *intra[] = {"shm", inter, "mpi"};
     c->links.inter = gcoll__cost_link(inter, 1);
     c->links.intra = gcoll__cost_link(intra[gcoll__config.transport_intra], 0);
-    if (c->map.nhosts > 1 && gcoll__config.cost_probe)
-        (void)gcoll__probe_inter(c, &c->links.inter); /* a failure keeps the built-in figure */
+    if (c->map.nhosts > 1 && (gcoll__config.cost_probe[0] || gcoll__config.cost_probe[1]))
+        (void)gcoll__probe_links(c, gcoll__config.cost_probe[1], gcoll__config.cost_probe[0]); /* failures keep the figures */
     pthread_mutex_lock(&registry_lock);
     c->next = registry;
     registry = c;

@@ -189,14 +189,13 @@ static gcoll_status_t parse_algo_table(const char *var, const char *s, void *out
     return GCOLL_SUCCESS;
 }
 
-/* A link for the cost model: auto, builtin (the network link only: auto measures it), or
- * LATENCY_US:GB_PER_S ("12:1.25"). arg: 1 for the network link. */
+/* A link for the cost model: auto (measured), builtin, or LATENCY_US:GB_PER_S ("12:1.25").
+ * arg: 0 inside a host, 1 the network link. */
 static gcoll_status_t parse_cost(const char *var, const char *s, void *out, int arg)
 {
     gcoll__link_t *l = out;
-    if (arg)
-        gcoll__config.cost_probe = strcmp(s, "auto") == 0;
-    if (strcmp(s, "auto") == 0 || (arg && strcmp(s, "builtin") == 0)) {
+    gcoll__config.cost_probe[arg] = strcmp(s, "auto") == 0;
+    if (strcmp(s, "auto") == 0 || strcmp(s, "builtin") == 0) {
         *l = (gcoll__link_t){0, 0};
         return GCOLL_SUCCESS;
     }
@@ -206,9 +205,9 @@ static gcoll_status_t parse_cost(const char *var, const char *s, void *out, int 
     double gbps = *end == ':' && end > s ? strtod(end + 1, &end) : -1;
     if (errno || *end || !isdigit((unsigned char)s[0]) || !(us >= 0 && us <= 1e6) || !(gbps > 0 && gbps <= 1e4))
         return gcoll__error(GCOLL_ERR_INVALID_ARG,
-                            "%s='%s' is not valid: accepts auto%s, or LATENCY_US:GB_PER_S with a latency of "
+                            "%s='%s' is not valid: accepts auto, builtin, or LATENCY_US:GB_PER_S with a latency of "
                             "0 to 1000000 microseconds and a bandwidth above 0 and up to 10000 GB/s, e.g. 12:1.25",
-                            var, s, arg ? ", builtin" : "");
+                            var, s);
     *l = (gcoll__link_t){us * 1e-6, gbps * 1e9};
     return GCOLL_SUCCESS;
 }
@@ -260,9 +259,10 @@ static const var_def_t vars[] = {
      "libfabric provider for ofi: auto takes the best RDM provider fi_getinfo offers, a real NIC before "
      "tcp;ofi_rxm",
      parse_text, NULL, gcoll__config.ofi_provider, sizeof(gcoll__config.ofi_provider)},
-    {"GCOLL_COST_INTRA", "auto, or LATENCY_US:GB_PER_S", "auto",
-     "the link between ranks of one host as the algorithm choice prices it (auto: the transport's "
-     "built-in figure)", parse_cost, NULL, &gcoll__config.cost[0], 0},
+    {"GCOLL_COST_INTRA", "auto, builtin, or LATENCY_US:GB_PER_S", "auto",
+     "the link between ranks of one host as the algorithm choice prices it: auto measures it at the first "
+     "communicator that spans hosts, builtin takes the transport's figure", parse_cost, NULL,
+     &gcoll__config.cost[0], 0},
     {"GCOLL_COST_INTER", "auto, builtin, or LATENCY_US:GB_PER_S", "auto",
      "a host's network link as the algorithm choice prices it: auto measures it at the first communicator "
      "that spans hosts, builtin takes the transport's figure, 50:0.125 says 50 us and 1 Gbit/s", parse_cost,

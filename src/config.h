@@ -44,7 +44,7 @@ typedef struct {
     char ofi_provider[64]; /* "auto", or a libfabric provider name such as "tcp;ofi_rxm" */
     gcoll__algo_table_t algo[GCOLL_COLL_COUNT];
     gcoll__link_t cost[2]; /* inside a host, to the network */
-    int cost_probe;        /* GCOLL_COST_INTER=auto: measure the network link */
+    int cost_probe[2];     /* GCOLL_COST_INTRA/INTER=auto: measure the link */
 } gcoll__config_t;
 
 extern gcoll__config_t gcoll__config;

@@ -1,10 +1,13 @@
-/* Measures a host's network link for the cost model, once per process: rank 0 and the first
- * rank of the second host ping-pong over the communicator's own transport, small messages for
- * latency, then a large one for bandwidth (4 MiB: past a token bucket's burst, so a shaped link
- * shows its rate). Every rank gets the result through the bootstrap communicator. */
+/* Measures the links of the cost model, once per process: rank 0 and the first rank of the
+ * second host ping-pong over the communicator's own transport, small messages for latency, then
+ * a large one for bandwidth (4 MiB: past a token bucket's burst, so a shaped link shows its
+ * rate); then rank 0 and rank 1, when they share the first host, for the link inside a host
+ * (what a rank pays per message there includes waking a peer that shares its cores). Every rank
+ * gets rank 0's results through the bootstrap communicator. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "comm.h"
@@ -84,47 +87,61 @@ static gcoll_status_t pong(gcoll_comm_t c, int peer, char *big)
 }
 
 static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
-static gcoll__link_t probed;
+static double probed[4]; /* inter latency, bandwidth; intra latency, bandwidth (0: not measured) */
 static int tried;
 
-gcoll_status_t gcoll__probe_inter(gcoll_comm_t c, gcoll__link_t *link)
+/* Measures the link between ranks a (rank 0) and b into res[0..1]. */
+static gcoll_status_t measure(gcoll_comm_t c, int b, double *res)
+{
+    int a = 0;
+    char *big = c->rank == a || c->rank == b ? malloc(PROBE_BIG) : NULL;
+    gcoll_status_t st = GCOLL_SUCCESS;
+    if ((c->rank == a || c->rank == b) && !big)
+        st = gcoll__error(GCOLL_ERR_NOMEM, "link probe: no memory for %zu bytes", PROBE_BIG);
+    else if (c->rank == a)
+        st = ping(c, b, big, &res[0], &res[1]);
+    else if (c->rank == b)
+        st = pong(c, a, big);
+    free(big);
+    if (st != GCOLL_SUCCESS)
+        res[0] = res[1] = 0;
+    return st;
+}
+
+gcoll_status_t gcoll__probe_links(gcoll_comm_t c, int inter, int intra)
 {
     pthread_mutex_lock(&probe_lock);
     /* rank 0's word goes for everyone: every rank must price algorithms alike, or they would
      * pick different ones */
     int go = !tried;
     gcoll_status_t st = GCOLL_SUCCESS;
-    double res[2] = {probed.lat_s, probed.bw_Bps};
+    double res[4];
+    memcpy(res, probed, sizeof(res));
     if (MPI_Bcast(&go, 1, MPI_INT, 0, c->boot) != MPI_SUCCESS)
         go = 0;
+    int far = c->map.by_host[c->map.first[1]], near = c->map.host[1] == 0 ? 1 : -1;
     if (go) {
-        int a = 0, b = c->map.by_host[c->map.first[1]];
-        char *big = c->rank == a || c->rank == b ? malloc(PROBE_BIG) : NULL;
-        res[0] = res[1] = 0;
-        if ((c->rank == a || c->rank == b) && !big)
-            st = gcoll__error(GCOLL_ERR_NOMEM, "link probe: no memory for %zu bytes", PROBE_BIG);
-        else if (c->rank == a)
-            st = ping(c, b, big, &res[0], &res[1]);
-        else if (c->rank == b)
-            st = pong(c, a, big);
-        free(big);
-        if (st != GCOLL_SUCCESS)
-            res[0] = res[1] = 0;
+        memset(res, 0, sizeof(res));
+        st = measure(c, far, res);
+        if (near > 0) {
+            gcoll_status_t st2 = measure(c, near, res + 2);
+            st = st ? st : st2;
+        }
     }
-    if (MPI_Bcast(res, 2, MPI_DOUBLE, 0, c->boot) != MPI_SUCCESS)
-        res[0] = res[1] = 0;
+    if (MPI_Bcast(res, 4, MPI_DOUBLE, 0, c->boot) != MPI_SUCCESS)
+        memset(res, 0, sizeof(res));
     if (go) {
         tried = 1;
-        probed = (gcoll__link_t){res[0], res[1]};
-        if (res[1] > 0)
-            GCOLL_LOG(GCOLL_LOG_INFO, "comm %u: network link measured between ranks 0 and %d: %.1f us, %.3f GB/s",
-                      c->id, c->map.by_host[c->map.first[1]], res[0] * 1e6, res[1] * 1e-9);
-        else
-            GCOLL_LOG(GCOLL_LOG_INFO, "comm %u: the link probe failed%s%s; the cost model keeps the built-in figure",
-                      c->id, st != GCOLL_SUCCESS ? ": " : "", st != GCOLL_SUCCESS ? gcoll_last_error() : "");
+        memcpy(probed, res, sizeof(res));
+        GCOLL_LOG(GCOLL_LOG_INFO, "comm %u: links measured: between hosts (ranks 0 and %d) %.1f us, %.3f GB/s; "
+                  "inside a host (ranks 0 and 1) %.1f us, %.3f GB/s%s%s", c->id, far, res[0] * 1e6, res[1] * 1e-9,
+                  res[2] * 1e6, res[3] * 1e-9, st != GCOLL_SUCCESS ? "; failed: " : "",
+                  st != GCOLL_SUCCESS ? gcoll_last_error() : "");
     }
     pthread_mutex_unlock(&probe_lock);
-    if (res[1] > 0)
-        *link = (gcoll__link_t){res[0], res[1]};
+    if (inter && res[1] > 0)
+        c->links.inter = (gcoll__link_t){res[0], res[1]};
+    if (intra && res[3] > 0)
+        c->links.intra = (gcoll__link_t){res[2], res[3]};
     return st;
 }

@@ -99,7 +99,8 @@ void print_selection(int hosts, int rph)
     printf("%d hosts x %d ranks; links: inside a host %s %.1f us %.2f GB/s, between hosts %s %.1f us %.3f GB/s%s\n",
            hosts, rph, intra, links->intra.lat_s * 1e6, links->intra.bw_Bps * 1e-9, inter,
            links->inter.lat_s * 1e6, links->inter.bw_Bps * 1e-9,
-           gcoll__config.cost_probe && hosts > 1 ? " (a job measures this link: GCOLL_COST_INTER=auto)" : "");
+           (gcoll__config.cost_probe[0] || gcoll__config.cost_probe[1]) && hosts > 1
+               ? " (a job spanning hosts measures the links set to auto in GCOLL_COST_*)" : "");
     for (int c = 0; c < GCOLL_COLL_COUNT; c++) {
         gcoll__coll_args_t a = {.coll = (gcoll__coll_t)c, .dtype = GCOLL_FLOAT32, .op = GCOLL_SUM, .esize = 4,
                                 .size = n, .map = &map, .links = links};
