@@ -259,6 +259,11 @@ static const var_def_t vars[] = {
      "libfabric provider for ofi: auto takes the best RDM provider fi_getinfo offers, a real NIC before "
      "tcp;ofi_rxm",
      parse_text, NULL, gcoll__config.ofi_provider, sizeof(gcoll__config.ofi_provider)},
+    {"GCOLL_CHUNK_BYTES", "bytes, 4K..1G", "1M",
+     "pipeline slice of the point-to-point ring and chain algorithms: each slice is reduced or forwarded "
+     "while the next ones arrive", parse_bytes, NULL, &gcoll__config.chunk_bytes, 4},
+    {"GCOLL_PIPELINE_DEPTH", "1..1024", "8", "slices in flight per peer and step of a pipelined algorithm",
+     parse_count, NULL, &gcoll__config.pipeline_depth, 1},
     {"GCOLL_COST_INTRA", "auto, builtin, or LATENCY_US:GB_PER_S", "auto",
      "the link between ranks of one host as the algorithm choice prices it: auto measures it at the first "
      "communicator that spans hosts, builtin takes the transport's figure", parse_cost, NULL,

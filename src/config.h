@@ -42,6 +42,8 @@ typedef struct {
     int tcp_nsocks;        /* sockets per peer, striped for large messages */
     char tcp_ifname[256];  /* "auto", or a list: "eth0,eth1", "^lo,docker" */
     char ofi_provider[64]; /* "auto", or a libfabric provider name such as "tcp;ofi_rxm" */
+    size_t chunk_bytes;    /* pipeline slice of the point-to-point algorithms */
+    int pipeline_depth;    /* slices in flight per round */
     gcoll__algo_table_t algo[GCOLL_COLL_COUNT];
     gcoll__link_t cost[2]; /* inside a host, to the network */
     int cost_probe[2];     /* GCOLL_COST_INTRA/INTER=auto: measure the link */

@@ -93,12 +93,19 @@ static gcoll_status_t advance(gcoll_request_t r)
             GCOLL_CHECK(ts);
             pending += !st[i].done;
         }
-        if (pending)
+        /* a local step runs once every step listed before it is done: a builder that lists
+         * "recv slice k, reduce slice k, recv slice k+1, ..." overlaps each reduction with the
+         * arrival of the next slice */
+        size_t i = s->lnext;
+        for (; i < n && (!is_comm_step(&st[i]) || st[i].done); i++)
+            if (!is_comm_step(&st[i]))
+                run_local(s, &st[i]);
+        s->lnext = i;
+        if (pending || i < n)
             return GCOLL_SUCCESS;
-        for (size_t i = 0; i < n; i++)
-            run_local(s, &st[i]);
         s->cur++;
         s->posted = 0;
+        s->lnext = 0;
     }
     r->done = 1;
     return GCOLL_SUCCESS;

@@ -1,6 +1,7 @@
 /* A schedule: the small program one collective runs on one rank. It is a list of rounds; in
- * each round all sends and receives are posted at once, and when every one has completed the
- * round's local steps (reduce, copy, divide) run in order. Algorithms build schedules; the
+ * each round all sends and receives are posted at once, and each local step (reduce, copy,
+ * divide) runs in order as soon as every step listed before it in the round has completed; the
+ * next round starts when all have. Algorithms build schedules; the
  * progress engine runs them; neither knows the transport underneath. */
 #ifndef GCOLL_SCHED_H
 #define GCOLL_SCHED_H
@@ -58,6 +59,7 @@ typedef struct gcoll__sched {
     gcoll_status_t status; /* first build failure (out of memory) */
     /* execution state */
     size_t cur;
+    size_t lnext; /* the current round's next step to consider for running locally */
     int posted;
     size_t arena_used;
     int borrowed; /* the struct lives in the caller's storage: free only what it grew */
