@@ -33,6 +33,8 @@ int gcoll__hier_usable(const gcoll__coll_args_t *a);
 #define GCOLL_ALGOS(X)                                                                         \
     X(GCOLL_COLL_ALLREDUCE, ring, gcoll__allreduce_ring, NULL)                                 \
     X(GCOLL_COLL_ALLREDUCE, recursive_doubling, gcoll__allreduce_rd, NULL)                     \
+    X(GCOLL_COLL_ALLREDUCE, rabenseifner, gcoll__allreduce_rabenseifner, NULL)                 \
+    X(GCOLL_COLL_ALLREDUCE, direct, gcoll__allreduce_direct, NULL)                             \
     X(GCOLL_COLL_ALLREDUCE, shm_slots, gcoll__allreduce_shm_slots, gcoll__shm_usable)          \
     X(GCOLL_COLL_ALLREDUCE, shm_cma, gcoll__allreduce_shm_cma, gcoll__shm_cma_usable)          \
     X(GCOLL_COLL_ALLREDUCE, hierarchical, gcoll__allreduce_hier, gcoll__hier_usable)           \

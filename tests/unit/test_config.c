@@ -53,7 +53,7 @@ START_TEST(malformed_values_name_the_variable)
     expect_bad("GCOLL_TCP_IFNAME", "^", "interface names");
     expect_bad("GCOLL_TCP_IFNAME", "eth0 eth1", "interface names");
     expect_bad("GCOLL_REDUCE_ISA", "sse9", "auto|generic|avx2|avx512");
-    expect_bad("GCOLL_ALLREDUCE", "fastest", "ring|recursive_doubling|shm_slots|shm_cma");
+    expect_bad("GCOLL_ALLREDUCE", "fastest", "ring|recursive_doubling|rabenseifner|direct|shm_slots|shm_cma");
     expect_bad("GCOLL_SHM_SLOT_SIZE", "1K", "from 4K to 1G");
     expect_bad("GCOLL_SHM_CHUNK_SIZE", "lots", "K/M/G");
     expect_bad("GCOLL_SHM_SINGLE_COPY", "maybe", "auto|on|off");
@@ -143,10 +143,12 @@ START_TEST(registry_listing)
     const char *const *names;
     size_t n;
     ck_assert_int_eq(gcoll_algorithms("allreduce", &names, &n), GCOLL_SUCCESS);
-    ck_assert_uint_eq(n, 5);
+    ck_assert_uint_eq(n, 7);
     ck_assert_str_eq(names[0], "ring");
-    ck_assert_str_eq(names[3], "shm_cma");
-    ck_assert_str_eq(names[4], "hierarchical");
+    ck_assert_str_eq(names[2], "rabenseifner");
+    ck_assert_str_eq(names[3], "direct");
+    ck_assert_str_eq(names[5], "shm_cma");
+    ck_assert_str_eq(names[6], "hierarchical");
     ck_assert_int_eq(gcoll_algorithms("allsorts", &names, &n), GCOLL_ERR_INVALID_ARG);
 }
 END_TEST
