@@ -39,15 +39,20 @@ int gcoll__hier_usable(const gcoll__coll_args_t *a);
     X(GCOLL_COLL_ALLREDUCE, shm_cma, gcoll__allreduce_shm_cma, gcoll__shm_cma_usable)          \
     X(GCOLL_COLL_ALLREDUCE, hierarchical, gcoll__allreduce_hier, gcoll__hier_usable)           \
     X(GCOLL_COLL_REDUCE_SCATTER, ring, gcoll__reduce_scatter_ring, NULL)                       \
+    X(GCOLL_COLL_REDUCE_SCATTER, recursive_halving, gcoll__reduce_scatter_halving, NULL)       \
     X(GCOLL_COLL_REDUCE_SCATTER, shm_slots, gcoll__reduce_scatter_shm_slots, gcoll__shm_usable) \
     X(GCOLL_COLL_REDUCE_SCATTER, shm_cma, gcoll__reduce_scatter_shm_cma, gcoll__shm_cma_usable) \
     X(GCOLL_COLL_ALLGATHER, ring, gcoll__allgather_ring, NULL)                                 \
+    X(GCOLL_COLL_ALLGATHER, recursive_doubling, gcoll__allgather_doubling, NULL)               \
     X(GCOLL_COLL_ALLGATHER, shm_slots, gcoll__allgather_shm_slots, gcoll__shm_usable)          \
     X(GCOLL_COLL_ALLGATHER, shm_cma, gcoll__allgather_shm_cma, gcoll__shm_cma_usable)          \
     X(GCOLL_COLL_BCAST, binomial, gcoll__bcast_binomial, NULL)                                 \
+    X(GCOLL_COLL_BCAST, scatter_allgather, gcoll__bcast_scatter_allgather, NULL)               \
+    X(GCOLL_COLL_BCAST, chain, gcoll__bcast_chain, NULL)                                       \
     X(GCOLL_COLL_BCAST, shm_slots, gcoll__bcast_shm_slots, gcoll__shm_usable)                  \
     X(GCOLL_COLL_BCAST, shm_cma, gcoll__bcast_shm_cma, gcoll__shm_cma_usable)                  \
     X(GCOLL_COLL_REDUCE, binomial, gcoll__reduce_binomial, NULL)                               \
+    X(GCOLL_COLL_REDUCE, rabenseifner, gcoll__reduce_rabenseifner, NULL)                       \
     X(GCOLL_COLL_REDUCE, shm_slots, gcoll__reduce_shm_slots, gcoll__shm_usable)                \
     X(GCOLL_COLL_ALLTOALL, pairwise, gcoll__alltoall_pairwise, NULL)                           \
     X(GCOLL_COLL_ALLTOALL, shm_slots, gcoll__alltoall_shm_slots, gcoll__shm_usable)            \

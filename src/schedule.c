@@ -57,8 +57,8 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem, const void *i
 
 void *gcoll__sched_scratch(gcoll__sched_t *s, size_t bytes)
 {
-    if (s->dry && bytes > 4096)
-        bytes = 4096;
+    if (s->dry && bytes > ((size_t)1 << 20)) /* vector-sized: never touched while pricing */
+        bytes = (size_t)1 << 20;
     size_t at = (s->arena_used + 63) & ~(size_t)63;
     if (bytes && at + bytes <= GCOLL_SCHED_INLINE_ARENA) {
         s->arena_used = at + bytes;

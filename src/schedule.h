@@ -55,7 +55,7 @@ typedef struct gcoll__sched {
     /* While set, builders address a sub-group: peer i of a send or receive is rank peermap[i]
      * of the communicator (hierarchical algorithms run flat ones inside groups this way). */
     const int *peermap;
-    int dry; /* built only to be priced: scratch is a small stand-in (builders write tables, not data) */
+    int dry; /* built only to be priced: scratch over 1 MiB is a stand-in (builders write tables, not data) */
     gcoll_status_t status; /* first build failure (out of memory) */
     /* execution state */
     size_t cur;

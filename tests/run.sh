@@ -113,6 +113,16 @@ run_mpi collectives 3 TEST_QUICK=1 GCOLL_SHM_SINGLE_COPY=off GCOLL_SHM_SLOT_SIZE
     GCOLL_SHM_RING_CELL_SIZE=1K GCOLL_SHM_RING_DEPTH=2
 run_mpi collectives 4 TEST_QUICK=1 GCOLL_SHM_CHUNK_SIZE=4K GCOLL_SHM_RING_CELL_SIZE=1K
 run_mpi collectives 5 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=mpi
+# the point-to-point algorithms' slicing (GCOLL_CHUNK_BYTES, GCOLL_PIPELINE_DEPTH) in many small
+# slices, and the algorithms forced through the environment (the calls without attr.algorithm
+# take them from GCOLL_<COLL>; attr.algorithm forces each in turn as everywhere)
+run_mpi collectives 5 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=mpi GCOLL_CHUNK_BYTES=4K GCOLL_PIPELINE_DEPTH=1
+run_mpi collectives 6 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=inter GCOLL_CHUNK_BYTES=4K GCOLL_PIPELINE_DEPTH=3
+run_mpi collectives 7 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=mpi GCOLL_ALLREDUCE=rabenseifner \
+    GCOLL_REDUCE_SCATTER=recursive_halving GCOLL_ALLGATHER=recursive_doubling GCOLL_BCAST=scatter_allgather \
+    GCOLL_REDUCE=rabenseifner
+run_mpi collectives 6 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=mpi GCOLL_ALLREDUCE='direct:0-1K;ring:1K-max' \
+    GCOLL_BCAST=chain GCOLL_CHUNK_BYTES=8K
 # the TCP transport alone, then every collective over it (one host, so INTRA=inter)
 for np in 2 3 4; do
     run_tp tcp "$np"

@@ -1,0 +1,36 @@
+/* Recursive halving and doubling among the P ranks left after the fold (P the largest power of
+ * two <= n; of the first 2(n-P) ranks each even one hands its data to the odd one above it and
+ * sits out). The vector is cut into P ranges, vrank v's range ending where v+1's begins; the
+ * halving starts at distance 1 and leaves each vrank one range reduced, the doubling undoes it.
+ * Rabenseifner's allreduce, reduce, recursive-halving reduce-scatter and recursive-doubling
+ * allgather are built from these. */
+#ifndef GCOLL_HALVING_H
+#define GCOLL_HALVING_H
+
+#include "algo.h"
+
+typedef struct {
+    int P, rem;
+    int vr;      /* this rank's vrank; -1 when folded out */
+    int lo, hi;  /* the ranges [lo, hi) this vrank holds */
+    size_t cnt;  /* elements of the vector */
+    size_t per;  /* 0: P near-equal ranges of cnt; else ranges of whole blocks of per elements,
+                  * one per real rank, so that vrank v covers the blocks of the ranks it stands for */
+} gcoll__halving_t;
+
+void gcoll__halving_init(gcoll__halving_t *h, int n, int rank, size_t cnt, size_t per);
+int gcoll__halving_rank(const gcoll__halving_t *h, int vrank); /* the real rank of a vrank */
+size_t gcoll__halving_off(const gcoll__halving_t *h, int range); /* element offset, range 0..P */
+/* Reduces cur (the rank's whole vector) into work, by halving: work then holds [lo, hi). The
+ * first step reads cur, later ones work; tmp receives (as large as the vector). From distance 1
+ * (the big halves stay near) vrank v ends with the range gcoll__halving_final names; from
+ * distance P/2 (from_top) with its own range v. */
+void gcoll__halving_reduce(gcoll__sched_t *s, gcoll__halving_t *h, const char *cur, char *work, char *tmp,
+                           size_t es, int from_top);
+/* The ranges [lo, hi) vrank v holds after gcoll__halving_reduce from distance 1. */
+void gcoll__halving_final(const gcoll__halving_t *h, int v, int *lo, int *hi);
+/* Gathers every range of work from [lo, hi), by doubling: after gcoll__halving_reduce from
+ * distance 1 (after_halving), or from vrank order (each vrank holding its own range, lo = vr). */
+void gcoll__doubling_gather(gcoll__sched_t *s, gcoll__halving_t *h, char *work, size_t es, int after_halving);
+
+#endif
