@@ -1,7 +1,8 @@
 /* The cost model: every rank's schedule built dry and priced round by round. A round costs the
  * latency of the links it uses plus its heaviest transfer: on the network, the bytes that leave
  * the busiest host (its ranks share the host's link); inside a host, the busiest rank's bytes;
- * then its largest local reduction and copy. Rounds of all ranks are taken to run in step. */
+ * then its largest local reduction and copy that the transfers do not hide. Rounds of all ranks
+ * are taken to run in step. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,7 @@
 #define COPY_BPS 7e9
 /* Messages a rank posts in one round overlap on the wire, but each beyond the first adds half a
  * latency of its own (the software cost of a message, which a loaded host pays in full:
- * measured, 1-to-3 fan-out of 8 B at 4 hosts costs about as much as two rounds of 1-to-1). */
+ * measured, a 1-to-3 fan-out of 8 B at 4 hosts costs about as much as two rounds of 1-to-1). */
 #define EXTRA_MSG 0.5
 
 gcoll__link_t gcoll__cost_link(const char *tp, int inter)
@@ -86,8 +87,17 @@ static int add_rank(rounds_t *rs, const gcoll__sched_t *s, const gcoll__coll_arg
             return 0;
         double *out = rs->outs + k * (size_t)rs->nhosts, in = 0, red = 0, copy = 0;
         int nin = 0, nout = 0;
+        /* local steps listed before the round's last receive run while later messages are on
+         * the wire (the engine starts each as soon as the steps before it are done): only
+         * those after it add to the round */
+        size_t last_recv = 0;
+        for (size_t i = 0; i < s->rounds[k].count; i++)
+            if (s->steps[s->rounds[k].first + i].kind == GCOLL_STEP_RECV)
+                last_recv = i;
         for (size_t i = 0; i < s->rounds[k].count; i++) {
             const gcoll__step_t *st = &s->steps[s->rounds[k].first + i];
+            if ((st->kind == GCOLL_STEP_REDUCE || st->kind == GCOLL_STEP_COPY) && i < last_recv)
+                continue;
             switch (st->kind) {
             case GCOLL_STEP_SEND:
                 if (!m || m->host[st->peer] != host) {
@@ -119,9 +129,12 @@ static int add_rank(rounds_t *rs, const gcoll__sched_t *s, const gcoll__coll_arg
     return 1;
 }
 
-static double lat(const gcoll__link_t *l, int msgs)
+/* A round's latency: the slower link's, plus half a latency for every further message (on
+ * either link: one core posts and completes them all). */
+static double round_lat(const gcoll__links_t *l, int nin, int nout)
 {
-    return msgs ? l->lat_s * (1 + EXTRA_MSG * (msgs - 1)) : 0;
+    double in = nin ? l->intra.lat_s : 0, out = nout ? l->inter.lat_s : 0, base = in > out ? in : out;
+    return nin + nout ? base + EXTRA_MSG * (nin * l->intra.lat_s + nout * l->inter.lat_s - base) : 0;
 }
 
 double gcoll__cost_predict(int idx, const gcoll__coll_args_t *a, const gcoll__links_t *links)
@@ -154,9 +167,9 @@ double gcoll__cost_predict(int idx, const gcoll__coll_args_t *a, const gcoll__li
         double busiest = 0;
         for (int h = 0; h < rs.nhosts; h++)
             busiest = rs.outs[k * (size_t)rs.nhosts + h] > busiest ? rs.outs[k * (size_t)rs.nhosts + h] : busiest;
-        double across = r->nout ? lat(&links->inter, r->nout) + busiest / links->inter.bw_Bps : 0;
-        double inside = r->nin ? lat(&links->intra, r->nin) + r->intra / links->intra.bw_Bps : 0;
-        t += (across > inside ? across : inside) + r->red / REDUCE_BPS + r->copy / COPY_BPS;
+        double across = busiest / links->inter.bw_Bps, inside = r->intra / links->intra.bw_Bps;
+        t += round_lat(links, r->nin, r->nout) + (across > inside ? across : inside) + r->red / REDUCE_BPS +
+             r->copy / COPY_BPS;
     }
     free(rs.r);
     free(rs.outs);
