@@ -249,7 +249,8 @@ static const var_def_t vars[] = {
     {"GCOLL_TRANSPORT_PLUGIN", "none, or the path of a .so", "none",
      "an external transport (see include/gcoll_transport_plugin.h); auto between hosts then picks it",
      parse_text, NULL, gcoll__config.transport_plugin, sizeof(gcoll__config.transport_plugin)},
-    {"GCOLL_TCP_NSOCKS", "1..1024", "2", "TCP sockets per peer; large messages are striped across them",
+    {"GCOLL_TCP_NSOCKS", "1..1024", "1",
+     "TCP sockets per peer; messages of 1 MiB and more are striped across them (for NICs one flow cannot fill)",
      parse_count, NULL, &gcoll__config.tcp_nsocks, 1},
     {"GCOLL_TCP_IFNAME", "auto, or a list of interface name prefixes", "auto",
      "interfaces for TCP: eth0,ib (those), ^docker,lo (all but those), =eth0 (exactly); auto prefers "

@@ -127,11 +127,11 @@ run_mpi collectives 6 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=mpi GCOLL_ALLREDUCE='di
 for np in 2 3 4; do
     run_tp tcp "$np"
 done
-run_tp tcp 3 GCOLL_TCP_NSOCKS=1
+run_tp tcp 3 GCOLL_TCP_NSOCKS=2
 run_tp tcp 4 GCOLL_TCP_NSOCKS=4
 TCP="GCOLL_TRANSPORT_INTER=tcp"
 run_mpi collectives 4 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=inter "$TCP"
-run_mpi collectives 3 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=inter "$TCP" GCOLL_TCP_NSOCKS=1
+run_mpi collectives 3 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=inter "$TCP" GCOLL_TCP_NSOCKS=3
 run_mpi errors 3 GCOLL_TRANSPORT_INTRA=inter "$TCP"
 run_mpi timeout 3 GCOLL_TIMEOUT=1 GCOLL_TRANSPORT_INTRA=inter "$TCP"
 # the libfabric transport alone (it also checks the refusal of an OFI=0 build), then the
