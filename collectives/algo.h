@@ -24,6 +24,20 @@ static inline int gcoll__mod(int a, int n)
     return ((a % n) + n) % n;
 }
 
+/* The input of a reducing collective: the output itself when the call is in place. */
+static inline const char *gcoll__input(const gcoll__coll_args_t *a)
+{
+    return a->sendbuf == a->recvbuf ? (const char *)a->recvbuf : (const char *)a->sendbuf;
+}
+
+/* A lone rank's allreduce: its input is the result. Says whether it was alone. */
+static inline int gcoll__alone(gcoll__sched_t *s, const gcoll__coll_args_t *a)
+{
+    if (a->size == 1)
+        gcoll__sched_copy(s, a->recvbuf, gcoll__input(a), a->count * a->esize);
+    return a->size == 1;
+}
+
 /* Whether an algorithm can serve these arguments (NULL: always). */
 typedef int (*gcoll__usable_fn)(const gcoll__coll_args_t *a);
 int gcoll__shm_usable(const gcoll__coll_args_t *a);

@@ -7,13 +7,11 @@
 void gcoll__allreduce_direct(gcoll__sched_t *s, const gcoll__coll_args_t *a)
 {
     int n = a->size, r = a->rank;
-    size_t es = a->esize, cnt = a->count, bytes = cnt * es;
+    size_t cnt = a->count, bytes = cnt * a->esize;
     char *rb = a->recvbuf;
-    const char *src = a->sendbuf == a->recvbuf ? rb : a->sendbuf;
-    if (n == 1) {
-        gcoll__sched_copy(s, rb, src, bytes);
+    const char *src = gcoll__input(a);
+    if (gcoll__alone(s, a))
         return;
-    }
     char *all = gcoll__sched_scratch(s, bytes * (size_t)n); /* contribution p at p * bytes */
     if (!all)
         return;

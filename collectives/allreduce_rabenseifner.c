@@ -13,11 +13,9 @@ void gcoll__allreduce_rabenseifner(gcoll__sched_t *s, const gcoll__coll_args_t *
     int n = a->size, r = a->rank;
     size_t es = a->esize, cnt = a->count, bytes = cnt * es;
     char *rb = a->recvbuf;
-    const char *src = a->sendbuf == a->recvbuf ? rb : a->sendbuf;
-    if (n == 1) {
-        gcoll__sched_copy(s, rb, src, bytes);
+    const char *src = gcoll__input(a);
+    if (gcoll__alone(s, a))
         return;
-    }
     gcoll__halving_t h;
     gcoll__halving_init(&h, n, r, cnt, 0);
     char *tmp = gcoll__sched_scratch(s, bytes);
@@ -28,14 +26,7 @@ void gcoll__allreduce_rabenseifner(gcoll__sched_t *s, const gcoll__coll_args_t *
         gcoll__sched_recv(s, r + 1, rb, bytes);
         return;
     }
-    const char *cur = src;
-    if (r < 2 * h.rem) {
-        gcoll__sched_round(s);
-        gcoll__sched_recv(s, r - 1, tmp, bytes);
-        gcoll__sched_reduce(s, rb, src, tmp, cnt);
-        cur = rb;
-    }
-    gcoll__halving_reduce(s, &h, cur, rb, tmp, es, 0);
+    gcoll__halving_fold_reduce(s, &h, r, src, rb, tmp, es, 0);
     size_t mo = gcoll__halving_off(&h, h.lo);
     gcoll__sched_avg(s, rb + mo * es, gcoll__halving_off(&h, h.hi) - mo);
     gcoll__doubling_gather(s, &h, rb, es, 1);

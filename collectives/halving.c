@@ -26,7 +26,8 @@ size_t gcoll__halving_off(const gcoll__halving_t *h, int i)
     return (size_t)(i < h->rem ? 2 * i : i + h->rem) * h->per; /* the first block of vrank i */
 }
 
-void gcoll__halving_reduce(gcoll__sched_t *s, gcoll__halving_t *h, const char *cur, char *work, char *tmp,
+/* The halving proper: the first step reads cur, later ones work. */
+static void halving_reduce(gcoll__sched_t *s, gcoll__halving_t *h, const char *cur, char *work, char *tmp,
                            size_t es, int from_top)
 {
     for (int mask = from_top ? h->P / 2 : 1; mask >= 1 && mask < h->P; mask = from_top ? mask >> 1 : mask << 1) {
@@ -45,6 +46,18 @@ void gcoll__halving_reduce(gcoll__sched_t *s, gcoll__halving_t *h, const char *c
         h->lo = klo;
         h->hi = khi;
     }
+}
+
+void gcoll__halving_fold_reduce(gcoll__sched_t *s, gcoll__halving_t *h, int rank, const char *src, char *work,
+                                char *tmp, size_t es, int from_top)
+{
+    if (rank < 2 * h->rem) {
+        gcoll__sched_round(s);
+        gcoll__sched_recv(s, rank - 1, tmp, h->cnt * es);
+        gcoll__sched_reduce(s, work, src, tmp, h->cnt);
+        src = work;
+    }
+    halving_reduce(s, h, src, work, tmp, es, from_top);
 }
 
 void gcoll__doubling_gather(gcoll__sched_t *s, gcoll__halving_t *h, char *work, size_t es, int after_halving)

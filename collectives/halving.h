@@ -21,15 +21,16 @@ typedef struct {
 void gcoll__halving_init(gcoll__halving_t *h, int n, int rank, size_t cnt, size_t per);
 int gcoll__halving_rank(const gcoll__halving_t *h, int vrank); /* the real rank of a vrank */
 size_t gcoll__halving_off(const gcoll__halving_t *h, int range); /* element offset, range 0..P */
-/* Reduces cur (the rank's whole vector) into work, by halving: work then holds [lo, hi). The
- * first step reads cur, later ones work; tmp receives (as large as the vector). From distance 1
- * (the big halves stay near) vrank v ends with the range gcoll__halving_final names; from
- * distance P/2 (from_top) with its own range v. */
-void gcoll__halving_reduce(gcoll__sched_t *s, gcoll__halving_t *h, const char *cur, char *work, char *tmp,
-                           size_t es, int from_top);
-/* The ranges [lo, hi) vrank v holds after gcoll__halving_reduce from distance 1. */
+/* The fold, then the halving, for a rank that is not folded out: an odd rank of the first
+ * 2(n-P) first receives its even partner's vector and reduces it with src into work; then the
+ * vector is halved log2(P) times into work, which holds [lo, hi) at the end (tmp receives; both
+ * as large as the vector). From distance 1 (the big halves stay near) vrank v ends with the
+ * ranges gcoll__halving_final names; from distance P/2 (from_top) with its own range v. */
+void gcoll__halving_fold_reduce(gcoll__sched_t *s, gcoll__halving_t *h, int rank, const char *src, char *work,
+                                char *tmp, size_t es, int from_top);
+/* The ranges [lo, hi) vrank v holds after gcoll__halving_fold_reduce from distance 1. */
 void gcoll__halving_final(const gcoll__halving_t *h, int v, int *lo, int *hi);
-/* Gathers every range of work from [lo, hi), by doubling: after gcoll__halving_reduce from
+/* Gathers every range of work from [lo, hi), by doubling: after gcoll__halving_fold_reduce from
  * distance 1 (after_halving), or from vrank order (each vrank holding its own range, lo = vr). */
 void gcoll__doubling_gather(gcoll__sched_t *s, gcoll__halving_t *h, char *work, size_t es, int after_halving);
 

@@ -22,14 +22,7 @@ void gcoll__reduce_rabenseifner(gcoll__sched_t *s, const gcoll__coll_args_t *a)
         gcoll__sched_round(s);
         gcoll__sched_send(s, r + 1, src, bytes);
     } else {
-        const char *cur = src;
-        if (r < 2 * h.rem) {
-            gcoll__sched_round(s);
-            gcoll__sched_recv(s, r - 1, tmp, bytes);
-            gcoll__sched_reduce(s, work, src, tmp, cnt);
-            cur = work;
-        }
-        gcoll__halving_reduce(s, &h, cur, work, tmp, es, 0);
+        gcoll__halving_fold_reduce(s, &h, r, src, work, tmp, es, 0);
     }
     gcoll__sched_round(s);
     if (r != root) {

@@ -26,14 +26,7 @@ void gcoll__reduce_scatter_halving(gcoll__sched_t *s, const gcoll__coll_args_t *
         gcoll__sched_avg(s, rb, rc);
         return;
     }
-    const char *cur = src;
-    if (r < 2 * h.rem) {
-        gcoll__sched_round(s);
-        gcoll__sched_recv(s, r - 1, tmp, total * es);
-        gcoll__sched_reduce(s, work, src, tmp, total);
-        cur = work;
-    }
-    gcoll__halving_reduce(s, &h, cur, work, tmp, es, 1);
+    gcoll__halving_fold_reduce(s, &h, r, src, work, tmp, es, 1);
     gcoll__sched_round(s);
     if (r < 2 * h.rem)
         gcoll__sched_send(s, r - 1, work + (size_t)(r - 1) * rc * es, rc * es);

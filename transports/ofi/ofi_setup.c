@@ -266,18 +266,27 @@ static gcoll_status_t open_provider(gcoll__tp_t *tp, const char *prov, uint32_t 
 }
 
 /* The distinct provider names fi_getinfo offers for what gcoll asks, in its order. */
-static gcoll_status_t list_providers(char names[][64], int *n)
+/* Everything fi_getinfo offers for what gcoll asks, any provider; *list is NULL when nothing. */
+static gcoll_status_t offered(struct fi_info **list)
 {
-    struct fi_info *hints = make_hints(NULL, 0, 0), *list = NULL;
+    struct fi_info *hints = make_hints(NULL, 0, 0);
+    *list = NULL;
     if (!hints)
         return gcoll__error(GCOLL_ERR_NOMEM, "ofi transport: no memory for fi_getinfo hints");
-    int rc = fi_getinfo(GCOLL_OFI_API, NULL, NULL, 0, hints, &list);
+    int rc = fi_getinfo(GCOLL_OFI_API, NULL, NULL, 0, hints, list);
     fi_freeinfo(hints);
-    *n = 0;
-    if (rc == -FI_ENODATA)
-        return GCOLL_SUCCESS;
-    if (rc)
+    if (rc && rc != -FI_ENODATA)
         return gcoll__ofi_fail("fi_getinfo", rc, "(any)");
+    if (rc)
+        *list = NULL;
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t list_providers(char names[][64], int *n)
+{
+    struct fi_info *list;
+    *n = 0;
+    GCOLL_CHECK(offered(&list));
     for (struct fi_info *i = list; i && *n < MAX_PROVIDERS; i = i->next) {
         int seen = 0;
         for (int k = 0; k < *n && !seen; k++)
@@ -493,16 +502,9 @@ static void describe(const struct fi_info *i, gcoll__ofi_offer_t *o)
 
 gcoll_status_t gcoll__ofi_offers(gcoll__ofi_offer_t *out, int cap, int *n)
 {
-    struct fi_info *hints = make_hints(NULL, 0, 0), *list = NULL;
-    if (!hints)
-        return gcoll__error(GCOLL_ERR_NOMEM, "ofi transport: no memory for fi_getinfo hints");
-    int rc = fi_getinfo(GCOLL_OFI_API, NULL, NULL, 0, hints, &list);
-    fi_freeinfo(hints);
+    struct fi_info *list;
     *n = 0;
-    if (rc == -FI_ENODATA)
-        return GCOLL_SUCCESS;
-    if (rc)
-        return gcoll__ofi_fail("fi_getinfo", rc, "(any)");
+    GCOLL_CHECK(offered(&list));
     for (struct fi_info *i = list; i && *n < cap; i = i->next) {
         gcoll__ofi_offer_t o;
         describe(i, &o);
