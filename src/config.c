@@ -274,13 +274,14 @@ static const var_def_t vars[] = {
      "that spans hosts, builtin takes the transport's figure, 50:0.125 says 50 us and 1 Gbit/s", parse_cost,
      NULL, &gcoll__config.cost[1], 1},
     ALGO_VAR("ALLREDUCE", GCOLL_COLL_ALLREDUCE,
-             "allreduce algorithm per size range (ring, recursive_doubling)"),
+             "allreduce algorithm per size range: ring, recursive_doubling, rabenseifner, direct, "
+             "hierarchical, shm_slots, shm_cma"),
     ALGO_VAR("REDUCE_SCATTER", GCOLL_COLL_REDUCE_SCATTER,
-             "reduce_scatter algorithm per size range (ring)"),
-    ALGO_VAR("ALLGATHER", GCOLL_COLL_ALLGATHER, "allgather algorithm per size range (ring)"),
-    ALGO_VAR("BCAST", GCOLL_COLL_BCAST, "bcast algorithm per size range (binomial)"),
-    ALGO_VAR("REDUCE", GCOLL_COLL_REDUCE, "reduce algorithm per size range (binomial)"),
-    ALGO_VAR("ALLTOALL", GCOLL_COLL_ALLTOALL, "alltoall algorithm per size range (pairwise)"),
+             "reduce_scatter algorithm per size range: ring, recursive_halving, shm_slots, shm_cma"),
+    ALGO_VAR("ALLGATHER", GCOLL_COLL_ALLGATHER, "allgather algorithm per size range: ring, recursive_doubling, shm_slots, shm_cma"),
+    ALGO_VAR("BCAST", GCOLL_COLL_BCAST, "bcast algorithm per size range: binomial, scatter_allgather, chain, shm_slots, shm_cma"),
+    ALGO_VAR("REDUCE", GCOLL_COLL_REDUCE, "reduce algorithm per size range: binomial, rabenseifner, shm_slots"),
+    ALGO_VAR("ALLTOALL", GCOLL_COLL_ALLTOALL, "alltoall algorithm per size range: pairwise, shm_slots"),
     ALGO_VAR("BARRIER", GCOLL_COLL_BARRIER, "barrier algorithm (dissemination)"),
 };
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
