@@ -38,6 +38,19 @@ static inline int gcoll__alone(gcoll__sched_t *s, const gcoll__coll_args_t *a)
     return a->size == 1;
 }
 
+/* Pipelined transfers (pipeline.c). A block of cnt elements goes in slices of GCOLL_CHUNK_BYTES
+ * (whole elements), GCOLL_PIPELINE_DEPTH slices a round: group g is the slices of round g. */
+size_t gcoll__pipe_groups(size_t cnt, size_t es);
+/* One round: receives group rg of the rn elements at rbuf from `from`, and sends group sg of the
+ * sn elements at sbuf to `to` (nothing past a block's end). With dst set, each received slice is
+ * reduced as soon as it lands, dst[i] = rbuf[i] op own[i], while the round's sends are still in
+ * flight: dst must not overlap what they send. */
+void gcoll__pipe_round(gcoll__sched_t *s, int to, const void *sbuf, size_t sn, size_t sg, int from, void *rbuf,
+                       size_t rn, size_t rg, void *dst, const void *own, size_t es);
+/* A whole exchange: the rounds of every group of both blocks (counts of 0: that way nothing). */
+void gcoll__pipe(gcoll__sched_t *s, int to, const void *sbuf, size_t sn, int from, void *rbuf, size_t rn,
+                 void *dst, const void *own, size_t es);
+
 /* Whether an algorithm can serve these arguments (NULL: always). */
 typedef int (*gcoll__usable_fn)(const gcoll__coll_args_t *a);
 int gcoll__shm_usable(const gcoll__coll_args_t *a);

@@ -1,7 +1,9 @@
 /* Ring reduce-scatter: n-1 steps; at each a partial block moves one rank to the right and
  * gains that rank's contribution, so block b is complete at rank b after n-1 steps.
  * Cost: n-1 steps, (n-1)/n of the input vector sent and received per rank. Partial blocks
- * travel in two alternating scratch blocks; the last reduction writes the result in place. */
+ * travel in two alternating scratch blocks, as slices of GCOLL_CHUNK_BYTES (up to
+ * GCOLL_PIPELINE_DEPTH a round) each reduced as it lands; the last reduction writes the
+ * result in place. */
 #include "algo.h"
 
 void gcoll__reduce_scatter_ring(gcoll__sched_t *s, const gcoll__coll_args_t *a)
@@ -9,19 +11,20 @@ void gcoll__reduce_scatter_ring(gcoll__sched_t *s, const gcoll__coll_args_t *a)
     int n = a->size, r = a->rank, right = (r + 1) % n, left = gcoll__mod(r - 1, n);
     size_t es = a->esize, cnt = a->count, bytes = cnt * es;
     char *rb = a->recvbuf;
-    const char *src = a->sendbuf == a->recvbuf ? rb : a->sendbuf;
-    if (n == 1 || cnt == 0) {
-        gcoll__sched_copy(s, rb, src, bytes);
+    const char *src = gcoll__input(a);
+    if (gcoll__alone(s, a))
         return;
-    }
     char *t[2] = {gcoll__sched_scratch(s, bytes), gcoll__sched_scratch(s, bytes)};
+    /* The last reduction writes the output, in place block 0 of the input. Only our own block
+     * is still read then, but on two ranks rank 1 is still sending block 0 while it reduces
+     * (the reductions overlap the sends): its result waits in scratch until they are done. */
+    char *out = n == 2 && r == 1 && src == rb ? t[0] : rb;
     for (int step = 0; step < n - 1; step++) {
         int sb = gcoll__mod(r - step - 1, n), rbk = gcoll__mod(r - step - 2, n);
         char *in = t[step % 2];
-        gcoll__sched_round(s);
-        gcoll__sched_send(s, right, step == 0 ? src + (size_t)sb * bytes : t[(step + 1) % 2], bytes);
-        gcoll__sched_recv(s, left, in, bytes);
-        gcoll__sched_reduce(s, step == n - 2 ? rb : in, in, src + (size_t)rbk * bytes, cnt);
+        gcoll__pipe(s, right, step == 0 ? src + (size_t)sb * bytes : t[(step + 1) % 2], cnt, left, in, cnt,
+                    step == n - 2 ? out : in, src + (size_t)rbk * bytes, es);
     }
+    gcoll__sched_copy(s, rb, out, bytes); /* listed after the last sends: waits for them */
     gcoll__sched_avg(s, rb, cnt);
 }

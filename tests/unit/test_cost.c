@@ -13,6 +13,14 @@
 
 static gcoll__links_t links;
 
+/* Builders slice by GCOLL_CHUNK_BYTES and GCOLL_PIPELINE_DEPTH: their defaults, as after gcoll_init. */
+static void load_defaults(void)
+{
+    unsetenv("GCOLL_CHUNK_BYTES");
+    unsetenv("GCOLL_PIPELINE_DEPTH");
+    ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+}
+
 static void set_links(double intra_lat, double intra_bw, double inter_lat, double inter_bw)
 {
     memset(&links, 0, sizeof(links));
@@ -137,6 +145,7 @@ Suite *cost_suite(void)
 {
     Suite *s = suite_create("cost");
     TCase *tc = tcase_create("cost");
+    tcase_add_checked_fixture(tc, load_defaults, NULL);
     tcase_add_test(tc, ring_matches_its_formula);
     tcase_add_test(tc, recursive_doubling_matches_its_formula);
     tcase_add_test(tc, host_links_are_shared);
