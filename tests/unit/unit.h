@@ -11,5 +11,6 @@ Suite *errors_suite(void);
 Suite *bench_suite(void);
 Suite *cost_suite(void);
 Suite *topo_suite(void);
+Suite *sched_suite(void);
 
 #endif
