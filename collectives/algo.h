@@ -80,6 +80,7 @@ int gcoll__hier_usable(const gcoll__coll_args_t *a);
     X(GCOLL_COLL_BCAST, shm_cma, gcoll__bcast_shm_cma, gcoll__shm_cma_usable)                  \
     X(GCOLL_COLL_REDUCE, binomial, gcoll__reduce_binomial, NULL)                               \
     X(GCOLL_COLL_REDUCE, rabenseifner, gcoll__reduce_rabenseifner, NULL)                       \
+    X(GCOLL_COLL_REDUCE, chain, gcoll__reduce_chain, NULL)                                     \
     X(GCOLL_COLL_REDUCE, shm_slots, gcoll__reduce_shm_slots, gcoll__shm_usable)                \
     X(GCOLL_COLL_ALLTOALL, pairwise, gcoll__alltoall_pairwise, NULL)                           \
     X(GCOLL_COLL_ALLTOALL, shm_slots, gcoll__alltoall_shm_slots, gcoll__shm_usable)            \

@@ -280,7 +280,7 @@ static const var_def_t vars[] = {
              "reduce_scatter algorithm per size range: ring, recursive_halving, shm_slots, shm_cma"),
     ALGO_VAR("ALLGATHER", GCOLL_COLL_ALLGATHER, "allgather algorithm per size range: ring, recursive_doubling, shm_slots, shm_cma"),
     ALGO_VAR("BCAST", GCOLL_COLL_BCAST, "bcast algorithm per size range: binomial, scatter_allgather, chain, shm_slots, shm_cma"),
-    ALGO_VAR("REDUCE", GCOLL_COLL_REDUCE, "reduce algorithm per size range: binomial, rabenseifner, shm_slots"),
+    ALGO_VAR("REDUCE", GCOLL_COLL_REDUCE, "reduce algorithm per size range: binomial, rabenseifner, chain, shm_slots"),
     ALGO_VAR("ALLTOALL", GCOLL_COLL_ALLTOALL, "alltoall algorithm per size range: pairwise, shm_slots"),
     ALGO_VAR("BARRIER", GCOLL_COLL_BARRIER, "barrier algorithm (dissemination)"),
 };

@@ -149,6 +149,7 @@ START_TEST(registry_listing)
     ck_assert_str_eq(names[3], "direct");
     ck_assert_str_eq(names[5], "shm_cma");
     ck_assert_str_eq(names[6], "hierarchical");
+    ck_assert_str_eq(gcoll__algo_list(GCOLL_COLL_REDUCE), "binomial|rabenseifner|chain|shm_slots");
     ck_assert_int_eq(gcoll_algorithms("allsorts", &names, &n), GCOLL_ERR_INVALID_ARG);
 }
 END_TEST
