@@ -118,6 +118,11 @@ run_mpi collectives 5 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=mpi
 # take them from GCOLL_<COLL>; attr.algorithm forces each in turn as everywhere)
 run_mpi collectives 5 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=mpi GCOLL_CHUNK_BYTES=4K GCOLL_PIPELINE_DEPTH=1
 run_mpi collectives 6 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=inter GCOLL_CHUNK_BYTES=4K GCOLL_PIPELINE_DEPTH=3
+run_mpi collectives 3 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=mpi GCOLL_CHUNK_BYTES=4K GCOLL_PIPELINE_DEPTH=3
+# ... and over the node channel's point-to-point rings: slices inline in the cells, and slices
+# past 1 KiB cells (single copy, the receiver reading the sender's buffer while it reduces)
+run_mpi collectives 3 TEST_QUICK=1 GCOLL_CHUNK_BYTES=4K GCOLL_PIPELINE_DEPTH=3
+run_mpi collectives 7 TEST_QUICK=1 GCOLL_CHUNK_BYTES=4K GCOLL_PIPELINE_DEPTH=1 GCOLL_SHM_RING_CELL_SIZE=1K
 run_mpi collectives 7 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=mpi GCOLL_ALLREDUCE=rabenseifner \
     GCOLL_REDUCE_SCATTER=recursive_halving GCOLL_ALLGATHER=recursive_doubling GCOLL_BCAST=scatter_allgather \
     GCOLL_REDUCE=rabenseifner

@@ -1,6 +1,8 @@
 /* Every collective x algorithm x dtype x op x in-place/out-of-place x count, at unaligned
  * offsets, checked against a reference each rank computes independently from the regenerated
- * inputs of all ranks (bench/reference.c). */
+ * inputs of all ranks (bench/reference.c). Then every allreduce algorithm on floats whose sums
+ * round: every rank must get the same bits, within rounding of the exact sum. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -222,6 +224,90 @@ static void test_movement(gcoll_dtype_t d, size_t cnt)
         }
 }
 
+/* A float input whose sums round: full mantissas, both signs. */
+static double inexact_value(int rank, size_t i, gcoll_dtype_t d)
+{
+    return ((double)ref_hash((uint32_t)rank, (uint32_t)i, 977u + (uint32_t)d) / 4294967296.0 - 0.5) * 3.0;
+}
+
+static double decode(gcoll_dtype_t d, const void *p)
+{
+    switch (d) {
+    case GCOLL_FLOAT16: { _Float16 x; memcpy(&x, p, 2); return x; }
+    case GCOLL_BFLOAT16: {
+        uint16_t h;
+        memcpy(&h, p, 2);
+        uint32_t b = (uint32_t)h << 16;
+        float f;
+        memcpy(&f, &b, 4);
+        return f;
+    }
+    case GCOLL_FLOAT32: { float x; memcpy(&x, p, 4); return x; }
+    default: { double x; memcpy(&x, p, 8); return x; }
+    }
+}
+
+/* Each rank's result of every allreduce algorithm, gathered: all must equal rank 0's bit for
+ * bit, and each element must lie within n roundings (machine epsilon of the dtype, relative to
+ * the sum of magnitudes) of the exact sum of the inputs as stored. */
+static void test_agreement(void)
+{
+    int n = h_size, r = h_rank;
+    const gcoll_dtype_t dts[] = {GCOLL_FLOAT16, GCOLL_BFLOAT16, GCOLL_FLOAT32, GCOLL_FLOAT64};
+    const double eps[] = {0x1p-10, 0x1p-7, 0x1p-23, 0x1p-52};
+    const gcoll_op_t ops[] = {GCOLL_SUM, GCOLL_AVG};
+    size_t counts[] = {1, (size_t)n + 1, 61, 4099};
+    const char *const *names;
+    size_t nalgo;
+    gcoll_attr_t attr = GCOLL_ATTR_INIT;
+    algos("allreduce", &names, &nalgo);
+    for (size_t t = 0; t < 4; t++)
+        for (size_t o = 0; o < 2; o++)
+            for (size_t c = 0; c < 4; c++)
+                for (size_t a = 0; a < nalgo; a++)
+                    for (int ip = 0; ip < 2; ip++) {
+                        gcoll_dtype_t d = dts[t];
+                        size_t cnt = counts[c], es = gcoll_dtype_size(d), bytes = cnt * es;
+                        buf_t in = balloc(bytes, 12), out = balloc(bytes, 13);
+                        char *all = malloc(bytes * (size_t)n);
+                        for (size_t i = 0; i < cnt; i++)
+                            ref_encode(d, inexact_value(r, i, d), in.p + i * es);
+                        attr.algorithm = names[a];
+                        char *res = ip ? in.p : out.p;
+                        gcoll_request_t req;
+                        CHECK_OK(run_req(gcoll_iallreduce(in.p, res, cnt, d, ops[o], world, &attr, &req), &req, 0));
+                        CHECK_OK(gcoll_allgather(res, all, bytes, GCOLL_UINT8, world));
+                        int differs = -1;
+                        for (int q = n - 1; q > 0; q--)
+                            if (memcmp(all + (size_t)q * bytes, all, bytes) != 0)
+                                differs = q;
+                        CHECK(differs < 0, CTX ": rank %d's result differs from rank 0's",
+                              CTX_ARGS("allreduce", names[a], d, ops[o], cnt, ip), differs);
+                        long bad = -1;
+                        for (size_t i = 0; i < cnt && bad < 0; i++) {
+                            double sum = 0, mag = 0, x;
+                            char enc[8];
+                            for (int q = 0; q < n; q++) {
+                                ref_encode(d, inexact_value(q, i, d), enc);
+                                x = decode(d, enc);
+                                sum += x;
+                                mag += fabs(x);
+                            }
+                            if (ops[o] == GCOLL_AVG) {
+                                sum /= n;
+                                mag /= n;
+                            }
+                            if (fabs(decode(d, res + i * es) - sum) > n * eps[t] * mag + eps[t] * fabs(sum))
+                                bad = (long)i;
+                        }
+                        CHECK(bad < 0, CTX ": element %ld is not within rounding of the exact sum",
+                              CTX_ARGS("allreduce", names[a], d, ops[o], cnt, ip), bad);
+                        free(all);
+                        free(in.base);
+                        free(out.base);
+                    }
+}
+
 /* No rank may leave the barrier before the last one entered (one host: one monotonic clock). */
 static void test_barrier(void)
 {
@@ -264,6 +350,7 @@ int main(int argc, char **argv)
             test_movement((gcoll_dtype_t)d, counts[c]);
         }
     }
+    test_agreement();
     test_barrier();
     return h_finish("collectives");
 }

@@ -131,6 +131,35 @@ START_TEST(sizes_parse_strictly)
 }
 END_TEST
 
+START_TEST(pipeline_variables_parse)
+{
+    clear_env();
+    ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+    ck_assert_uint_eq(gcoll__config.chunk_bytes, 1024 * 1024);
+    ck_assert_int_eq(gcoll__config.pipeline_depth, 8);
+    setenv("GCOLL_CHUNK_BYTES", "4K", 1);
+    setenv("GCOLL_PIPELINE_DEPTH", "1", 1);
+    ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+    ck_assert_uint_eq(gcoll__config.chunk_bytes, 4096);
+    ck_assert_int_eq(gcoll__config.pipeline_depth, 1);
+    setenv("GCOLL_CHUNK_BYTES", "5000", 1);
+    setenv("GCOLL_PIPELINE_DEPTH", "1024", 1);
+    ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+    ck_assert_uint_eq(gcoll__config.chunk_bytes, 5000);
+    ck_assert_int_eq(gcoll__config.pipeline_depth, 1024);
+    setenv("GCOLL_CHUNK_BYTES", "1g", 1);
+    ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+    ck_assert_uint_eq(gcoll__config.chunk_bytes, (size_t)1 << 30);
+    const char *bad_chunk[] = {"", "0", "4095", "1K", "2G", "max", "-4K", "4KB", "4 K", " 4K", "lots", "1.5M", NULL};
+    for (int i = 0; bad_chunk[i]; i++)
+        expect_bad("GCOLL_CHUNK_BYTES", bad_chunk[i], "accepts bytes with K/M/G suffixes from 4K to 1G");
+    const char *bad_depth[] = {"", "0", "-1", "1025", "2.5", " 3", "3 ", "four", "0x4", NULL};
+    for (int i = 0; bad_depth[i]; i++)
+        expect_bad("GCOLL_PIPELINE_DEPTH", bad_depth[i], "accepts an integer from 1 to 1024");
+    clear_env();
+}
+END_TEST
+
 START_TEST(registry_listing)
 {
     ck_assert_uint_ge(gcoll_config_count(), 4);
@@ -163,6 +192,7 @@ Suite *config_suite(void)
     tcase_add_test(tc, selection_table_parses_and_selects);
     tcase_add_test(tc, uncovered_sizes_use_builtin_choice);
     tcase_add_test(tc, sizes_parse_strictly);
+    tcase_add_test(tc, pipeline_variables_parse);
     tcase_add_test(tc, registry_listing);
     suite_add_tcase(s, tc);
     return s;
