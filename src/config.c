@@ -260,6 +260,12 @@ static const var_def_t vars[] = {
      "libfabric provider for ofi: auto takes the best RDM provider fi_getinfo offers, a real NIC before "
      "tcp;ofi_rxm",
      parse_text, NULL, gcoll__config.ofi_provider, sizeof(gcoll__config.ofi_provider)},
+    /* 1M: far past the TCP transport's 64 KiB eager limit, so a slice's rendezvous round trip
+     * (~50 us) is a few percent of its ~1 ms on a 1 GB/s wire, and a landed slice is still in
+     * the core's L2 (2 MiB here) when it is reduced (~0.25 ms at 4 GB/s). 8 a round: the socket
+     * stays busy while the first slices are reduced. Slow links and long chains want smaller,
+     * fewer slices (the README's measurements). Every rank must use the same values: both sides
+     * of a message cut it alike. */
     {"GCOLL_CHUNK_BYTES", "bytes, 4K..1G", "1M",
      "pipeline slice of the point-to-point ring and chain algorithms: each slice is reduced or forwarded "
      "while the next ones arrive", parse_bytes, NULL, &gcoll__config.chunk_bytes, 4},
