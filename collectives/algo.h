@@ -47,7 +47,7 @@ size_t gcoll__pipe_groups(size_t cnt, size_t es);
  * flight: dst must not overlap what they send. */
 void gcoll__pipe_round(gcoll__sched_t *s, int to, const void *sbuf, size_t sn, size_t sg, int from, void *rbuf,
                        size_t rn, size_t rg, void *dst, const void *own, size_t es);
-/* A whole exchange: the rounds of every group of both blocks (counts of 0: that way nothing). */
+/* A whole exchange: the rounds of every group of both blocks (a count of 0: nothing that way). */
 void gcoll__pipe(gcoll__sched_t *s, int to, const void *sbuf, size_t sn, int from, void *rbuf, size_t rn,
                  void *dst, const void *own, size_t es);
 
