@@ -118,6 +118,26 @@ GCOLL_API gcoll_status_t gcoll_ibarrier(gcoll_comm_t comm, const gcoll_attr_t *a
 GCOLL_API gcoll_status_t gcoll_wait(gcoll_request_t *req);
 GCOLL_API gcoll_status_t gcoll_test(gcoll_request_t *req, int *done);
 
+/* The gradient session (MLSL-style): parameter sets are registered once, in forward order;
+ * commit plans fusion buckets and priorities (earlier layers first, collectively on every
+ * rank); then each iteration starts every set as its gradient becomes ready in backprop (any
+ * order, the same sets on every rank) and waits before the values are used. The reduced
+ * gradient replaces buf. No allocation per iteration. */
+typedef struct gcoll_session *gcoll_session_t;
+GCOLL_API gcoll_status_t gcoll_session_create(gcoll_comm_t comm, gcoll_session_t *session);
+/* op: GCOLL_SUM or GCOLL_AVG. *id numbers the sets 0, 1, ... in the order they are added. */
+GCOLL_API gcoll_status_t gcoll_session_add(gcoll_session_t s, const char *name, size_t count,
+                                           gcoll_dtype_t dtype, gcoll_op_t op, size_t *id);
+GCOLL_API gcoll_status_t gcoll_session_commit(gcoll_session_t s);
+GCOLL_API gcoll_status_t gcoll_session_start(gcoll_session_t s, size_t id, void *buf);
+GCOLL_API gcoll_status_t gcoll_session_test(gcoll_session_t s, size_t id, int *done);
+GCOLL_API gcoll_status_t gcoll_session_wait(gcoll_session_t s, size_t id);
+GCOLL_API gcoll_status_t gcoll_session_wait_all(gcoll_session_t s);
+/* The plan commit made: the number of fusion buckets and the bucket of set id. */
+GCOLL_API gcoll_status_t gcoll_session_buckets(gcoll_session_t s, size_t *nbuckets);
+GCOLL_API gcoll_status_t gcoll_session_bucket_of(gcoll_session_t s, size_t id, size_t *bucket);
+GCOLL_API gcoll_status_t gcoll_session_free(gcoll_session_t *s);
+
 /* Errors and introspection. */
 GCOLL_API const char *gcoll_strerror(gcoll_status_t status);
 GCOLL_API const char *gcoll_status_name(gcoll_status_t status); /* "GCOLL_ERR_TIMEOUT" */
