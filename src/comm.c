@@ -300,6 +300,7 @@ gcoll_status_t gcoll__comm_create(MPI_Comm mpi_comm, gcoll_comm_t *out)
         snprintf(c->tpname, sizeof(c->tpname), "plugin:%s", gcoll__plugin_name());
     else if (!c->tpname[0])
         snprintf(c->tpname, sizeof(c->tpname), "%s", c->tpops->name);
+    c->lane = gcoll__lane_for(c->id, strstr(c->tpname, "mpi") != NULL);
     /* from settings every rank shares, never from what one rank sees: all must pick alike */
     const char *inter = gcoll__context.transport->name, *intra[] = {"shm", inter, "mpi"};
     c->links.inter = gcoll__cost_link(inter, 1);
@@ -403,7 +404,7 @@ GCOLL_API gcoll_status_t gcoll_comm_free(gcoll_comm_t *comm)
         return gcoll__error(GCOLL_ERR_INVALID_USAGE,
                             "*comm is the world communicator: gcoll_finalize frees it");
     unregister(*comm);
-    gcoll__lane_t *l = gcoll__lane((*comm)->id);
+    gcoll__lane_t *l = (*comm)->lane;
     pthread_mutex_lock(&l->lock);
     gcoll__comm_release(*comm);
     pthread_mutex_unlock(&l->lock);

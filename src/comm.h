@@ -31,6 +31,7 @@ struct gcoll_comm {
     gcoll__shm_t *node_shm;  /* spanning hosts: this host's channel, for point-to-point only */
     gcoll__nodemap_t map;    /* which host every rank is on */
     gcoll__links_t links;    /* the cost model's view of its transports */
+    struct gcoll__lane *lane; /* which progress lane drives its operations */
     struct gcoll_comm *next; /* the registry of live handles */
 };
 

@@ -303,7 +303,7 @@ gcoll_status_t gcoll__request_start(gcoll_comm_t comm, gcoll__coll_t coll, const
         if (attr->name)
             snprintf(r->name, sizeof(r->name), "%s", attr->name);
     }
-    gcoll__lane_t *l = r->lane = gcoll__lane(comm->id);
+    gcoll__lane_t *l = r->lane = comm->lane;
     if (gcoll__timeline_on)
         r->t_start = gcoll__timeline_now();
     pthread_mutex_lock(&l->lock);
@@ -414,7 +414,7 @@ GCOLL_API gcoll_status_t gcoll_wait(gcoll_request_t *req)
 void gcoll__engine_abort_all(void)
 {
     for (size_t i = 0; i < gcoll__lane_count(); i++) {
-        gcoll__lane_t *l = gcoll__lane((unsigned)i);
+        gcoll__lane_t *l = gcoll__lane_at(i);
         pthread_mutex_lock(&l->lock);
         while (l->active) {
             gcoll_request_t r = l->active;

@@ -26,7 +26,13 @@ typedef struct gcoll__lane {
  * GCOLL_WORKER_AFFINITY). At finalize, after every request has ended: joins and frees them. */
 gcoll_status_t gcoll__lanes_start(void);
 void gcoll__lanes_stop(void);
-gcoll__lane_t *gcoll__lane(unsigned comm_id);
+/* The lane of a new communicator: by its id among the worker lanes, or, for one that reaches a
+ * peer through MPI, the lane no worker drives (Open MPI 4.1's TCP BTL loses connections that
+ * two threads of a process open to one peer at once: the application's own MPI calls and a
+ * worker would). */
+gcoll__lane_t *gcoll__lane_for(unsigned comm_id, int uses_mpi);
+/* Every lane, for finalize: index 0 .. gcoll__lane_count() - 1. */
+gcoll__lane_t *gcoll__lane_at(size_t index);
 size_t gcoll__lane_count(void);
 /* Wakes the lane's worker, if it sleeps for lack of work. Lock held. */
 void gcoll__lane_kick(gcoll__lane_t *l);

@@ -88,7 +88,7 @@ GCOLL_API gcoll_status_t gcoll_session_create(gcoll_comm_t comm, gcoll_session_t
     if (!s)
         return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a session");
     /* the session's operations may outlive the user's handle of comm */
-    gcoll__lane_t *l = gcoll__lane(comm->id);
+    gcoll__lane_t *l = comm->lane;
     pthread_mutex_lock(&l->lock);
     comm->refs++;
     pthread_mutex_unlock(&l->lock);
@@ -367,7 +367,7 @@ GCOLL_API gcoll_status_t gcoll_session_free(gcoll_session_t *session)
     }
     if (s->own)
         (void)gcoll_comm_free(&s->own); /* a failed one is freed as well */
-    gcoll__lane_t *l = gcoll__lane(s->comm->id);
+    gcoll__lane_t *l = s->comm->lane;
     pthread_mutex_lock(&l->lock);
     gcoll__comm_release(s->comm);
     pthread_mutex_unlock(&l->lock);

@@ -21,12 +21,17 @@
 #define WORKER_SPIN 64
 #define WORKER_SLEEP_US 1000
 
-static gcoll__lane_t *lanes;
+static gcoll__lane_t *lanes; /* nworker lanes (at least one), then the lane of MPI routes */
 static size_t nlanes;
 
-gcoll__lane_t *gcoll__lane(unsigned comm_id)
+gcoll__lane_t *gcoll__lane_for(unsigned comm_id, int uses_mpi)
 {
-    return &lanes[comm_id % nlanes];
+    return uses_mpi ? &lanes[nlanes - 1] : &lanes[comm_id % (nlanes - 1)];
+}
+
+gcoll__lane_t *gcoll__lane_at(size_t index)
+{
+    return &lanes[index];
 }
 
 size_t gcoll__lane_count(void)
@@ -122,7 +127,7 @@ static void local_place(int *local, int *nlocal)
 gcoll_status_t gcoll__lanes_start(void)
 {
     int workers = gcoll__config.worker_count;
-    nlanes = workers > 0 ? (size_t)workers : 1;
+    nlanes = (workers > 0 ? (size_t)workers : 1) + 1;
     lanes = calloc(nlanes, sizeof(*lanes));
     if (!lanes)
         return gcoll__error(GCOLL_ERR_NOMEM, "no memory for %zu progress lanes", nlanes);
@@ -138,7 +143,7 @@ gcoll_status_t gcoll__lanes_start(void)
         pthread_mutex_init(&l->lock, NULL);
         pthread_cond_init(&l->wake, NULL);
         l->index = (int)i;
-        if (workers == 0)
+        if (workers == 0 || i == nlanes - 1)
             continue;
         int rc = pthread_create(&l->worker, NULL, worker_main, l);
         if (rc != 0) {
@@ -161,8 +166,7 @@ gcoll_status_t gcoll__lanes_start(void)
                 GCOLL_LOG(GCOLL_LOG_INFO, "progress thread %zu runs on CPU %d", i, cpus[i % (size_t)ncpus]);
         }
     }
-    GCOLL_LOG(GCOLL_LOG_INFO, "%d progress thread%s, %zu lane%s", workers, workers == 1 ? "" : "s", nlanes,
-              nlanes == 1 ? "" : "s");
+    GCOLL_LOG(GCOLL_LOG_INFO, "%d progress thread%s", workers, workers == 1 ? "" : "s");
     return GCOLL_SUCCESS;
 }
 

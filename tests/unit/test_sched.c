@@ -86,6 +86,7 @@ START_TEST(local_steps_run_as_soon_as_the_steps_before_them)
 {
     engine_up();
     static struct gcoll_comm comm = {.rank = 0, .size = 2, .refs = 1, .tpops = &fake};
+    comm.lane = gcoll__lane_at(0);
     int own[4] = {1, 2, 3, 4}, a[4], b[4], out_a[4] = {0}, out_b[4] = {0}, last[4] = {0};
     const int in_a[4] = {10, 20, 30, 40}, in_b[4] = {100, 200, 300, 400};
     gcoll__sched_t *s = gcoll__sched_new(GCOLL_INT32, GCOLL_SUM, 2, NULL);
@@ -128,6 +129,7 @@ START_TEST(a_reduction_overlaps_later_receives)
      * while slice 1 is still on its way */
     engine_up();
     static struct gcoll_comm comm = {.rank = 0, .size = 2, .refs = 1, .tpops = &fake};
+    comm.lane = gcoll__lane_at(0);
     int own[2] = {1, 2}, in[2], acc[2] = {0};
     gcoll__sched_t *s = gcoll__sched_new(GCOLL_INT32, GCOLL_SUM, 2, NULL);
     gcoll__sched_recv(s, 1, &in[0], sizeof(int));
@@ -163,6 +165,7 @@ START_TEST(higher_priority_sends_take_the_budget_first)
     engine_up();
     gcoll__config.inflight_bytes = 2 << 20;
     static struct gcoll_comm comm = {.rank = 0, .size = 2, .refs = 1, .tpops = &fake};
+    comm.lane = gcoll__lane_at(0);
     static char big[6][1 << 20];
     gcoll__sched_t *low = gcoll__sched_new(GCOLL_UINT8, GCOLL_SUM, 2, NULL);
     for (int i = 0; i < 4; i++)
@@ -205,6 +208,7 @@ START_TEST(a_kept_schedule_runs_again_after_rewind)
 {
     engine_up();
     static struct gcoll_comm comm = {.rank = 0, .size = 2, .refs = 1, .tpops = &fake};
+    comm.lane = gcoll__lane_at(0);
     int own[3] = {1, 2, 3}, in[3], out[3];
     gcoll__sched_t *s = gcoll__sched_new(GCOLL_INT32, GCOLL_SUM, 2, NULL);
     gcoll__sched_recv(s, 1, in, sizeof(in));
