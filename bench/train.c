@@ -229,6 +229,8 @@ static void print_table(const tctx_t *x, const bench_env_t *env, int iters, int 
                res[m].fig[F_EXPOSED], res[m].fig[F_LAYER0], res[m].valid ? "ok" : "FAIL");
     double s = res[M_SESSION].fig[F_STEP], bound = fmax(res[M_SESSION].fig[F_COMPUTE], comm_ms);
     printf("# session step / max(compute, communication) = %.3f\n", s / bound);
+    printf("# session step / max(nominal compute, communication) = %.3f (nominal: the %.2f ms asked for; the "
+           "measured compute is longer where the core is shared)\n", s / fmax(compute_ms, comm_ms), compute_ms);
     printf("# after / session = %.3f, after-fused / session = %.3f, per-tensor / session = %.3f\n",
            res[M_AFTER].fig[F_STEP] / s, res[M_AFTER_FUSED].fig[F_STEP] / s, res[M_PER_TENSOR].fig[F_STEP] / s);
     fflush(stdout);
@@ -269,9 +271,10 @@ static int write_files(const tctx_t *x, const bench_env_t *env, int iters, doubl
                 fprintf(f, "%s\n    {\"mode\": \"%s\", \"step_ms\": %.3f, \"compute_ms\": %.3f, \"exposed_ms\": %.3f, "
                            "\"layer0_ms\": %.3f, \"valid\": \"%s\"}", m ? "," : "", mode_names[m], res[m].fig[F_STEP],
                         res[m].fig[F_COMPUTE], res[m].fig[F_EXPOSED], res[m].fig[F_LAYER0], res[m].valid ? "ok" : "FAIL");
-            fprintf(f, "\n  ],\n  \"session_over_bound\": %.4f, \"after_over_session\": %.4f, "
-                       "\"after_fused_over_session\": %.4f\n}\n",
-                    s / fmax(res[M_SESSION].fig[F_COMPUTE], comm_ms), res[M_AFTER].fig[F_STEP] / s,
+            fprintf(f, "\n  ],\n  \"session_over_bound\": %.4f, \"session_over_nominal_bound\": %.4f, "
+                       "\"after_over_session\": %.4f, \"after_fused_over_session\": %.4f\n}\n",
+                    s / fmax(res[M_SESSION].fig[F_COMPUTE], comm_ms), s / fmax(compute_ms, comm_ms),
+                    res[M_AFTER].fig[F_STEP] / s,
                     res[M_AFTER_FUSED].fig[F_STEP] / s);
         }
         if (!f || fclose(f) != 0) {
