@@ -47,12 +47,17 @@ static int host_list(char *out, size_t len)
     return distinct;
 }
 
+/* The collective whose algorithms --algo names. */
+static const char *algo_collective(const bench_opts_t *o)
+{
+    return o->subcmd == BENCH_IALLREDUCE ? "allreduce" : bench_coll_name((bench_coll_t)o->subcmd);
+}
+
 static int algo_known(const bench_opts_t *o)
 {
     const char *const *names;
     size_t n;
-    if (gcoll_algorithms(o->subcmd == BENCH_IALLREDUCE ? "allreduce" : bench_coll_name((bench_coll_t)o->subcmd),
-                         &names, &n) != GCOLL_SUCCESS)
+    if (gcoll_algorithms(algo_collective(o), &names, &n) != GCOLL_SUCCESS)
         return 0;
     for (size_t i = 0; i < n; i++)
         if (strcmp(names[i], o->algo) == 0)
@@ -95,10 +100,7 @@ int main(int argc, char **argv)
         return usage_error(rank, argv[0], err);
     }
     if (o.algo && o.subcmd != BENCH_MEMBW && !algo_known(&o)) {
-        snprintf(err, sizeof(err), "--algo %s: not an allreduce algorithm of gcoll", o.algo);
-        if (o.subcmd != BENCH_IALLREDUCE)
-            snprintf(err, sizeof(err), "--algo %s: not a %s algorithm of gcoll", o.algo,
-                     bench_coll_name((bench_coll_t)o.subcmd));
+        snprintf(err, sizeof(err), "--algo %s: not a %s algorithm of gcoll", o.algo, algo_collective(&o));
         return usage_error(rank, argv[0], err);
     }
     if (o.subcmd == BENCH_MEMBW) {

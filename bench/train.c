@@ -139,7 +139,8 @@ static void session_open(tctx_t *x)
 static void run_mode(tctx_t *x, int m, int iters, int warmup, mode_result_t *res)
 {
     double fig[F_COUNT], *all = malloc(sizeof(double) * F_COUNT * (size_t)iters);
-    if (!all) {
+    double *col = malloc(sizeof(double) * (size_t)iters);
+    if (!all || !col) {
         fprintf(stderr, "gcoll_bench [rank %d]: train: out of memory\n", x->rank);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
@@ -158,8 +159,7 @@ static void run_mode(tctx_t *x, int m, int iters, int warmup, mode_result_t *res
     }
     if (m == M_SESSION)
         CHECK(x, gcoll_session_free(&x->session));
-    double *col = malloc(sizeof(double) * (size_t)iters);
-    for (int f = 0; col && f < F_COUNT; f++) {
+    for (int f = 0; f < F_COUNT; f++) {
         for (int i = 0; i < iters; i++)
             col[i] = all[(size_t)i * F_COUNT + f];
         res->fig[f] = bench_median(col, iters);
@@ -196,7 +196,7 @@ static int setup(tctx_t *x)
     if (!x->count || !x->off || !x->share_ns || !x->req || !x->sid)
         return -1;
     for (size_t t = 0; t < x->nt; t++) {
-        double c = llround((double)bench_tensor_numel(&m->tensors[t]) * x->o->scale);
+        long long c = llround((double)bench_tensor_numel(&m->tensors[t]) * x->o->scale);
         x->count[t] = c < 1 ? 1 : (size_t)c;
         x->off[t] = x->total;
         x->total += x->count[t];
