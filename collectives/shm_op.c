@@ -77,6 +77,17 @@ static gcoll_status_t step(void *state, int *done)
     }
 }
 
+/* Runs again as a new operation: it takes the channel's next sequence numbers, as a fresh
+ * build would. */
+static void rewind_op(void *state)
+{
+    shm_op_t *op = state;
+    op->phase = PH_ORDER;
+    op->round = 0;
+    op->seq0 = op->shm->issued + 1;
+    op->shm->issued += (uint64_t)op->nrounds;
+}
+
 shm_op_t *gcoll__shm_op(gcoll__sched_t *s, const gcoll__coll_args_t *a, int single_copy, size_t blocks,
                         shm_hook_t publish, shm_hook_t work, size_t scratch_bytes)
 {
@@ -95,6 +106,7 @@ shm_op_t *gcoll__shm_op(gcoll__sched_t *s, const gcoll__coll_args_t *a, int sing
     op->seq0 = a->shm->issued + 1;
     a->shm->issued += (uint64_t)op->nrounds;
     gcoll__sched_custom(s, step, who, op);
+    gcoll__sched_custom_rewind(s, rewind_op);
     return op;
 }
 

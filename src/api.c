@@ -18,7 +18,7 @@ static gcoll_status_t check_buf(const void *buf, size_t count, const char *name)
     return GCOLL_SUCCESS;
 }
 
-static gcoll_status_t check_common(gcoll__coll_args_t *a, gcoll_comm_t comm, int needs_op)
+gcoll_status_t gcoll__check_common(gcoll__coll_args_t *a, gcoll_comm_t comm, int needs_op)
 {
     GCOLL_CHECK(gcoll__comm_check(comm, "comm"));
     if (!gcoll__dtype_valid(a->dtype))
@@ -46,12 +46,12 @@ static gcoll_status_t check_root(int root, gcoll_comm_t comm)
     return GCOLL_SUCCESS;
 }
 
-static gcoll_status_t start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr,
-                            gcoll_request_t *req, gcoll__frame_t *frame)
+gcoll_status_t gcoll__build(const gcoll__coll_args_t *a, const char *forced, gcoll__sched_t *storage,
+                           gcoll__sched_t **out, const char **algo_name)
 {
     const gcoll__algo_t *algo;
-    GCOLL_CHECK(gcoll__algo_select(a, attr ? attr->algorithm : NULL, &algo));
-    gcoll__sched_t *s = gcoll__sched_new(a->dtype, a->op, (unsigned)a->size, frame ? &frame->sched : NULL);
+    GCOLL_CHECK(gcoll__algo_select(a, forced, &algo));
+    gcoll__sched_t *s = gcoll__sched_new(a->dtype, a->op, (unsigned)a->size, storage);
     if (!s)
         return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");
     if (a->count || a->coll == GCOLL_COLL_BARRIER)
@@ -62,7 +62,19 @@ static gcoll_status_t start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcol
         return gcoll__error(st, "%s: no memory for the schedule of %zu elements", gcoll__coll_name(a->coll),
                             a->count);
     }
-    return gcoll__request_start(comm, a->coll, algo->name, s, attr, req, frame ? &frame->req : NULL);
+    *out = s;
+    *algo_name = algo->name;
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr,
+                            gcoll_request_t *req, gcoll__frame_t *frame)
+{
+    gcoll__sched_t *s;
+    const char *algo;
+    GCOLL_CHECK(gcoll__build(a, attr ? attr->algorithm : NULL, frame ? &frame->sched : NULL, &s, &algo));
+    gcoll__start_t how = {.storage = frame ? &frame->req : NULL, .wake = !frame};
+    return gcoll__request_start(comm, a->coll, algo, s, attr, req, &how);
 }
 
 static gcoll_status_t check_req(gcoll_request_t *req)
@@ -86,7 +98,7 @@ static gcoll_status_t post_allreduce(const void *sendbuf, void *recvbuf, size_t 
     gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
                             .count = count, .dtype = dtype, .op = op};
     GCOLL_CHECK(check_req(req));
-    GCOLL_CHECK(check_common(&a, comm, 1));
+    GCOLL_CHECK(gcoll__check_common(&a, comm, 1));
     GCOLL_CHECK(check_buf(sendbuf, count, "sendbuf"));
     GCOLL_CHECK(check_buf(recvbuf, count, "recvbuf"));
     return start(&a, comm, attr, req, frame);
@@ -99,7 +111,7 @@ static gcoll_status_t post_reduce_scatter(const void *sendbuf, void *recvbuf, si
     gcoll__coll_args_t a = {.coll = GCOLL_COLL_REDUCE_SCATTER, .sendbuf = sendbuf, .recvbuf = recvbuf,
                             .count = recvcount, .dtype = dtype, .op = op};
     GCOLL_CHECK(check_req(req));
-    GCOLL_CHECK(check_common(&a, comm, 1));
+    GCOLL_CHECK(gcoll__check_common(&a, comm, 1));
     GCOLL_CHECK(check_buf(sendbuf, recvcount, "sendbuf"));
     GCOLL_CHECK(check_buf(recvbuf, recvcount, "recvbuf"));
     return start(&a, comm, attr, req, frame);
@@ -112,7 +124,7 @@ static gcoll_status_t post_allgather(const void *sendbuf, void *recvbuf, size_t 
     gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLGATHER, .sendbuf = sendbuf, .recvbuf = recvbuf,
                             .count = sendcount, .dtype = dtype};
     GCOLL_CHECK(check_req(req));
-    GCOLL_CHECK(check_common(&a, comm, 0));
+    GCOLL_CHECK(gcoll__check_common(&a, comm, 0));
     GCOLL_CHECK(check_buf(sendbuf, sendcount, "sendbuf"));
     GCOLL_CHECK(check_buf(recvbuf, sendcount, "recvbuf"));
     return start(&a, comm, attr, req, frame);
@@ -124,7 +136,7 @@ static gcoll_status_t post_bcast(void *buf, size_t count, gcoll_dtype_t dtype, i
     gcoll__coll_args_t a = {.coll = GCOLL_COLL_BCAST, .sendbuf = buf, .recvbuf = buf, .count = count,
                             .dtype = dtype, .root = root};
     GCOLL_CHECK(check_req(req));
-    GCOLL_CHECK(check_common(&a, comm, 0));
+    GCOLL_CHECK(gcoll__check_common(&a, comm, 0));
     GCOLL_CHECK(check_root(root, comm));
     GCOLL_CHECK(check_buf(buf, count, "buf"));
     return start(&a, comm, attr, req, frame);
@@ -137,7 +149,7 @@ static gcoll_status_t post_reduce(const void *sendbuf, void *recvbuf, size_t cou
     gcoll__coll_args_t a = {.coll = GCOLL_COLL_REDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
                             .count = count, .dtype = dtype, .op = op, .root = root};
     GCOLL_CHECK(check_req(req));
-    GCOLL_CHECK(check_common(&a, comm, 1));
+    GCOLL_CHECK(gcoll__check_common(&a, comm, 1));
     GCOLL_CHECK(check_root(root, comm));
     GCOLL_CHECK(check_buf(sendbuf, count, "sendbuf"));
     if (comm->rank == root) /* recvbuf matters only at the root */
@@ -152,7 +164,7 @@ static gcoll_status_t post_alltoall(const void *sendbuf, void *recvbuf, size_t c
     gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLTOALL, .sendbuf = sendbuf, .recvbuf = recvbuf,
                             .count = count, .dtype = dtype};
     GCOLL_CHECK(check_req(req));
-    GCOLL_CHECK(check_common(&a, comm, 0));
+    GCOLL_CHECK(gcoll__check_common(&a, comm, 0));
     GCOLL_CHECK(check_buf(sendbuf, count, "sendbuf"));
     GCOLL_CHECK(check_buf(recvbuf, count, "recvbuf"));
     return start(&a, comm, attr, req, frame);
@@ -162,7 +174,7 @@ static gcoll_status_t post_barrier(gcoll_comm_t comm, const gcoll_attr_t *attr, 
 {
     gcoll__coll_args_t a = {.coll = GCOLL_COLL_BARRIER, .dtype = GCOLL_UINT8};
     GCOLL_CHECK(check_req(req));
-    GCOLL_CHECK(check_common(&a, comm, 0));
+    GCOLL_CHECK(gcoll__check_common(&a, comm, 0));
     return start(&a, comm, attr, req, frame);
 }
 
@@ -279,7 +291,7 @@ GCOLL_API gcoll_status_t gcoll_comm_algorithm(gcoll_comm_t comm, const char *col
             a.coll = (gcoll__coll_t)c;
     if (a.coll == GCOLL_COLL_COUNT)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "collective '%s' is unknown", collective);
-    GCOLL_CHECK(check_common(&a, comm, 0));
+    GCOLL_CHECK(gcoll__check_common(&a, comm, 0));
     const gcoll__algo_t *algo;
     GCOLL_CHECK(gcoll__algo_select(&a, NULL, &algo));
     *algorithm = algo->name;

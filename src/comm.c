@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "comm.h"
+#include "lane.h"
 #include "gcoll_mpi.h"
 #include "config.h"
 #include "context.h"
@@ -402,9 +403,10 @@ GCOLL_API gcoll_status_t gcoll_comm_free(gcoll_comm_t *comm)
         return gcoll__error(GCOLL_ERR_INVALID_USAGE,
                             "*comm is the world communicator: gcoll_finalize frees it");
     unregister(*comm);
-    gcoll__context_lock();
+    gcoll__lane_t *l = gcoll__lane((*comm)->id);
+    pthread_mutex_lock(&l->lock);
     gcoll__comm_release(*comm);
-    gcoll__context_unlock();
+    pthread_mutex_unlock(&l->lock);
     *comm = NULL;
     return GCOLL_SUCCESS;
 }

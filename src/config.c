@@ -1,6 +1,7 @@
 /* Registry of GCOLL_* variables and their strict parsers. The README table is checked against
  * this list by tests/readme_vars.sh, so the two cannot drift. */
 #include <ctype.h>
+#include <sched.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -61,10 +62,10 @@ static gcoll_status_t parse_bytes(const char *var, const char *s, void *out, int
     return GCOLL_SUCCESS;
 }
 
-/* An integer from 2 (1 when arg is 1) to 1024. */
+/* An integer from arg to 1024. */
 static gcoll_status_t parse_count(const char *var, const char *s, void *out, int arg)
 {
-    long lo = arg == 1 ? 1 : 2;
+    long lo = arg;
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
@@ -212,6 +213,56 @@ static gcoll_status_t parse_cost(const char *var, const char *s, void *out, int 
     return GCOLL_SUCCESS;
 }
 
+/* "auto" (stored as 0) or a size as parse_bytes takes it. */
+static gcoll_status_t parse_auto_bytes(const char *var, const char *s, void *out, int min_kib)
+{
+    if (strcmp(s, "auto") == 0) {
+        *(size_t *)out = 0;
+        return GCOLL_SUCCESS;
+    }
+    if (parse_bytes(var, s, out, min_kib) != GCOLL_SUCCESS)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                            "%s='%s' is not valid: accepts auto, or bytes with K/M/G suffixes from %dK to 1G", var,
+                            s, min_kib);
+    return GCOLL_SUCCESS;
+}
+
+/* none, auto, or a CPU list such as "3", "2,3" or "4-7,12" (each CPU below CPU_SETSIZE). */
+static gcoll_status_t parse_cpulist(const char *var, const char *s, void *out, int cap)
+{
+    int ok = strcmp(s, "none") == 0 || strcmp(s, "auto") == 0;
+    for (const char *p = s; !ok && *p;) {
+        char *end;
+        long lo = isdigit((unsigned char)*p) ? strtol(p, &end, 10) : -1, hi = lo;
+        if (lo < 0)
+            break;
+        if (*end == '-') {
+            p = end + 1;
+            hi = isdigit((unsigned char)*p) ? strtol(p, &end, 10) : -1;
+        }
+        if (hi < lo || hi >= CPU_SETSIZE)
+            break;
+        p = end;
+        if (*p == '\0')
+            ok = 1;
+        else if (*p++ != ',')
+            break;
+    }
+    if (!ok)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                            "%s='%s' is not valid: accepts none, auto, or CPU numbers and ranges separated by "
+                            "commas, e.g. 3 or 2,3 or 4-7,12 (below %d)", var, s, CPU_SETSIZE);
+    return parse_text(var, s, out, cap);
+}
+
+/* none, or a file path. */
+static gcoll_status_t parse_path(const char *var, const char *s, void *out, int cap)
+{
+    if (*s == '\0')
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is empty: accepts none or a file path", var);
+    return parse_text(var, s, out, cap);
+}
+
 #define ALGO_VAR(NAME, COLL, DEF_DESC)                                                    \
     {"GCOLL_" NAME, "auto, or ALGO[:LO-HI][;...]", "auto", DEF_DESC, parse_algo_table,   \
      NULL, &gcoll__config.algo[COLL], COLL}
@@ -242,7 +293,7 @@ static const var_def_t vars[] = {
      "payload of one point-to-point ring cell: larger messages go single copy or in fragments",
      parse_bytes, NULL, &gcoll__config.shm_cell_size, 1},
     {"GCOLL_SHM_RING_DEPTH", "2..1024", "8", "cells per point-to-point ring (one ring per ordered pair)",
-     parse_count, NULL, &gcoll__config.shm_ring_depth, 0},
+     parse_count, NULL, &gcoll__config.shm_ring_depth, 2},
     {"GCOLL_TRANSPORT_INTER", "auto|tcp|ofi|mpi", "auto",
      "between hosts: auto takes the plugin if one is loaded, else libfabric on a real NIC, else TCP",
      NULL, inter, &gcoll__config.transport_inter, 0},
@@ -279,6 +330,27 @@ static const var_def_t vars[] = {
      "a host's network link as the algorithm choice prices it: auto measures it at the first communicator "
      "that spans hosts, builtin takes the transport's figure, 50:0.125 says 50 us and 1 Gbit/s", parse_cost,
      NULL, &gcoll__config.cost[1], 1},
+    {"GCOLL_WORKER_COUNT", "0..1024", "1",
+     "progress threads that drive nonblocking operations (communicators are spread over them); 0: progress only "
+     "inside gcoll calls", parse_count, NULL, &gcoll__config.worker_count, 0},
+    {"GCOLL_WORKER_AFFINITY", "none, auto, or a CPU list", "none",
+     "cores of the progress threads, one per thread in turn: a list such as 3 or 2,3; auto takes cores of this "
+     "rank's allowed set away from those its host's other ranks start on", parse_cpulist, NULL,
+     gcoll__config.worker_affinity, sizeof(gcoll__config.worker_affinity)},
+    {"GCOLL_INFLIGHT_BYTES", "bytes, 64K..1G", "8M",
+     "bound on bytes of sends in flight per progress thread: once reached, an operation that already has a send "
+     "in flight waits, and higher priorities get the room first", parse_bytes, NULL,
+     &gcoll__config.inflight_bytes, 64},
+    {"GCOLL_FUSION_BYTES", "auto, or bytes 4K..1G", "auto",
+     "gradient session: the size of a fusion bucket; auto is about 2 ms of the communicator's slowest link, "
+     "between 64K and 64M", parse_auto_bytes, NULL, &gcoll__config.fusion_bytes, 4},
+    {"GCOLL_FUSION_FIRST_BYTES", "bytes, 4K..1G", "1M",
+     "gradient session: the first bucket (the last layers, ready first) is at most this big, so communication "
+     "starts early", parse_bytes, NULL, &gcoll__config.fusion_first_bytes, 4},
+    {"GCOLL_TIMELINE", "none, or a path", "none",
+     "writes a Chrome trace (JSON, for Perfetto or chrome://tracing) of every operation, chunk and reduction; "
+     "%r in the path becomes the rank, else .RANK is appended", parse_path, NULL, gcoll__config.timeline,
+     sizeof(gcoll__config.timeline)},
     ALGO_VAR("ALLREDUCE", GCOLL_COLL_ALLREDUCE,
              "allreduce algorithm per size range: ring, recursive_doubling, rabenseifner, direct, "
              "hierarchical, shm_slots, shm_cma"),

@@ -44,6 +44,12 @@ typedef struct {
     char ofi_provider[64]; /* "auto", or a libfabric provider name such as "tcp;ofi_rxm" */
     size_t chunk_bytes;    /* pipeline slice of the point-to-point algorithms */
     int pipeline_depth;    /* slices in flight per round */
+    int worker_count;            /* progress threads; 0: none */
+    char worker_affinity[256];   /* "none", "auto", or a CPU list */
+    size_t inflight_bytes;       /* sends in flight per lane */
+    size_t fusion_bytes;         /* 0: auto */
+    size_t fusion_first_bytes;
+    char timeline[256];          /* "none" or a path */
     gcoll__algo_table_t algo[GCOLL_COLL_COUNT];
     gcoll__link_t cost[2]; /* inside a host, to the network */
     int cost_probe[2];     /* GCOLL_COST_INTRA/INTER=auto: measure the link */

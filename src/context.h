@@ -1,9 +1,7 @@
-/* The library context: init state, the world communicator, the transport in use, and the
- * engine lock that serializes progress (schedules and transport calls). */
+/* The library context: init state, the world communicator and the transport in use. Progress
+ * is serialized per lane (lane.h). */
 #ifndef GCOLL_CONTEXT_H
 #define GCOLL_CONTEXT_H
-
-#include <pthread.h>
 
 #include "gcoll.h"
 #include "transport.h"
@@ -15,13 +13,8 @@ typedef struct {
     gcoll_comm_t world;
     const gcoll__transport_t *transport; /* between hosts */
     const char *transport_why;           /* why it was chosen, for the logs */
-    pthread_mutex_t lock;
-    struct gcoll_request *active; /* requests in flight, highest priority first */
 } gcoll__context_t;
 
 extern gcoll__context_t gcoll__context;
-
-void gcoll__context_lock(void);
-void gcoll__context_unlock(void);
 
 #endif

@@ -1,6 +1,10 @@
 /* The progress engine: runs schedules round by round over the communicator's transport,
  * enforces GCOLL_TIMEOUT, and turns a failure into a failed communicator. Blocking calls are
- * a nonblocking start plus gcoll_wait. */
+ * a nonblocking start plus gcoll_wait. Requests live in their communicator's lane (lane.h),
+ * highest priority first; a pass posts sends in that order within the lane's budget of bytes
+ * in flight (GCOLL_INFLIGHT_BYTES), so a high-priority operation's slices overtake those of
+ * operations issued before it. Messages match by each operation's sequence number, never by
+ * the order of execution, so ranks that reorder differently cannot deadlock. */
 #include <sched.h>
 #include <stdio.h>
 #include <sys/resource.h>
@@ -12,9 +16,11 @@
 #include "config.h"
 #include "context.h"
 #include "error.h"
+#include "lane.h"
 #include "log.h"
 #include "reduce.h"
 #include "request.h"
+#include "timeline.h"
 
 #define SPIN_PASSES 200
 #define YIELD_PASSES 50
@@ -38,8 +44,10 @@ static long preemptions(void)
     return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nivcsw : 0;
 }
 
-static void run_local(const gcoll__sched_t *s, const gcoll__step_t *st)
+static void run_local(gcoll_request_t r, const gcoll__step_t *st)
 {
+    const gcoll__sched_t *s = r->sched;
+    double t0 = gcoll__timeline_on ? gcoll__timeline_now() : 0;
     switch (st->kind) {
     case GCOLL_STEP_REDUCE:
         gcoll__reduce(st->dst, st->a, st->b, st->n, s->dtype, s->op);
@@ -53,6 +61,8 @@ static void run_local(const gcoll__sched_t *s, const gcoll__step_t *st)
     default:
         break;
     }
+    if (gcoll__timeline_on)
+        gcoll__timeline_step(r, st, t0);
 }
 
 /* Steps that are polled until they finish, rather than run once. */
@@ -61,45 +71,96 @@ static int is_comm_step(const gcoll__step_t *st)
     return st->kind == GCOLL_STEP_SEND || st->kind == GCOLL_STEP_RECV || st->kind == GCOLL_STEP_CUSTOM;
 }
 
-/* Runs r's schedule as far as the transport allows. */
-static gcoll_status_t advance(gcoll_request_t r)
+static gcoll_status_t post(gcoll_request_t r, gcoll__step_t *st)
+{
+    gcoll_comm_t c = r->comm;
+    uint32_t tag = (uint32_t)r->seq;
+    if (gcoll__timeline_on) {
+        st->t0 = gcoll__timeline_now();
+        if (r->t_post == 0)
+            r->t_post = st->t0;
+    }
+    if (st->kind == GCOLL_STEP_RECV)
+        return c->tpops->irecv(c->tp, st->peer, tag, st->dst, st->n, &st->req);
+    GCOLL_CHECK(c->tpops->isend(c->tp, st->peer, tag, st->a, st->n, &st->req));
+    r->sending++;
+    r->lane->inflight += st->n;
+    return GCOLL_SUCCESS;
+}
+
+/* Tests r's messages and custom steps of the current round that are in flight. */
+static gcoll_status_t reap(gcoll_request_t r, unsigned *moved, size_t *pending)
 {
     gcoll__sched_t *s = r->sched;
     gcoll_comm_t c = r->comm;
-    uint32_t tag = (uint32_t)r->seq;
+    if (s->cur >= s->nrounds || !s->posted)
+        return GCOLL_SUCCESS;
+    gcoll__step_t *st = s->steps + s->rounds[s->cur].first;
+    size_t n = s->rounds[s->cur].count;
+    for (size_t i = 0; i < n; i++) {
+        if (!is_comm_step(&st[i]) || st[i].done)
+            continue;
+        if (st[i].kind == GCOLL_STEP_CUSTOM) {
+            GCOLL_CHECK(st[i].fn(st[i].state, &st[i].done));
+        } else if (st[i].req) {
+            gcoll_status_t ts = c->tpops->test(c->tp, st[i].req, &st[i].done);
+            if (ts != GCOLL_SUCCESS || st[i].done) {
+                st[i].req = NULL; /* the transport freed it */
+                if (st[i].kind == GCOLL_STEP_SEND) {
+                    r->sending--;
+                    r->lane->inflight -= st[i].n;
+                }
+            }
+            GCOLL_CHECK(ts);
+        }
+        if (st[i].done) {
+            ++*moved;
+            if (gcoll__timeline_on)
+                gcoll__timeline_step(r, &st[i], st[i].t0);
+        }
+        *pending += !st[i].done; /* a send the budget holds back counts too */
+    }
+    return GCOLL_SUCCESS;
+}
+
+/* Runs r's schedule as far as the transport and the lane's budget allow; *moved counts the
+ * steps that made progress. */
+static gcoll_status_t advance(gcoll_request_t r, unsigned *moved)
+{
+    gcoll__sched_t *s = r->sched;
+    gcoll__lane_t *l = r->lane;
     while (s->cur < s->nrounds) {
         gcoll__step_t *st = s->steps + s->rounds[s->cur].first;
         size_t n = s->rounds[s->cur].count, pending = 0;
-        if (!s->posted) {
+        if (!s->posted) { /* receives are never held back: a peer's send may wait on them */
             for (size_t i = 0; i < n; i++) {
-                if (st[i].kind == GCOLL_STEP_SEND)
-                    GCOLL_CHECK(c->tpops->isend(c->tp, st[i].peer, tag, st[i].a, st[i].n, &st[i].req));
-                else if (st[i].kind == GCOLL_STEP_RECV)
-                    GCOLL_CHECK(c->tpops->irecv(c->tp, st[i].peer, tag, st[i].dst, st[i].n, &st[i].req));
+                if (st[i].kind == GCOLL_STEP_RECV)
+                    GCOLL_CHECK(post(r, &st[i]));
+                else if (st[i].kind == GCOLL_STEP_CUSTOM && gcoll__timeline_on)
+                    st[i].t0 = gcoll__timeline_now();
             }
             s->posted = 1;
         }
+        /* Sends in order, while the budget has room; an operation with none in flight may
+         * always post one, so every operation moves whatever the others hold. */
         for (size_t i = 0; i < n; i++) {
-            if (!is_comm_step(&st[i]) || st[i].done)
+            if (st[i].kind != GCOLL_STEP_SEND || st[i].req || st[i].done)
                 continue;
-            if (st[i].kind == GCOLL_STEP_CUSTOM) {
-                GCOLL_CHECK(st[i].fn(st[i].state, &st[i].done));
-                pending += !st[i].done;
-                continue;
-            }
-            gcoll_status_t ts = c->tpops->test(c->tp, st[i].req, &st[i].done);
-            if (ts != GCOLL_SUCCESS || st[i].done)
-                st[i].req = NULL; /* the transport freed it */
-            GCOLL_CHECK(ts);
-            pending += !st[i].done;
+            if (r->sending && l->inflight + st[i].n > gcoll__config.inflight_bytes)
+                break;
+            GCOLL_CHECK(post(r, &st[i]));
+            ++*moved;
         }
+        GCOLL_CHECK(reap(r, moved, &pending));
         /* a local step runs once every step listed before it is done: a builder that lists
          * "recv slice k, reduce slice k, recv slice k+1, ..." overlaps each reduction with the
          * arrival of the next slice */
         size_t i = s->lnext;
         for (; i < n && (!is_comm_step(&st[i]) || st[i].done); i++)
-            if (!is_comm_step(&st[i]))
-                run_local(s, &st[i]);
+            if (!is_comm_step(&st[i])) {
+                run_local(r, &st[i]);
+                ++*moved;
+            }
         s->lnext = i;
         if (pending || i < n)
             return GCOLL_SUCCESS;
@@ -150,6 +211,10 @@ static void fail_request(gcoll_request_t r, gcoll_status_t status, const char *w
             if (st[i].req) {
                 r->comm->tpops->cancel(r->comm->tp, st[i].req);
                 st[i].req = NULL;
+                if (st[i].kind == GCOLL_STEP_SEND) {
+                    r->sending--;
+                    r->lane->inflight -= st[i].n;
+                }
             }
     }
     gcoll__comm_fail(r->comm, status, r->errmsg);
@@ -159,33 +224,46 @@ static void fail_request(gcoll_request_t r, gcoll_status_t status, const char *w
 
 static void retire(gcoll_request_t r)
 {
-    for (gcoll_request_t *p = &gcoll__context.active; *p; p = &(*p)->next)
+    for (gcoll_request_t *p = &r->lane->active; *p; p = &(*p)->next)
         if (*p == r) {
             *p = r->next;
             break;
         }
-    gcoll__sched_free(r->sched);
+    if (gcoll__timeline_on)
+        gcoll__timeline_op(r);
+    if (!r->kept)
+        gcoll__sched_free(r->sched);
     r->sched = NULL;
     gcoll__comm_release(r->comm);
     r->comm = NULL;
 }
 
-/* One pass over every active request. Lock held. The clock is read on one pass in
- * TIME_EVERY: deadlines need no finer grain, and reading it is not free. */
+/* One pass over the lane's requests, in priority order. Lock held. The clock is read on one
+ * pass in TIME_EVERY: deadlines need no finer grain, and reading it is not free. */
 #define TIME_EVERY 32
-static void progress_all(void)
+unsigned gcoll__lane_progress(gcoll__lane_t *l)
 {
-    static unsigned passes;
+    unsigned moved = 0;
     double t = 0;
-    if (++passes % TIME_EVERY == 0)
+    if (++l->passes % TIME_EVERY == 0)
         t = now_s();
-    gcoll_request_t r = gcoll__context.active;
+    /* Completions first, everywhere: the room they free in the budget then goes to the highest
+     * priority in the posting pass below, not to whichever request was reaped first. */
+    for (gcoll_request_t r = l->active; r; r = r->next) {
+        size_t pending = 0;
+        gcoll_status_t st = r->done || r->comm->failed != GCOLL_SUCCESS ? GCOLL_SUCCESS : reap(r, &moved, &pending);
+        if (st != GCOLL_SUCCESS)
+            fail_request(r, st, gcoll_last_error());
+    }
+    gcoll_request_t r = l->active;
     while (r) {
         gcoll_request_t next = r->next;
         gcoll_status_t st = GCOLL_SUCCESS;
-        if (r->comm->failed != GCOLL_SUCCESS) {
+        if (r->done) {
+            /* failed in the reaping pass */
+        } else if (r->comm->failed != GCOLL_SUCCESS) {
             fail_request(r, GCOLL_ERR_ABORTED, r->comm->failmsg);
-        } else if ((st = advance(r)) != GCOLL_SUCCESS) {
+        } else if ((st = advance(r, &moved)) != GCOLL_SUCCESS) {
             fail_request(r, st, gcoll_last_error());
         } else if (!r->done && t > 0 && r->deadline == 0) {
             r->deadline = t + gcoll__config.timeout_s; /* the clock starts at the first reading */
@@ -196,22 +274,27 @@ static void progress_all(void)
                      gcoll__config.timeout_s, strchr(peers, ',') ? "s" : "", peers[0] ? peers : "?");
             fail_request(r, GCOLL_ERR_TIMEOUT, why);
         }
-        if (r->done)
+        if (r->done) {
             retire(r);
+            moved++;
+        }
         r = next;
     }
+    return moved;
 }
 
 gcoll_status_t gcoll__request_start(gcoll_comm_t comm, gcoll__coll_t coll, const char *algo,
                                     gcoll__sched_t *sched, const gcoll_attr_t *attr,
-                                    gcoll_request_t *out, struct gcoll_request *storage)
+                                    gcoll_request_t *out, const gcoll__start_t *how)
 {
-    gcoll_request_t r = storage ? memset(storage, 0, sizeof(*storage)) : calloc(1, sizeof(*r));
+    gcoll_request_t r = how->storage ? memset(how->storage, 0, sizeof(*r)) : calloc(1, sizeof(*r));
     if (!r) {
-        gcoll__sched_free(sched);
+        if (!how->kept)
+            gcoll__sched_free(sched);
         return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a request");
     }
-    r->borrowed = storage != NULL;
+    r->borrowed = how->storage != NULL;
+    r->kept = how->kept;
     r->coll = coll;
     r->algo = algo;
     r->sched = sched;
@@ -220,19 +303,24 @@ gcoll_status_t gcoll__request_start(gcoll_comm_t comm, gcoll__coll_t coll, const
         if (attr->name)
             snprintf(r->name, sizeof(r->name), "%s", attr->name);
     }
-    gcoll__context_lock();
+    gcoll__lane_t *l = r->lane = gcoll__lane(comm->id);
+    if (gcoll__timeline_on)
+        r->t_start = gcoll__timeline_now();
+    pthread_mutex_lock(&l->lock);
     r->comm = comm;
     comm->refs++;
-    r->seq = comm->seq++;
-    gcoll_request_t *p = &gcoll__context.active;
+    r->seq = how->own_tag ? how->tag : comm->seq++;
+    gcoll_request_t *p = &l->active;
     while (*p && (*p)->priority >= r->priority)
         p = &(*p)->next;
     r->next = *p;
     *p = r;
-    GCOLL_LOG(GCOLL_LOG_TRACE, "start %s #%llu on comm %u with %s", gcoll__coll_name(coll),
-              (unsigned long long)r->seq, comm->id, algo);
-    progress_all();
-    gcoll__context_unlock();
+    GCOLL_LOG(GCOLL_LOG_TRACE, "start %s #%llu on comm %u with %s, priority %d", gcoll__coll_name(coll),
+              (unsigned long long)r->seq, comm->id, algo, r->priority);
+    gcoll__lane_progress(l);
+    if (how->wake && !r->done)
+        gcoll__lane_kick(l);
+    pthread_mutex_unlock(&l->lock);
     *out = r;
     return GCOLL_SUCCESS;
 }
@@ -253,15 +341,16 @@ GCOLL_API gcoll_status_t gcoll_test(gcoll_request_t *req, int *done)
 {
     if (!req || !*req || !done)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is NULL", !done ? "done" : !req ? "req" : "*req");
-    gcoll__context_lock();
+    gcoll__lane_t *l = (*req)->lane;
+    pthread_mutex_lock(&l->lock);
     if (!(*req)->done)
-        progress_all();
+        gcoll__lane_progress(l);
     *done = (*req)->done;
     /* A polling loop must not starve the peer it waits for of its core: with more ranks than
      * cores at once, and after a spin's worth of fruitless polls anywhere (ranks on other hosts
      * may share this machine's cores too). */
     int give_way = !*done && (gcoll__comm_crowded((*req)->comm) || ++(*req)->polls > SPIN_PASSES);
-    gcoll__context_unlock();
+    pthread_mutex_unlock(&l->lock);
     if (give_way)
         sched_yield();
     return *done ? finish(req) : GCOLL_SUCCESS;
@@ -275,7 +364,8 @@ GCOLL_API gcoll_status_t gcoll_wait(gcoll_request_t *req)
      * sleep until a peer on this host moves (or a millisecond passes, for other transports). */
     gcoll_comm_t comm = NULL; /* held while sleeping: the request may retire meanwhile */
     uint32_t ticket = 0;
-    gcoll__context_lock();
+    gcoll__lane_t *l = (*req)->lane;
+    pthread_mutex_lock(&l->lock);
     gcoll_comm_t rc = (*req)->done ? NULL : (*req)->comm; /* a finished request has let go of it */
     if (rc && rc->preempted) /* after a while, spin again to see whether the cores are still contended */
         rc->preempted--;
@@ -285,14 +375,14 @@ GCOLL_API gcoll_status_t gcoll_wait(gcoll_request_t *req)
     int watch = rc && !rc->shm && spin, held = watch;
     if (held)
         rc->refs++; /* the request lets go of it when it finishes */
-    gcoll__context_unlock();
+    pthread_mutex_unlock(&l->lock);
     long nivcsw = 0;
     for (unsigned idle = 0;; idle++) {
-        gcoll__context_lock();
+        pthread_mutex_lock(&l->lock);
         if (comm) /* read before the pass, so a peer's progress after it cannot be missed */
             ticket = gcoll__comm_ticket(comm);
         if (!(*req)->done)
-            progress_all();
+            gcoll__lane_progress(l);
         int done = (*req)->done;
         if (watch && idle == PREEMPT_FIRST)
             nivcsw = preemptions();
@@ -311,7 +401,7 @@ GCOLL_API gcoll_status_t gcoll_wait(gcoll_request_t *req)
             gcoll__comm_release(comm);
         if (done && held)
             gcoll__comm_release(rc);
-        gcoll__context_unlock();
+        pthread_mutex_unlock(&l->lock);
         if (done)
             return finish(req);
         if (comm && idle > spin + YIELD_PASSES)
@@ -323,11 +413,14 @@ GCOLL_API gcoll_status_t gcoll_wait(gcoll_request_t *req)
 
 void gcoll__engine_abort_all(void)
 {
-    gcoll__context_lock();
-    while (gcoll__context.active) {
-        gcoll_request_t r = gcoll__context.active;
-        fail_request(r, GCOLL_ERR_ABORTED, "gcoll_finalize was called with the operation in flight");
-        retire(r);
+    for (size_t i = 0; i < gcoll__lane_count(); i++) {
+        gcoll__lane_t *l = gcoll__lane((unsigned)i);
+        pthread_mutex_lock(&l->lock);
+        while (l->active) {
+            gcoll_request_t r = l->active;
+            fail_request(r, GCOLL_ERR_ABORTED, "gcoll_finalize was called with the operation in flight");
+            retire(r);
+        }
+        pthread_mutex_unlock(&l->lock);
     }
-    gcoll__context_unlock();
 }

@@ -10,22 +10,14 @@
 #include "error.h"
 #include "log.h"
 #include "reduce.h"
+#include "lane.h"
 #include "request.h"
+#include "timeline.h"
 #include "topo.h"
 #include "choose.h"
 
-gcoll__context_t gcoll__context = {.lock = PTHREAD_MUTEX_INITIALIZER};
+gcoll__context_t gcoll__context;
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
-
-void gcoll__context_lock(void)
-{
-    pthread_mutex_lock(&gcoll__context.lock);
-}
-
-void gcoll__context_unlock(void)
-{
-    pthread_mutex_unlock(&gcoll__context.lock);
-}
 
 static gcoll_status_t start_mpi(int *argc, char ***argv)
 {
@@ -58,6 +50,8 @@ static gcoll_status_t start(int *argc, char ***argv)
     gcoll__topo_log(); /* discovers this node once; the network transports read it */
     GCOLL_CHECK(gcoll__kernels_select(gcoll__config.reduce_isa));
     GCOLL_CHECK(gcoll__transport_choose());
+    GCOLL_CHECK(gcoll__lanes_start());
+    GCOLL_CHECK(gcoll__timeline_open());
     GCOLL_CHECK(gcoll__comm_create(MPI_COMM_WORLD, &gcoll__context.world));
     gcoll__context.world->is_world = 1;
     gcoll__context.initialized = 1;
@@ -76,6 +70,8 @@ GCOLL_API gcoll_status_t gcoll_init(int *argc, char ***argv)
         st = start(argc, argv);
         if (st != GCOLL_SUCCESS) {
             GCOLL_LOG(GCOLL_LOG_ERROR, "gcoll_init failed: %s", gcoll_last_error());
+            gcoll__timeline_close();
+            gcoll__lanes_stop();
             gcoll__transport_release();
             if (gcoll__context.mpi_owned)
                 MPI_Finalize();
@@ -97,8 +93,10 @@ GCOLL_API gcoll_status_t gcoll_finalize(void)
     }
     if (--gcoll__context.init_count == 0) {
         gcoll__engine_abort_all();
+        gcoll__lanes_stop(); /* nothing is in flight: the workers sleep */
         gcoll__context.initialized = 0;
         gcoll__comm_free_all();
+        gcoll__timeline_close();
         gcoll__context.world = NULL;
         gcoll__transport_release();
         gcoll__topo_release();

@@ -23,7 +23,11 @@ struct gcoll_request {
     gcoll_status_t status;
     char errmsg[384];
     struct gcoll_request *next; /* in the active list */
+    struct gcoll__lane *lane;   /* its communicator's */
+    unsigned sending;           /* sends posted and not yet complete */
     int borrowed;               /* lives in a blocking call's frame: never freed */
+    int kept;                   /* the schedule is the caller's, run again later: never freed */
+    double t_start, t_post;     /* timeline: when it started, when its first message was posted */
 };
 
 /* What a blocking call keeps in its own frame instead of allocating: the request and its
@@ -33,11 +37,28 @@ typedef struct {
     gcoll__sched_t sched;
 } gcoll__frame_t;
 
-/* Takes ownership of sched; the request starts at once. storage: the request's memory, or
- * NULL to allocate it. */
+/* How a request starts, beyond its schedule. */
+typedef struct {
+    struct gcoll_request *storage; /* the request's memory; NULL: allocate it */
+    int kept;     /* the schedule stays the caller's (rewound before each run, gcoll__sched_rewind) */
+    int wake;     /* hand it to the lane's worker (nonblocking calls; a blocking call drives its own
+                     operation and spares the worker a wake-up) */
+    int own_tag;  /* use tag as the messages' tag instead of the communicator's issue count: for
+                     callers that issue in an order ranks do not share and name operations alike */
+    uint64_t tag;
+} gcoll__start_t;
+
+/* Takes ownership of sched unless kept; the request starts at once. */
 gcoll_status_t gcoll__request_start(gcoll_comm_t comm, gcoll__coll_t coll, const char *algo,
                                     gcoll__sched_t *sched, const gcoll_attr_t *attr,
-                                    gcoll_request_t *out, struct gcoll_request *storage);
+                                    gcoll_request_t *out, const gcoll__start_t *how);
+/* Fills a's communicator fields after checking comm, dtype and (needs_op) op; the messages
+ * name the argument. */
+gcoll_status_t gcoll__check_common(gcoll__coll_args_t *a, gcoll_comm_t comm, int needs_op);
+/* The schedule of a, built by the algorithm forced (NULL: the selection's), in storage or on
+ * the heap. */
+gcoll_status_t gcoll__build(const gcoll__coll_args_t *a, const char *forced, gcoll__sched_t *storage,
+                           gcoll__sched_t **out, const char **algo_name);
 /* At finalize: every request in flight ends with GCOLL_ERR_ABORTED. */
 void gcoll__engine_abort_all(void);
 

@@ -135,3 +135,31 @@ void gcoll__sched_custom(gcoll__sched_t *s, gcoll__step_fn fn, gcoll__step_who_f
 {
     add_step(s, (gcoll__step_t){.kind = GCOLL_STEP_CUSTOM, .peer = -1, .fn = fn, .who = who, .state = state});
 }
+
+void gcoll__sched_custom_rewind(gcoll__sched_t *s, void (*rewind)(void *state))
+{
+    if (s->nsteps && s->steps[s->nsteps - 1].kind == GCOLL_STEP_CUSTOM)
+        s->steps[s->nsteps - 1].rewind = rewind;
+}
+
+int gcoll__sched_rewindable(const gcoll__sched_t *s)
+{
+    for (size_t i = 0; i < s->nsteps; i++)
+        if (s->steps[i].kind == GCOLL_STEP_CUSTOM && !s->steps[i].rewind)
+            return 0;
+    return 1;
+}
+
+void gcoll__sched_rewind(gcoll__sched_t *s)
+{
+    for (size_t i = 0; i < s->nsteps; i++) {
+        gcoll__step_t *st = &s->steps[i];
+        st->done = 0;
+        st->req = NULL;
+        if (st->kind == GCOLL_STEP_CUSTOM)
+            st->rewind(st->state);
+    }
+    s->cur = 0;
+    s->lnext = 0;
+    s->posted = 0;
+}

@@ -31,8 +31,10 @@ typedef struct {
     gcoll__tp_req_t *req;  /* in flight, for send/recv */
     gcoll__step_fn fn;     /* custom steps */
     gcoll__step_who_fn who;
+    void (*rewind)(void *state); /* custom steps that can run again: back to their start */
     void *state;
     int done;
+    double t0; /* timeline: when the step was posted or started */
 } gcoll__step_t;
 
 typedef struct {
@@ -82,5 +84,12 @@ void gcoll__sched_reduce(gcoll__sched_t *s, void *dst, const void *a, const void
 void gcoll__sched_copy(gcoll__sched_t *s, void *dst, const void *src, size_t bytes);
 void gcoll__sched_avg(gcoll__sched_t *s, void *buf, size_t count); /* no step unless op is AVG */
 void gcoll__sched_custom(gcoll__sched_t *s, gcoll__step_fn fn, gcoll__step_who_fn who, void *state);
+/* Gives the last custom step added a rewind hook, so the schedule can run again. */
+void gcoll__sched_custom_rewind(gcoll__sched_t *s, void (*rewind)(void *state));
+
+/* Whether s can run again after gcoll__sched_rewind (every custom step has a rewind hook). */
+int gcoll__sched_rewindable(const gcoll__sched_t *s);
+/* Back to the state of a schedule just built, for the next run of the same operation. */
+void gcoll__sched_rewind(gcoll__sched_t *s);
 
 #endif

@@ -9,13 +9,14 @@
 
 #include "comm.h"
 #include "config.h"
+#include "lane.h"
 #include "request.h"
 #include "unit.h"
 #include "../collectives/select.h"
 
 /* ---- a fake transport: messages complete when the test lets them */
 
-#define MAXREQ 8
+#define MAXREQ 16
 static int landed[MAXREQ];
 static void *where[MAXREQ];
 static int nreq;
@@ -71,9 +72,19 @@ static void land(void *buf, const int *data, size_t n)
     ck_abort_msg("no message was posted on that buffer");
 }
 
-START_TEST(local_steps_run_as_soon_as_the_steps_before_them)
+static const gcoll__start_t plain = {0};
+
+/* The engine's lanes without a worker: the test alone drives progress, deterministically. */
+static void engine_up(void)
 {
     ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+    gcoll__config.worker_count = 0;
+    ck_assert_int_eq(gcoll__lanes_start(), GCOLL_SUCCESS);
+}
+
+START_TEST(local_steps_run_as_soon_as_the_steps_before_them)
+{
+    engine_up();
     static struct gcoll_comm comm = {.rank = 0, .size = 2, .refs = 1, .tpops = &fake};
     int own[4] = {1, 2, 3, 4}, a[4], b[4], out_a[4] = {0}, out_b[4] = {0}, last[4] = {0};
     const int in_a[4] = {10, 20, 30, 40}, in_b[4] = {100, 200, 300, 400};
@@ -88,7 +99,7 @@ START_TEST(local_steps_run_as_soon_as_the_steps_before_them)
     gcoll__sched_send(s, 1, own, sizeof(own));
     gcoll__sched_copy(s, last, out_b, sizeof(last));
     gcoll_request_t req;
-    ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", s, NULL, &req, NULL),
+    ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", s, NULL, &req, &plain),
                      GCOLL_SUCCESS);
     int done = 0;
     ck_assert_int_eq(gcoll_test(&req, &done), GCOLL_SUCCESS);
@@ -115,7 +126,7 @@ START_TEST(a_reduction_overlaps_later_receives)
 {
     /* the old engine ran local steps after the whole round: here slice 0's reduction must run
      * while slice 1 is still on its way */
-    ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+    engine_up();
     static struct gcoll_comm comm = {.rank = 0, .size = 2, .refs = 1, .tpops = &fake};
     int own[2] = {1, 2}, in[2], acc[2] = {0};
     gcoll__sched_t *s = gcoll__sched_new(GCOLL_INT32, GCOLL_SUM, 2, NULL);
@@ -124,7 +135,7 @@ START_TEST(a_reduction_overlaps_later_receives)
     gcoll__sched_recv(s, 1, &in[1], sizeof(int));
     gcoll__sched_reduce(s, &acc[1], &in[1], &own[1], 1);
     gcoll_request_t req;
-    ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", s, NULL, &req, NULL),
+    ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", s, NULL, &req, &plain),
                      GCOLL_SUCCESS);
     const int five = 5, seven = 7;
     land(&in[0], &five, 1);
@@ -135,6 +146,88 @@ START_TEST(a_reduction_overlaps_later_receives)
     land(&in[1], &seven, 1);
     ck_assert_int_eq(gcoll_test(&req, &done), GCOLL_SUCCESS);
     ck_assert(done && acc[1] == 9);
+}
+END_TEST
+
+/* Where buf's message stands in the order of posting; -1 when it was not posted. */
+static int post_index(const void *buf)
+{
+    for (int i = 0; i < nreq; i++)
+        if (where[i] == buf)
+            return i;
+    return -1;
+}
+
+START_TEST(higher_priority_sends_take_the_budget_first)
+{
+    engine_up();
+    gcoll__config.inflight_bytes = 2 << 20;
+    static struct gcoll_comm comm = {.rank = 0, .size = 2, .refs = 1, .tpops = &fake};
+    static char big[6][1 << 20];
+    gcoll__sched_t *low = gcoll__sched_new(GCOLL_UINT8, GCOLL_SUM, 2, NULL);
+    for (int i = 0; i < 4; i++)
+        gcoll__sched_send(low, 1, big[i], sizeof(big[i]));
+    gcoll__sched_t *high = gcoll__sched_new(GCOLL_UINT8, GCOLL_SUM, 2, NULL);
+    for (int i = 4; i < 6; i++)
+        gcoll__sched_send(high, 1, big[i], sizeof(big[i]));
+    gcoll_attr_t hi_attr = GCOLL_ATTR_INIT;
+    hi_attr.priority = 5;
+    gcoll_request_t rl, rh;
+    ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", low, NULL, &rl, &plain),
+                     GCOLL_SUCCESS);
+    /* two slices fill the 2 MiB budget; the third waits */
+    ck_assert_int_eq(nreq, 2);
+    ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", high, &hi_attr, &rh, &plain),
+                     GCOLL_SUCCESS);
+    /* an operation with nothing in flight may always post one slice: no starvation, no deadlock */
+    ck_assert_int_eq(nreq, 3);
+    ck_assert_int_eq(post_index(big[4]), 2);
+    land(big[0], NULL, 0);
+    land(big[1], NULL, 0);
+    int done = 0;
+    ck_assert_int_eq(gcoll_test(&rh, &done), GCOLL_SUCCESS);
+    /* the room freed by the low-priority slices goes to the high-priority operation first */
+    ck_assert_int_eq(post_index(big[5]), 3);
+    ck_assert_int_eq(post_index(big[2]), 4);
+    ck_assert_int_eq(post_index(big[3]), -1);
+    land(big[2], NULL, 0);
+    land(big[4], NULL, 0);
+    land(big[5], NULL, 0);
+    ck_assert_int_eq(gcoll_wait(&rh), GCOLL_SUCCESS);
+    ck_assert_int_eq(post_index(big[3]), 5); /* posted once big[2] made room */
+    land(big[3], NULL, 0);
+    ck_assert_int_eq(gcoll_wait(&rl), GCOLL_SUCCESS);
+    gcoll__lanes_stop();
+}
+END_TEST
+
+START_TEST(a_kept_schedule_runs_again_after_rewind)
+{
+    engine_up();
+    static struct gcoll_comm comm = {.rank = 0, .size = 2, .refs = 1, .tpops = &fake};
+    int own[3] = {1, 2, 3}, in[3], out[3];
+    gcoll__sched_t *s = gcoll__sched_new(GCOLL_INT32, GCOLL_SUM, 2, NULL);
+    gcoll__sched_recv(s, 1, in, sizeof(in));
+    gcoll__sched_send(s, 1, own, sizeof(own));
+    gcoll__sched_reduce(s, out, in, own, 3);
+    ck_assert(gcoll__sched_rewindable(s));
+    struct gcoll_request storage;
+    gcoll__start_t kept = {.storage = &storage, .kept = 1};
+    for (int iter = 0; iter < 3; iter++) {
+        const int data[3] = {10 * iter, 20 * iter, 30 * iter};
+        gcoll_request_t req;
+        nreq = 0;
+        gcoll__sched_rewind(s);
+        ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", s, NULL, &req, &kept),
+                         GCOLL_SUCCESS);
+        ck_assert_int_eq(nreq, 2);
+        land(in, data, 3);
+        land(own, NULL, 0);
+        ck_assert_int_eq(gcoll_wait(&req), GCOLL_SUCCESS);
+        ck_assert(out[0] == 1 + 10 * iter && out[2] == 3 + 30 * iter);
+    }
+    gcoll__sched_free(s); /* still the caller's: the engine did not free it */
+    gcoll__lanes_stop();
 }
 END_TEST
 
@@ -332,6 +425,8 @@ Suite *sched_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, local_steps_run_as_soon_as_the_steps_before_them);
     tcase_add_test(tc, a_reduction_overlaps_later_receives);
+    tcase_add_test(tc, higher_priority_sends_take_the_budget_first);
+    tcase_add_test(tc, a_kept_schedule_runs_again_after_rewind);
     tcase_add_loop_test(tc, schedules_match_at_any_rank_count, 0, 3);
     tcase_add_test(tc, ring_slices_its_blocks);
     suite_add_tcase(s, tc);

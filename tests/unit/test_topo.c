@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "topo.h"
+#include "lane.h"
 #include "unit.h"
 #if GCOLL_HAVE_OFI
 #include "ofi/ofi_internal.h"
@@ -34,6 +35,31 @@ static gcoll__topo_t *load_xml(void)
     ck_assert_msg(st == GCOLL_SUCCESS, "loading %s: %s", XML, gcoll_last_error());
     return &t;
 }
+
+START_TEST(worker_cpus_follow_the_spec)
+{
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    for (int c = 0; c < 4; c++)
+        CPU_SET(c, &allowed);
+    int cpus[8];
+    ck_assert_int_eq(gcoll__worker_cpus("none", &allowed, 0, 1, 2, cpus, 8), 0);
+    ck_assert_int_eq(gcoll__worker_cpus("2,4-5", &allowed, 0, 1, 3, cpus, 8), 3);
+    ck_assert(cpus[0] == 2 && cpus[1] == 4 && cpus[2] == 5);
+    ck_assert_int_eq(gcoll__worker_cpus("0-7", &allowed, 0, 1, 1, cpus, 3), 3); /* at most max */
+    /* auto: from the back of the allowed cores, each local rank's workers after the previous' */
+    ck_assert_int_eq(gcoll__worker_cpus("auto", &allowed, 0, 2, 1, cpus, 8), 1);
+    ck_assert_int_eq(cpus[0], 3);
+    ck_assert_int_eq(gcoll__worker_cpus("auto", &allowed, 1, 2, 1, cpus, 8), 1);
+    ck_assert_int_eq(cpus[0], 2);
+    ck_assert_int_eq(gcoll__worker_cpus("auto", &allowed, 1, 2, 2, cpus, 8), 2);
+    ck_assert(cpus[0] == 1 && cpus[1] == 0);
+    CPU_ZERO(&allowed);
+    CPU_SET(6, &allowed); /* a rank bound to one core: its worker shares it */
+    ck_assert_int_eq(gcoll__worker_cpus("auto", &allowed, 3, 4, 1, cpus, 8), 1);
+    ck_assert_int_eq(cpus[0], 6);
+}
+END_TEST
 
 START_TEST(synthetic_counts_and_caches)
 {
@@ -396,6 +422,7 @@ Suite *topo_suite(void)
     Suite *s = suite_create("topo");
     TCase *tc = tcase_create("topo");
 #if GCOLL_HAVE_HWLOC
+    tcase_add_test(tc, worker_cpus_follow_the_spec);
     tcase_add_test(tc, synthetic_counts_and_caches);
     tcase_add_test(tc, xml_counts_caches_and_nics);
     tcase_add_test(tc, nic_choice_prefers_local);

@@ -1,0 +1,103 @@
+/* Many nonblocking operations at once: mixed priorities, sizes, collectives and dtypes on
+ * several communicators, issued in the same order on every rank but with priorities that make
+ * each rank's engine run them in a different order (priorities depend on the rank), and waited
+ * in yet another order. Every result is checked against the independent reference. The
+ * progress threads (GCOLL_WORKER_COUNT) and the budget of bytes in flight
+ * (GCOLL_INFLIGHT_BYTES) are set by tests/run.sh. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "reference.h"
+
+#define NCOMMS 3
+#define NOPS 48
+
+typedef struct {
+    int kind; /* 0 allreduce, 1 bcast, 2 allgather, 3 reduce_scatter */
+    gcoll_dtype_t dtype;
+    gcoll_op_t op;
+    size_t count;
+    void *in, *out, *want;
+    gcoll_request_t req;
+} op_t;
+
+static const size_t sizes[] = {0, 1, 7, 61, 1000, 4099, 65537, 300001};
+
+int main(int argc, char **argv)
+{
+    gcoll_comm_t world = h_init(&argc, &argv), comms[NCOMMS];
+    comms[0] = world;
+    for (int c = 1; c < NCOMMS; c++)
+        CHECK_OK(gcoll_comm_dup(world, &comms[c]));
+    static const gcoll_dtype_t dts[] = {GCOLL_FLOAT32, GCOLL_FLOAT16, GCOLL_BFLOAT16, GCOLL_INT32, GCOLL_FLOAT64};
+    static const gcoll_op_t ops[] = {GCOLL_SUM, GCOLL_MAX, GCOLL_AVG, GCOLL_MIN};
+    int quick = getenv("TEST_QUICK") != NULL;
+    for (int round = 0; round < 3; round++) {
+        op_t o[NOPS];
+        for (int k = 0; k < NOPS; k++) {
+            op_t *x = &o[k];
+            x->kind = (k + round) % 4;
+            x->dtype = dts[(k / 4 + round) % 5];
+            x->op = ops[(k / 3) % 4];
+            x->count = sizes[(k * 5 + round) % (quick ? 6 : 8)];
+            size_t es = gcoll_dtype_size(x->dtype), n = (size_t)h_size;
+            size_t in_n = x->kind == 3 ? x->count * n : x->count, out_n = x->kind == 2 ? x->count * n : x->count;
+            x->in = malloc(in_n * es + 1);
+            x->out = malloc(out_n * es + 1);
+            x->want = malloc(out_n * es + 1);
+            gcoll_attr_t attr = GCOLL_ATTR_INIT;
+            attr.priority = (k * 7 + h_rank * 3) % 5; /* each rank orders them differently */
+            gcoll_comm_t c = comms[k % NCOMMS];
+            switch (x->kind) {
+            case 0:
+                ref_fill_values(x->in, in_n, h_rank, x->dtype, x->op);
+                ref_fill_expected(x->want, 0, out_n, x->dtype, x->op, h_size);
+                CHECK_OK(gcoll_iallreduce(x->in, x->out, x->count, x->dtype, x->op, c, &attr, &x->req));
+                break;
+            case 1: {
+                int root = k % h_size;
+                ref_fill_bytes(x->want, out_n * es, root, (uint32_t)k);
+                if (h_rank == root)
+                    memcpy(x->out, x->want, out_n * es);
+                CHECK_OK(gcoll_ibcast(x->out, x->count, x->dtype, root, c, &attr, &x->req));
+                break;
+            }
+            case 2:
+                ref_fill_bytes(x->in, in_n * es, h_rank, (uint32_t)k);
+                for (int r = 0; r < h_size; r++)
+                    ref_fill_bytes((char *)x->want + (size_t)r * x->count * es, x->count * es, r, (uint32_t)k);
+                CHECK_OK(gcoll_iallgather(x->in, x->out, x->count, x->dtype, c, &attr, &x->req));
+                break;
+            default:
+                ref_fill_values(x->in, in_n, h_rank, x->dtype, x->op);
+                ref_fill_expected(x->want, (size_t)h_rank * x->count, out_n, x->dtype, x->op, h_size);
+                CHECK_OK(gcoll_ireduce_scatter(x->in, x->out, x->count, x->dtype, x->op, c, &attr, &x->req));
+                break;
+            }
+        }
+        /* wait from the middle outwards, testing the others meanwhile */
+        for (int j = 0; j < NOPS; j++) {
+            int k = (j * 17 + NOPS / 2) % NOPS;
+            int done = 0;
+            for (int t = 0; t < NOPS; t++)
+                if (o[t].req)
+                    CHECK_OK(gcoll_test(&o[t].req, &done));
+            if (o[k].req)
+                CHECK_OK(gcoll_wait(&o[k].req));
+        }
+        for (int k = 0; k < NOPS; k++) {
+            op_t *x = &o[k];
+            size_t out_n = x->kind == 2 ? x->count * (size_t)h_size : x->count;
+            CHECK(memcmp(x->out, x->want, out_n * gcoll_dtype_size(x->dtype)) == 0,
+                  "round %d op %d (kind %d, %s, %s, count %zu): wrong result", round, k, x->kind,
+                  gcoll_dtype_name(x->dtype), gcoll_op_name(x->op), x->count);
+            free(x->in);
+            free(x->out);
+            free(x->want);
+        }
+    }
+    for (int c = 1; c < NCOMMS; c++)
+        CHECK_OK(gcoll_comm_free(&comms[c]));
+    return h_finish("overlap");
+}

@@ -1,0 +1,151 @@
+/* The gradient session: parameter sets of every dtype and both ops (sum, avg), fused into
+ * buckets, started in an order that differs per rank and per iteration, waited with
+ * gcoll_session_wait, _test and _wait_all; every gradient checked against the independent
+ * reference each iteration. Then the misuse a framework could commit: a set started twice,
+ * a wait on a bucket whose sets are not all started, sets added after commit, ranks that
+ * registered different sets. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "reference.h"
+
+#define NSETS 29
+#define ITERS 4
+
+static size_t set_count(int i)
+{
+    static const size_t counts[] = {1, 7, 64, 1000, 3, 4099, 65537, 17, 250000, 2};
+    return counts[i % 10] + (size_t)i;
+}
+
+static gcoll_dtype_t set_dtype(int i)
+{
+    static const gcoll_dtype_t d[] = {GCOLL_FLOAT32, GCOLL_FLOAT32, GCOLL_FLOAT16, GCOLL_BFLOAT16, GCOLL_FLOAT64,
+                                      GCOLL_FLOAT32, GCOLL_INT32};
+    return i < 12 ? GCOLL_FLOAT32 : d[i % 7]; /* a long run of one type fuses; the rest breaks buckets */
+}
+
+/* Rank r's gradient of set s in iteration it: the reference inputs, shifted per set and iteration. */
+static void fill(void *p, int s, int it, int rank)
+{
+    size_t n = set_count(s), es = gcoll_dtype_size(set_dtype(s)), off = (size_t)s * 7919 + (size_t)it * 104729;
+    gcoll_op_t op = s % 3 == 0 ? GCOLL_AVG : GCOLL_SUM;
+    for (size_t i = 0; i < n; i++)
+        ref_encode(set_dtype(s), ref_value(rank, off + i, set_dtype(s), op), (char *)p + i * es);
+}
+
+int main(int argc, char **argv)
+{
+    gcoll_comm_t world = h_init(&argc, &argv);
+    gcoll_session_t s;
+    CHECK_OK(gcoll_session_create(world, &s));
+    size_t ids[NSETS];
+    void *grad[NSETS], *want[NSETS];
+    for (int i = 0; i < NSETS; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "layer%d.weight", i);
+        gcoll_op_t op = i % 3 == 0 ? GCOLL_AVG : GCOLL_SUM;
+        CHECK_OK(gcoll_session_add(s, name, set_count(i), set_dtype(i), op, &ids[i]));
+        CHECK(ids[i] == (size_t)i, "set %d got id %zu", i, ids[i]);
+        size_t bytes = set_count(i) * gcoll_dtype_size(set_dtype(i));
+        grad[i] = malloc(bytes);
+        want[i] = malloc(bytes);
+    }
+    CHECK(gcoll_session_start(s, 0, grad[0]) == GCOLL_ERR_INVALID_USAGE, "start before commit was accepted");
+    CHECK_OK(gcoll_session_commit(s));
+    size_t nb = 0, b0 = 0, blast = 0;
+    CHECK_OK(gcoll_session_buckets(s, &nb));
+    CHECK_OK(gcoll_session_bucket_of(s, 0, &b0));
+    CHECK_OK(gcoll_session_bucket_of(s, NSETS - 1, &blast));
+    CHECK(nb > 1 && nb <= NSETS, "%zu buckets for %d sets", nb, NSETS);
+    CHECK(blast == 0 && b0 == nb - 1, "the last set's bucket is %zu, the first's %zu of %zu: backprop order expected",
+          blast, b0, nb);
+    size_t id;
+    CHECK(gcoll_session_add(s, "late", 4, GCOLL_FLOAT32, GCOLL_SUM, &id) == GCOLL_ERR_INVALID_USAGE,
+          "add after commit was accepted");
+
+    for (int it = 0; it < ITERS; it++) {
+        /* backprop: last layers first, in an order shuffled per rank and iteration */
+        int order[NSETS];
+        for (int i = 0; i < NSETS; i++)
+            order[i] = NSETS - 1 - i;
+        for (int i = 0; i < NSETS; i++) {
+            int j = (int)(ref_hash((uint32_t)h_rank, (uint32_t)it, (uint32_t)i) % NSETS);
+            int t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+        for (int k = 0; k < NSETS; k++) {
+            int i = order[k];
+            fill(grad[i], i, it, h_rank);
+            CHECK_OK(gcoll_session_start(s, (size_t)i, grad[i]));
+            if (it == 0 && k == 0)
+                CHECK(gcoll_session_start(s, (size_t)i, grad[i]) == GCOLL_ERR_INVALID_USAGE,
+                      "a set started twice was accepted");
+        }
+        if (it % 2 == 0) {
+            for (int i = 0; i < NSETS; i++) { /* the next forward pass: first layers first */
+                int done = 0;
+                CHECK_OK(gcoll_session_test(s, (size_t)i, &done));
+                CHECK_OK(gcoll_session_wait(s, (size_t)i));
+            }
+        } else {
+            CHECK_OK(gcoll_session_wait_all(s));
+        }
+        for (int i = 0; i < NSETS; i++) {
+            size_t n = set_count(i), es = gcoll_dtype_size(set_dtype(i)), off = (size_t)i * 7919 + (size_t)it * 104729;
+            gcoll_op_t op = i % 3 == 0 ? GCOLL_AVG : GCOLL_SUM;
+            for (size_t e = 0; e < n; e++)
+                ref_encode(set_dtype(i), ref_expected(off + e, set_dtype(i), op, h_size), (char *)want[i] + e * es);
+            CHECK(memcmp(grad[i], want[i], n * es) == 0, "iteration %d set %d (%s, %s, %zu): wrong gradient", it, i,
+                  gcoll_dtype_name(set_dtype(i)), gcoll_op_name(op), n);
+        }
+    }
+
+    /* a bucket with a set not started cannot complete: the wait says which set is missing */
+    size_t bucket_of_0;
+    CHECK_OK(gcoll_session_bucket_of(s, 0, &bucket_of_0));
+    int partner = -1;
+    for (int i = 1; i < NSETS && partner < 0; i++) {
+        size_t b;
+        CHECK_OK(gcoll_session_bucket_of(s, (size_t)i, &b));
+        if (b == bucket_of_0)
+            partner = i;
+    }
+    if (partner > 0) {
+        fill(grad[0], 0, 0, h_rank);
+        CHECK_OK(gcoll_session_start(s, 0, grad[0]));
+        gcoll_status_t st = gcoll_session_wait(s, 0);
+        CHECK(st == GCOLL_ERR_INVALID_USAGE && strstr(gcoll_last_error(), "was not started"),
+              "wait on a partly started bucket: %s: %s", gcoll_status_name(st), gcoll_last_error());
+        fill(grad[partner], partner, 0, h_rank);
+        for (int i = 1; i < NSETS; i++) {
+            size_t b;
+            CHECK_OK(gcoll_session_bucket_of(s, (size_t)i, &b));
+            if (b == bucket_of_0)
+                CHECK_OK(gcoll_session_start(s, (size_t)i, grad[i]));
+        }
+        CHECK_OK(gcoll_session_wait(s, 0));
+    }
+    CHECK(gcoll_session_wait(s, NSETS) == GCOLL_ERR_INVALID_ARG, "an id out of range was accepted");
+    CHECK(gcoll_session_add(NULL, "x", 1, GCOLL_FLOAT32, GCOLL_SUM, &id) == GCOLL_ERR_INVALID_ARG, "NULL session");
+    CHECK_OK(gcoll_session_free(&s));
+    CHECK(s == NULL, "free did not clear the handle");
+
+    /* ranks that disagree on the sets: commit fails on every rank */
+    gcoll_session_t bad;
+    CHECK_OK(gcoll_session_create(world, &bad));
+    CHECK(gcoll_session_add(bad, "x", 8, GCOLL_FLOAT32, GCOLL_PROD, &id) == GCOLL_ERR_INVALID_ARG,
+          "a session took GCOLL_PROD");
+    CHECK_OK(gcoll_session_add(bad, "x", h_size > 1 && h_rank == h_size - 1 ? 9 : 8, GCOLL_FLOAT32, GCOLL_SUM, &id));
+    gcoll_status_t st = gcoll_session_commit(bad);
+    CHECK(h_size == 1 ? st == GCOLL_SUCCESS : st == GCOLL_ERR_INVALID_USAGE, "commit of disagreeing sets: %s",
+          gcoll_status_name(st));
+    CHECK_OK(gcoll_session_free(&bad));
+    for (int i = 0; i < NSETS; i++) {
+        free(grad[i]);
+        free(want[i]);
+    }
+    return h_finish("session");
+}
