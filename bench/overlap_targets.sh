@@ -37,13 +37,13 @@ for model in ${BENCH_MODELS:-resnet50 bert}; do
         status=1
     printf '%s\n' "$out"
     printf '%s\n' "$out" | awk -v m="$model" '
-        /^# session step \/ max\(compute/ { b = $NF }
-        /^# session step \/ max\(nominal/ { bn = $9 }
+        /^# session step \/ max\(compute alone/ { b = $9 }
+        /^# session step \/ max\(its own/ { bo = $NF }
         /^# after \/ session/ { a = $6; sub(/,$/, "", a); af = $11; sub(/,$/, "", af) }
-        END { if (bn == "" || a == "") { print "TARGET train " m ": no figures"; exit }
-              printf "TARGET train %s: session step / max(nominal compute, comm) %.3f <= 1.15: %s", m, bn,
-                     (bn <= 1.15 ? "met" : "not met")
-              printf " (with the compute measured in the step: %.3f)\n", b
+        END { if (b == "" || a == "") { print "TARGET train " m ": no figures"; exit }
+              printf "TARGET train %s: session step / max(compute alone, comm) %.3f <= 1.15: %s", m, b,
+                     (b <= 1.15 ? "met" : "not met")
+              printf " (with the session'"'"'s own compute: %.3f)\n", bo
               printf "TARGET train %s: after / session %.3f >= 1.5: %s (after-fused / session %.3f)\n", m, a,
                      (a >= 1.5 ? "met" : "not met"), af }'
 done

@@ -34,6 +34,7 @@ typedef struct {
     gcoll_session_t session;
     size_t *sid;          /* session set of each tensor */
     size_t nbuckets;
+    double fit;           /* how fit_backprop scaled the calibrated compute */
 } tctx_t;
 
 typedef struct {
@@ -169,6 +170,23 @@ static void run_mode(tctx_t *x, int m, int iters, int warmup, mode_result_t *res
     free(all);
 }
 
+/* Spin's rate comes from the fastest of short runs, and nanosleep overshoots each share by
+ * the timer slack: a whole backprop on a shared machine takes longer than asked. Two passes of
+ * a backprop alone (nothing in flight) scale the shares until it takes compute_ms. */
+static void fit_backprop(tctx_t *x, double compute_ms)
+{
+    x->fit = 1;
+    for (int pass = 0; pass < 2 && compute_ms > 0; pass++) {
+        double took = 0;
+        for (size_t t = x->nt; t-- > 0;)
+            backprop_share(x, t, &took);
+        double k = compute_ms / (took * 1e3);
+        x->fit *= k;
+        for (size_t t = 0; t < x->nt; t++)
+            x->share_ns[t] *= k;
+    }
+}
+
 /* The time of one blocking allreduce of every gradient: the slowest rank's, median of 3. */
 static double measure_comm_ms(tctx_t *x)
 {
@@ -205,6 +223,14 @@ static int setup(tctx_t *x)
     return x->grad ? 0 : -1;
 }
 
+/* What the session's step is held to: the longer of the computation alone, as after-fused
+ * measured it while nothing was in flight, and the communication. A computation slowed down
+ * by the session's own traffic counts against the session. */
+static double bound_ms(const mode_result_t *res, double comm_ms)
+{
+    return fmax(res[M_AFTER_FUSED].fig[F_COMPUTE], comm_ms);
+}
+
 static void print_table(const tctx_t *x, const bench_env_t *env, int iters, int warmup, double comm_ms,
                         double compute_ms, const mode_result_t *res)
 {
@@ -216,8 +242,10 @@ static void print_table(const tctx_t *x, const bench_env_t *env, int iters, int 
     printf("# %d ranks on %d host%s (%s), transport %s, op %s, GCOLL_WORKER_COUNT %s\n", env->nranks, env->nhosts,
            env->nhosts == 1 ? "" : "s", env->hosts, env->transport, gcoll_op_name(o->op), w ? w : "default");
     printf("# communication: one allreduce of all gradients takes %.2f ms (slowest rank, median of 3)\n", comm_ms);
-    printf("# compute: %s, %.2f ms of backprop per step (%s), spread over the tensors by size\n",
-           bench_compute_name(o->compute), compute_ms, o->compute_ms < 0 ? "equal to the communication" : "--compute-ms");
+    printf("# compute: %s, %.2f ms of backprop per step (%s), spread over the tensors by size;\n"
+           "# rank 0 scaled its calibrated compute by %.3f so that a backprop alone takes that long\n",
+           bench_compute_name(o->compute), compute_ms, o->compute_ms < 0 ? "equal to the communication" : "--compute-ms",
+           x->fit);
     printf("# session: %zu fusion buckets\n", x->nbuckets);
     printf("# per mode, the slowest rank's figure of each step, median over %d steps (after 1 validated and %d "
            "warm-up steps), in ms:\n# step = backprop start to every gradient reduced; compute = the backprop "
@@ -227,10 +255,11 @@ static void print_table(const tctx_t *x, const bench_env_t *env, int iters, int 
     for (int m = 0; m < M_COUNT; m++)
         printf("%-12s %11.2f %11.2f %11.2f %11.2f %s\n", mode_names[m], res[m].fig[F_STEP], res[m].fig[F_COMPUTE],
                res[m].fig[F_EXPOSED], res[m].fig[F_LAYER0], res[m].valid ? "ok" : "FAIL");
-    double s = res[M_SESSION].fig[F_STEP], bound = fmax(res[M_SESSION].fig[F_COMPUTE], comm_ms);
-    printf("# session step / max(compute, communication) = %.3f\n", s / bound);
-    printf("# session step / max(nominal compute, communication) = %.3f (nominal: the %.2f ms asked for; the "
-           "measured compute is longer where the core is shared)\n", s / fmax(compute_ms, comm_ms), compute_ms);
+    double s = res[M_SESSION].fig[F_STEP];
+    printf("# session step / max(compute alone, communication) = %.3f (compute alone: after-fused's, where "
+           "nothing is in flight)\n", s / bound_ms(res, comm_ms));
+    printf("# session step / max(its own compute, communication) = %.3f\n",
+           s / fmax(res[M_SESSION].fig[F_COMPUTE], comm_ms));
     printf("# after / session = %.3f, after-fused / session = %.3f, per-tensor / session = %.3f\n",
            res[M_AFTER].fig[F_STEP] / s, res[M_AFTER_FUSED].fig[F_STEP] / s, res[M_PER_TENSOR].fig[F_STEP] / s);
     fflush(stdout);
@@ -271,9 +300,9 @@ static int write_files(const tctx_t *x, const bench_env_t *env, int iters, doubl
                 fprintf(f, "%s\n    {\"mode\": \"%s\", \"step_ms\": %.3f, \"compute_ms\": %.3f, \"exposed_ms\": %.3f, "
                            "\"layer0_ms\": %.3f, \"valid\": \"%s\"}", m ? "," : "", mode_names[m], res[m].fig[F_STEP],
                         res[m].fig[F_COMPUTE], res[m].fig[F_EXPOSED], res[m].fig[F_LAYER0], res[m].valid ? "ok" : "FAIL");
-            fprintf(f, "\n  ],\n  \"session_over_bound\": %.4f, \"session_over_nominal_bound\": %.4f, "
+            fprintf(f, "\n  ],\n  \"session_over_bound\": %.4f, \"session_over_own_compute_bound\": %.4f, "
                        "\"after_over_session\": %.4f, \"after_fused_over_session\": %.4f\n}\n",
-                    s / fmax(res[M_SESSION].fig[F_COMPUTE], comm_ms), s / fmax(compute_ms, comm_ms),
+                    s / bound_ms(res, comm_ms), s / fmax(res[M_SESSION].fig[F_COMPUTE], comm_ms),
                     res[M_AFTER].fig[F_STEP] / s,
                     res[M_AFTER_FUSED].fig[F_STEP] / s);
         }
@@ -299,6 +328,7 @@ int train_run(const bench_opts_t *o, gcoll_comm_t comm, const bench_env_t *env, 
     double comm_ms = measure_comm_ms(&x), compute_ms = o->compute_ms >= 0 ? o->compute_ms : comm_ms;
     for (size_t t = 0; t < x.nt; t++)
         x.share_ns[t] = compute_ms * 1e6 * (double)x.count[t] / (double)x.total;
+    fit_backprop(&x, compute_ms);
     mode_result_t res[M_COUNT];
     int all_valid = 1;
     for (int m = 0; m < M_COUNT; m++) {
