@@ -25,6 +25,7 @@ valgrind)
     step "unit tests under valgrind" env CK_FORK=no timeout 900 $VG $B/unit_tests
     step "test_errors np=2 under valgrind" timeout 600 $MPIRUN -np 2 $VG $B/test_errors
     step "test_split np=2 under valgrind" timeout 600 $MPIRUN -np 2 $VG $B/test_split
+    step "gradient_session np=2 under valgrind" timeout 600 $MPIRUN -np 2 $VG $B/gradient_session
     ;;
 tsan)
     B=build/tsan/bin
@@ -35,6 +36,11 @@ tsan)
     # over tcp: waits sleep on the transport's epoll set without the engine lock
     step "backprop_overlap np=2 over tcp under TSan" timeout 600 $MPIRUN -np 2 -x TSAN_OPTIONS \
         -x GCOLL_TRANSPORT_INTRA=inter -x GCOLL_TRANSPORT_INTER=tcp $B/backprop_overlap
+    # progress threads beside the application's: several lanes, a small budget, the session
+    step "test_overlap np=3, 2 progress threads, under TSan" timeout 600 $MPIRUN -np 3 -x TSAN_OPTIONS \
+        -x TEST_QUICK=1 -x GCOLL_WORKER_COUNT=2 -x GCOLL_INFLIGHT_BYTES=64K $B/test_overlap
+    step "test_session np=2 over tcp under TSan" timeout 600 $MPIRUN -np 2 -x TSAN_OPTIONS \
+        -x GCOLL_TRANSPORT_INTRA=inter $B/test_session
     ;;
 *)
     echo "usage: TOOL=valgrind|tsan sh tests/check_tools.sh" >&2

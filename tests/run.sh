@@ -128,6 +128,19 @@ run_mpi collectives 7 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=mpi GCOLL_ALLREDUCE=rab
     GCOLL_REDUCE=rabenseifner
 run_mpi collectives 6 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=mpi GCOLL_ALLREDUCE='direct:0-1K;ring:1K-max' \
     GCOLL_BCAST=chain GCOLL_CHUNK_BYTES=8K
+# overlap machinery: many operations of mixed priorities on several communicators, with one and
+# several progress threads, none, and a small budget of bytes in flight; the gradient session
+for np in 1 2 3 5 8; do
+    run_mpi overlap "$np"
+done
+run_mpi overlap 4 GCOLL_WORKER_COUNT=2 GCOLL_INFLIGHT_BYTES=64K
+run_mpi overlap 3 GCOLL_WORKER_COUNT=0
+run_mpi overlap 3 GCOLL_TRANSPORT_INTRA=inter GCOLL_INFLIGHT_BYTES=64K GCOLL_CHUNK_BYTES=8K
+for np in 1 2 3 4 7; do
+    run_mpi session "$np"
+done
+run_mpi session 4 GCOLL_FUSION_BYTES=64K GCOLL_FUSION_FIRST_BYTES=4K GCOLL_WORKER_COUNT=3
+run_mpi session 3 GCOLL_TRANSPORT_INTRA=inter GCOLL_WORKER_AFFINITY=auto
 # the TCP transport alone, then every collective over it (one host, so INTRA=inter)
 for np in 2 3 4; do
     run_tp tcp "$np"
@@ -165,10 +178,15 @@ run_script "gcoll-info: topology, transports and variables" sh tests/gcoll_info.
 run_script "transport plugin: loaded by its entry point; bad ones refused" sh tests/plugin.sh
 run_script "shm segments: none left after exit or kill -9" sh tests/shm_leak.sh
 run_script "gcoll_bench: collectives, options, outputs, membw" sh tests/bench.sh
+run_script "GCOLL_TIMELINE: Chrome trace valid, also after SIGKILL" sh tests/timeline.sh
 run_script "README example under mpirun -np 4" \
     timeout 300 $MPIRUN -np 4 "$BINDIR/readme_example"
 run_script "examples/backprop_overlap under mpirun -np 3" \
     timeout 300 $MPIRUN -np 3 "$BINDIR/backprop_overlap"
+run_script "examples/gradient_session under mpirun -np 3" \
+    timeout 300 $MPIRUN -np 3 "$BINDIR/gradient_session"
+run_script "examples/gradient_session over tcp, 2 progress threads" \
+    timeout 300 $MPIRUN -np 4 -x GCOLL_TRANSPORT_INTRA=inter -x GCOLL_WORKER_COUNT=2 "$BINDIR/gradient_session"
 [ -n "${SAN:-}" ] || run_script "exported symbols and soname" sh tests/exports.sh
 [ -n "${SAN:-}" ] || run_script "make install, pkg-config, and a program built against it" sh tests/install.sh
 
