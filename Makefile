@@ -123,7 +123,7 @@ $(BINDIR)/tp_%: tests/transport/%.c $(STLIB) $(wildcard tests/transport/*.h tran
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(FEATURES) -Wno-missing-prototypes $< -o $@ $(STLIB) $(SANFLAGS) $(LDLIBS)
 
-UNIT_BENCH := bench/metrics.c bench/options.c
+UNIT_BENCH := bench/metrics.c bench/options.c bench/models.c bench/compute.c
 $(BINDIR)/unit_tests: $(UNIT_SRCS) $(UNIT_BENCH) $(STLIB) $(wildcard tests/unit/*.h bench/*.h src/*.h transports/*.h transports/*/*.h collectives/*.h)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(FEATURES) -DGCOLL_TEST_DATA='"$(abspath tests/data)"' -Ibench \

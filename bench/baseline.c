@@ -150,3 +150,17 @@ int baseline_run(baseline_t *b, bench_coll_t c, const void *sendbuf, void *recvb
         return MPI_Barrier(b->comm);
     }
 }
+
+int baseline_iallreduce(baseline_t *b, const void *sendbuf, void *recvbuf, size_t count, MPI_Request *req)
+{
+    return MPI_Iallreduce(sendbuf, recvbuf, (int)count, b->dt, b->op, b->comm, req);
+}
+
+int baseline_iallreduce_wait(baseline_t *b, MPI_Request *req, void *recvbuf, size_t count, gcoll_dtype_t dtype,
+                             gcoll_op_t op)
+{
+    int rc = MPI_Wait(req, MPI_STATUS_IGNORE);
+    if (op == GCOLL_AVG)
+        divide(recvbuf, count, dtype, b->nranks);
+    return rc;
+}

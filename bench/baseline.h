@@ -22,5 +22,9 @@ void baseline_free(baseline_t *b);
 /* Runs one collective; in place when sendbuf == recvbuf. Returns an MPI error code. */
 int baseline_run(baseline_t *b, bench_coll_t c, const void *sendbuf, void *recvbuf, size_t count,
                  gcoll_dtype_t dtype, gcoll_op_t op, int root);
+/* MPI_Iallreduce and its wait, which also divides for GCOLL_AVG; out of place only. */
+int baseline_iallreduce(baseline_t *b, const void *sendbuf, void *recvbuf, size_t count, MPI_Request *req);
+int baseline_iallreduce_wait(baseline_t *b, MPI_Request *req, void *recvbuf, size_t count, gcoll_dtype_t dtype,
+                             gcoll_op_t op);
 
 #endif

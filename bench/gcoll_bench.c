@@ -1,5 +1,7 @@
 /* gcoll_bench: OSU-style collective benchmarks, gcoll beside MPI's own collective in one run.
  *   mpirun -np N gcoll_bench COLLECTIVE [options]     (see -h)
+ *   mpirun -np N gcoll_bench iallreduce [options]     (overlap with computation, OSU's method)
+ *   mpirun -np N gcoll_bench train [options]          (a training step of resnet50 or bert)
  *   gcoll_bench membw                                  (the machine's memory ceiling)
  * Exits 0 when every row validated, 1 when one did not, 2 on a bad command line. */
 #include <stdio.h>
@@ -9,10 +11,13 @@
 #include <mpi.h>
 
 #include "baseline.h"
+#include "compute.h"
 #include "membw.h"
 #include "options.h"
+#include "overlap.h"
 #include "report.h"
 #include "runner.h"
+#include "train.h"
 
 /* "vm" or "a, b" with the count of distinct hosts (from MPI's processor names). */
 static int host_list(char *out, size_t len)
@@ -42,11 +47,17 @@ static int host_list(char *out, size_t len)
     return distinct;
 }
 
+/* The collective whose algorithms --algo names. */
+static const char *algo_collective(const bench_opts_t *o)
+{
+    return o->subcmd == BENCH_IALLREDUCE ? "allreduce" : bench_coll_name((bench_coll_t)o->subcmd);
+}
+
 static int algo_known(const bench_opts_t *o)
 {
     const char *const *names;
     size_t n;
-    if (gcoll_algorithms(bench_coll_name((bench_coll_t)o->subcmd), &names, &n) != GCOLL_SUCCESS)
+    if (gcoll_algorithms(algo_collective(o), &names, &n) != GCOLL_SUCCESS)
         return 0;
     for (size_t i = 0; i < n; i++)
         if (strcmp(names[i], o->algo) == 0)
@@ -89,8 +100,7 @@ int main(int argc, char **argv)
         return usage_error(rank, argv[0], err);
     }
     if (o.algo && o.subcmd != BENCH_MEMBW && !algo_known(&o)) {
-        snprintf(err, sizeof(err), "--algo %s: not a %s algorithm of gcoll", o.algo,
-                 bench_coll_name((bench_coll_t)o.subcmd));
+        snprintf(err, sizeof(err), "--algo %s: not a %s algorithm of gcoll", o.algo, algo_collective(&o));
         return usage_error(rank, argv[0], err);
     }
     if (o.subcmd == BENCH_MEMBW) {
@@ -111,21 +121,43 @@ int main(int argc, char **argv)
         env.memcpy_gbps = membw_measure(-1, (size_t)64 << 20, 1, 5);
     MPI_Bcast(&env.memcpy_gbps, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
 
+    bench_compute_t cmp;
+    int overlap = o.subcmd == BENCH_IALLREDUCE;
+    if (overlap || o.subcmd == BENCH_TRAIN)
+        bench_compute_init(&cmp, o.compute);
+    if (o.subcmd == BENCH_TRAIN) {
+        int trc = train_run(&o, world, &env, &cmp);
+        gcoll_finalize();
+        return trc;
+    }
+
     baseline_t bl;
     if (o.baseline_mpi && baseline_init(&bl, o.dtype, o.op) != MPI_SUCCESS) {
         fprintf(stderr, "gcoll_bench: the MPI baseline could not be set up\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    if (rank == 0)
+    if (rank == 0 && overlap)
+        overlap_header(&o, &env, &cmp);
+    else if (rank == 0)
         report_header(&o, &env);
+    bench_coll_t coll = overlap ? B_ALLREDUCE : (bench_coll_t)o.subcmd;
     int all_valid = 1;
     size_t es = gcoll_dtype_size(o.dtype), last = (size_t)-1;
     for (size_t bytes = o.min_bytes; bytes <= o.max_bytes;
          bytes = bytes ? (bytes > o.max_bytes / o.factor ? o.max_bytes + 1 : bytes * o.factor) : 1) {
-        size_t count = bench_count_for((bench_coll_t)o.subcmd, bytes, es, n);
-        if ((count == 0 && o.subcmd != B_BARRIER) || count == last)
+        size_t count = bench_count_for(coll, bytes, es, n);
+        if ((count == 0 && coll != B_BARRIER) || count == last)
             continue; /* too small for one element per rank, or the same count again */
         last = count;
+        if (overlap) {
+            overlap_row_t orow;
+            if (overlap_run_size(&o, world, o.baseline_mpi ? &bl : NULL, &cmp, count, &orow) != 0)
+                MPI_Abort(MPI_COMM_WORLD, 1);
+            if (rank == 0)
+                overlap_report_row(&o, &orow);
+            all_valid &= orow.g_valid && (!o.baseline_mpi || orow.m_valid);
+            continue;
+        }
         bench_row_t row = {0};
         if (bench_run_size(&o, world, o.baseline_mpi ? &bl : NULL, count, &row) != 0)
             MPI_Abort(MPI_COMM_WORLD, 1);
@@ -136,7 +168,7 @@ int main(int argc, char **argv)
             break; /* one row: a barrier has no size */
     }
     int rc = 0;
-    if (rank == 0 && report_finish(&o, &env) != 0)
+    if (rank == 0 && (overlap ? overlap_finish(&o, &env) : report_finish(&o, &env)) != 0)
         rc = 1;
     if (o.baseline_mpi)
         baseline_free(&bl);

@@ -1,4 +1,5 @@
 /* See metrics.h. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "metrics.h"
@@ -76,4 +77,26 @@ int bench_default_iters(size_t bytes)
 int bench_default_warmup(int iters)
 {
     return iters / 10 > 2 ? iters / 10 : 2;
+}
+
+double bench_overlap_percent(double pure, double compute, double overall)
+{
+    if (!(pure > 0))
+        return 0;
+    double p = 100.0 - (overall - compute) / pure * 100.0;
+    return p > 0 ? p : 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double bench_median(double *v, int n)
+{
+    if (n <= 0)
+        return 0;
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }

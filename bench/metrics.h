@@ -32,6 +32,14 @@ typedef struct {
 } bench_lat_t;
 bench_lat_t bench_summarize(const double *rank_avgs, int nranks);
 
+/* OSU's overlap of communication with computation in percent: 100 - (overall - compute) / pure
+ * * 100, at least 0 (and 0 when pure is 0). pure: the operation alone; compute: the computation
+ * while the operation was in flight; overall: post, compute and wait together. */
+double bench_overlap_percent(double pure, double compute, double overall);
+
+/* The median of v[0..n) (the mean of the middle two for even n); sorts v. 0 for n == 0. */
+double bench_median(double *v, int n);
+
 /* Default iterations for a size, scaled down for large messages as OSU does, and warmup. */
 int bench_default_iters(size_t bytes);
 int bench_default_warmup(int iters);

@@ -1,17 +1,21 @@
 /* See options.h. */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "models.h"
 #include "options.h"
 
 void bench_usage(FILE *f, const char *prog)
 {
     fprintf(f,
             "usage: mpirun -np N %s COLLECTIVE [options]\n"
+            "       mpirun -np N %s iallreduce [options]\n"
+            "       mpirun -np N %s train [options]\n"
             "       %s membw\n"
             "collectives: allreduce reduce_scatter allgather bcast reduce alltoall barrier\n"
             "  -m MIN:MAX      message sizes in bytes, K/M/G suffixes (default 4:4M)\n"
@@ -28,8 +32,18 @@ void bench_usage(FILE *f, const char *prog)
             "  --csv FILE      also write the rows as CSV\n"
             "  --json FILE     also write the rows as JSON\n"
             "  --algo NAME     force a gcoll algorithm (see gcoll-info / the README)\n"
-            "  -h              this help\n",
-            prog, prog);
+            "  -h              this help\n"
+            "iallreduce: OSU's overlap of gcoll_iallreduce and MPI_Iallreduce with computation;\n"
+            "  -m -f -i -x -d -o -c --baseline --csv --json --algo as above, and\n"
+            "  --compute MODE  spin (a calibrated busy loop) or sleep (nanosleep) (default spin)\n"
+            "train: a training step of a real model, gradients reduced after backprop, per tensor\n"
+            "  as they are ready, and through the gradient session; -i (10) -x (1) -o sum|avg\n"
+            "  --compute --csv --json as above, and\n"
+            "  --model NAME    resnet50 or bert (default resnet50)\n"
+            "  --scale F       multiply every tensor's element count by F > 0 (default 1)\n"
+            "  --compute-ms T  backprop compute per step in ms, spread over the tensors by size\n"
+            "                  (default: the time of one allreduce of all gradients)\n",
+            prog, prog, prog, prog);
 }
 
 int bench_parse_bytes(const char *s, size_t *out)
@@ -69,26 +83,69 @@ static int parse_int(const char *s, long lo, long hi, int *out)
     return 0;
 }
 
+static int parse_double(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* An option the subcommand would ignore is refused, so that no run measures something else
+ * than its command line says. */
+static int check_applicable(const bench_opts_t *o, const char *seen, char *err, size_t errlen)
+{
+    static const struct {
+        char ch;
+        const char *name;
+    } names[] = {{'m', "-m"}, {'f', "-f"}, {'r', "-r"}, {'c', "-c"}, {'d', "-d"}, {'I', "--inplace"},
+                 {'B', "--baseline"}, {'A', "--algo"}, {'P', "--compute"}, {'M', "--model"},
+                 {'S', "--scale"}, {'T', "--compute-ms"}};
+    const char *allowed = o->subcmd == BENCH_TRAIN        ? "ixoPMSTCJ"
+                        : o->subcmd == BENCH_IALLREDUCE ? "mfixdocBCJAP"
+                                                        : "mfixdorcIBCJA";
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (seen[(int)names[i].ch] && !strchr(allowed, names[i].ch))
+            return fail(err, errlen, "%s does not apply to %s", names[i].name,
+                        o->subcmd == BENCH_TRAIN ? "train" : o->subcmd == BENCH_IALLREDUCE ? "iallreduce"
+                        : o->subcmd == BENCH_MEMBW ? "membw" : bench_coll_name((bench_coll_t)o->subcmd));
+    if (o->subcmd == BENCH_TRAIN && o->op != GCOLL_SUM && o->op != GCOLL_AVG)
+        return fail(err, errlen, "-o %s: train reduces gradients with sum or avg", gcoll_op_name(o->op));
+    return 0;
+}
+
 int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen)
 {
     *o = (bench_opts_t){.min_bytes = 4, .max_bytes = 4 << 20, .factor = 2, .warmup = -1,
-                        .dtype = GCOLL_FLOAT32, .op = GCOLL_SUM, .baseline_mpi = 1};
+                        .dtype = GCOLL_FLOAT32, .op = GCOLL_SUM, .baseline_mpi = 1,
+                        .compute = BENCH_COMPUTE_SPIN, .model = "resnet50", .scale = 1, .compute_ms = -1};
     if (argc < 2)
         return fail(err, errlen, "a subcommand is needed");
     if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)
         return 1;
-    o->subcmd = strcmp(argv[1], "membw") == 0 ? BENCH_MEMBW : bench_coll_find(argv[1]);
+    o->subcmd = strcmp(argv[1], "membw") == 0        ? BENCH_MEMBW
+              : strcmp(argv[1], "iallreduce") == 0 ? BENCH_IALLREDUCE
+              : strcmp(argv[1], "train") == 0      ? BENCH_TRAIN
+                                                   : bench_coll_find(argv[1]);
     if (o->subcmd < 0)
         return fail(err, errlen, "unknown subcommand '%s'", argv[1]);
     static const struct option longopts[] = {
         {"inplace", no_argument, NULL, 'I'}, {"baseline", required_argument, NULL, 'B'},
         {"csv", required_argument, NULL, 'C'}, {"json", required_argument, NULL, 'J'},
         {"algo", required_argument, NULL, 'A'}, {"help", no_argument, NULL, 'h'},
+        {"compute", required_argument, NULL, 'P'}, {"model", required_argument, NULL, 'M'},
+        {"scale", required_argument, NULL, 'S'}, {"compute-ms", required_argument, NULL, 'T'},
         {NULL, 0, NULL, 0}};
     optind = 2;
     opterr = 0;
     int ch, f;
+    char seen[128] = {0}; /* which options were given, to refuse those a subcommand ignores */
     while ((ch = getopt_long(argc, argv, "m:f:i:x:d:o:r:ch", longopts, NULL)) != -1) {
+        if (ch > 0 && ch < 128)
+            seen[ch] = 1;
         switch (ch) {
         case 'm': {
             const char *colon = strchr(optarg, ':');
@@ -147,6 +204,24 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen
         case 'C': o->csv = optarg; break;
         case 'J': o->json = optarg; break;
         case 'A': o->algo = optarg; break;
+        case 'P':
+            if (strcmp(optarg, "spin") && strcmp(optarg, "sleep"))
+                return fail(err, errlen, "--compute '%s': expected spin or sleep", optarg);
+            o->compute = strcmp(optarg, "sleep") == 0 ? BENCH_COMPUTE_SLEEP : BENCH_COMPUTE_SPIN;
+            break;
+        case 'M':
+            if (!bench_model_find(optarg))
+                return fail(err, errlen, "--model '%s': expected resnet50 or bert", optarg);
+            o->model = optarg;
+            break;
+        case 'S':
+            if (parse_double(optarg, &o->scale) || !(o->scale > 0) || o->scale > 16)
+                return fail(err, errlen, "--scale '%s': expected a number > 0 and <= 16", optarg);
+            break;
+        case 'T':
+            if (parse_double(optarg, &o->compute_ms) || !(o->compute_ms >= 0) || o->compute_ms > 1e7)
+                return fail(err, errlen, "--compute-ms '%s': expected milliseconds >= 0", optarg);
+            break;
         case 'h': return 1;
         default:
             return fail(err, errlen, "unknown or incomplete option '%s'", argv[optind - 1]);
@@ -154,5 +229,5 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen
     }
     if (optind < argc)
         return fail(err, errlen, "unexpected argument '%s'", argv[optind]);
-    return 0;
+    return check_applicable(o, seen, err, errlen);
 }

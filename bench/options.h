@@ -5,10 +5,13 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "compute.h"
 #include "gcoll.h"
 #include "metrics.h"
 
 #define BENCH_MEMBW B_NCOLL /* the subcommand that measures the machine, not a collective */
+#define BENCH_IALLREDUCE (B_NCOLL + 1) /* overlap of a nonblocking allreduce with computation */
+#define BENCH_TRAIN (B_NCOLL + 2)      /* a training step's backprop and gradient exchange */
 
 typedef struct {
     int subcmd;                 /* a bench_coll_t, or BENCH_MEMBW */
@@ -23,6 +26,10 @@ typedef struct {
     int check_each;             /* -c: validate every iteration, not only once per size */
     int baseline_mpi;
     const char *csv, *json, *algo;
+    bench_compute_mode_t compute; /* iallreduce and train */
+    const char *model;            /* train: resnet50 or bert */
+    double scale;                 /* train: multiplies every tensor's element count */
+    double compute_ms;            /* train: backprop compute per step; < 0: equal to communication */
 } bench_opts_t;
 
 /* 0: run; 1: help was asked for; -1: bad command line, err says why. */

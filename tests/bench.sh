@@ -1,7 +1,8 @@
 #!/bin/sh
 # gcoll_bench end to end: every collective validated against the reference at 1 and 3 ranks
 # with a size range that is not a power of two; CSV, JSON and the plot; bad options give a
-# usage message and exit 2; membw prints its table.
+# usage message and exit 2; membw prints its table; iallreduce and train (tiny sizes, --scale)
+# validated at 2 and 3 ranks, with their CSV and JSON.
 set -u
 BINDIR=${BINDIR:-build/default/bin}
 MPIRUN="mpirun --allow-run-as-root --oversubscribe --bind-to none --mca mpi_yield_when_idle 1"
@@ -37,7 +38,8 @@ sh bench/plot "$tmp/r.csv" "$tmp/r.png" >/dev/null && [ -s "$tmp/r.png" ] || fai
 echo "CSV, JSON and PNG written for bfloat16 avg in place with --algo ring"
 
 for args in "" "allsorts" "allreduce -m 8:4" "allreduce -f 1" "allreduce -d float8" "allreduce --bogus" \
-            "allreduce --algo binomial" "bcast -r 5"; do
+            "allreduce --algo binomial" "bcast -r 5" "iallreduce --inplace" "iallreduce --compute busy" \
+            "iallreduce --algo binomial" "train --model vgg" "train -o max" "train --scale 0" "bcast --model bert"; do
     out=$(timeout 60 $MPIRUN -np 2 $B $args 2>&1)
     rc=$?
     [ $rc != 0 ] || fail "'gcoll_bench $args' exited 0"
@@ -48,3 +50,36 @@ echo "bad command lines exit non-zero with a usage message"
 out=$(timeout 120 $MPIRUN -np 1 $B membw 2>&1) || fail "membw exited $?"
 printf '%s\n' "$out" | grep -q '^memcpy ' && printf '%s\n' "$out" | grep -q '^reduce sum bfloat16' || fail "membw: $out"
 echo "membw table printed"
+
+for np in 2 3; do
+    out=$(timeout 120 $MPIRUN -np $np $B iallreduce -m 4:64K -f 4 -i 4 -x 1 -c 2>&1) || fail "np=$np iallreduce exited $?: $out"
+    printf '%s\n' "$out" | grep -q 'FAIL' && fail "np=$np iallreduce: a row failed validation: $out"
+    rows=$(printf '%s\n' "$out" | grep -c ' ok$')
+    [ "$rows" = 8 ] || fail "np=$np iallreduce: $rows validated rows, want 8 (4 B..64 KiB by 4): $out"
+    for model in resnet50 bert; do
+        out=$(timeout 120 $MPIRUN -np $np $B train --model $model --scale 0.001 -i 2 -x 0 2>&1) ||
+            fail "np=$np train $model exited $?: $out"
+        for mode in after after-fused per-tensor session; do
+            printf '%s\n' "$out" | grep -q "^$mode .* ok$" || fail "np=$np train $model: mode $mode not validated: $out"
+        done
+        printf '%s\n' "$out" | grep -q '^# after / session = ' || fail "np=$np train $model: no ratios: $out"
+    done
+done
+echo "iallreduce and train (resnet50, bert at --scale 0.001) validated at 2 and 3 ranks"
+
+out=$(timeout 120 $MPIRUN -np 2 $B iallreduce -m 1K:16K -i 3 -d bfloat16 -o avg --compute sleep \
+    --csv "$tmp/o.csv" --json "$tmp/o.json" 2>&1) || fail "iallreduce bf16 avg sleep exited $?: $out"
+printf '%s\n' "$out" | grep -q '^# average overlap over 5 sizes' || fail "iallreduce: no footer: $out"
+[ "$(grep -c ',sleep,.*,ok$' "$tmp/o.csv")" = 5 ] || fail "iallreduce CSV: $(cat "$tmp/o.csv")"
+[ "$(grep -o '"overlap_pct"' "$tmp/o.json" | wc -l)" = 10 ] || fail "iallreduce JSON: $(cat "$tmp/o.json")"
+out=$(timeout 120 $MPIRUN -np 2 $B train --scale 0.002 -i 2 -x 0 -o avg --compute sleep --compute-ms 3 \
+    --csv "$tmp/t.csv" --json "$tmp/t.json" 2>&1) || fail "train avg sleep exited $?: $out"
+printf '%s\n' "$out" | grep -q '3.00 ms of backprop per step (--compute-ms)' || fail "train: --compute-ms not used: $out"
+[ "$(grep -c '^resnet50,.*,avg,sleep,.*,ok$' "$tmp/t.csv")" = 4 ] || fail "train CSV: $(cat "$tmp/t.csv")"
+grep -q '"after_over_session"' "$tmp/t.json" && [ "$(grep -c '"valid": "ok"' "$tmp/t.json")" = 4 ] ||
+    fail "train JSON: $(cat "$tmp/t.json")"
+if command -v python3 >/dev/null; then
+    python3 -m json.tool "$tmp/o.json" >/dev/null && python3 -m json.tool "$tmp/t.json" >/dev/null ||
+        fail "iallreduce or train JSON does not parse"
+fi
+echo "iallreduce and train CSV and JSON written (bfloat16 and fp32 avg, --compute sleep)"

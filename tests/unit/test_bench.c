@@ -1,8 +1,13 @@
 /* The benchmark's arithmetic and command line: bus-bandwidth factors, sizes and counts,
- * OSU latency summaries, default iterations, and strict option parsing. */
+ * OSU latency summaries, default iterations, strict option parsing, the overlap formula, the
+ * model tables of `train` and the calibrated computation. */
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "compute.h"
 #include "metrics.h"
+#include "models.h"
 #include "options.h"
 #include "unit.h"
 
@@ -85,6 +90,27 @@ START_TEST(options_parse)
     ck_assert_int_eq(parse("b membw", &o, err), 0);
     ck_assert_int_eq(parse("b -h", &o, err), 1);
     ck_assert_int_eq(parse("b allgather -h", &o, err), 1);
+    ck_assert_int_eq(o.compute, BENCH_COMPUTE_SPIN);
+    ck_assert_int_eq(parse("b iallreduce -m 1M:64M -i 5 --compute sleep -c --algo ring --baseline none", &o, err), 0);
+    ck_assert_int_eq(o.subcmd, BENCH_IALLREDUCE);
+    ck_assert_int_eq(o.compute, BENCH_COMPUTE_SLEEP);
+    ck_assert_uint_eq(o.min_bytes, 1u << 20);
+    ck_assert(o.check_each && !o.baseline_mpi);
+    ck_assert_int_eq(parse("b train", &o, err), 0);
+    ck_assert_int_eq(o.subcmd, BENCH_TRAIN);
+    ck_assert_str_eq(o.model, "resnet50");
+    ck_assert_double_eq_tol(o.scale, 1, 1e-15);
+    ck_assert(o.compute_ms < 0); /* calibrated to the communication */
+    ck_assert_int_eq(parse("b train --model bert --scale 0.001 --compute-ms 12.5 -i 3 -x 0 -o avg --compute sleep "
+                           "--csv t.csv --json t.json", &o, err), 0);
+    ck_assert_str_eq(o.model, "bert");
+    ck_assert_double_eq_tol(o.scale, 0.001, 1e-15);
+    ck_assert_double_eq_tol(o.compute_ms, 12.5, 1e-12);
+    ck_assert_int_eq(o.iters, 3);
+    ck_assert_int_eq(o.warmup, 0);
+    ck_assert_int_eq(o.op, GCOLL_AVG);
+    ck_assert_int_eq(o.compute, BENCH_COMPUTE_SLEEP);
+    ck_assert_str_eq(o.json, "t.json");
 }
 END_TEST
 
@@ -95,12 +121,79 @@ START_TEST(bad_options_are_refused)
                                       "b allreduce -i 0", "b allreduce -x -1", "b allreduce -d float8",
                                       "b allreduce -o median", "b allreduce --baseline nccl",
                                       "b allreduce --bogus", "b allreduce -q", "b allreduce extra",
-                                      "b allreduce -m"};
+                                      "b allreduce -m", "b allreduce --compute spin", "b bcast --model bert",
+                                      "b iallreduce --compute busy", "b iallreduce --inplace", "b iallreduce -r 1",
+                                      "b iallreduce --scale 2", "b train --model vgg", "b train --scale 0",
+                                      "b train --scale -1", "b train --scale 1e9", "b train --scale x",
+                                      "b train --scale nan", "b train --compute-ms -3", "b train --compute-ms 1ms",
+                                      "b train -o max", "b train -d float16", "b train -m 4:8", "b train -c",
+                                      "b train --algo ring", "b train --baseline mpi", "b train --inplace"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         bench_opts_t o;
         char err[200] = "";
         ck_assert_msg(parse(bad[i], &o, err) == -1, "'%s' was accepted", bad[i]);
         ck_assert_msg(err[0] != '\0', "'%s' gave no reason", bad[i]);
+    }
+}
+END_TEST
+
+START_TEST(overlap_formula_is_osu)
+{
+    /* overall = compute + pure: nothing overlapped; overall = compute: all of it */
+    ck_assert_double_eq_tol(bench_overlap_percent(100, 100, 200), 0, 1e-12);
+    ck_assert_double_eq_tol(bench_overlap_percent(100, 100, 100), 100, 1e-12);
+    ck_assert_double_eq_tol(bench_overlap_percent(100, 110, 130), 80, 1e-12);
+    ck_assert_double_eq_tol(bench_overlap_percent(100, 100, 350), 0, 1e-12); /* clamped at 0 */
+    ck_assert_double_eq_tol(bench_overlap_percent(0, 5, 5), 0, 1e-12);
+    double v[] = {5, 1, 4, 2, 3};
+    ck_assert_double_eq_tol(bench_median(v, 5), 3, 1e-12);
+    double w[] = {8, 2, 4, 6};
+    ck_assert_double_eq_tol(bench_median(w, 4), 5, 1e-12);
+    ck_assert_double_eq_tol(bench_median(w, 0), 0, 1e-12);
+}
+END_TEST
+
+/* The totals that torchvision and Hugging Face print for these models. */
+START_TEST(model_tables_match_the_published_totals)
+{
+    const bench_model_t *r = bench_model_find("resnet50"), *b = bench_model_find("bert");
+    ck_assert_ptr_nonnull(r);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_ptr_null(bench_model_find("vgg16"));
+    ck_assert_uint_eq(r->ntensors, 161);
+    ck_assert_uint_eq(bench_model_params(r), 25557032);
+    ck_assert_str_eq(r->tensors[0].name, "conv1.weight");
+    ck_assert_uint_eq(bench_tensor_numel(&r->tensors[0]), 64 * 3 * 7 * 7);
+    ck_assert_str_eq(r->tensors[160].name, "fc.bias");
+    ck_assert_uint_eq(b->ntensors, 199);
+    ck_assert_uint_eq(bench_model_params(b), 109482240);
+    ck_assert_uint_eq(bench_tensor_numel(&b->tensors[0]), 30522 * 768);
+    ck_assert_str_eq(b->tensors[198].name, "pooler.dense.bias");
+    for (size_t i = 0; i < b->ntensors; i++) /* forward order: layer k's tensors before layer k+1's */
+        if (strncmp(b->tensors[i].name, "encoder.layer.", 14) == 0)
+            ck_assert_uint_eq((size_t)atoi(b->tensors[i].name + 14), (i - 5) / 16);
+}
+END_TEST
+
+static double elapsed_ms(const struct timespec *a)
+{
+    struct timespec b;
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    return (double)(b.tv_sec - a->tv_sec) * 1e3 + (double)(b.tv_nsec - a->tv_nsec) / 1e6;
+}
+
+/* Calibrated from the fastest runs, so it never finishes early by much; a busy machine can
+ * only make it longer, hence the loose upper bound. */
+START_TEST(compute_takes_the_time_asked)
+{
+    for (int mode = BENCH_COMPUTE_SPIN; mode <= BENCH_COMPUTE_SLEEP; mode++) {
+        bench_compute_t c;
+        bench_compute_init(&c, (bench_compute_mode_t)mode);
+        struct timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        bench_compute_run(&c, 20e6);
+        double ms = elapsed_ms(&t0);
+        ck_assert_msg(ms > 15 && ms < 200, "%s for 20 ms took %.2f ms", bench_compute_name(c.mode), ms);
     }
 }
 END_TEST
@@ -114,6 +207,9 @@ Suite *bench_suite(void)
     tcase_add_test(tc, latency_summary_is_osu_style);
     tcase_add_test(tc, options_parse);
     tcase_add_test(tc, bad_options_are_refused);
+    tcase_add_test(tc, overlap_formula_is_osu);
+    tcase_add_test(tc, model_tables_match_the_published_totals);
+    tcase_add_test(tc, compute_takes_the_time_asked);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,50 @@
+#!/bin/bash
+# The overlap targets of issue 7 in the namespace cluster: 2 hosts x 1 rank, gcoll's tcp transport
+# between them, every link shaped to 1 Gbit/s. Runs `gcoll_bench iallreduce -m 1M:64M` and
+# `gcoll_bench train` (resnet50, then bert) with compute equal to communication, writes
+# $OUTDIR/overlap-{iallreduce,train-resnet50,train-bert}-1gbit.{csv,json}, and prints one TARGET
+# line per target (met / not met) from the runs' own figures.
+#   tests/cluster/cluster.sh --hosts 2 --exec bench/overlap_targets.sh
+# Environment: BINDIR (build/default/bin), OUTDIR (build/bench), BENCH_COMPUTE (spin or sleep;
+# spin), BENCH_ITERS (10; bert runs half as many steps), BENCH_MODELS ("resnet50 bert"),
+# BENCH_SIZES (1M:64M; a smaller range is for smoke runs, the target is stated for 1M:64M).
+# Exit: 0 when every run validated (whether or not a target was met), 1 otherwise.
+set -u
+[ -n "${CLUSTER_MPIRUN:-}" ] || { echo "run under tests/cluster/cluster.sh --hosts 2 --exec $0"; exit 2; }
+B=$(cd "${BINDIR:-build/default/bin}" && pwd)/gcoll_bench
+OUTDIR=${OUTDIR:-build/bench}
+mkdir -p "$OUTDIR" && OUTDIR=$(cd "$OUTDIR" && pwd)
+compute=${BENCH_COMPUTE:-spin} iters=${BENCH_ITERS:-10}
+export GCOLL_TRANSPORT_INTER=tcp
+"$CLUSTER_SHAPE" 1gbit || { echo "cannot shape the links to 1gbit"; exit 1; }
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uptime | sed 's/.*load/load/'), links 1gbit, compute $compute"
+status=0
+
+f=$OUTDIR/overlap-iallreduce-1gbit
+"$CLUSTER_MPIRUN" "$B" iallreduce -m "${BENCH_SIZES:-1M:64M}" -i "$iters" --compute "$compute" --csv "$f.csv" --json "$f.json" ||
+    status=1
+# gcoll_overlap_pct is column 13 of the CSV
+awk -F, 'NR > 1 { n++; if (min == "" || $13 < min) { min = $13; at = $6 } }
+    END { if (!n) { print "TARGET iallreduce overlap: no rows"; exit }
+          printf "TARGET iallreduce overlap >= 90%% from 1 MiB to 64 MiB: lowest of these sizes %.1f%% (at %d bytes): %s\n",
+                 min, at, (min >= 90 ? "met" : "not met") }' "$f.csv"
+
+for model in ${BENCH_MODELS:-resnet50 bert}; do
+    f=$OUTDIR/overlap-train-$model-1gbit
+    n=$iters
+    [ "$model" = bert ] && n=$(( (iters + 1) / 2 ))
+    out=$("$CLUSTER_MPIRUN" "$B" train --model "$model" -i "$n" --compute "$compute" --csv "$f.csv" --json "$f.json" 2>&1) ||
+        status=1
+    printf '%s\n' "$out"
+    printf '%s\n' "$out" | awk -v m="$model" '
+        /^# session step \/ max\(compute alone/ { b = $9 }
+        /^# session step \/ max\(its own/ { bo = $NF }
+        /^# after \/ session/ { a = $6; sub(/,$/, "", a); af = $11; sub(/,$/, "", af) }
+        END { if (b == "" || a == "") { print "TARGET train " m ": no figures"; exit }
+              printf "TARGET train %s: session step / max(compute alone, comm) %.3f <= 1.15: %s", m, b,
+                     (b <= 1.15 ? "met" : "not met")
+              printf " (with the session'"'"'s own compute: %.3f)\n", bo
+              printf "TARGET train %s: after / session %.3f >= 1.5: %s (after-fused / session %.3f)\n", m, a,
+                     (a >= 1.5 ? "met" : "not met"), af }'
+done
+exit $status

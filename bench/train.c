@@ -1,0 +1,350 @@
+/* See train.h. The gradients of all tensors live in one flat buffer, tensor t at off[t], as
+ * frameworks keep them; every mode reduces in place there. The first step of each mode starts
+ * from inputs regenerated on every rank (bench/reference.c) and its result is compared with the
+ * independently computed reduction; the later steps reduce whatever the buffer holds, which
+ * costs the same. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+
+#include "metrics.h"
+#include "models.h"
+#include "reference.h"
+#include "train.h"
+
+enum { M_AFTER, M_AFTER_FUSED, M_PER_TENSOR, M_SESSION, M_COUNT };
+static const char *const mode_names[M_COUNT] = {"after", "after-fused", "per-tensor", "session"};
+
+enum { F_STEP, F_COMPUTE, F_EXPOSED, F_LAYER0, F_COUNT }; /* the figures of one step, in ms */
+
+typedef struct {
+    const bench_opts_t *o;
+    gcoll_comm_t comm;
+    const bench_compute_t *cmp;
+    const bench_model_t *model;
+    int rank, n;
+    size_t nt, total;     /* tensors, and elements in all */
+    size_t *count, *off;  /* per tensor, scaled */
+    double *share_ns;     /* each tensor's backprop compute */
+    float *grad;          /* the flat gradient buffer */
+    gcoll_request_t *req; /* per-tensor mode */
+    gcoll_session_t session;
+    size_t *sid;          /* session set of each tensor */
+    size_t nbuckets;
+    double fit;           /* how fit_backprop scaled the calibrated compute */
+} tctx_t;
+
+typedef struct {
+    double fig[F_COUNT]; /* medians over the timed steps of the slowest rank's figures */
+    int valid;
+} mode_result_t;
+
+static void die(const tctx_t *x, const char *what, gcoll_status_t st)
+{
+    fprintf(stderr, "gcoll_bench [rank %d]: train: %s: %s: %s\n", x->rank, what, gcoll_status_name(st),
+            gcoll_last_error());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+#define CHECK(x, call)                               \
+    do {                                             \
+        gcoll_status_t st_ = (call);                 \
+        if (st_ != GCOLL_SUCCESS)                    \
+            die((x), #call, st_);                    \
+    } while (0)
+
+static void backprop_share(const tctx_t *x, size_t t, double *compute_s)
+{
+    double c0 = MPI_Wtime();
+    bench_compute_run(x->cmp, x->share_ns[t]);
+    *compute_s += MPI_Wtime() - c0;
+}
+
+/* One training step's backprop and gradient exchange in mode m; fig in ms on this rank. */
+static void step(tctx_t *x, int m, double fig[F_COUNT])
+{
+    const bench_opts_t *o = x->o;
+    double compute = 0, t0 = MPI_Wtime(), bp_end, l0;
+    for (size_t t = x->nt; t-- > 0;) {
+        backprop_share(x, t, &compute);
+        if (m == M_PER_TENSOR) {
+            gcoll_attr_t attr = GCOLL_ATTR_INIT;
+            attr.priority = -(int)t;
+            attr.name = x->model->tensors[t].name;
+            CHECK(x, gcoll_iallreduce(x->grad + x->off[t], x->grad + x->off[t], x->count[t], GCOLL_FLOAT32, o->op,
+                                      x->comm, &attr, &x->req[t]));
+        } else if (m == M_SESSION) {
+            CHECK(x, gcoll_session_start(x->session, x->sid[t], x->grad + x->off[t]));
+        }
+    }
+    bp_end = MPI_Wtime();
+    switch (m) {
+    case M_AFTER:
+        for (size_t t = x->nt; t-- > 0;)
+            CHECK(x, gcoll_allreduce(x->grad + x->off[t], x->grad + x->off[t], x->count[t], GCOLL_FLOAT32, o->op,
+                                     x->comm));
+        l0 = MPI_Wtime();
+        break;
+    case M_AFTER_FUSED:
+        CHECK(x, gcoll_allreduce(x->grad, x->grad, x->total, GCOLL_FLOAT32, o->op, x->comm));
+        l0 = MPI_Wtime();
+        break;
+    case M_PER_TENSOR:
+        CHECK(x, gcoll_wait(&x->req[0]));
+        l0 = MPI_Wtime();
+        for (size_t t = 1; t < x->nt; t++)
+            CHECK(x, gcoll_wait(&x->req[t]));
+        break;
+    default:
+        CHECK(x, gcoll_session_wait(x->session, x->sid[0]));
+        l0 = MPI_Wtime();
+        CHECK(x, gcoll_session_wait_all(x->session));
+        break;
+    }
+    double end = MPI_Wtime();
+    fig[F_STEP] = (end - t0) * 1e3;
+    fig[F_COMPUTE] = compute * 1e3;
+    fig[F_EXPOSED] = fig[F_STEP] - fig[F_COMPUTE];
+    fig[F_LAYER0] = (l0 - bp_end) * 1e3;
+}
+
+/* Compares the flat buffer with the reference reduction, a slice at a time. */
+static int gradients_match(const tctx_t *x)
+{
+    enum { SLICE = 1 << 16 };
+    float *want = malloc(SLICE * sizeof(float));
+    int ok = want != NULL;
+    for (size_t i = 0; ok && i < x->total; i += SLICE) {
+        size_t k = x->total - i < SLICE ? x->total - i : SLICE;
+        ref_fill_expected(want, i, k, GCOLL_FLOAT32, x->o->op, x->n);
+        ok = memcmp(want, x->grad + i, k * sizeof(float)) == 0;
+    }
+    free(want);
+    return ok;
+}
+
+static void session_open(tctx_t *x)
+{
+    CHECK(x, gcoll_session_create(x->comm, &x->session));
+    for (size_t t = 0; t < x->nt; t++)
+        CHECK(x, gcoll_session_add(x->session, x->model->tensors[t].name, x->count[t], GCOLL_FLOAT32, x->o->op,
+                                   &x->sid[t]));
+    CHECK(x, gcoll_session_commit(x->session));
+    CHECK(x, gcoll_session_buckets(x->session, &x->nbuckets));
+}
+
+/* One validated step, warm-up steps, then the timed steps of mode m. */
+static void run_mode(tctx_t *x, int m, int iters, int warmup, mode_result_t *res)
+{
+    double fig[F_COUNT], *all = malloc(sizeof(double) * F_COUNT * (size_t)iters);
+    double *col = malloc(sizeof(double) * (size_t)iters);
+    if (!all || !col) {
+        fprintf(stderr, "gcoll_bench [rank %d]: train: out of memory\n", x->rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (m == M_SESSION)
+        session_open(x);
+    ref_fill_values(x->grad, x->total, x->rank, GCOLL_FLOAT32, x->o->op);
+    MPI_Barrier(MPI_COMM_WORLD);
+    step(x, m, fig);
+    int valid = gradients_match(x), all_valid = 0;
+    MPI_Allreduce(&valid, &all_valid, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    for (int i = 0; i < warmup + iters; i++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        step(x, m, fig);
+        if (i >= warmup) /* the slowest rank's figures of this step */
+            MPI_Allreduce(fig, all + (size_t)(i - warmup) * F_COUNT, F_COUNT, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    }
+    if (m == M_SESSION)
+        CHECK(x, gcoll_session_free(&x->session));
+    for (int f = 0; f < F_COUNT; f++) {
+        for (int i = 0; i < iters; i++)
+            col[i] = all[(size_t)i * F_COUNT + f];
+        res->fig[f] = bench_median(col, iters);
+    }
+    res->valid = all_valid;
+    free(col);
+    free(all);
+}
+
+/* Spin's rate comes from the fastest of short runs, and nanosleep overshoots each share by
+ * the timer slack: a whole backprop on a shared machine takes longer than asked. Two passes of
+ * a backprop alone (nothing in flight) scale the shares until it takes compute_ms. */
+static void fit_backprop(tctx_t *x, double compute_ms)
+{
+    x->fit = 1;
+    for (int pass = 0; pass < 2 && compute_ms > 0; pass++) {
+        double took = 0;
+        for (size_t t = x->nt; t-- > 0;)
+            backprop_share(x, t, &took);
+        double k = compute_ms / (took * 1e3);
+        x->fit *= k;
+        for (size_t t = 0; t < x->nt; t++)
+            x->share_ns[t] *= k;
+    }
+}
+
+/* The time of one blocking allreduce of every gradient: the slowest rank's, median of 3. */
+static double measure_comm_ms(tctx_t *x)
+{
+    double t[3];
+    CHECK(x, gcoll_allreduce(x->grad, x->grad, x->total, GCOLL_FLOAT32, x->o->op, x->comm)); /* warm-up */
+    for (int i = 0; i < 3; i++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        CHECK(x, gcoll_allreduce(x->grad, x->grad, x->total, GCOLL_FLOAT32, x->o->op, x->comm));
+        double mine = (MPI_Wtime() - t0) * 1e3;
+        MPI_Allreduce(&mine, &t[i], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    }
+    return bench_median(t, 3);
+}
+
+static int setup(tctx_t *x)
+{
+    const bench_model_t *m = x->model;
+    x->nt = m->ntensors;
+    x->count = calloc(x->nt, sizeof(size_t));
+    x->off = calloc(x->nt, sizeof(size_t));
+    x->share_ns = calloc(x->nt, sizeof(double));
+    x->req = calloc(x->nt, sizeof(gcoll_request_t));
+    x->sid = calloc(x->nt, sizeof(size_t));
+    if (!x->count || !x->off || !x->share_ns || !x->req || !x->sid)
+        return -1;
+    for (size_t t = 0; t < x->nt; t++) {
+        long long c = llround((double)bench_tensor_numel(&m->tensors[t]) * x->o->scale);
+        x->count[t] = c < 1 ? 1 : (size_t)c;
+        x->off[t] = x->total;
+        x->total += x->count[t];
+    }
+    x->grad = malloc(x->total * sizeof(float));
+    return x->grad ? 0 : -1;
+}
+
+/* What the session's step is held to: the longer of the computation alone, as after-fused
+ * measured it while nothing was in flight, and the communication. A computation slowed down
+ * by the session's own traffic counts against the session. */
+static double bound_ms(const mode_result_t *res, double comm_ms)
+{
+    return fmax(res[M_AFTER_FUSED].fig[F_COMPUTE], comm_ms);
+}
+
+static void print_table(const tctx_t *x, const bench_env_t *env, int iters, int warmup, double comm_ms,
+                        double compute_ms, const mode_result_t *res)
+{
+    const bench_opts_t *o = x->o;
+    const char *w = getenv("GCOLL_WORKER_COUNT");
+    printf("# gcoll_bench train: gcoll %s, model %s (%s): %zu tensors, %zu parameters (%.1f MB float32), "
+           "scale %g\n", env->gcoll_version, x->model->name, x->model->source, x->nt, x->total,
+           (double)x->total * 4 / 1e6, o->scale);
+    printf("# %d ranks on %d host%s (%s), transport %s, op %s, GCOLL_WORKER_COUNT %s\n", env->nranks, env->nhosts,
+           env->nhosts == 1 ? "" : "s", env->hosts, env->transport, gcoll_op_name(o->op), w ? w : "default");
+    printf("# communication: one allreduce of all gradients takes %.2f ms (slowest rank, median of 3)\n", comm_ms);
+    printf("# compute: %s, %.2f ms of backprop per step (%s), spread over the tensors by size;\n"
+           "# rank 0 scaled its calibrated compute by %.3f so that a backprop alone takes that long\n",
+           bench_compute_name(o->compute), compute_ms, o->compute_ms < 0 ? "equal to the communication" : "--compute-ms",
+           x->fit);
+    printf("# session: %zu fusion buckets\n", x->nbuckets);
+    printf("# per mode, the slowest rank's figure of each step, median over %d steps (after 1 validated and %d "
+           "warm-up steps), in ms:\n# step = backprop start to every gradient reduced; compute = the backprop "
+           "computation inside it;\n# exposed = step - compute; layer0 = from the end of backprop until layer 0's "
+           "gradient is reduced\n", iters, warmup);
+    printf("%-12s %11s %11s %11s %11s %s\n", "mode", "step", "compute", "exposed", "layer0", "valid");
+    for (int m = 0; m < M_COUNT; m++)
+        printf("%-12s %11.2f %11.2f %11.2f %11.2f %s\n", mode_names[m], res[m].fig[F_STEP], res[m].fig[F_COMPUTE],
+               res[m].fig[F_EXPOSED], res[m].fig[F_LAYER0], res[m].valid ? "ok" : "FAIL");
+    double s = res[M_SESSION].fig[F_STEP];
+    printf("# session step / max(compute alone, communication) = %.3f (compute alone: after-fused's, where "
+           "nothing is in flight)\n", s / bound_ms(res, comm_ms));
+    printf("# session step / max(its own compute, communication) = %.3f\n",
+           s / fmax(res[M_SESSION].fig[F_COMPUTE], comm_ms));
+    printf("# after / session = %.3f, after-fused / session = %.3f, per-tensor / session = %.3f\n",
+           res[M_AFTER].fig[F_STEP] / s, res[M_AFTER_FUSED].fig[F_STEP] / s, res[M_PER_TENSOR].fig[F_STEP] / s);
+    fflush(stdout);
+}
+
+static int write_files(const tctx_t *x, const bench_env_t *env, int iters, double comm_ms, double compute_ms,
+                       const mode_result_t *res)
+{
+    const bench_opts_t *o = x->o;
+    int rc = 0;
+    FILE *f;
+    if (o->csv) {
+        if ((f = fopen(o->csv, "w")) != NULL) {
+            fprintf(f, "model,scale,parameters,ranks,op,compute_mode,steps,comm_ms,mode,step_ms,compute_ms,"
+                       "exposed_ms,layer0_ms,valid\n");
+            for (int m = 0; m < M_COUNT; m++)
+                fprintf(f, "%s,%g,%zu,%d,%s,%s,%d,%.3f,%s,%.3f,%.3f,%.3f,%.3f,%s\n", x->model->name, o->scale, x->total,
+                        env->nranks, gcoll_op_name(o->op), bench_compute_name(o->compute), iters, comm_ms,
+                        mode_names[m], res[m].fig[F_STEP], res[m].fig[F_COMPUTE], res[m].fig[F_EXPOSED],
+                        res[m].fig[F_LAYER0], res[m].valid ? "ok" : "FAIL");
+        }
+        if (!f || fclose(f) != 0) {
+            fprintf(stderr, "gcoll_bench: cannot write %s\n", o->csv);
+            rc = -1;
+        }
+    }
+    if (o->json) {
+        if ((f = fopen(o->json, "w")) != NULL) {
+            double s = res[M_SESSION].fig[F_STEP];
+            fprintf(f, "{\n  \"benchmark\": \"train\", \"gcoll_version\": \"%s\", \"model\": \"%s\", \"scale\": %g,\n"
+                       "  \"tensors\": %zu, \"parameters\": %zu, \"ranks\": %d, \"hosts\": %d, \"transport\": \"%s\",\n"
+                       "  \"op\": \"%s\", \"compute\": \"%s\", \"steps\": %d, \"comm_ms\": %.3f, \"compute_ms\": %.3f,\n"
+                       "  \"session_buckets\": %zu,\n  \"modes\": [",
+                    env->gcoll_version, x->model->name, o->scale, x->nt, x->total, env->nranks, env->nhosts,
+                    env->transport, gcoll_op_name(o->op), bench_compute_name(o->compute), iters, comm_ms, compute_ms,
+                    x->nbuckets);
+            for (int m = 0; m < M_COUNT; m++)
+                fprintf(f, "%s\n    {\"mode\": \"%s\", \"step_ms\": %.3f, \"compute_ms\": %.3f, \"exposed_ms\": %.3f, "
+                           "\"layer0_ms\": %.3f, \"valid\": \"%s\"}", m ? "," : "", mode_names[m], res[m].fig[F_STEP],
+                        res[m].fig[F_COMPUTE], res[m].fig[F_EXPOSED], res[m].fig[F_LAYER0], res[m].valid ? "ok" : "FAIL");
+            fprintf(f, "\n  ],\n  \"session_over_bound\": %.4f, \"session_over_own_compute_bound\": %.4f, "
+                       "\"after_over_session\": %.4f, \"after_fused_over_session\": %.4f\n}\n",
+                    s / bound_ms(res, comm_ms), s / fmax(res[M_SESSION].fig[F_COMPUTE], comm_ms),
+                    res[M_AFTER].fig[F_STEP] / s,
+                    res[M_AFTER_FUSED].fig[F_STEP] / s);
+        }
+        if (!f || fclose(f) != 0) {
+            fprintf(stderr, "gcoll_bench: cannot write %s\n", o->json);
+            rc = -1;
+        }
+    }
+    return rc;
+}
+
+int train_run(const bench_opts_t *o, gcoll_comm_t comm, const bench_env_t *env, const bench_compute_t *c)
+{
+    tctx_t x = {.o = o, .comm = comm, .cmp = c, .model = bench_model_find(o->model), .rank = gcoll_comm_rank(comm),
+                .n = gcoll_comm_size(comm)};
+    if (setup(&x) != 0) {
+        fprintf(stderr, "gcoll_bench [rank %d]: train: out of memory for %s at scale %g\n", x.rank, o->model,
+                o->scale);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    int iters = o->iters ? o->iters : 10, warmup = o->warmup >= 0 ? o->warmup : 1;
+    ref_fill_values(x.grad, x.total, x.rank, GCOLL_FLOAT32, o->op);
+    double comm_ms = measure_comm_ms(&x), compute_ms = o->compute_ms >= 0 ? o->compute_ms : comm_ms;
+    for (size_t t = 0; t < x.nt; t++)
+        x.share_ns[t] = compute_ms * 1e6 * (double)x.count[t] / (double)x.total;
+    fit_backprop(&x, compute_ms);
+    mode_result_t res[M_COUNT];
+    int all_valid = 1;
+    for (int m = 0; m < M_COUNT; m++) {
+        run_mode(&x, m, iters, warmup, &res[m]);
+        all_valid &= res[m].valid;
+    }
+    int rc = 0;
+    if (x.rank == 0) {
+        print_table(&x, env, iters, warmup, comm_ms, compute_ms, res);
+        rc = write_files(&x, env, iters, comm_ms, compute_ms, res);
+    }
+    free(x.count);
+    free(x.off);
+    free(x.share_ns);
+    free(x.req);
+    free(x.sid);
+    free(x.grad);
+    return rc || !all_valid ? 1 : 0;
+}
