@@ -26,6 +26,7 @@
 #define PROBE_BIG ((size_t)4 << 20)
 #define PROBE_BIG_REPS 3
 #define PROBE_LIMIT_S 30.0
+#define PROBE_SPIN 4 /* fruitless polls before a waiting rank yields its core */
 #define PROBE_NAP_NS 100000 /* a sleeping rank's look at the barrier every 0.1 ms */
 
 static double now_s(void)
@@ -52,7 +53,7 @@ static gcoll_status_t xfer(gcoll_comm_t c, int peer, int send, void *buf, size_t
             return gcoll__error(GCOLL_ERR_TIMEOUT, "link probe: rank %d did not answer in %.0f s", peer,
                                 PROBE_LIMIT_S);
         }
-        if (polls > 200) /* the peer may need this core */
+        if (polls >= PROBE_SPIN) /* the peer, or a rank it waits for, may need this core */
             sched_yield();
     }
 }
@@ -86,17 +87,16 @@ static gcoll_status_t round_trips(gcoll_comm_t c, int peer, int ping, char *buf,
     return GCOLL_SUCCESS;
 }
 
-/* The pinging side: res[0] latency (half the median 8 B round trip), res[1] sustained bandwidth
- * (4 MiB answered by 8 B, less the two latencies), res[2] the burst rate (16 KiB each way: the
- * round trip beyond the 8 B one is two transfers). A figure that the timer cannot resolve stays
- * 0 (the cost model then takes the sustained rate for the burst rate). */
+/* The pinging side of the rates, alone on the link: res[1] sustained bandwidth (4 MiB answered
+ * by 8 B, less an 8 B round trip), res[2] the burst rate (16 KiB each way: the round trip beyond
+ * the 8 B one is two transfers). A rate that the timer cannot resolve stays 0 (the cost model then
+ * takes the sustained rate for the burst rate). */
 static gcoll_status_t ping(gcoll_comm_t c, int peer, char *big, double *res)
 {
     double small_rtt, burst_rtt, big_rtt;
     GCOLL_CHECK(round_trips(c, peer, 1, big, 8, 8, PROBE_SMALL_REPS, &small_rtt));
     GCOLL_CHECK(round_trips(c, peer, 1, big, PROBE_BURST, PROBE_BURST, PROBE_BURST_REPS, &burst_rtt));
     GCOLL_CHECK(round_trips(c, peer, 1, big, PROBE_BIG, 8, PROBE_BIG_REPS, &big_rtt));
-    res[0] = small_rtt / 2;
     res[1] = big_rtt > small_rtt ? (double)PROBE_BIG / (big_rtt - small_rtt) : 0;
     res[2] = burst_rtt > small_rtt ? 2.0 * PROBE_BURST / (burst_rtt - small_rtt) : 0;
     return GCOLL_SUCCESS;
@@ -127,20 +127,40 @@ static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 static double probed[6];
 static int tried;
 
-/* Measures the link between ranks a (rank 0) and b into res[0..2]; every rank of c takes part
- * (the others wait asleep). */
-static gcoll_status_t measure(gcoll_comm_t c, int b, double *res)
+/* Rank r's partner in a round where every rank exchanges at once: across, the rank of the same
+ * local index on the paired host (hosts 0-1, 2-3, ...); inside, the paired local rank (0-1,
+ * 2-3, ...) of its host; -1 when there is none. */
+static int partner(const gcoll__nodemap_t *m, int r, int across)
 {
-    int a = 0;
-    char *big = c->rank == a || c->rank == b ? malloc(PROBE_BIG) : NULL;
+    int h = m->host[r], l = m->local[r], ph = across ? h ^ 1 : h, pl = across ? l : l ^ 1;
+    if (ph >= m->nhosts || pl >= m->first[ph + 1] - m->first[ph])
+        return -1;
+    return m->by_host[m->first[ph] + pl];
+}
+
+/* Measures one link into res[0..2]; every rank of c takes part. The latency is that of a round
+ * of a collective: every rank with a partner exchanges at once, so that where ranks outnumber
+ * cores a message pays the wake-up of a peer sharing its core, as it does in a collective. The
+ * rates are rank 0's and its partner's alone (the others' traffic would share the link), while
+ * the others sleep. */
+static gcoll_status_t measure(gcoll_comm_t c, int across, double *res)
+{
+    int p = partner(&c->map, c->rank, across), b = partner(&c->map, 0, across);
+    char small[8] = {0};
+    double rtt = 0;
     gcoll_status_t st = GCOLL_SUCCESS;
-    if ((c->rank == a || c->rank == b) && !big)
+    if (p >= 0)
+        st = round_trips(c, p, c->rank < p, small, sizeof(small), sizeof(small), PROBE_SMALL_REPS, &rtt);
+    sleepy_barrier(c->boot);
+    char *big = NULL;
+    if (st == GCOLL_SUCCESS && (c->rank == 0 || c->rank == b) && !(big = malloc(PROBE_BIG)))
         st = gcoll__error(GCOLL_ERR_NOMEM, "link probe: no memory for %zu bytes", PROBE_BIG);
-    else if (c->rank == a)
+    else if (st == GCOLL_SUCCESS && c->rank == 0)
         st = ping(c, b, big, res);
-    else if (c->rank == b)
-        st = pong(c, a, big);
+    else if (st == GCOLL_SUCCESS && c->rank == b)
+        st = pong(c, 0, big);
     free(big);
+    res[0] = rtt / 2;
     if (st != GCOLL_SUCCESS)
         res[0] = res[1] = res[2] = 0;
     sleepy_barrier(c->boot);
@@ -158,12 +178,12 @@ gcoll_status_t gcoll__probe_links(gcoll_comm_t c, int inter, int intra)
     memcpy(res, probed, sizeof(res));
     if (MPI_Bcast(&go, 1, MPI_INT, 0, c->boot) != MPI_SUCCESS)
         go = 0;
-    int far = c->map.by_host[c->map.first[1]], near = c->map.host[1] == 0 ? 1 : -1;
+    int far = partner(&c->map, 0, 1), near = partner(&c->map, 0, 0);
     if (go) {
         memset(res, 0, sizeof(res));
-        st = measure(c, far, res);
+        st = measure(c, 1, res);
         if (near > 0) {
-            gcoll_status_t st2 = measure(c, near, res + 3);
+            gcoll_status_t st2 = measure(c, 0, res + 3);
             st = st ? st : st2;
         }
     }
@@ -173,8 +193,8 @@ gcoll_status_t gcoll__probe_links(gcoll_comm_t c, int inter, int intra)
         tried = 1;
         memcpy(probed, res, sizeof(res));
         GCOLL_LOG(GCOLL_LOG_INFO, "comm %u: links measured: between hosts (ranks 0 and %d) %.1f us, %.3f GB/s, "
-                  "burst %.3f GB/s; inside a host (ranks 0 and 1) %.1f us, %.3f GB/s, burst %.3f GB/s%s%s", c->id,
-                  far, res[0] * 1e6, res[1] * 1e-9, res[2] * 1e-9, res[3] * 1e6, res[4] * 1e-9, res[5] * 1e-9,
+                  "burst %.3f GB/s; inside a host (ranks 0 and %d) %.1f us, %.3f GB/s, burst %.3f GB/s%s%s", c->id,
+                  far, res[0] * 1e6, res[1] * 1e-9, res[2] * 1e-9, near, res[3] * 1e6, res[4] * 1e-9, res[5] * 1e-9,
                   st != GCOLL_SUCCESS ? "; failed: " : "",
                   st != GCOLL_SUCCESS ? gcoll_last_error() : "");
     }
