@@ -3,8 +3,8 @@
  * the bytes that leave the busiest host (its ranks share the host's link); inside a host, the
  * busiest rank's bytes; then its largest local reduction and copy that the transfers do not hide.
  * Rounds of all ranks are taken to run in step. The whole collective takes at least its busiest
- * link's bytes at the sustained rate: short exchanges pass at the burst rate (a token bucket's or
- * a NIC queue's), a long run of them drains the bucket. */
+ * link's bytes at the sustained rate, past the first GCOLL__COST_BURST_BYTES: short exchanges pass
+ * at the burst rate (a token bucket's or a NIC queue's), a long run of them drains the bucket. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,7 +185,7 @@ double gcoll__cost_predict_parts(int idx, const gcoll__coll_args_t *a, const gco
         intra_total += r->intra;
     }
     /* the sustained floor: the bytes that leave the busiest host, and those of the busiest rank
-     * inside one (summed per round: at most that) */
+     * inside one (summed per round: at most that), past the first GCOLL__COST_BURST_BYTES */
     double host_total = 0;
     for (int h = 0; ok && h < rs.nhosts; h++) {
         double sum = 0;
@@ -193,6 +193,8 @@ double gcoll__cost_predict_parts(int idx, const gcoll__coll_args_t *a, const gco
             sum += rs.outs[k * (size_t)rs.nhosts + h];
         host_total = sum > host_total ? sum : host_total;
     }
+    host_total = host_total > GCOLL__COST_BURST_BYTES ? host_total - GCOLL__COST_BURST_BYTES : 0;
+    intra_total = intra_total > GCOLL__COST_BURST_BYTES ? intra_total - GCOLL__COST_BURST_BYTES : 0;
     double floor_across = host_total / links->inter.bw_Bps, floor_inside = intra_total / links->intra.bw_Bps;
     double floor = floor_across > floor_inside ? floor_across : floor_inside;
     free(rs.r);

@@ -11,6 +11,12 @@
 #include "../src/config.h"
 #include "gcoll.h"
 
+/* The bytes per collective that a link is trusted to pass at its burst rate before the
+ * sustained rate bounds the whole: what the link probe measures the burst rate with (16 KiB
+ * messages back to back). A token bucket holds more when idle, but collectives that follow each
+ * other closely leave it little more than that to refill between them. */
+#define GCOLL__COST_BURST_BYTES 16384
+
 /* The links of a communicator: between ranks of one host, and a host's link to the network. */
 typedef struct gcoll__links {
     gcoll__link_t intra, inter;

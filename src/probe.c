@@ -20,7 +20,7 @@
 
 #define PROBE_TAG 0xfffffff0u /* a collective's tag is its sequence number: far below this */
 #define PROBE_SMALL_REPS 31 /* 8 B round trips */
-#define PROBE_BURST 16384
+#define PROBE_BURST GCOLL__COST_BURST_BYTES /* what the cost model trusts to pass at the burst rate */
 /* 16 KiB round trips: 15 of them pass well inside a 1 Gbit/s tbf's default 500 kB bucket */
 #define PROBE_BURST_REPS 15
 #define PROBE_BIG ((size_t)4 << 20)

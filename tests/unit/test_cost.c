@@ -119,11 +119,18 @@ static double max2(double x, double y)
     return x > y ? x : y;
 }
 
+/* The sustained floor: the bytes past the first GCOLL__COST_BURST_BYTES at the sustained rate. */
+static double floor_of(double bytes, double bw)
+{
+    return max2(bytes - GCOLL__COST_BURST_BYTES, 0) / bw;
+}
+
 START_TEST(burst_prices_rounds_sustained_bounds_the_whole)
 {
     /* 2 hosts x 2 ranks, network 10 us, 0.125 GB/s sustained, 1.5 GB/s burst. Recursive
      * doubling: round 1 inside a host (S each way), round 2 across (S from each rank: 2S leave
-     * each host), both reduce S. Rounds at the burst rate; the whole at least 2S / sustained. */
+     * each host), both reduce S. Rounds at the burst rate; the whole at least 2S past the
+     * first 16 KiB at the sustained rate. */
     set_links(1e-6, 5e9, 10e-6, 0.125e9);
     links.inter.burst_Bps = 1.5e9;
     size_t counts[] = {2, 256, 16384};
@@ -131,12 +138,14 @@ START_TEST(burst_prices_rounds_sustained_bounds_the_whole)
         gcoll__coll_args_t a = allreduce(counts[i], 4, &map2x2);
         double S = counts[i] * 4.0;
         double rounds = 1e-6 + S / 5e9 + S / REDUCE_BPS + 10e-6 + 2 * S / 1.5e9 + S / REDUCE_BPS;
-        double want = max2(rounds, 2 * S / 0.125e9), got_rounds = 0;
+        double want = max2(rounds, floor_of(2 * S, 0.125e9)), got_rounds = 0;
         double got = gcoll__cost_predict_parts(gcoll__algo_find(GCOLL_COLL_ALLREDUCE, "recursive_doubling"), &a,
                                                &links, &got_rounds);
         ck_assert_msg(fabs(got - want) < 1e-3 * want, "rd %zu B: predicted %g s, formula %g s", (size_t)S, got, want);
         ck_assert_msg(fabs(got_rounds - rounds) < 1e-3 * rounds, "rd %zu B: rounds %g s, formula %g s", (size_t)S,
                       got_rounds, rounds);
+        if (i == 2) /* 64 KiB: the floor binds */
+            ck_assert(got > 1.5 * rounds);
     }
     /* the flat ring over 4 hosts: 2(n-1) rounds of one S/n block leaving each host, the first
      * n-1 reducing it; the floor is all 6 blocks at the sustained rate */
@@ -144,7 +153,7 @@ START_TEST(burst_prices_rounds_sustained_bounds_the_whole)
     for (int i = 0; i < 2; i++) {
         gcoll__coll_args_t a = allreduce(ring_counts[i], 4, NULL);
         double blk = ring_counts[i] * 4.0 / 4;
-        double want = max2(6 * (10e-6 + blk / 1.5e9) + 3 * blk / REDUCE_BPS, 6 * blk / 0.125e9);
+        double want = max2(6 * (10e-6 + blk / 1.5e9) + 3 * blk / REDUCE_BPS, floor_of(6 * blk, 0.125e9));
         double got = predict("ring", &a);
         ck_assert_msg(fabs(got - want) < 1e-3 * want, "ring %g B blocks: predicted %g s, formula %g s", blk, got, want);
     }
