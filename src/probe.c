@@ -9,6 +9,7 @@
  * communicator. */
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -192,11 +193,13 @@ gcoll_status_t gcoll__probe_links(gcoll_comm_t c, int inter, int intra)
     if (go) {
         tried = 1;
         memcpy(probed, res, sizeof(res));
+        char inside[128] = "inside a host: none (rank 0 is alone on its host)";
+        if (near > 0)
+            snprintf(inside, sizeof(inside), "inside a host (ranks 0 and %d) %.1f us, %.3f GB/s, burst %.3f GB/s",
+                     near, res[3] * 1e6, res[4] * 1e-9, res[5] * 1e-9);
         GCOLL_LOG(GCOLL_LOG_INFO, "comm %u: links measured: between hosts (ranks 0 and %d) %.1f us, %.3f GB/s, "
-                  "burst %.3f GB/s; inside a host (ranks 0 and %d) %.1f us, %.3f GB/s, burst %.3f GB/s%s%s", c->id,
-                  far, res[0] * 1e6, res[1] * 1e-9, res[2] * 1e-9, near, res[3] * 1e6, res[4] * 1e-9, res[5] * 1e-9,
-                  st != GCOLL_SUCCESS ? "; failed: " : "",
-                  st != GCOLL_SUCCESS ? gcoll_last_error() : "");
+                  "burst %.3f GB/s; %s%s%s", c->id, far, res[0] * 1e6, res[1] * 1e-9, res[2] * 1e-9, inside,
+                  st != GCOLL_SUCCESS ? "; failed: " : "", st != GCOLL_SUCCESS ? gcoll_last_error() : "");
     }
     pthread_mutex_unlock(&probe_lock);
     if (inter && res[1] > 0)
