@@ -164,8 +164,10 @@ double gcoll__cost_predict_parts(int idx, const gcoll__coll_args_t *a, const gco
         r.recvbuf = &recvbuf;
         r.sendbuf = a->sendbuf == a->recvbuf ? (const void *)&recvbuf : (const void *)&sendbuf;
         gcoll__sched_t *s = gcoll__sched_new(a->dtype, a->op, (unsigned)n, NULL);
-        if (!s)
-            return -1;
+        if (!s) {
+            ok = 0;
+            break;
+        }
         s->dry = 1;
         if (a->count || a->coll == GCOLL_COLL_BARRIER)
             algo->build(s, &r);

@@ -1,12 +1,11 @@
-/* Measures the links of the cost model, once per process: rank 0 and the first rank of the
- * second host ping-pong over the communicator's own transport: 8 B round trips for latency, 16
- * KiB ones for the burst rate (short exchanges, which a token bucket or a NIC's queues let through
- * at full speed), then 4 MiB one way for the sustained bandwidth (past a token bucket's burst, so a
- * shaped link shows its rate); then rank 0 and rank 1, when they share the first host, for the
- * link inside a host (what a rank pays per message there includes waking a peer that shares its
- * cores). Each figure is a median of several repetitions; the ranks that do not measure sleep,
- * so the two that do have the cores. Every rank gets rank 0's results through the bootstrap
- * communicator. */
+/* Measures the links of the cost model, once per process, over the communicator's own
+ * transport: the network link (rank 0 and the first rank of the second host) and the link inside
+ * a host (rank 0 and the next rank of its host, if any). Latency: 8 B round trips with every rank
+ * exchanging with its partner at once, as in a collective's round; burst rate: 16 KiB round
+ * trips (short exchanges, which a token bucket or a NIC's queues let through at full speed);
+ * sustained bandwidth: 4 MiB one way (past a token bucket's burst, so a shaped link shows its
+ * rate), the rates by rank 0's pair alone while the others sleep. Each figure is a median of
+ * several repetitions. Every rank gets rank 0's results through the bootstrap communicator. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -20,7 +19,7 @@
 #include "probe.h"
 
 #define PROBE_TAG 0xfffffff0u /* a collective's tag is its sequence number: far below this */
-#define PROBE_SMALL_REPS 31 /* 8 B round trips */
+#define PROBE_SMALL_REPS 31 /* 8 B round trips; the most of any kind */
 #define PROBE_BURST GCOLL__COST_BURST_BYTES /* what the cost model trusts to pass at the burst rate */
 /* 16 KiB round trips: 15 of them pass well inside a 1 Gbit/s tbf's default 500 kB bucket */
 #define PROBE_BURST_REPS 15
@@ -77,6 +76,7 @@ static gcoll_status_t round_trips(gcoll_comm_t c, int peer, int ping, char *buf,
                                   double *rtt)
 {
     double t[PROBE_SMALL_REPS];
+    reps = reps < PROBE_SMALL_REPS ? reps : PROBE_SMALL_REPS;
     for (int i = 0; i < reps; i++) {
         double t0 = now_s();
         GCOLL_CHECK(xfer(c, peer, ping, buf, n));
@@ -112,7 +112,7 @@ static gcoll_status_t pong(gcoll_comm_t c, int peer, char *big)
 }
 
 /* A barrier that does not hold a core while it waits: busy-polling bystanders took the 2 cores
- * of the development machine from the measuring pair and made an 8 us latency read 250-390 us. */
+ * of the development machine from the measuring pair and made a ~10 us latency read 250-390 us. */
 static void sleepy_barrier(MPI_Comm comm)
 {
     MPI_Request req;
