@@ -1,8 +1,10 @@
 /* The cost model: every rank's schedule built dry and priced round by round. A round costs the
- * latency of the links it uses plus its heaviest transfer: on the network, the bytes that leave
- * the busiest host (its ranks share the host's link); inside a host, the busiest rank's bytes;
- * then its largest local reduction and copy that the transfers do not hide. Rounds of all ranks
- * are taken to run in step. */
+ * latency of the links it uses plus its heaviest transfer at the links' burst rate: on the network,
+ * the bytes that leave the busiest host (its ranks share the host's link); inside a host, the
+ * busiest rank's bytes; then its largest local reduction and copy that the transfers do not hide.
+ * Rounds of all ranks are taken to run in step. The whole collective takes at least its busiest
+ * link's bytes at the sustained rate, past the first GCOLL__COST_BURST_BYTES: short exchanges pass
+ * at the burst rate (a token bucket's or a NIC queue's), a long run of them drains the bucket. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,8 @@
  * latency of its own (the software cost of a message, which a loaded host pays in full:
  * measured, a 1-to-3 fan-out of 8 B at 4 hosts costs about as much as two rounds of 1-to-1). */
 #define EXTRA_MSG 0.5
+/* Predictions this close to the least count as a tie (below the model's own accuracy). */
+#define TIE 0.01
 
 gcoll__link_t gcoll__cost_link(const char *tp, int inter)
 {
@@ -31,15 +35,21 @@ gcoll__link_t gcoll__cost_link(const char *tp, int inter)
         gcoll__link_t link;
     } known[] = {
         /* measured on the development machine: 8 B allreduce and 64 MiB ring bandwidth */
-        {"shm", {1e-6, 5e9}},
-        {"mpi", {5e-6, 2e9}},
-        {"tcp", {12e-6, 1e9}},
-        {"ofi", {15e-6, 1e9}},
+        {"shm", {1e-6, 5e9, 5e9}},
+        {"mpi", {5e-6, 2e9, 2e9}},
+        {"tcp", {12e-6, 1e9, 1e9}},
+        {"ofi", {15e-6, 1e9, 1e9}},
     };
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
         if (strcmp(tp, known[i].name) == 0)
             return known[i].link;
-    return (gcoll__link_t){20e-6, 1e9}; /* a plugin: assume a plain network */
+    return (gcoll__link_t){20e-6, 1e9, 1e9}; /* a plugin: assume a plain network */
+}
+
+/* A link's rate for one round's transfer. */
+static double burst_rate(const gcoll__link_t *l)
+{
+    return l->burst_Bps > l->bw_Bps ? l->burst_Bps : l->bw_Bps;
 }
 
 typedef struct {
@@ -137,7 +147,7 @@ static double round_lat(const gcoll__links_t *l, int nin, int nout)
     return nin + nout ? base + EXTRA_MSG * (nin * l->intra.lat_s + nout * l->inter.lat_s - base) : 0;
 }
 
-double gcoll__cost_predict(int idx, const gcoll__coll_args_t *a, const gcoll__links_t *links)
+double gcoll__cost_predict_parts(int idx, const gcoll__coll_args_t *a, const gcoll__links_t *links, double *rounds_s)
 {
     const gcoll__algo_t *algo = gcoll__algo_get(idx);
     if (!algo || algo->coll != a->coll || (algo->usable && !algo->usable(a)))
@@ -146,7 +156,7 @@ double gcoll__cost_predict(int idx, const gcoll__coll_args_t *a, const gcoll__li
     rounds_t rs = {.nhosts = a->map ? a->map->nhosts : n};
     /* stand-in buffers: builders only do arithmetic on them */
     static char sendbuf, recvbuf;
-    double t = 0;
+    double t = 0, intra_total = 0;
     int ok = 1;
     for (int rank = 0; rank < n && ok; rank++) {
         gcoll__coll_args_t r = *a;
@@ -154,26 +164,51 @@ double gcoll__cost_predict(int idx, const gcoll__coll_args_t *a, const gcoll__li
         r.recvbuf = &recvbuf;
         r.sendbuf = a->sendbuf == a->recvbuf ? (const void *)&recvbuf : (const void *)&sendbuf;
         gcoll__sched_t *s = gcoll__sched_new(a->dtype, a->op, (unsigned)n, NULL);
-        if (!s)
-            return -1;
+        if (!s) {
+            ok = 0;
+            break;
+        }
         s->dry = 1;
         if (a->count || a->coll == GCOLL_COLL_BARRIER)
             algo->build(s, &r);
         ok = s->status == GCOLL_SUCCESS && add_rank(&rs, s, &r, rank);
         gcoll__sched_free(s);
     }
+    double inter_burst = burst_rate(&links->inter), intra_burst = burst_rate(&links->intra);
     for (size_t k = 0; ok && k < rs.n; k++) {
         const round_t *r = &rs.r[k];
+        const double *out = rs.outs + k * (size_t)rs.nhosts;
         double busiest = 0;
         for (int h = 0; h < rs.nhosts; h++)
-            busiest = rs.outs[k * (size_t)rs.nhosts + h] > busiest ? rs.outs[k * (size_t)rs.nhosts + h] : busiest;
-        double across = busiest / links->inter.bw_Bps, inside = r->intra / links->intra.bw_Bps;
+            busiest = out[h] > busiest ? out[h] : busiest;
+        double across = busiest / inter_burst, inside = r->intra / intra_burst;
         t += round_lat(links, r->nin, r->nout) + (across > inside ? across : inside) + r->red / REDUCE_BPS +
              r->copy / COPY_BPS;
+        intra_total += r->intra;
     }
+    /* the sustained floor: the bytes that leave the busiest host, and those of the busiest rank
+     * inside one (summed per round: at most that), past the first GCOLL__COST_BURST_BYTES */
+    double host_total = 0;
+    for (int h = 0; ok && h < rs.nhosts; h++) {
+        double sum = 0;
+        for (size_t k = 0; k < rs.n; k++)
+            sum += rs.outs[k * (size_t)rs.nhosts + h];
+        host_total = sum > host_total ? sum : host_total;
+    }
+    host_total = host_total > GCOLL__COST_BURST_BYTES ? host_total - GCOLL__COST_BURST_BYTES : 0;
+    intra_total = intra_total > GCOLL__COST_BURST_BYTES ? intra_total - GCOLL__COST_BURST_BYTES : 0;
+    double floor_across = host_total / links->inter.bw_Bps, floor_inside = intra_total / links->intra.bw_Bps;
+    double floor = floor_across > floor_inside ? floor_across : floor_inside;
     free(rs.r);
     free(rs.outs);
-    return ok ? t : -1;
+    if (rounds_s)
+        *rounds_s = ok ? t : -1;
+    return ok ? (t > floor ? t : floor) : -1;
+}
+
+double gcoll__cost_predict(int idx, const gcoll__coll_args_t *a, const gcoll__links_t *links)
+{
+    return gcoll__cost_predict_parts(idx, a, links, NULL);
 }
 
 int gcoll__cost_pick(const gcoll__coll_args_t *a, gcoll__links_t *links)
@@ -191,15 +226,25 @@ int gcoll__cost_pick(const gcoll__coll_args_t *a, gcoll__links_t *links)
     c.count = 1;
     size_t per = gcoll__coll_bytes(&c); /* bytes per element of count */
     c.count = ((size_t)1 << cls) / per ? ((size_t)1 << cls) / per : 1;
-    int best = -1;
-    double best_t = 0;
-    for (int i = 0; gcoll__algo_get(i); i++) {
-        double t = gcoll__cost_predict(i, &c, links);
-        if (t >= 0 && (best < 0 || t < best_t)) {
-            best = i;
-            best_t = t;
-        }
+    /* the least prediction; among those within TIE of it, the least round cost: where the
+     * sustained floor bounds several algorithms alike, the one with fewer latencies and less
+     * local work, which the floor hides, is the faster */
+    int n = 0, idx[128];
+    double t[128], rounds[128], least = -1;
+    for (int i = 0; gcoll__algo_get(i) && n < 128; i++) {
+        t[n] = gcoll__cost_predict_parts(i, &c, links, &rounds[n]);
+        if (t[n] < 0)
+            continue;
+        least = least < 0 || t[n] < least ? t[n] : least;
+        idx[n++] = i;
     }
+    int best = -1;
+    double best_rounds = 0;
+    for (int k = 0; k < n; k++)
+        if (t[k] <= least * (1 + TIE) && (best < 0 || rounds[k] < best_rounds)) {
+            best = idx[k];
+            best_rounds = rounds[k];
+        }
     if (best >= 0 && best < 127)
         atomic_store_explicit(slot, (signed char)(best + 1), memory_order_relaxed);
     return best;

@@ -190,26 +190,37 @@ static gcoll_status_t parse_algo_table(const char *var, const char *s, void *out
     return GCOLL_SUCCESS;
 }
 
-/* A link for the cost model: auto (measured), builtin, or LATENCY_US:GB_PER_S ("12:1.25").
- * arg: 0 inside a host, 1 the network link. */
+/* A link for the cost model: auto (measured), builtin, or LATENCY_US:GB_PER_S[:BURST_GB_PER_S]
+ * ("12:1.25", "50:0.125:1.5"); the burst rate defaults to the bandwidth. arg: 0 inside a host, 1
+ * the network link. */
 static gcoll_status_t parse_cost(const char *var, const char *s, void *out, int arg)
 {
     gcoll__link_t *l = out;
     gcoll__config.cost_probe[arg] = strcmp(s, "auto") == 0;
     if (strcmp(s, "auto") == 0 || strcmp(s, "builtin") == 0) {
-        *l = (gcoll__link_t){0, 0};
+        *l = (gcoll__link_t){0, 0, 0};
         return GCOLL_SUCCESS;
     }
     char *end;
     errno = 0;
     double us = strtod(s, &end);
-    double gbps = *end == ':' && end > s ? strtod(end + 1, &end) : -1;
+    double gbps = *end == ':' && end > s ? strtod(end + 1, &end) : -1, burst = gbps;
+    if (*end == ':' && isdigit((unsigned char)end[1]))
+        burst = strtod(end + 1, &end);
+    else if (*end == ':')
+        burst = -1;
     if (errno || *end || !isdigit((unsigned char)s[0]) || !(us >= 0 && us <= 1e6) || !(gbps > 0 && gbps <= 1e4))
         return gcoll__error(GCOLL_ERR_INVALID_ARG,
-                            "%s='%s' is not valid: accepts auto, builtin, or LATENCY_US:GB_PER_S with a latency of "
-                            "0 to 1000000 microseconds and a bandwidth above 0 and up to 10000 GB/s, e.g. 12:1.25",
+                            "%s='%s' is not valid: accepts auto, builtin, or LATENCY_US:GB_PER_S[:BURST_GB_PER_S] "
+                            "with a latency of 0 to 1000000 microseconds and bandwidths above 0 and up to 10000 "
+                            "GB/s, e.g. 12:1.25 or 50:0.125:1.5",
                             var, s);
-    *l = (gcoll__link_t){us * 1e-6, gbps * 1e9};
+    if (!(burst >= gbps && burst <= 1e4))
+        return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                            "%s='%s' is not valid: the burst rate (third field, LATENCY_US:GB_PER_S:BURST_GB_PER_S) "
+                            "must be a number from the bandwidth (%g GB/s) up to 10000 GB/s",
+                            var, s, gbps);
+    *l = (gcoll__link_t){us * 1e-6, gbps * 1e9, burst * 1e9};
     return GCOLL_SUCCESS;
 }
 
@@ -322,13 +333,14 @@ static const var_def_t vars[] = {
      "while the next ones arrive", parse_bytes, NULL, &gcoll__config.chunk_bytes, 4},
     {"GCOLL_PIPELINE_DEPTH", "1..1024", "8", "slices in flight per peer and step of a pipelined algorithm",
      parse_count, NULL, &gcoll__config.pipeline_depth, 1},
-    {"GCOLL_COST_INTRA", "auto, builtin, or LATENCY_US:GB_PER_S", "auto",
+    {"GCOLL_COST_INTRA", "auto, builtin, or LATENCY_US:GB_PER_S[:BURST_GB_PER_S]", "auto",
      "the link between ranks of one host as the algorithm choice prices it: auto measures it at the first "
      "communicator that spans hosts, builtin takes the transport's figure", parse_cost, NULL,
      &gcoll__config.cost[0], 0},
-    {"GCOLL_COST_INTER", "auto, builtin, or LATENCY_US:GB_PER_S", "auto",
+    {"GCOLL_COST_INTER", "auto, builtin, or LATENCY_US:GB_PER_S[:BURST_GB_PER_S]", "auto",
      "a host's network link as the algorithm choice prices it: auto measures it at the first communicator "
-     "that spans hosts, builtin takes the transport's figure, 50:0.125 says 50 us and 1 Gbit/s", parse_cost,
+     "that spans hosts, builtin takes the transport's figure, 50:0.125 says 50 us and 1 Gbit/s, 50:0.125:1.5 "
+     "adds short exchanges at 1.5 GB/s (a token bucket's burst)", parse_cost,
      NULL, &gcoll__config.cost[1], 1},
     {"GCOLL_WORKER_COUNT", "0..1024", "1",
      "progress threads that drive nonblocking operations (communicators are spread over them); 0: progress only "

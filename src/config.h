@@ -24,7 +24,10 @@ typedef struct {
 /* A link as the cost model sees it. */
 typedef struct {
     double lat_s;  /* per message */
-    double bw_Bps; /* bytes per second; 0: the transport's built-in figure */
+    double bw_Bps; /* sustained bytes per second; 0: the transport's built-in figure */
+    /* bytes per second of a short exchange, which a NIC's queues or a token bucket let through
+     * faster than the sustained rate; at most bw_Bps (0 included) counts as bw_Bps */
+    double burst_Bps;
 } gcoll__link_t;
 
 typedef struct {

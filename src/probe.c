@@ -1,11 +1,14 @@
-/* Measures the links of the cost model, once per process: rank 0 and the first rank of the
- * second host ping-pong over the communicator's own transport, small messages for latency, then
- * a large one for bandwidth (4 MiB: past a token bucket's burst, so a shaped link shows its
- * rate); then rank 0 and rank 1, when they share the first host, for the link inside a host
- * (what a rank pays per message there includes waking a peer that shares its cores). Every rank
- * gets rank 0's results through the bootstrap communicator. */
+/* Measures the links of the cost model, once per process, over the communicator's own
+ * transport: the network link (rank 0 and the first rank of the second host) and the link inside
+ * a host (rank 0 and the next rank of its host, if any). Latency: 8 B round trips with every rank
+ * exchanging with its partner at once, as in a collective's round; burst rate: 16 KiB round
+ * trips (short exchanges, which a token bucket or a NIC's queues let through at full speed);
+ * sustained bandwidth: 4 MiB one way (past a token bucket's burst, so a shaped link shows its
+ * rate), the rates by rank 0's pair alone while the others sleep. Each figure is a median of
+ * several repetitions. Every rank gets rank 0's results through the bootstrap communicator. */
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -16,9 +19,15 @@
 #include "probe.h"
 
 #define PROBE_TAG 0xfffffff0u /* a collective's tag is its sequence number: far below this */
-#define PROBE_ROUNDS 20
+#define PROBE_SMALL_REPS 31 /* 8 B round trips; the most of any kind */
+#define PROBE_BURST GCOLL__COST_BURST_BYTES /* what the cost model trusts to pass at the burst rate */
+/* 16 KiB round trips: 15 of them pass well inside a 1 Gbit/s tbf's default 500 kB bucket */
+#define PROBE_BURST_REPS 15
 #define PROBE_BIG ((size_t)4 << 20)
+#define PROBE_BIG_REPS 3
 #define PROBE_LIMIT_S 30.0
+#define PROBE_SPIN 4 /* fruitless polls before a waiting rank yields its core */
+#define PROBE_NAP_NS 100000 /* a sleeping rank's look at the barrier every 0.1 ms */
 
 static double now_s(void)
 {
@@ -44,67 +53,118 @@ static gcoll_status_t xfer(gcoll_comm_t c, int peer, int send, void *buf, size_t
             return gcoll__error(GCOLL_ERR_TIMEOUT, "link probe: rank %d did not answer in %.0f s", peer,
                                 PROBE_LIMIT_S);
         }
-        if (polls > 200) /* the peer may need this core */
+        if (polls >= PROBE_SPIN) /* the peer, or a rank it waits for, may need this core */
             sched_yield();
     }
 }
 
-/* The pinging side: latency from small round trips, bandwidth from a big message answered by a
- * small one (the better of two). */
-static gcoll_status_t ping(gcoll_comm_t c, int peer, char *big, double *lat, double *bw)
+static int cmp_double(const void *x, const void *y)
 {
-    char small[8] = {0};
-    double t0 = now_s();
-    for (int i = 0; i < PROBE_ROUNDS; i++) {
-        GCOLL_CHECK(xfer(c, peer, 1, small, sizeof(small)));
-        GCOLL_CHECK(xfer(c, peer, 0, small, sizeof(small)));
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    return v[n / 2];
+}
+
+/* reps round trips to peer: n bytes out and back_n bytes back (the pinging side: send first);
+ * the median round trip in *rtt (NULL on the ponging side) */
+static gcoll_status_t round_trips(gcoll_comm_t c, int peer, int ping, char *buf, size_t n, size_t back_n, int reps,
+                                  double *rtt)
+{
+    double t[PROBE_SMALL_REPS];
+    reps = reps < PROBE_SMALL_REPS ? reps : PROBE_SMALL_REPS;
+    for (int i = 0; i < reps; i++) {
+        double t0 = now_s();
+        GCOLL_CHECK(xfer(c, peer, ping, buf, n));
+        GCOLL_CHECK(xfer(c, peer, !ping, buf, back_n));
+        t[i] = now_s() - t0;
     }
-    *lat = (now_s() - t0) / (2 * PROBE_ROUNDS);
-    double best = 0;
-    for (int i = 0; i < 2; i++) {
-        t0 = now_s();
-        GCOLL_CHECK(xfer(c, peer, 1, big, PROBE_BIG));
-        GCOLL_CHECK(xfer(c, peer, 0, small, sizeof(small)));
-        double t = now_s() - t0 - 2 * *lat;
-        best = best == 0 || t < best ? t : best;
-    }
-    *bw = best > 0 ? (double)PROBE_BIG / best : 0;
+    if (rtt)
+        *rtt = median(t, reps);
+    return GCOLL_SUCCESS;
+}
+
+/* The pinging side of the rates, alone on the link: res[1] sustained bandwidth (4 MiB answered
+ * by 8 B, less an 8 B round trip), res[2] the burst rate (16 KiB each way: the round trip beyond
+ * the 8 B one is two transfers). A rate that the timer cannot resolve stays 0 (the cost model then
+ * takes the sustained rate for the burst rate). */
+static gcoll_status_t ping(gcoll_comm_t c, int peer, char *big, double *res)
+{
+    double small_rtt, burst_rtt, big_rtt;
+    GCOLL_CHECK(round_trips(c, peer, 1, big, 8, 8, PROBE_SMALL_REPS, &small_rtt));
+    GCOLL_CHECK(round_trips(c, peer, 1, big, PROBE_BURST, PROBE_BURST, PROBE_BURST_REPS, &burst_rtt));
+    GCOLL_CHECK(round_trips(c, peer, 1, big, PROBE_BIG, 8, PROBE_BIG_REPS, &big_rtt));
+    res[1] = big_rtt > small_rtt ? (double)PROBE_BIG / (big_rtt - small_rtt) : 0;
+    res[2] = burst_rtt > small_rtt ? 2.0 * PROBE_BURST / (burst_rtt - small_rtt) : 0;
     return GCOLL_SUCCESS;
 }
 
 static gcoll_status_t pong(gcoll_comm_t c, int peer, char *big)
 {
-    char small[8];
-    for (int i = 0; i < PROBE_ROUNDS; i++) {
-        GCOLL_CHECK(xfer(c, peer, 0, small, sizeof(small)));
-        GCOLL_CHECK(xfer(c, peer, 1, small, sizeof(small)));
-    }
-    for (int i = 0; i < 2; i++) {
-        GCOLL_CHECK(xfer(c, peer, 0, big, PROBE_BIG));
-        GCOLL_CHECK(xfer(c, peer, 1, small, sizeof(small)));
-    }
+    GCOLL_CHECK(round_trips(c, peer, 0, big, 8, 8, PROBE_SMALL_REPS, NULL));
+    GCOLL_CHECK(round_trips(c, peer, 0, big, PROBE_BURST, PROBE_BURST, PROBE_BURST_REPS, NULL));
+    GCOLL_CHECK(round_trips(c, peer, 0, big, PROBE_BIG, 8, PROBE_BIG_REPS, NULL));
     return GCOLL_SUCCESS;
 }
 
+/* A barrier that does not hold a core while it waits: busy-polling bystanders took the 2 cores
+ * of the development machine from the measuring pair and made a ~10 us latency read 250-390 us. */
+static void sleepy_barrier(MPI_Comm comm)
+{
+    MPI_Request req;
+    int done = 0;
+    if (MPI_Ibarrier(comm, &req) != MPI_SUCCESS)
+        return;
+    while (MPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done)
+        nanosleep(&(struct timespec){0, PROBE_NAP_NS}, NULL);
+}
+
 static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
-static double probed[4]; /* inter latency, bandwidth; intra latency, bandwidth (0: not measured) */
+/* inter latency, bandwidth, burst rate; intra the same (0: not measured) */
+static double probed[6];
 static int tried;
 
-/* Measures the link between ranks a (rank 0) and b into res[0..1]. */
-static gcoll_status_t measure(gcoll_comm_t c, int b, double *res)
+/* Rank r's partner in a round where every rank exchanges at once: across, the rank of the same
+ * local index on the paired host (hosts 0-1, 2-3, ...); inside, the paired local rank (0-1,
+ * 2-3, ...) of its host; -1 when there is none. */
+static int partner(const gcoll__nodemap_t *m, int r, int across)
 {
-    int a = 0;
-    char *big = c->rank == a || c->rank == b ? malloc(PROBE_BIG) : NULL;
+    int h = m->host[r], l = m->local[r], ph = across ? h ^ 1 : h, pl = across ? l : l ^ 1;
+    if (ph >= m->nhosts || pl >= m->first[ph + 1] - m->first[ph])
+        return -1;
+    return m->by_host[m->first[ph] + pl];
+}
+
+/* Measures one link into res[0..2]; every rank of c takes part. The latency is that of a round
+ * of a collective: every rank with a partner exchanges at once, so that where ranks outnumber
+ * cores a message pays the wake-up of a peer sharing its core, as it does in a collective. The
+ * rates are rank 0's and its partner's alone (the others' traffic would share the link), while
+ * the others sleep. */
+static gcoll_status_t measure(gcoll_comm_t c, int across, double *res)
+{
+    int p = partner(&c->map, c->rank, across), b = partner(&c->map, 0, across);
+    char small[8] = {0};
+    double rtt = 0;
     gcoll_status_t st = GCOLL_SUCCESS;
-    if ((c->rank == a || c->rank == b) && !big)
+    if (p >= 0)
+        st = round_trips(c, p, c->rank < p, small, sizeof(small), sizeof(small), PROBE_SMALL_REPS, &rtt);
+    sleepy_barrier(c->boot);
+    char *big = NULL;
+    if (st == GCOLL_SUCCESS && (c->rank == 0 || c->rank == b) && !(big = malloc(PROBE_BIG)))
         st = gcoll__error(GCOLL_ERR_NOMEM, "link probe: no memory for %zu bytes", PROBE_BIG);
-    else if (c->rank == a)
-        st = ping(c, b, big, &res[0], &res[1]);
-    else if (c->rank == b)
-        st = pong(c, a, big);
+    else if (st == GCOLL_SUCCESS && c->rank == 0)
+        st = ping(c, b, big, res);
+    else if (st == GCOLL_SUCCESS && c->rank == b)
+        st = pong(c, 0, big);
     free(big);
+    res[0] = rtt / 2;
     if (st != GCOLL_SUCCESS)
-        res[0] = res[1] = 0;
+        res[0] = res[1] = res[2] = 0;
+    sleepy_barrier(c->boot);
     return st;
 }
 
@@ -115,33 +175,36 @@ gcoll_status_t gcoll__probe_links(gcoll_comm_t c, int inter, int intra)
      * pick different ones */
     int go = !tried;
     gcoll_status_t st = GCOLL_SUCCESS;
-    double res[4];
+    double res[6];
     memcpy(res, probed, sizeof(res));
     if (MPI_Bcast(&go, 1, MPI_INT, 0, c->boot) != MPI_SUCCESS)
         go = 0;
-    int far = c->map.by_host[c->map.first[1]], near = c->map.host[1] == 0 ? 1 : -1;
+    int far = partner(&c->map, 0, 1), near = partner(&c->map, 0, 0);
     if (go) {
         memset(res, 0, sizeof(res));
-        st = measure(c, far, res);
+        st = measure(c, 1, res);
         if (near > 0) {
-            gcoll_status_t st2 = measure(c, near, res + 2);
+            gcoll_status_t st2 = measure(c, 0, res + 3);
             st = st ? st : st2;
         }
     }
-    if (MPI_Bcast(res, 4, MPI_DOUBLE, 0, c->boot) != MPI_SUCCESS)
+    if (MPI_Bcast(res, 6, MPI_DOUBLE, 0, c->boot) != MPI_SUCCESS)
         memset(res, 0, sizeof(res));
     if (go) {
         tried = 1;
         memcpy(probed, res, sizeof(res));
-        GCOLL_LOG(GCOLL_LOG_INFO, "comm %u: links measured: between hosts (ranks 0 and %d) %.1f us, %.3f GB/s; "
-                  "inside a host (ranks 0 and 1) %.1f us, %.3f GB/s%s%s", c->id, far, res[0] * 1e6, res[1] * 1e-9,
-                  res[2] * 1e6, res[3] * 1e-9, st != GCOLL_SUCCESS ? "; failed: " : "",
-                  st != GCOLL_SUCCESS ? gcoll_last_error() : "");
+        char inside[128] = "inside a host: none (rank 0 is alone on its host)";
+        if (near > 0)
+            snprintf(inside, sizeof(inside), "inside a host (ranks 0 and %d) %.1f us, %.3f GB/s, burst %.3f GB/s",
+                     near, res[3] * 1e6, res[4] * 1e-9, res[5] * 1e-9);
+        GCOLL_LOG(GCOLL_LOG_INFO, "comm %u: links measured: between hosts (ranks 0 and %d) %.1f us, %.3f GB/s, "
+                  "burst %.3f GB/s; %s%s%s", c->id, far, res[0] * 1e6, res[1] * 1e-9, res[2] * 1e-9, inside,
+                  st != GCOLL_SUCCESS ? "; failed: " : "", st != GCOLL_SUCCESS ? gcoll_last_error() : "");
     }
     pthread_mutex_unlock(&probe_lock);
     if (inter && res[1] > 0)
-        c->links.inter = (gcoll__link_t){res[0], res[1]};
-    if (intra && res[3] > 0)
-        c->links.intra = (gcoll__link_t){res[2], res[3]};
+        c->links.inter = (gcoll__link_t){res[0], res[1], res[2]};
+    if (intra && res[4] > 0)
+        c->links.intra = (gcoll__link_t){res[3], res[4], res[5]};
     return st;
 }

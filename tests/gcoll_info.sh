@@ -32,6 +32,12 @@ rcol=$(echo "$head" | tr -s ' ' '\n' | grep -v '^$' | grep -n '^ring$' | cut -d:
 echo "$head" | grep -qw hierarchical || fail "no hierarchical column at 2x2: '$head'"
 [ -n "$rcol" ] && echo "$row" | grep -q '\*' && ! echo "$row" | tr -s ' ' '\n' | grep -v '^$' | sed -n "${rcol}p" | grep -q '\*$' ||
     fail "the ring is the 64M allreduce pick at 2x2 over 1 Gbit/s (or nothing is): '$row'"
+# a burst rate shows on the layout line (and without one, the bandwidth stands for it)
+GCOLL_COST_INTER=50:0.125:1.5 "$BINDIR/gcoll-info" > "$out" 2>&1 || fail "exit $? with GCOLL_COST_INTER=50:0.125:1.5"
+grep -q '^2 hosts x 2 ranks; links: .*between hosts tcp 50.0 us 0.125 GB/s (burst 1.500 GB/s)' "$out" ||
+    fail "the burst rate of GCOLL_COST_INTER=50:0.125:1.5 is not on the layout line"
+GCOLL_COST_INTER=50:0.125 "$BINDIR/gcoll-info" 2>&1 | grep -q 'between hosts tcp 50.0 us 0.125 GB/s (burst 0.125 GB/s)' ||
+    fail "without a burst rate, the layout line does not show the bandwidth as the burst rate"
 "$BINDIR/gcoll-info" --layout 1x4 > "$out" 2>&1 || fail "exit $? with --layout 1x4"
 sed -n '/^allreduce (/,/^$/p' "$out" | grep -q hierarchical && fail "hierarchical offered on one host"
 "$BINDIR/gcoll-info" --layout 0x4 > /dev/null 2>&1 && fail "--layout 0x4 accepted"
