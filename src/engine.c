@@ -172,6 +172,17 @@ static gcoll_status_t advance(gcoll_request_t r, unsigned *moved)
     return GCOLL_SUCCESS;
 }
 
+/* Whether a message step before st[i] waits on the same peer: one with several slices pending
+ * is named once. */
+static int listed_before(const gcoll__step_t *st, size_t i)
+{
+    for (size_t j = 0; j < i; j++)
+        if ((st[j].kind == GCOLL_STEP_SEND || st[j].kind == GCOLL_STEP_RECV) && !st[j].done &&
+            st[j].peer == st[i].peer)
+            return 1;
+    return 0;
+}
+
 /* Lists the peers that the current round still waits on, e.g. "2, 5". */
 static void pending_peers(const gcoll_request_t r, char *buf, size_t len)
 {
@@ -182,6 +193,8 @@ static void pending_peers(const gcoll_request_t r, char *buf, size_t len)
     const gcoll__step_t *st = s->steps + s->rounds[s->cur].first;
     for (size_t i = 0; i < s->rounds[s->cur].count; i++) {
         if (!is_comm_step(&st[i]) || st[i].done)
+            continue;
+        if (st[i].kind != GCOLL_STEP_CUSTOM && listed_before(st, i))
             continue;
         size_t used = strlen(buf);
         if (st[i].kind == GCOLL_STEP_CUSTOM)
