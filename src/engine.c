@@ -341,9 +341,10 @@ unsigned gcoll__lane_progress(gcoll__lane_t *l)
             fail_request(r, gcoll__comm_fail_status(r->comm), r->comm->failmsg);
         } else if ((st = advance(r, &moved)) != GCOLL_SUCCESS) {
             fail_request(r, st, gcoll_last_error());
-        } else if (!r->done && t > 0) {
+        } else {
             r->progressed |= moved != before;
-            watch(r, t);
+            if (!r->done && t > 0)
+                watch(r, t);
         }
         if (r->done) {
             retire(r);

@@ -45,9 +45,11 @@ printf '%s\n' "$out" | grep -q '^RESULT faults np=3 passed=[0-9]* failed=0' || {
 out=$(timeout 60 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 3 -x GCOLL_STALL_WARN_S=1 \
     "$BINDIR/test_faults" stall 2>&1)
 printf '%s\n' "$out" | grep -q '^RESULT faults np=3 passed=[0-9]* failed=0' || { echo "stall: $out"; exit 1; }
+warned="gcoll WARN: allreduce #0 .* still pending after [0-9]* s; not yet delivered by rank.* 0"
 for r in 1 2; do
-    n=$(printf '%s\n' "$out" | grep -c "^\[[^]]*:$r\] gcoll WARN: allreduce #0 .* still pending after [0-9]* s; not yet delivered by rank.* 0")
+    n=$(printf '%s\n' "$out" | grep -c "^\[[^]]*:$r\] $warned")
     [ "$n" -ge 2 ] || { echo "stall: rank $r warned $n times"; printf '%s\n' "$out"; exit 1; }
 done
 printf '%s\n' "$out" | grep -q "^\[[^]]*:0\] gcoll WARN" && { echo "stall: rank 0 warned"; exit 1; }
-echo "kill -9 (shm, tcp): survivors failed with GCOLL_ERR_REMOTE within ${worst} s, no segment left; abort; stall warnings"
+echo "kill -9 (shm, tcp): survivors failed with GCOLL_ERR_REMOTE within ${worst} s, no segment left;" \
+    "abort; stall warnings"
