@@ -325,10 +325,15 @@ gcoll_status_t gcoll__comm_check(gcoll_comm_t comm, const char *argname)
     if (!registered(comm))
         return gcoll__error(GCOLL_ERR_INVALID_ARG,
                             "%s is not a live communicator (freed, or never created)", argname);
+    /* under its lane's lock: a progress thread may be failing it right now */
+    gcoll__lane_t *l = gcoll__lane(comm->id);
+    gcoll_status_t st = GCOLL_SUCCESS;
+    pthread_mutex_lock(&l->lock);
     if (comm->failed != GCOLL_SUCCESS)
-        return gcoll__error(gcoll__comm_fail_status(comm), "%s (comm %u) failed earlier: %s", argname, comm->id,
-                            comm->failmsg);
-    return GCOLL_SUCCESS;
+        st = gcoll__error(gcoll__comm_fail_status(comm), "%s (comm %u) failed earlier: %s", argname, comm->id,
+                          comm->failmsg);
+    pthread_mutex_unlock(&l->lock);
+    return st;
 }
 
 void gcoll__comm_fail(gcoll_comm_t comm, gcoll_status_t status, const char *reason)
