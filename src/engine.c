@@ -260,6 +260,22 @@ static int waited_for(const gcoll_request_t r, char *buf, size_t len)
     return strchr(buf, ',') != NULL;
 }
 
+/* Ends r with status from its transport. A transport names a dead peer in its own numbering (a
+ * node channel counts the ranks of its host): the message then names the communicator's rank too. */
+static void fail_from_transport(gcoll_request_t r, gcoll_status_t status)
+{
+    gcoll_comm_t c = r->comm;
+    char evidence[300], ignored[200], why[384];
+    snprintf(evidence, sizeof(evidence), "%s", gcoll_last_error());
+    int dead = status == GCOLL_ERR_REMOTE && c->tpops->dead_peer ? c->tpops->dead_peer(c->tp, ignored, sizeof(ignored))
+                                                                 : -1;
+    if (dead >= 0)
+        snprintf(why, sizeof(why), "rank %d failed: %s", dead, evidence);
+    else
+        snprintf(why, sizeof(why), "%s", evidence);
+    fail_request(r, status, why);
+}
+
 /* Ends r if its communicator has a dead peer. Asked once r has stalled LIVENESS_S, and then at
  * most every LIVENESS_S per communicator: a dead peer is found within about twice that. */
 #define LIVENESS_S 0.5
@@ -328,7 +344,7 @@ unsigned gcoll__lane_progress(gcoll__lane_t *l)
         gcoll_status_t st = r->done || r->comm->failed != GCOLL_SUCCESS ? GCOLL_SUCCESS : reap(r, &moved, &pending);
         r->progressed |= moved != before;
         if (st != GCOLL_SUCCESS)
-            fail_request(r, st, gcoll_last_error());
+            fail_from_transport(r, st);
     }
     gcoll_request_t r = l->active;
     while (r) {
@@ -340,7 +356,7 @@ unsigned gcoll__lane_progress(gcoll__lane_t *l)
         } else if (r->comm->failed != GCOLL_SUCCESS) {
             fail_request(r, gcoll__comm_fail_status(r->comm), r->comm->failmsg);
         } else if ((st = advance(r, &moved)) != GCOLL_SUCCESS) {
-            fail_request(r, st, gcoll_last_error());
+            fail_from_transport(r, st);
         } else {
             r->progressed |= moved != before;
             if (!r->done && t > 0)
