@@ -3,8 +3,8 @@
  *                          after writing its CLOCK_MONOTONIC time to FILE; every survivor must get
  *                          GCOLL_ERR_REMOTE naming the collective, its sequence number and the dead
  *                          rank within FAULT_BOUND_S (default 5) of the death, on the pending
- *                          operations and the later ones, then exit 0 without MPI (which would
- *                          wait for the dead rank). Needs mpirun --enable-recovery.
+ *                          operations and the later ones, then finalize and exit 0. Needs
+ *                          mpirun --enable-recovery.
  *   test_faults abort      gcoll_comm_abort on one communicator: its pending and later operations
  *                          end with GCOLL_ERR_ABORTED at once, other communicators go on.
  *   test_faults stall      rank 0 joins an allreduce 2.5 s late with GCOLL_STALL_WARN_S=1: the
@@ -103,8 +103,9 @@ static int kill_test(gcoll_comm_t world, const char *file)
     free(v);
     free(small);
     report();
-    /* MPI_Finalize would wait for the dead rank; the node channel's segment is unlinked already */
-    _exit(h_failed ? 1 : 0);
+    /* no h_finish: its MPI_Allreduce would wait for the dead rank; finalizing needs no peer */
+    CHECK_OK(gcoll_finalize());
+    return h_failed ? 1 : 0;
 }
 
 static int abort_test(gcoll_comm_t world)
