@@ -171,6 +171,14 @@ GCOLL_API gcoll_status_t gcoll_reduce_local(void *inout, const void *in, size_t 
 /* Algorithm names of a collective ("allreduce", ...), for listing and for attr.algorithm. */
 GCOLL_API gcoll_status_t gcoll_algorithms(const char *collective, const char *const **names, size_t *count);
 
+/* Failure handling. A communicator fails when an operation on it fails: a peer that died
+ * (GCOLL_ERR_REMOTE on every pending and later operation, naming the collective, its sequence
+ * number and the dead rank), a timeout, or this call, which cancels everything pending on comm
+ * at once and makes it and every later operation return GCOLL_ERR_ABORTED ("aborted by the
+ * application"). Local: the other ranks learn of it through their own failure detection or
+ * timeout. A failed communicator can only be freed. Aborting one that failed already succeeds. */
+GCOLL_API gcoll_status_t gcoll_comm_abort(gcoll_comm_t comm);
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,6 +15,7 @@
 #include "error.h"
 #include "log.h"
 #include "probe.h"
+#include "request.h"
 #include "plugin/plugin.h"
 #include "route/route.h"
 
@@ -195,7 +196,7 @@ static gcoll_status_t connect_routes(gcoll_comm_t c, const layout_t *l)
             peers[p].ep = l->host[p] == l->host[c->rank];
             peers[p].index = peers[p].ep && c->node_shm ? l->local[p] : p;
         }
-        st = gcoll__route_open(ep, peers, &c->tp);
+        st = gcoll__route_open(ep, peers, c->size, &c->tp);
     }
     if (st != GCOLL_SUCCESS) { /* the node channel itself goes with the communicator */
         free(peers);
@@ -325,10 +326,15 @@ gcoll_status_t gcoll__comm_check(gcoll_comm_t comm, const char *argname)
     if (!registered(comm))
         return gcoll__error(GCOLL_ERR_INVALID_ARG,
                             "%s is not a live communicator (freed, or never created)", argname);
+    /* under its lane's lock: a progress thread may be failing it right now */
+    gcoll__lane_t *l = comm->lane;
+    gcoll_status_t st = GCOLL_SUCCESS;
+    pthread_mutex_lock(&l->lock);
     if (comm->failed != GCOLL_SUCCESS)
-        return gcoll__error(GCOLL_ERR_ABORTED, "%s (comm %u) failed earlier: %s", argname, comm->id,
-                            comm->failmsg);
-    return GCOLL_SUCCESS;
+        st = gcoll__error(gcoll__comm_fail_status(comm), "%s (comm %u) failed earlier: %s", argname, comm->id,
+                          comm->failmsg);
+    pthread_mutex_unlock(&l->lock);
+    return st;
 }
 
 void gcoll__comm_fail(gcoll_comm_t comm, gcoll_status_t status, const char *reason)
@@ -338,6 +344,11 @@ void gcoll__comm_fail(gcoll_comm_t comm, gcoll_status_t status, const char *reas
     comm->failed = status;
     snprintf(comm->failmsg, sizeof(comm->failmsg), "%s", reason);
     GCOLL_LOG(GCOLL_LOG_ERROR, "comm %u failed: %s", comm->id, reason);
+}
+
+gcoll_status_t gcoll__comm_fail_status(gcoll_comm_t comm)
+{
+    return comm->failed == GCOLL_ERR_REMOTE ? GCOLL_ERR_REMOTE : GCOLL_ERR_ABORTED;
 }
 
 void gcoll__comm_release(gcoll_comm_t comm)
@@ -398,7 +409,7 @@ GCOLL_API gcoll_status_t gcoll_comm_free(gcoll_comm_t *comm)
     if (!comm)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "comm is NULL");
     gcoll_status_t st = gcoll__comm_check(*comm, "*comm");
-    if (st != GCOLL_SUCCESS && st != GCOLL_ERR_ABORTED) /* a failed communicator may be freed */
+    if (st != GCOLL_SUCCESS && st != GCOLL_ERR_ABORTED && st != GCOLL_ERR_REMOTE) /* a failed one may be freed */
         return st;
     if ((*comm)->is_world)
         return gcoll__error(GCOLL_ERR_INVALID_USAGE,
@@ -441,5 +452,16 @@ GCOLL_API gcoll_status_t gcoll_comm_transport(gcoll_comm_t comm, const char **na
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "name is NULL");
     GCOLL_CHECK(gcoll__comm_check(comm, "comm"));
     *name = comm->tpname;
+    return GCOLL_SUCCESS;
+}
+
+GCOLL_API gcoll_status_t gcoll_comm_abort(gcoll_comm_t comm)
+{
+    gcoll_status_t st = gcoll__comm_check(comm, "comm");
+    if (st != GCOLL_SUCCESS && st != GCOLL_ERR_ABORTED && st != GCOLL_ERR_REMOTE)
+        return st;
+    if (st == GCOLL_SUCCESS) /* a communicator failed already keeps its first reason */
+        gcoll__engine_fail_comm(comm, GCOLL_ERR_ABORTED, "aborted by the application (gcoll_comm_abort)");
+    gcoll__error_clear();
     return GCOLL_SUCCESS;
 }

@@ -22,6 +22,7 @@ struct gcoll_comm {
     uint64_t seq;          /* collectives issued so far: the tag of the next one */
     gcoll_status_t failed; /* GCOLL_SUCCESS while healthy */
     char failmsg[256];
+    double t_alive;        /* when a stalled wait last looked for dead peers */
     int refs;              /* the user's handle plus requests in flight */
     int is_world;
     int crowded;             /* more ranks on this host than cores (see gcoll__comm_crowded) */
@@ -39,8 +40,11 @@ struct gcoll_comm {
 gcoll_status_t gcoll__comm_create(MPI_Comm mpi_comm, gcoll_comm_t *out);
 /* Checks that comm is a live handle and not failed; the message names the argument. */
 gcoll_status_t gcoll__comm_check(gcoll_comm_t comm, const char *argname);
-/* Marks comm failed: every later call on it returns GCOLL_ERR_ABORTED with this reason. */
+/* Marks comm failed: every later call on it returns gcoll__comm_fail_status with this reason. */
 void gcoll__comm_fail(gcoll_comm_t comm, gcoll_status_t status, const char *reason);
+/* What operations on a failed comm return: GCOLL_ERR_REMOTE after a peer died, so that every
+ * pending and later call says so; GCOLL_ERR_ABORTED after any other failure or an abort. */
+gcoll_status_t gcoll__comm_fail_status(gcoll_comm_t comm);
 void gcoll__comm_release(gcoll_comm_t comm); /* drops one reference */
 /* Blocks up to usec unless a peer has made progress since the ticket was read (a futex on the
  * node channel); without one, yields. */

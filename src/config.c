@@ -99,16 +99,17 @@ static gcoll_status_t parse_iflist(const char *var, const char *s, void *out, in
     return parse_text(var, s, out, cap);
 }
 
+/* Seconds > 0; arg 1 also accepts 0 (off). */
 static gcoll_status_t parse_seconds(const char *var, const char *s, void *out, int arg)
 {
-    (void)arg;
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (end == s || *end != '\0' || errno != 0 || !isfinite(v) || v <= 0 || isspace((unsigned char)*s))
+    if (end == s || *end != '\0' || errno != 0 || !isfinite(v) || v < 0 || (v == 0 && !arg) ||
+        isspace((unsigned char)*s))
         return gcoll__error(GCOLL_ERR_INVALID_ARG,
-                            "%s='%s' is not valid: accepts a number of seconds > 0, e.g. 300 or 0.5",
-                            var, s);
+                            "%s='%s' is not valid: accepts a number of seconds %s, e.g. 300 or 0.5", var, s,
+                            arg ? ">= 0 (0: off)" : "> 0");
     *(double *)out = v;
     return GCOLL_SUCCESS;
 }
@@ -363,6 +364,10 @@ static const var_def_t vars[] = {
      "writes a Chrome trace (JSON, for Perfetto or chrome://tracing) of every operation, chunk and reduction; "
      "%r in the path becomes the rank, else .RANK is appended", parse_path, NULL, gcoll__config.timeline,
      sizeof(gcoll__config.timeline)},
+    {"GCOLL_STALL_WARN_S", "seconds >= 0", "30",
+     "an operation still pending after this long logs a warning on each rank naming it, its sequence number and "
+     "the peers that have not delivered, again at each such interval until GCOLL_TIMEOUT ends it; 0: never",
+     parse_seconds, NULL, &gcoll__config.stall_warn_s, 1},
     ALGO_VAR("ALLREDUCE", GCOLL_COLL_ALLREDUCE,
              "allreduce algorithm per size range: ring, recursive_doubling, rabenseifner, direct, "
              "hierarchical, shm_slots, shm_cma"),

@@ -54,6 +54,7 @@ typedef struct {
     size_t fusion_first_bytes;
     char timeline[256];          /* "none" or a path */
     gcoll__algo_table_t algo[GCOLL_COLL_COUNT];
+    double stall_warn_s;         /* 0: no stall warnings */
     gcoll__link_t cost[2]; /* inside a host, to the network */
     int cost_probe[2];     /* GCOLL_COST_INTRA/INTER=auto: measure the link */
 } gcoll__config_t;

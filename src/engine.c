@@ -172,6 +172,17 @@ static gcoll_status_t advance(gcoll_request_t r, unsigned *moved)
     return GCOLL_SUCCESS;
 }
 
+/* Whether a message step before st[i] waits on the same peer: one with several slices pending
+ * is named once. */
+static int listed_before(const gcoll__step_t *st, size_t i)
+{
+    for (size_t j = 0; j < i; j++)
+        if ((st[j].kind == GCOLL_STEP_SEND || st[j].kind == GCOLL_STEP_RECV) && !st[j].done &&
+            st[j].peer == st[i].peer)
+            return 1;
+    return 0;
+}
+
 /* Lists the peers that the current round still waits on, e.g. "2, 5". */
 static void pending_peers(const gcoll_request_t r, char *buf, size_t len)
 {
@@ -182,6 +193,8 @@ static void pending_peers(const gcoll_request_t r, char *buf, size_t len)
     const gcoll__step_t *st = s->steps + s->rounds[s->cur].first;
     for (size_t i = 0; i < s->rounds[s->cur].count; i++) {
         if (!is_comm_step(&st[i]) || st[i].done)
+            continue;
+        if (st[i].kind != GCOLL_STEP_CUSTOM && listed_before(st, i))
             continue;
         size_t used = strlen(buf);
         if (st[i].kind == GCOLL_STEP_CUSTOM)
@@ -238,6 +251,82 @@ static void retire(gcoll_request_t r)
     r->comm = NULL;
 }
 
+/* "2, 5" or "?", and whether that is more than one rank. */
+static int waited_for(const gcoll_request_t r, char *buf, size_t len)
+{
+    pending_peers(r, buf, len);
+    if (!buf[0])
+        snprintf(buf, len, "?");
+    return strchr(buf, ',') != NULL;
+}
+
+/* Ends r with status from its transport. A transport names a dead peer in its own numbering (a
+ * node channel counts the ranks of its host): the message then names the communicator's rank too. */
+static void fail_from_transport(gcoll_request_t r, gcoll_status_t status)
+{
+    gcoll_comm_t c = r->comm;
+    char evidence[300], ignored[200], why[384];
+    snprintf(evidence, sizeof(evidence), "%s", gcoll_last_error());
+    int dead = status == GCOLL_ERR_REMOTE && c->tpops->dead_peer ? c->tpops->dead_peer(c->tp, ignored, sizeof(ignored))
+                                                                 : -1;
+    if (dead >= 0)
+        snprintf(why, sizeof(why), "rank %d failed: %s", dead, evidence);
+    else
+        snprintf(why, sizeof(why), "%s", evidence);
+    fail_request(r, status, why);
+}
+
+/* Ends r if its communicator has a dead peer. Asked once r has stalled LIVENESS_S, and then at
+ * most every LIVENESS_S per communicator: a dead peer is found within about twice that. */
+#define LIVENESS_S 0.5
+static void look_for_dead_peer(gcoll_request_t r, double t)
+{
+    gcoll_comm_t c = r->comm;
+    if (!c->tpops->dead_peer || t - r->t_moved < LIVENESS_S || t - c->t_alive < LIVENESS_S)
+        return;
+    c->t_alive = t;
+    char evidence[200], why[288];
+    int dead = c->tpops->dead_peer(c->tp, evidence, sizeof(evidence));
+    if (dead < 0)
+        return;
+    snprintf(why, sizeof(why), "rank %d failed: %s", dead, evidence);
+    fail_request(r, GCOLL_ERR_REMOTE, why);
+}
+
+/* At a clock reading, for r still in flight: starts its clocks, looks for dead peers once it
+ * has stalled, warns every GCOLL_STALL_WARN_S that it still waits, and ends it at its deadline. */
+static void watch(gcoll_request_t r, double t)
+{
+    char peers[160], why[256];
+    if (r->deadline == 0) { /* the clocks start at the first reading */
+        r->deadline = t + gcoll__config.timeout_s;
+        r->next_warn = gcoll__config.stall_warn_s > 0 ? t + gcoll__config.stall_warn_s : 0;
+        r->t_moved = t;
+        r->progressed = 0;
+        return;
+    }
+    if (r->progressed)
+        r->t_moved = t;
+    r->progressed = 0;
+    look_for_dead_peer(r, t);
+    if (r->done)
+        return;
+    if (t > r->deadline) {
+        int many = waited_for(r, peers, sizeof(peers));
+        snprintf(why, sizeof(why), "timed out after %g s (GCOLL_TIMEOUT); no answer from rank%s %s",
+                 gcoll__config.timeout_s, many ? "s" : "", peers);
+        fail_request(r, GCOLL_ERR_TIMEOUT, why);
+    } else if (r->next_warn > 0 && t >= r->next_warn) {
+        char what[192];
+        describe(r, what, sizeof(what));
+        int many = waited_for(r, peers, sizeof(peers));
+        GCOLL_LOG(GCOLL_LOG_WARN, "%s still pending after %.0f s; not yet delivered by rank%s %s (GCOLL_TIMEOUT "
+                  "ends it after %g s)", what, t - (r->deadline - gcoll__config.timeout_s), many ? "s" : "", peers,
+                  gcoll__config.timeout_s);
+        r->next_warn += gcoll__config.stall_warn_s;
+    }
+}
+
 /* One pass over the lane's requests, in priority order. Lock held. The clock is read on one
  * pass in TIME_EVERY: deadlines need no finer grain, and reading it is not free. */
 #define TIME_EVERY 32
@@ -251,28 +340,27 @@ unsigned gcoll__lane_progress(gcoll__lane_t *l)
      * priority in the posting pass below, not to whichever request was reaped first. */
     for (gcoll_request_t r = l->active; r; r = r->next) {
         size_t pending = 0;
+        unsigned before = moved;
         gcoll_status_t st = r->done || r->comm->failed != GCOLL_SUCCESS ? GCOLL_SUCCESS : reap(r, &moved, &pending);
+        r->progressed |= moved != before;
         if (st != GCOLL_SUCCESS)
-            fail_request(r, st, gcoll_last_error());
+            fail_from_transport(r, st);
     }
     gcoll_request_t r = l->active;
     while (r) {
         gcoll_request_t next = r->next;
         gcoll_status_t st = GCOLL_SUCCESS;
+        unsigned before = moved;
         if (r->done) {
             /* failed in the reaping pass */
         } else if (r->comm->failed != GCOLL_SUCCESS) {
-            fail_request(r, GCOLL_ERR_ABORTED, r->comm->failmsg);
+            fail_request(r, gcoll__comm_fail_status(r->comm), r->comm->failmsg);
         } else if ((st = advance(r, &moved)) != GCOLL_SUCCESS) {
-            fail_request(r, st, gcoll_last_error());
-        } else if (!r->done && t > 0 && r->deadline == 0) {
-            r->deadline = t + gcoll__config.timeout_s; /* the clock starts at the first reading */
-        } else if (!r->done && t > 0 && t > r->deadline) {
-            char peers[160], why[256];
-            pending_peers(r, peers, sizeof(peers));
-            snprintf(why, sizeof(why), "timed out after %g s (GCOLL_TIMEOUT); no answer from rank%s %s",
-                     gcoll__config.timeout_s, strchr(peers, ',') ? "s" : "", peers[0] ? peers : "?");
-            fail_request(r, GCOLL_ERR_TIMEOUT, why);
+            fail_from_transport(r, st);
+        } else {
+            r->progressed |= moved != before;
+            if (!r->done && t > 0)
+                watch(r, t);
         }
         if (r->done) {
             retire(r);
@@ -423,4 +511,19 @@ void gcoll__engine_abort_all(void)
         }
         pthread_mutex_unlock(&l->lock);
     }
+}
+
+void gcoll__engine_fail_comm(gcoll_comm_t comm, gcoll_status_t status, const char *why)
+{
+    gcoll__lane_t *l = comm->lane;
+    pthread_mutex_lock(&l->lock);
+    gcoll__comm_fail(comm, status, why);
+    for (gcoll_request_t r = l->active, next; r; r = next) {
+        next = r->next;
+        if (r->comm != comm || r->done)
+            continue;
+        fail_request(r, status, why);
+        retire(r);
+    }
+    pthread_mutex_unlock(&l->lock);
 }

@@ -1,4 +1,6 @@
 /* Chooses the reduction kernel table for this CPU. */
+#include <stdint.h>
+
 #include "dtype.h"
 #include "error.h"
 #include "log.h"
@@ -46,6 +48,9 @@ GCOLL_API gcoll_status_t gcoll_reduce_local(void *inout, const void *in, size_t 
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "op %d: accepts GCOLL_SUM, PROD, MIN or MAX", (int)op);
     if (count && (!inout || !in))
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is NULL with count %zu", !inout ? "inout" : "in", count);
+    if (count > SIZE_MAX / gcoll_dtype_size(dtype))
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "count %zu is too large for %s: its bytes overflow", count,
+                            gcoll_dtype_name(dtype));
     gcoll__reduce(inout, inout, in, count, dtype, op);
     return GCOLL_SUCCESS;
 }

@@ -18,6 +18,9 @@ struct gcoll_request {
     char name[64];
     gcoll__sched_t *sched;
     double deadline; /* monotonic seconds; 0 until the engine first reads the clock */
+    double t_moved;   /* the clock reading after its last progress: how long it has stalled */
+    double next_warn; /* when the next stall warning is due; 0: none (GCOLL_STALL_WARN_S=0) */
+    int progressed;   /* moved since the last clock reading */
     int done;
     unsigned polls; /* gcoll_test calls that found it unfinished */
     gcoll_status_t status;
@@ -61,5 +64,7 @@ gcoll_status_t gcoll__build(const gcoll__coll_args_t *a, const char *forced, gco
                            gcoll__sched_t **out, const char **algo_name);
 /* At finalize: every request in flight ends with GCOLL_ERR_ABORTED. */
 void gcoll__engine_abort_all(void);
+/* Fails comm with status and why, and ends its requests in flight now. Lane lock not held. */
+void gcoll__engine_fail_comm(gcoll_comm_t comm, gcoll_status_t status, const char *why);
 
 #endif

@@ -177,6 +177,7 @@ run_script "README variables match the registry" sh tests/readme_vars.sh
 run_script "gcoll-info: topology, transports and variables" sh tests/gcoll_info.sh
 run_script "transport plugin: loaded by its entry point; bad ones refused" sh tests/plugin.sh
 run_script "shm segments: none left after exit or kill -9" sh tests/shm_leak.sh
+run_script "faults: kill -9 mid-allreduce (shm, tcp), comm_abort, stall warnings" sh tests/faults.sh
 run_script "gcoll_bench: collectives, options, outputs, membw" sh tests/bench.sh
 run_script "GCOLL_TIMELINE: Chrome trace valid, also after SIGKILL" sh tests/timeline.sh
 run_script "README example under mpirun -np 4" \

@@ -45,6 +45,10 @@ typedef struct gcoll__transport {
     /* Sleeps until the endpoint sees activity (a message, a writable socket) or usec pass, so
      * an idle waiter gives its core to the ranks it waits for; NULL: the engine yields instead. */
     gcoll_status_t (*wait)(gcoll__tp_t *tp, long usec);
+    /* Looks for a peer that died (its process gone, its connection lost without goodbye); the
+     * engine asks when an operation has stalled. Returns the peer (this endpoint's numbering)
+     * with the evidence in why, or -1. NULL: the transport cannot tell, GCOLL_TIMEOUT ends the wait. */
+    int (*dead_peer)(gcoll__tp_t *tp, char *why, size_t len);
     void (*close)(gcoll__tp_t *tp);
 } gcoll__transport_t;
 

@@ -63,6 +63,20 @@ START_TEST(malformed_values_name_the_variable)
     expect_bad("GCOLL_ALLREDUCE", "ring:1X-2M", "K/M/G");
     expect_bad("GCOLL_ALLREDUCE", ";", "empty");
     expect_bad("GCOLL_BCAST", "ring", "binomial");
+    expect_bad("GCOLL_STALL_WARN_S", "-1", "seconds >= 0 (0: off)");
+    expect_bad("GCOLL_STALL_WARN_S", "soon", "seconds");
+}
+END_TEST
+
+START_TEST(stall_warnings_default_and_off)
+{
+    clear_env();
+    ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+    ck_assert(gcoll__config.stall_warn_s == 30);
+    setenv("GCOLL_STALL_WARN_S", "0", 1);
+    ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+    ck_assert(gcoll__config.stall_warn_s == 0);
+    unsetenv("GCOLL_STALL_WARN_S");
 }
 END_TEST
 
@@ -189,6 +203,7 @@ Suite *config_suite(void)
     TCase *tc = tcase_create("registry");
     tcase_add_test(tc, defaults_load);
     tcase_add_test(tc, malformed_values_name_the_variable);
+    tcase_add_test(tc, stall_warnings_default_and_off);
     tcase_add_test(tc, selection_table_parses_and_selects);
     tcase_add_test(tc, uncovered_sizes_use_builtin_choice);
     tcase_add_test(tc, sizes_parse_strictly);

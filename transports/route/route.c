@@ -13,9 +13,11 @@
 struct gcoll__tp {
     gcoll__route_ep_t ep[2];
     gcoll__route_peer_t *peers; /* [size] */
+    int size;
 };
 
-gcoll_status_t gcoll__route_open(const gcoll__route_ep_t ep[2], gcoll__route_peer_t *peers, gcoll__tp_t **out)
+gcoll_status_t gcoll__route_open(const gcoll__route_ep_t ep[2], gcoll__route_peer_t *peers, int size,
+                                 gcoll__tp_t **out)
 {
     gcoll__tp_t *tp = calloc(1, sizeof(*tp));
     if (!tp)
@@ -23,6 +25,7 @@ gcoll_status_t gcoll__route_open(const gcoll__route_ep_t ep[2], gcoll__route_pee
     tp->ep[0] = ep[0];
     tp->ep[1] = ep[1];
     tp->peers = peers;
+    tp->size = size;
     *out = tp;
     return GCOLL_SUCCESS;
 }
@@ -74,6 +77,18 @@ static void route_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *req)
     e->ops->cancel(e->tp, unmark(req));
 }
 
+/* Asks both endpoints; a dead peer is named by its communicator rank. */
+static int route_dead_peer(gcoll__tp_t *tp, char *why, size_t len)
+{
+    for (int e = 0; e < 2; e++) {
+        int q = tp->ep[e].tp && tp->ep[e].ops->dead_peer ? tp->ep[e].ops->dead_peer(tp->ep[e].tp, why, len) : -1;
+        for (int p = 0; q >= 0 && p < tp->size; p++)
+            if (tp->peers[p].ep == e && tp->peers[p].index == q)
+                return p;
+    }
+    return -1;
+}
+
 static void route_close(gcoll__tp_t *tp)
 {
     for (int i = 0; i < 2; i++)
@@ -90,5 +105,6 @@ const gcoll__transport_t gcoll__transport_route = {
     .irecv = route_irecv,
     .test = route_test,
     .cancel = route_cancel,
+    .dead_peer = route_dead_peer,
     .close = route_close,
 };

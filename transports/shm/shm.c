@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,6 +231,35 @@ void gcoll__shm_laggards(gcoll__shm_t *s, uint64_t seq, int ready, char *buf, si
             snprintf(buf + used, len - used, "%s%d", used ? ", " : "", q);
         }
     }
+}
+
+/* A process that has exited but whose parent has not yet reaped it still answers kill(). */
+static int is_zombie(pid_t pid)
+{
+    char path[32], buf[256];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *end = strrchr(buf, ')'); /* the command name in parentheses may hold anything */
+    return end && end[1] == ' ' && (end[2] == 'Z' || end[2] == 'X');
+}
+
+int gcoll__shm_dead_peer(gcoll__shm_t *s, char *why, size_t len)
+{
+    for (int q = 0; q < s->n; q++) {
+        if (q == s->me)
+            continue;
+        int gone = kill(s->pids[q], 0) != 0 && errno == ESRCH;
+        if (gone || is_zombie(s->pids[q])) {
+            snprintf(why, len, "its process (pid %d on this host) has exited", (int)s->pids[q]);
+            return q;
+        }
+    }
+    return -1;
 }
 
 static gcoll_status_t cma(gcoll__shm_t *s, int peer, void *local, uint64_t remote, size_t bytes, int write)

@@ -113,6 +113,10 @@ void gcoll__shm_sleep(gcoll__shm_t *s, uint32_t ticket, long timeout_us);
 /* Lists local ranks whose arrive (or ready, if ready) is below seq, as "1, 3". */
 void gcoll__shm_laggards(gcoll__shm_t *s, uint64_t seq, int ready, char *buf, size_t len);
 
+/* A local rank whose process has exited (gone, or a zombie not yet reaped), with its pid in why;
+ * -1 when all live. Cheap (a kill(pid, 0) per rank), but still for stalled waits only. */
+int gcoll__shm_dead_peer(gcoll__shm_t *s, char *why, size_t len);
+
 /* Single copy between this process and local rank `peer`. */
 gcoll_status_t gcoll__shm_read(gcoll__shm_t *s, int peer, void *dst, uint64_t remote_src, size_t bytes);
 gcoll_status_t gcoll__shm_write(gcoll__shm_t *s, int peer, uint64_t remote_dst, const void *src, size_t bytes);

@@ -355,11 +355,17 @@ static void shm_close(gcoll__tp_t *tp)
     free(tp);
 }
 
+static int shm_dead_peer(gcoll__tp_t *tp, char *why, size_t len)
+{
+    return gcoll__shm_dead_peer(tp->ch, why, len);
+}
+
 const gcoll__transport_t gcoll__transport_shm = {
     .name = "shm",
     .isend = shm_isend,
     .irecv = shm_irecv,
     .test = shm_test,
     .cancel = shm_cancel,
+    .dead_peer = shm_dead_peer,
     .close = shm_close,
 };

@@ -111,14 +111,14 @@ static void sock_reset(gcoll__tp_t *tp, tcp_sock_t *s)
     s->rbuf = NULL;
 }
 
-/* The peer is gone or broke the protocol: close its sockets and fail what waits on it. Complete
- * unexpected messages stay deliverable. */
-__attribute__((format(printf, 4, 5))) static void fail_peer(gcoll__tp_t *tp, tcp_peer_t *p, int warn,
-                                                            const char *fmt, ...)
+/* The peer is gone (status GCOLL_ERR_REMOTE) or broke the protocol: close its sockets and fail
+ * what waits on it with status. Complete unexpected messages stay deliverable. */
+__attribute__((format(printf, 5, 6))) static void fail_peer(gcoll__tp_t *tp, tcp_peer_t *p, gcoll_status_t status,
+                                                            int warn, const char *fmt, ...)
 {
     if (p->failed)
         return;
-    p->failed = 1;
+    p->failed = status;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(p->why, sizeof(p->why), fmt, ap);
@@ -136,13 +136,13 @@ __attribute__((format(printf, 4, 5))) static void fail_peer(gcoll__tp_t *tp, tcp
         }
     }
     while (p->reqs)
-        complete(p->reqs, GCOLL_ERR_TRANSPORT, "%s", p->why);
+        complete(p->reqs, status, "%s", p->why);
 }
 
 static void protocol_error(gcoll__tp_t *tp, tcp_sock_t *s, const char *what)
 {
-    fail_peer(tp, s->peer, 1, "tcp: rank %d broke the protocol on socket %d: %s; connection closed",
-              s->peer->rank, s->index, what);
+    fail_peer(tp, s->peer, GCOLL_ERR_TRANSPORT, 1,
+              "tcp: rank %d broke the protocol on socket %d: %s; connection closed", s->peer->rank, s->index, what);
 }
 
 /* ---- sending ---- */
@@ -289,7 +289,7 @@ static gcoll_status_t tcp_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const v
                                 gcoll__tp_req_t **out)
 {
     if (peer >= 0 && peer < tp->size && tp->peers[peer].failed)
-        return gcoll__error(GCOLL_ERR_TRANSPORT, "%s", tp->peers[peer].why);
+        return gcoll__error(tp->peers[peer].failed, "%s", tp->peers[peer].why);
     GCOLL_CHECK(new_req(tp, peer, tag, buf, bytes, 0, out));
     gcoll__tp_req_t *r = *out;
     tcp_peer_t *p = r->peer;
@@ -329,7 +329,7 @@ static void accept_rts(gcoll__tp_t *tp, gcoll__tp_req_t *r, size_t bytes, uint64
         size_mismatch(r, bytes);
         tcp_frame_t *f = calloc(1, sizeof(*f));
         if (!f) {
-            fail_peer(tp, p, 1, "tcp: no memory to decline a message from rank %d", p->rank);
+            fail_peer(tp, p, GCOLL_ERR_TRANSPORT, 1, "tcp: no memory to decline a message from rank %d", p->rank);
             return;
         }
         *f = (tcp_frame_t){.hdr = {.type = TCP_CTS, .id = sid, .aux = 0}, .owned = 1};
@@ -371,7 +371,7 @@ static gcoll_status_t tcp_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *b
         if (u->type == TCP_RTS) {
             unexp_unlink(p, u);
             if (p->failed) /* the offer's data can no longer come */
-                complete(r, GCOLL_ERR_TRANSPORT, "%s", p->why);
+                complete(r, p->failed, "%s", p->why);
             else
                 accept_rts(tp, r, u->bytes, u->sid);
             unexp_free(u);
@@ -385,7 +385,7 @@ static gcoll_status_t tcp_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *b
         return GCOLL_SUCCESS;
     }
     if (p->failed)
-        complete(r, GCOLL_ERR_TRANSPORT, "%s", p->why);
+        complete(r, p->failed, "%s", p->why);
     return GCOLL_SUCCESS;
 }
 
@@ -445,7 +445,8 @@ static void dispatch(gcoll__tp_t *tp, tcp_sock_t *s)
         } else if ((s->dst_unexp = stash(p, h))) {
             s->dst = s->dst_unexp->data;
         } else {
-            fail_peer(tp, p, 1, "tcp: no memory for an unexpected message from rank %d", p->rank);
+            fail_peer(tp, p, GCOLL_ERR_TRANSPORT, 1, "tcp: no memory for an unexpected message from rank %d",
+                      p->rank);
             return;
         }
         break;
@@ -453,7 +454,8 @@ static void dispatch(gcoll__tp_t *tp, tcp_sock_t *s)
         if ((r = match_posted(p, h->tag)))
             accept_rts(tp, r, h->aux, h->id);
         else if (!stash(p, h))
-            fail_peer(tp, p, 1, "tcp: no memory for an unexpected message from rank %d", p->rank);
+            fail_peer(tp, p, GCOLL_ERR_TRANSPORT, 1, "tcp: no memory for an unexpected message from rank %d",
+                      p->rank);
         return;
     case TCP_CTS:
         if ((r = find_by_id(p, 0, REQ_WAIT_CTS, h->id))) {
@@ -518,18 +520,20 @@ static void sock_gone(gcoll__tp_t *tp, tcp_sock_t *s, const char *doing, int err
 {
     tcp_peer_t *p = s->peer;
     if (!p->left && err) {
-        fail_peer(tp, p, 1, "tcp: %s rank %d on socket %d failed: %s", doing, p->rank, s->index, strerror(err));
+        fail_peer(tp, p, GCOLL_ERR_REMOTE, 1, "tcp: %s rank %d on socket %d failed: %s", doing, p->rank, s->index,
+                  strerror(err));
         return;
     }
-    if (!p->left && (s->in_payload || s->rlen > s->rpos)) {
-        protocol_error(tp, s, "closed in the middle of a frame");
+    if (!p->left && (s->in_payload || s->rlen > s->rpos)) { /* a process killed while it sent */
+        fail_peer(tp, p, GCOLL_ERR_REMOTE, 1, "tcp: rank %d closed socket %d in the middle of a frame (did it exit "
+                  "or crash?)", p->rank, s->index);
         return;
     }
     gcoll__tcp_sock_close(tp, s);
     s->eof = 1;
     if (++p->neof == tp->nsocks && !p->left)
-        fail_peer(tp, p, p->reqs != NULL, "tcp: rank %d closed its connections without saying goodbye (did it "
-                  "exit or crash?)", p->rank);
+        fail_peer(tp, p, GCOLL_ERR_REMOTE, p->reqs != NULL,
+                  "tcp: rank %d closed its connections without saying goodbye (did it exit or crash?)", p->rank);
 }
 
 /* Reads until the socket runs dry: headers and small payloads through rbuf, the rest in place. */
@@ -581,8 +585,9 @@ static void sock_read(gcoll__tp_t *tp, tcp_sock_t *s)
         }
         ssize_t got = recv(s->ev.fd, into, want, 0);
         if (got > 0) {
-            if ((size_t)got < want)
-                s->rd_ready = 0; /* drained: the next arrival raises a new edge */
+            if ((size_t)got < want && !s->hup)
+                s->rd_ready = 0; /* drained: the next arrival raises a new edge (a close that came
+                                    with the data raises none, so it is read now) */
             if (into == (void *)s->dst) {
                 s->dst += got;
                 s->need -= (size_t)got;
@@ -617,6 +622,7 @@ gcoll_status_t gcoll__tcp_poll(gcoll__tp_t *tp, int timeout_ms)
         } else {
             tcp_sock_t *s = (tcp_sock_t *)e;
             s->rd_ready |= (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
+            s->hup |= (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
             s->wr_ready |= (ev & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0;
         }
     }
@@ -659,6 +665,20 @@ static gcoll_status_t tcp_wait(gcoll__tp_t *tp, long usec)
 }
 
 static void tcp_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r);
+
+/* A peer lost without goodbye, found by a progress pass over every socket (the engine asks when an
+ * operation stalls, which may be waiting on other peers or another transport). */
+static int tcp_dead_peer(gcoll__tp_t *tp, char *why, size_t len)
+{
+    if (progress(tp) != GCOLL_SUCCESS)
+        return -1; /* epoll failing is no news of a peer; the operation's own test reports it */
+    for (int q = 0; q < tp->size; q++)
+        if (tp->peers[q].failed == GCOLL_ERR_REMOTE) {
+            snprintf(why, len, "%s", tp->peers[q].why);
+            return q;
+        }
+    return -1;
+}
 
 static gcoll_status_t tcp_test(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done)
 {
@@ -709,7 +729,7 @@ static void detach(gcoll__tp_t *tp, gcoll__tp_req_t *r)
             s->cur_req = NULL;
             s->cur_owned = malloc(s->cur_len ? s->cur_len : 1);
             if (!s->cur_owned) {
-                fail_peer(tp, p, 1, "tcp: no memory to finish a frame to rank %d", p->rank);
+                fail_peer(tp, p, GCOLL_ERR_TRANSPORT, 1, "tcp: no memory to finish a frame to rank %d", p->rank);
                 return;
             }
             size_t sent = s->cur_off > TCP_HDR_BYTES ? s->cur_off - TCP_HDR_BYTES : 0;
@@ -892,5 +912,6 @@ const gcoll__transport_t gcoll__transport_tcp = {
     .reg_mem = NULL,
     .dereg_mem = NULL,
     .wait = tcp_wait,
+    .dead_peer = tcp_dead_peer,
     .close = tcp_close,
 };

@@ -89,6 +89,7 @@ typedef struct tcp_sock {
     tcp_ev_t ev;
     struct tcp_peer *peer;
     int index, rd_ready, wr_ready, eof;
+    int hup; /* epoll saw the peer's close: read to the end, a short read does not drain it */
     uint32_t rseq, wseq;
     /* input: header bytes and small payloads land in rbuf; large payloads go straight to dst */
     unsigned char *rbuf;
@@ -111,7 +112,8 @@ typedef struct tcp_sock {
 } tcp_sock_t;
 
 typedef struct tcp_peer {
-    int rank, nready, neof, failed;
+    int rank, nready, neof;
+    gcoll_status_t failed; /* GCOLL_SUCCESS, or what its requests end with: GCOLL_ERR_REMOTE when it died */
     int left; /* said BYE: it closed its endpoint on purpose, so what waits on it times out */
     tcp_sock_t *socks;
     struct sockaddr_in addr;

@@ -1,0 +1,57 @@
+#!/bin/sh
+# Fault injection on one host (tests/mpi/test_faults.c): kill -9 of one rank in the middle of a
+# large allreduce over shm and over tcp (every survivor gets GCOLL_ERR_REMOTE within the bound
+# and exits 0, no segment is left in /dev/shm); gcoll_comm_abort; stall warnings. Prints the
+# slowest detection seen. About 15 s.
+set -u
+BINDIR=${BINDIR:-build/default/bin}
+# --enable-recovery: without it mpirun kills the whole job when one rank dies
+MPIRUN="mpirun --allow-run-as-root --oversubscribe --bind-to none --enable-recovery"
+count() { ls /dev/shm 2>/dev/null | grep -c '^gcoll-'; }
+before=$(count)
+stamp=$(mktemp)
+worst=0
+
+# kill_run NAME NP [ENV=VAL ...]
+kill_run() {
+    name=$1 np=$2
+    shift 2
+    envs=""
+    for e in "$@"; do envs="$envs -x $e"; done
+    rm -f "$stamp"
+    # mpirun itself sometimes lingers after the survivors have reported and exited (Open MPI's
+    # recovery of the dead rank): the time limit ends it, the survivors' output still counts
+    out=$(timeout 40 $MPIRUN -np "$np" -x GCOLL_TIMEOUT=30 $envs "$BINDIR/test_faults" kill "$stamp" 2>&1)
+    good=$(printf '%s\n' "$out" | grep -c "^FAULTS rank=[0-9]* passed=[0-9]* failed=0$")
+    if [ "$good" != $((np - 1)) ] || printf '%s\n' "$out" | grep -q '^FAIL'; then
+        echo "$name: expected $((np - 1)) clean survivors, got $good"
+        printf '%s\n' "$out" | grep -v 'PMIX ERROR' | tail -20
+        exit 1
+    fi
+    for t in $(printf '%s\n' "$out" | sed -n 's/^DETECTED rank=[0-9]* after=\([0-9.]*\) s.*/\1/p'); do
+        worst=$(awk -v a="$worst" -v b="$t" 'BEGIN { print (b > a) ? b : a }')
+    done
+    [ "$(count)" = "$before" ] || { echo "$name: segments left: $(ls /dev/shm | grep '^gcoll-')"; exit 1; }
+}
+
+kill_run "kill -9 over shm" 4
+kill_run "kill -9 over shm, 3 ranks, no progress thread" 3 GCOLL_WORKER_COUNT=0
+kill_run "kill -9 over tcp" 4 GCOLL_TRANSPORT_INTRA=inter GCOLL_TRANSPORT_INTER=tcp
+rm -f "$stamp"
+
+out=$(timeout 60 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 3 "$BINDIR/test_faults" abort 2>&1)
+printf '%s\n' "$out" | grep -q '^RESULT faults np=3 passed=[0-9]* failed=0' || { echo "abort: $out"; exit 1; }
+
+# rank 0 comes 2.5 s late with warnings every second: each other rank warns at least twice,
+# naming the operation, its sequence number and rank 0
+out=$(timeout 60 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 3 -x GCOLL_STALL_WARN_S=1 \
+    "$BINDIR/test_faults" stall 2>&1)
+printf '%s\n' "$out" | grep -q '^RESULT faults np=3 passed=[0-9]* failed=0' || { echo "stall: $out"; exit 1; }
+warned="gcoll WARN: allreduce #0 .* still pending after [0-9]* s; not yet delivered by rank.* 0"
+for r in 1 2; do
+    n=$(printf '%s\n' "$out" | grep -c "^\[[^]]*:$r\] $warned")
+    [ "$n" -ge 2 ] || { echo "stall: rank $r warned $n times"; printf '%s\n' "$out"; exit 1; }
+done
+printf '%s\n' "$out" | grep -q "^\[[^]]*:0\] gcoll WARN" && { echo "stall: rank 0 warned"; exit 1; }
+echo "kill -9 (shm, tcp): survivors failed with GCOLL_ERR_REMOTE within ${worst} s, no segment left;" \
+    "abort; stall warnings"
