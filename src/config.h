@@ -45,6 +45,7 @@ typedef struct {
     size_t chunk_bytes;    /* pipeline slice of the point-to-point algorithms */
     int pipeline_depth;    /* slices in flight per round */
     gcoll__algo_table_t algo[GCOLL_COLL_COUNT];
+    int adasum;            /* GCOLL_ADASUM: 0 auto, 1 flat, 2 hierarchical */
     gcoll__link_t cost[2]; /* inside a host, to the network */
     int cost_probe[2];     /* GCOLL_COST_INTRA/INTER=auto: measure the link */
 } gcoll__config_t;
