@@ -445,6 +445,17 @@ gcoll_status_t gcoll__adasum_check(size_t count, gcoll_dtype_t dtype, const size
     return GCOLL_SUCCESS;
 }
 
+const char *const gcoll__adasum_names[GCOLL_ADASUM_NALGOS] = {"halving", "shm_cma", "hierarchical"};
+static const char *const labels[GCOLL_ADASUM_NALGOS] = {"adasum/halving", "adasum/shm_cma", "adasum/hierarchical"};
+
+static const char *label(const char *name)
+{
+    for (int i = 0; i < GCOLL_ADASUM_NALGOS; i++)
+        if (strcmp(name, gcoll__adasum_names[i]) == 0)
+            return labels[i];
+    return NULL;
+}
+
 /* The algorithm GCOLL_ADASUM asks for on these arguments. */
 static const char *choose(const gcoll__coll_args_t *a)
 {
@@ -462,7 +473,7 @@ gcoll_status_t gcoll__adasum_build(gcoll__sched_t *s, const gcoll__coll_args_t *
 {
     GCOLL_CHECK(gcoll__adasum_check(a->count, a->dtype, tensor_counts, ntensors));
     const char *name = forced ? forced : choose(a);
-    if (strcmp(name, "halving") && strcmp(name, "shm_cma") && strcmp(name, "hierarchical"))
+    if (!label(name))
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "attr.algorithm '%s': Adasum accepts halving, shm_cma or hierarchical",
                             name);
     if (strcmp(name, "shm_cma") == 0 && !gcoll__shm_cma_usable(a))
@@ -470,7 +481,7 @@ gcoll_status_t gcoll__adasum_build(gcoll__sched_t *s, const gcoll__coll_args_t *
                             "attr.algorithm 'shm_cma': needs every rank on one host with single copy available");
     if (strcmp(name, "hierarchical") == 0 && !a->map)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "attr.algorithm 'hierarchical': needs the communicator's host map");
-    *algo = name[0] == 's' ? "adasum/shm_cma" : name[1] == 'a' ? "adasum/halving" : "adasum/hierarchical";
+    *algo = label(name);
     if (a->count == 0)
         return GCOLL_SUCCESS;
     size_t nt = tensor_counts ? ntensors : 1;
@@ -482,13 +493,18 @@ gcoll_status_t gcoll__adasum_build(gcoll__sched_t *s, const gcoll__coll_args_t *
     for (size_t t = 0; t < nt; t++)
         off[t + 1] = off[t] + (tensor_counts ? tensor_counts[t] : a->count);
     *sh = (gcoll__adasum_shape_t){.dtype = a->dtype, .es = a->esize, .nt = nt, .off = off};
-    if (name[0] == 'h' && name[1] == 'a')
+    if (strcmp(name, "halving") == 0)
         build_halving(s, a, sh);
-    else if (name[0] == 's')
+    else if (strcmp(name, "shm_cma") == 0)
         build_shm(s, a, sh);
     else
         build_hier(s, a, sh);
     if (s->status != GCOLL_SUCCESS)
         return gcoll__error(s->status, "adasum: no memory for the schedule of %zu elements", a->count);
     return GCOLL_SUCCESS;
+}
+
+const char *gcoll__adasum_choice(const gcoll__coll_args_t *a)
+{
+    return label(choose(a));
 }

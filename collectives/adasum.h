@@ -26,6 +26,12 @@ gcoll_status_t gcoll__adasum_check(size_t count, gcoll_dtype_t dtype, const size
 gcoll_status_t gcoll__adasum_build(gcoll__sched_t *s, const gcoll__coll_args_t *a, const size_t *tensor_counts,
                                    size_t ntensors, const char *forced, const char **algo);
 
+/* The algorithm names, for gcoll_algorithms("adasum"), and the one gcoll__adasum_build would
+ * pick for a (its label, as gcoll_comm_algorithm reports it). */
+extern const char *const gcoll__adasum_names[];
+#define GCOLL_ADASUM_NALGOS 3
+const char *gcoll__adasum_choice(const gcoll__coll_args_t *a);
+
 /* Kernels (adasum_kernels.c). For elements [first, first + n) of the fused buffer, a and b
  * pointing at element `first` of the two vectors: acc[3t..3t+2] += (a.b, a.a, b.b) over the part
  * of tensor t in the range, in double. */

@@ -172,7 +172,8 @@ GCOLL_API size_t gcoll_config_count(void);
 GCOLL_API gcoll_status_t gcoll_config_var(size_t index, gcoll_config_var_t *var);
 
 /* The algorithm the selection table picks for a collective ("allreduce", ...) of count elements
- * of dtype on comm (count as in the collective's own call), and the transport comm uses. */
+ * of dtype on comm (count as in the collective's own call), and the transport comm uses.
+ * "adasum" names the Adasum algorithm that GCOLL_ADASUM picks ("adasum/halving", ...). */
 GCOLL_API gcoll_status_t gcoll_comm_algorithm(gcoll_comm_t comm, const char *collective, size_t count,
                                               gcoll_dtype_t dtype, const char **algorithm);
 GCOLL_API gcoll_status_t gcoll_comm_transport(gcoll_comm_t comm, const char **name);
@@ -182,7 +183,7 @@ GCOLL_API gcoll_status_t gcoll_comm_transport(gcoll_comm_t comm, const char **na
 GCOLL_API gcoll_status_t gcoll_reduce_local(void *inout, const void *in, size_t count,
                                             gcoll_dtype_t dtype, gcoll_op_t op);
 
-/* Algorithm names of a collective ("allreduce", ...), for listing and for attr.algorithm. */
+/* Algorithm names of a collective ("allreduce", ..., "adasum"), for listing and for attr.algorithm. */
 GCOLL_API gcoll_status_t gcoll_algorithms(const char *collective, const char *const **names, size_t *count);
 
 #ifdef __cplusplus

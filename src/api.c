@@ -310,6 +310,12 @@ GCOLL_API gcoll_status_t gcoll_comm_algorithm(gcoll_comm_t comm, const char *col
     if (!collective || !algorithm)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is NULL", !collective ? "collective" : "algorithm");
     gcoll__coll_args_t a = {.count = count, .dtype = dtype, .coll = GCOLL_COLL_COUNT};
+    if (strcmp(collective, "adasum") == 0) { /* Adasum is an allreduce with its own algorithms */
+        a.coll = GCOLL_COLL_ALLREDUCE;
+        GCOLL_CHECK(check_common(&a, comm, 0));
+        *algorithm = gcoll__adasum_choice(&a);
+        return GCOLL_SUCCESS;
+    }
     for (int c = 0; c < GCOLL_COLL_COUNT; c++)
         if (strcmp(collective, gcoll__coll_name(c)) == 0)
             a.coll = (gcoll__coll_t)c;
