@@ -22,6 +22,7 @@
 #include "../src/config.h"
 #include "../src/copy.h"
 #include "../src/dtype.h"
+#include "../src/log.h"
 #include "adasum.h"
 #include "halving.h"
 #include "select.h"
@@ -474,13 +475,14 @@ gcoll_status_t gcoll__adasum_build(gcoll__sched_t *s, const gcoll__coll_args_t *
     GCOLL_CHECK(gcoll__adasum_check(a->count, a->dtype, tensor_counts, ntensors));
     const char *name = forced ? forced : choose(a);
     if (!label(name))
-        return gcoll__error(GCOLL_ERR_INVALID_ARG, "attr.algorithm '%s': Adasum accepts halving, shm_cma or hierarchical",
-                            name);
-    if (strcmp(name, "shm_cma") == 0 && !gcoll__shm_cma_usable(a))
-        return gcoll__error(GCOLL_ERR_INVALID_ARG,
-                            "attr.algorithm 'shm_cma': needs every rank on one host with single copy available");
-    if (strcmp(name, "hierarchical") == 0 && !a->map)
-        return gcoll__error(GCOLL_ERR_INVALID_ARG, "attr.algorithm 'hierarchical': needs the communicator's host map");
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "attr->algorithm '%s' is not an adasum algorithm: accepts "
+                            "halving|shm_cma|hierarchical", name);
+    /* as for the other collectives, an algorithm that cannot serve gives way to the built-in choice */
+    if ((strcmp(name, "shm_cma") == 0 && !gcoll__shm_cma_usable(a)) || (strcmp(name, "hierarchical") == 0 && !a->map)) {
+        GCOLL_LOG(GCOLL_LOG_INFO, "adasum: %s cannot serve this communicator (attr->algorithm); using the built-in "
+                  "choice", name);
+        name = choose(a);
+    }
     *algo = label(name);
     if (a->count == 0)
         return GCOLL_SUCCESS;
