@@ -106,11 +106,12 @@ done
 for np in 3 5; do
     run_mpi timeout "$np" GCOLL_TIMEOUT=1
 done
-# Adasum against its reference at 1..8 ranks (halving and shm_cma); 2 KiB single-copy chunks
-# make shm_cma's slices span many chunks
-for np in 1 2 3 4 5 7 8; do
+# Adasum against its reference at 1..8 ranks (halving and shm_cma), the large size at 2 ranks
+# (slices of several single-copy chunks) and at 3 with 4 KiB chunks
+for np in 1 3 4 5 7 8; do
     run_mpi adasum "$np" TEST_QUICK=1
 done
+run_mpi adasum 2
 run_mpi adasum 3 GCOLL_SHM_CHUNK_SIZE=4K
 # the node channel's other paths: copy-in/copy-out in many rounds and point-to-point messages
 # in fragments through 2-cell rings (no single copy), single copy in many chunks, and every
