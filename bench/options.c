@@ -15,7 +15,7 @@ void bench_usage(FILE *f, const char *prog)
             "       %s membw\n"
             "collectives: allreduce reduce_scatter allgather bcast reduce alltoall barrier\n"
             "       adasum: gcoll_adasum (one tensor) beside gcoll_allreduce sum on the same buffers,\n"
-            "               instead of MPI (float16 bfloat16 float32 float64; --algo halving|shm_cma|hierarchical)\n"
+            "               instead of MPI (float16 bfloat16 float32 float64; --algo halving|shm_slots|shm_cma|hierarchical)\n"
             "  -m MIN:MAX      message sizes in bytes, K/M/G suffixes (default 4:4M)\n"
             "  -f FACTOR       size step factor, an integer >= 2 (default 2)\n"
             "  -i ITERS        timed iterations per size (default: 1000, fewer for large sizes)\n"

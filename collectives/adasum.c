@@ -14,6 +14,9 @@
  *   in the same pass; the last level writes its slice into every rank's output. Levels + 1
  *   synchronizations; each rank reads its slice of every input twice and writes its slice of
  *   every output once.
+ * shm_slots: small vectors on one host. Every rank copies its vector into its staging slot (or
+ *   the arrive line, up to GCOLL_SHM_INLINE bytes) and, after one synchronization, computes the
+ *   whole tree from all slots itself: n - 1 combinations per rank, every rank the same bits.
  * hierarchical: ranks of a host sum into the host's first rank, those leaders run halving
  *   among themselves in host order, and each leader broadcasts the result in its host. */
 #include <stdio.h>
@@ -360,6 +363,63 @@ static void build_shm(gcoll__sched_t *s, const gcoll__coll_args_t *a, gcoll__ada
     a->shm->issued += (uint64_t)st->nlev;
 }
 
+/* ---- shm_slots: the whole tree on every rank, from the slots ---- */
+
+typedef struct {
+    gcoll__adasum_shape_t *sh;
+    char *tmp;    /* [P][count]: the intermediate vectors of ranks 0..P-1 */
+    double *sums; /* 3 nt */
+} slots_ada_t;
+
+static gcoll_status_t slots_publish(shm_op_t *op)
+{
+    memcpy(shm_input(op, op->shm->me), op->src, op->a.count * op->a.esize);
+    return GCOLL_SUCCESS;
+}
+
+/* dst = adasum(a, b) over the whole buffer. */
+static void combine_whole(const slots_ada_t *st, char *dst, const char *a, const char *b, size_t count)
+{
+    memset(st->sums, 0, 3 * st->sh->nt * sizeof(double));
+    gcoll__adasum_partials(st->sh, a, b, 0, count, st->sums);
+    gcoll__adasum_apply(st->sh, dst, a, b, 0, count, st->sums);
+}
+
+static gcoll_status_t slots_work(shm_op_t *op)
+{
+    slots_ada_t *st = (slots_ada_t *)op->scratch;
+    int n = op->shm->n, P = largest_pow2(n);
+    size_t cnt = op->a.count, bytes = cnt * op->a.esize;
+    const char **v = (const char **)(st->sums + 3 * st->sh->nt); /* [n]: where each vector is now */
+    for (int q = 0; q < n; q++)
+        v[q] = shm_input(op, q);
+    for (int q = P; q < n; q++) {
+        combine_whole(st, st->tmp + (size_t)(q - P) * bytes, v[q - P], v[q], cnt);
+        v[q - P] = st->tmp + (size_t)(q - P) * bytes;
+    }
+    for (int d = 1; d < P; d <<= 1)
+        for (int i = 0; i < P; i += 2 * d) {
+            char *out = 2 * d == P ? op->a.recvbuf : st->tmp + (size_t)i * bytes;
+            combine_whole(st, out, v[i], v[i + d], cnt);
+            v[i] = out;
+        }
+    return GCOLL_SUCCESS;
+}
+
+static void build_slots(gcoll__sched_t *s, const gcoll__coll_args_t *a, gcoll__adasum_shape_t *sh)
+{
+    if (gcoll__alone(s, a))
+        return;
+    shm_op_t *op = gcoll__shm_op(s, a, 0, 1, slots_publish, slots_work, sizeof(slots_ada_t));
+    if (!op)
+        return;
+    op->tiny = a->count * a->esize <= GCOLL_SHM_INLINE;
+    slots_ada_t *st = (slots_ada_t *)op->scratch;
+    st->sh = sh;
+    st->tmp = gcoll__sched_scratch(s, (size_t)largest_pow2(a->size) * a->count * a->esize);
+    st->sums = gcoll__sched_scratch(s, 3 * sh->nt * sizeof(double) + (size_t)a->size * sizeof(char *));
+}
+
 /* ---- hierarchical ---- */
 
 static void build_hier(gcoll__sched_t *s, const gcoll__coll_args_t *a, const gcoll__adasum_shape_t *sh)
@@ -446,8 +506,16 @@ gcoll_status_t gcoll__adasum_check(size_t count, gcoll_dtype_t dtype, const size
     return GCOLL_SUCCESS;
 }
 
-const char *const gcoll__adasum_names[GCOLL_ADASUM_NALGOS] = {"halving", "shm_cma", "hierarchical"};
-static const char *const labels[GCOLL_ADASUM_NALGOS] = {"adasum/halving", "adasum/shm_cma", "adasum/hierarchical"};
+const char *const gcoll__adasum_names[GCOLL_ADASUM_NALGOS] = {"halving", "shm_slots", "shm_cma", "hierarchical"};
+static const char *const labels[GCOLL_ADASUM_NALGOS] = {"adasum/halving", "adasum/shm_slots", "adasum/shm_cma",
+                                                        "adasum/hierarchical"};
+
+/* shm_slots while a vector fits a slot in one round; up to a quarter of the slot, since every
+ * rank then combines all n vectors (the sum's shm_slots goes up to the whole slot) */
+static int slots_usable(const gcoll__coll_args_t *a)
+{
+    return a->shm != NULL && a->count * a->esize <= a->shm->slot_bytes;
+}
 
 static const char *label(const char *name)
 {
@@ -466,6 +534,8 @@ static const char *choose(const gcoll__coll_args_t *a)
     int mode = gcoll__config.adasum; /* 0 auto, 1 flat, 2 hierarchical */
     if (mode == 2 || (mode == 0 && spans && crowded))
         return "hierarchical";
+    if (slots_usable(a) && (a->count * a->esize <= a->shm->slot_bytes / 4 || !gcoll__shm_cma_usable(a)))
+        return "shm_slots";
     return gcoll__shm_cma_usable(a) ? "shm_cma" : "halving";
 }
 
@@ -476,9 +546,10 @@ gcoll_status_t gcoll__adasum_build(gcoll__sched_t *s, const gcoll__coll_args_t *
     const char *name = forced ? forced : choose(a);
     if (!label(name))
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "attr->algorithm '%s' is not an adasum algorithm: accepts "
-                            "halving|shm_cma|hierarchical", name);
+                            "halving|shm_slots|shm_cma|hierarchical", name);
     /* as for the other collectives, an algorithm that cannot serve gives way to the built-in choice */
-    if ((strcmp(name, "shm_cma") == 0 && !gcoll__shm_cma_usable(a)) || (strcmp(name, "hierarchical") == 0 && !a->map)) {
+    if ((strcmp(name, "shm_cma") == 0 && !gcoll__shm_cma_usable(a)) || (strcmp(name, "hierarchical") == 0 && !a->map) ||
+        (strcmp(name, "shm_slots") == 0 && !slots_usable(a))) {
         GCOLL_LOG(GCOLL_LOG_INFO, "adasum: %s cannot serve this communicator (attr->algorithm); using the built-in "
                   "choice", name);
         name = choose(a);
@@ -499,6 +570,8 @@ gcoll_status_t gcoll__adasum_build(gcoll__sched_t *s, const gcoll__coll_args_t *
         build_halving(s, a, sh);
     else if (strcmp(name, "shm_cma") == 0)
         build_shm(s, a, sh);
+    else if (strcmp(name, "shm_slots") == 0)
+        build_slots(s, a, sh);
     else
         build_hier(s, a, sh);
     if (s->status != GCOLL_SUCCESS)

@@ -21,7 +21,7 @@ gcoll_status_t gcoll__adasum_check(size_t count, gcoll_dtype_t dtype, const size
  * allreduce's argument block as api.c fills it (op GCOLL_ADASUM; rank, size, shm, map, links of
  * the communicator); s must have been made with op GCOLL_SUM (the hierarchical variant's
  * intra-host sums run as plain reduce steps). forced: NULL (GCOLL_ADASUM decides), or one of
- * "halving", "shm_cma", "hierarchical". Checks the arguments first (gcoll__adasum_check);
+ * "halving", "shm_slots", "shm_cma", "hierarchical" (one that cannot serve gives way). Checks the arguments first (gcoll__adasum_check);
  * *algo names the algorithm used. tensor_counts is copied: the caller may free it at once. */
 gcoll_status_t gcoll__adasum_build(gcoll__sched_t *s, const gcoll__coll_args_t *a, const size_t *tensor_counts,
                                    size_t ntensors, const char *forced, const char **algo);
@@ -29,7 +29,7 @@ gcoll_status_t gcoll__adasum_build(gcoll__sched_t *s, const gcoll__coll_args_t *
 /* The algorithm names, for gcoll_algorithms("adasum"), and the one gcoll__adasum_build would
  * pick for a (its label, as gcoll_comm_algorithm reports it). */
 extern const char *const gcoll__adasum_names[];
-#define GCOLL_ADASUM_NALGOS 3
+#define GCOLL_ADASUM_NALGOS 4
 const char *gcoll__adasum_choice(const gcoll__coll_args_t *a);
 
 /* Kernels (adasum_kernels.c). For elements [first, first + n) of the fused buffer, a and b

@@ -20,7 +20,7 @@
 static gcoll_comm_t world;
 static int *host_of, nhosts; /* host of each rank, numbered in order of first rank */
 static int default_hier;     /* GCOLL_ADASUM's choice here is the hierarchical variant */
-static int shm_cma_here;     /* and whether it is shm_cma (every rank on one host, single copy) */
+static int shm_cma_here;     /* and whether, for large vectors, it is shm_cma (one host, single copy) */
 
 enum { C_RANDOM, C_ORTHOGONAL, C_IDENTICAL, C_ZEROS, C_TINY, C_HUGE, C_NCASES };
 static const char *const case_names[] = {"random", "orthogonal", "identical", "zeros", "tiny", "huge"};
@@ -213,7 +213,7 @@ int main(int argc, char **argv)
     int n = h_size;
     find_hosts();
     const char *choice = "";
-    CHECK_OK(gcoll_comm_algorithm(world, "adasum", 1, GCOLL_FLOAT32, &choice));
+    CHECK_OK(gcoll_comm_algorithm(world, "adasum", 1 << 20, GCOLL_FLOAT32, &choice)); /* past any slot */
     default_hier = strcmp(choice, "adasum/hierarchical") == 0;
     shm_cma_here = strcmp(choice, "adasum/shm_cma") == 0;
     if (h_rank == 0)
@@ -234,12 +234,14 @@ int main(int argc, char **argv)
         lays[3].count += lays[3].tc[t];
     }
     int nlays = q ? 4 : 5;
-    const char *algos[] = {"halving", "shm_cma", "hierarchical", NULL};
+    /* the shm ones on one host; where they cannot serve a call (no single copy, a vector larger
+     * than a slot) they give way to the built-in choice, which then is flat as well */
+    const char *algos[] = {"halving", "shm_slots", "shm_cma", "hierarchical", NULL};
     const gcoll_dtype_t dts[] = {GCOLL_FLOAT16, GCOLL_BFLOAT16, GCOLL_FLOAT32, GCOLL_FLOAT64};
-    for (int a = 0; a < 4; a++) {
-        if (a == 1 && !shm_cma_here) { /* forced where it cannot serve, it gives way: tested below */
+    for (int a = 0; a < 5; a++) {
+        if ((a == 1 || a == 2) && (nhosts > 1 || default_hier)) {
             if (h_rank == 0)
-                printf("note: shm_cma is not usable here (ranks on several hosts, or no single copy)\n");
+                printf("note: %s not run here (ranks on several hosts, or GCOLL_ADASUM=hierarchical)\n", algos[a]);
             continue;
         }
         for (int t = 0; t < 4; t++)
