@@ -33,7 +33,6 @@
 
 /* ---- shared helpers ---- */
 
-static gcoll_status_t local_step(void *state, int *done);
 static void local_who(void *state, char *buf, size_t len)
 {
     (void)state;
@@ -338,7 +337,7 @@ static int plan_levels(gcoll__sched_t *s, shm_ada_t *st, int n, int me, size_t c
     return 0;
 }
 
-static void build_shm(gcoll__sched_t *s, const gcoll__coll_args_t *a, gcoll__adasum_shape_t *sh)
+static void build_cma(gcoll__sched_t *s, const gcoll__coll_args_t *a, gcoll__adasum_shape_t *sh)
 {
     if (gcoll__alone(s, a))
         return;
@@ -570,13 +569,14 @@ gcoll_status_t gcoll__adasum_build(gcoll__sched_t *s, const gcoll__coll_args_t *
     if (strcmp(name, "halving") == 0)
         build_halving(s, a, sh);
     else if (strcmp(name, "shm_cma") == 0)
-        build_shm(s, a, sh);
+        build_cma(s, a, sh);
     else if (strcmp(name, "shm_slots") == 0)
         build_slots(s, a, sh);
     else
         build_hier(s, a, sh);
     if (s->status != GCOLL_SUCCESS)
-        return gcoll__error(s->status, "adasum: no memory for the schedule of %zu elements", a->count);
+        return gcoll__error(s->status, "adasum: the schedule of %zu elements could not be built (%s)", a->count,
+                            gcoll_status_name(s->status));
     return GCOLL_SUCCESS;
 }
 
