@@ -170,17 +170,31 @@ static void test_errors(void)
           gcoll_op_name(GCOLL_ADASUM));
 }
 
-/* gcoll_allreduce with GCOLL_ADASUM is gcoll_adasum over one tensor, bit for bit. */
+/* gcoll_allreduce with GCOLL_ADASUM is gcoll_adasum over one tensor, bit for bit; and several
+ * gcoll_iadasum in flight at once (each size takes its own algorithm) give what the blocking
+ * calls give. */
 static void test_allreduce_op(void)
 {
-    size_t cnt = 1031;
+    size_t cnt = 100003, sizes[3] = {100003, 1031, 5};
     gen_t g = {.kind = C_RANDOM, .d = GCOLL_FLOAT32, .n = h_size, .seed = 5};
-    float *in = malloc(cnt * 4), *a = malloc(cnt * 4), *b = malloc(cnt * 4);
+    float *in = malloc(cnt * 4), *a = malloc(cnt * 4), *b = malloc(cnt * 4), *c[3];
     for (size_t i = 0; i < cnt; i++)
         in[i] = (float)value(h_rank, i, &g);
-    CHECK_OK(gcoll_allreduce(in, a, cnt, GCOLL_FLOAT32, GCOLL_ADASUM, world));
-    CHECK_OK(gcoll_adasum(in, b, cnt, GCOLL_FLOAT32, NULL, 1, world));
-    CHECK(memcmp(a, b, cnt * 4) == 0, "allreduce GCOLL_ADASUM differs from gcoll_adasum");
+    CHECK_OK(gcoll_allreduce(in, a, 1031, GCOLL_FLOAT32, GCOLL_ADASUM, world));
+    CHECK_OK(gcoll_adasum(in, b, 1031, GCOLL_FLOAT32, NULL, 1, world));
+    CHECK(memcmp(a, b, 1031 * 4) == 0, "allreduce GCOLL_ADASUM differs from gcoll_adasum");
+    gcoll_request_t req[3];
+    for (int k = 0; k < 3; k++) {
+        c[k] = malloc(sizes[k] * 4);
+        CHECK_OK(gcoll_iadasum(in, c[k], sizes[k], GCOLL_FLOAT32, NULL, 0, world, NULL, &req[k]));
+    }
+    for (int k = 2; k >= 0; k--) {
+        CHECK_OK(gcoll_wait(&req[k]));
+        CHECK_OK(gcoll_adasum(in, b, sizes[k], GCOLL_FLOAT32, NULL, 0, world));
+        CHECK(memcmp(c[k], b, sizes[k] * 4) == 0, "iadasum of %zu elements in flight with others differs",
+              sizes[k]);
+        free(c[k]);
+    }
     free(in);
     free(a);
     free(b);
