@@ -17,7 +17,7 @@
 
 CLONES static void dot_f32(const float *a, const float *b, size_t n, double out[3])
 {
-    double d[LANES] = {0}, x[LANES] = {0}, y[LANES] = {0};
+    double d[LANES] = {0}, x[LANES] = {0}, y[LANES] = {0}, td = 0, tx = 0, ty = 0;
     size_t i = 0;
     for (; i + LANES <= n; i += LANES)
         for (int l = 0; l < LANES; l++) {
@@ -26,17 +26,20 @@ CLONES static void dot_f32(const float *a, const float *b, size_t n, double out[
             x[l] += p * p;
             y[l] += q * q;
         }
-    for (; i < n; i++) {
+    for (; i < n; i++) { /* the tail apart, so that the lanes stay a vector */
         double p = a[i], q = b[i];
-        d[0] += p * q;
-        x[0] += p * p;
-        y[0] += q * q;
+        td += p * q;
+        tx += p * p;
+        ty += q * q;
     }
     for (int l = 0; l < LANES; l++) {
-        out[0] += d[l];
-        out[1] += x[l];
-        out[2] += y[l];
+        td += d[l];
+        tx += x[l];
+        ty += y[l];
     }
+    out[0] += td;
+    out[1] += tx;
+    out[2] += ty;
 }
 
 CLONES static void dot_f64(const double *a, const double *b, size_t n, double out[3])
@@ -81,10 +84,13 @@ static void dot_half(gcoll_dtype_t dt, const uint16_t *a, const uint16_t *b, siz
     out[2] += y;
 }
 
+/* fp32 combines in float: DESIGN.md asks double of the dot and norms only, and float keeps the
+ * pass at memory speed (double took 0.5 ns an element in cache) */
 CLONES static void axpby_f32(float *dst, const float *a, const float *b, size_t n, double ca, double cb)
 {
+    float fa = (float)ca, fb = (float)cb;
     for (size_t i = 0; i < n; i++)
-        dst[i] = (float)(ca * a[i] + cb * b[i]);
+        dst[i] = fa * a[i] + fb * b[i];
 }
 
 CLONES static void axpby_f64(double *dst, const double *a, const double *b, size_t n, double ca, double cb)
