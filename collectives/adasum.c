@@ -19,6 +19,7 @@
  *   whole tree from all slots itself: n - 1 combinations per rank, every rank the same bits.
  * hierarchical: ranks of a host sum into the host's first rank, those leaders run halving
  *   among themselves in host order, and each leader broadcasts the result in its host. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -39,7 +40,7 @@ static void local_who(void *state, char *buf, size_t len)
     snprintf(buf, len, "none (a local Adasum step)");
 }
 
-typedef enum { JOB_PARTIALS, JOB_ADD, JOB_APPLY, JOB_WHOLE } job_kind_t;
+typedef enum { JOB_PARTIALS, JOB_SLICE, JOB_ADD, JOB_APPLY, JOB_WHOLE } job_kind_t;
 
 /* One local step of the halving schedule. */
 typedef struct {
@@ -49,6 +50,11 @@ typedef struct {
     char *dst;
     size_t first, n;
     double *sums, *in; /* 3 nt doubles each */
+    /* JOB_SLICE: the partial sums of one received slice, added in slice order as soon as the
+     * slice has landed (while later ones are still arriving, and the slice is still in cache) */
+    const gcoll__sched_t *s;
+    size_t recv_step;  /* the step that receives this slice */
+    size_t prev_step;  /* the previous slice's step, or SIZE_MAX for the first (which zeroes sums) */
 } job_t;
 
 static gcoll_status_t local_step(void *state, int *done)
@@ -56,6 +62,13 @@ static gcoll_status_t local_step(void *state, int *done)
     job_t *j = state;
     size_t m = 3 * j->sh->nt;
     switch (j->kind) {
+    case JOB_SLICE:
+        if (!j->s->steps[j->recv_step].done || (j->prev_step != SIZE_MAX && !j->s->steps[j->prev_step].done))
+            return GCOLL_SUCCESS;
+        if (j->prev_step == SIZE_MAX)
+            memset(j->sums, 0, m * sizeof(double));
+        gcoll__adasum_partials(j->sh, j->a, j->b, j->first, j->n, j->sums);
+        break;
     case JOB_PARTIALS:
         memset(j->sums, 0, m * sizeof(double));
         gcoll__adasum_partials(j->sh, j->a, j->b, j->first, j->n, j->sums);
@@ -77,13 +90,14 @@ static gcoll_status_t local_step(void *state, int *done)
     return GCOLL_SUCCESS;
 }
 
-static void add_job(gcoll__sched_t *s, job_t j)
+static job_t *add_job(gcoll__sched_t *s, job_t j)
 {
     job_t *p = gcoll__sched_scratch(s, sizeof(*p));
     if (!p)
-        return;
+        return NULL;
     *p = j;
     gcoll__sched_custom(s, local_step, local_who, p);
+    return p;
 }
 
 static int largest_pow2(int n)
@@ -138,17 +152,38 @@ static void build_halving(gcoll__sched_t *s, const gcoll__coll_args_t *a, const 
         size_t ko = gcoll__halving_off(&h, klo), kn = gcoll__halving_off(&h, khi) - ko;
         size_t so = gcoll__halving_off(&h, slo), sn = gcoll__halving_off(&h, shi) - so;
         char *recv_at = cur != rb ? rb + ko * es : tmp;
-        gcoll__sched_round(s);
-        if (kn)
-            gcoll__sched_recv(s, vp, recv_at, kn * es);
-        if (sn)
-            gcoll__sched_send(s, vp, cur + so * es, sn * es);
         const char *mine = cur + ko * es;
         job_t j = {.sh = sh, .a = low ? mine : recv_at, .b = low ? recv_at : mine, .dst = rb + ko * es,
-                   .first = ko, .n = kn, .sums = sums, .in = in};
+                   .first = ko, .n = kn, .sums = sums, .in = in, .s = s};
+        /* between hosts both halves go in slices of GCOLL_CHUNK_BYTES (the peer cuts alike), and
+         * each received slice's partial sums are taken as soon as it lands, hiding them behind
+         * the network (4 hosts x 1 at 1 Gbit/s, 64 MiB: 1.05x the sum's time against 1.13x
+         * unsliced); inside a host, where single copy moves a half at memory speed, slices only
+         * cost (2 ranks, 64 MiB: 1.42-1.50x against 1.35) */
+        int remote = !a->map || a->map->host[vp] != a->map->host[r];
+        size_t slice = remote && gcoll__config.chunk_bytes / es ? gcoll__config.chunk_bytes / es : kn + sn + 1;
+        gcoll__sched_round(s);
+        for (size_t o = 0; o < sn; o += slice)
+            gcoll__sched_send(s, vp, cur + (so + o) * es, (sn - o < slice ? sn - o : slice) * es);
+        size_t prev = SIZE_MAX;
+        for (size_t o = 0; o < kn; o += slice) {
+            size_t len = kn - o < slice ? kn - o : slice;
+            gcoll__sched_recv(s, vp, recv_at + o * es, len * es);
+            job_t sj = j;
+            sj.kind = JOB_SLICE;
+            sj.a = j.a + o * es;
+            sj.b = j.b + o * es;
+            sj.first = ko + o;
+            sj.n = len;
+            sj.recv_step = s->nsteps - 1;
+            sj.prev_step = prev;
+            add_job(s, sj);
+            prev = s->nsteps - 1;
+        }
         gcoll__sched_round(s);
         j.kind = JOB_PARTIALS;
-        add_job(s, j);
+        if (!kn)
+            add_job(s, j);
         /* the pair group is the 2 mask ranks that share r's bits above mask */
         for (int d = 1; d <= mask; d <<= 1) {
             gcoll__sched_round(s);
