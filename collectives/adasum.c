@@ -4,10 +4,12 @@
  *   halves of the range they hold (the lower rank's group is a, the upper's b) and keep one; the
  *   per-tensor (a.b, a.a, b.b) of each kept part are summed among the 2d ranks of the pair group
  *   by recursive doubling (3 doubles per tensor, log2(2d) small messages), and each rank applies
- *   the coefficients to its part. Then a doubling allgather. Data volume per rank is a
+ *   the coefficients to its part (between hosts the halves go in slices, each slice's sums taken
+ *   as it lands). Then a doubling allgather. Data volume per rank is a
  *   Rabenseifner allreduce's, 2(P-1)/P of the vector, plus a whole vector each way for a
  *   folded rank; the extra messages total 3 ntensors doubles x log2(P)(log2(P)+1)/2.
- * shm_cma: every rank shares the host. Each rank owns a 1/n slice; per level it reads the slices
+ * shm_cma (by attr.algorithm only: halving over the node channel was faster at every size
+ *   measured): every rank shares the host. Each rank owns a 1/n slice; per level it reads the slices
  *   of the level's inputs straight from the peers' buffers (single copy, a cache-sized chunk at
  *   a time), publishes the per-tensor partials of its slice, and after one synchronization every
  *   rank sums all partials in rank order, applies them, and computes the next level's partials
