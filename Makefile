@@ -75,6 +75,7 @@ lib: $(SHLIB) $(STLIB) $(LIBDIR)/libgcoll.so
 $(OBJDIR)/src/reduce_generic.o: EXTRA := -O3
 $(OBJDIR)/src/reduce_avx2.o: EXTRA := -O3 -mavx2 -mfma -mf16c
 $(OBJDIR)/src/reduce_avx512.o: EXTRA := -O3 -mavx512f -mavx512bw -mavx512vl -mf16c -mfma -mprefer-vector-width=512
+$(OBJDIR)/collectives/adasum_kernels.o: EXTRA := -O3
 
 # -MMD: each object also depends on every header it includes.
 $(OBJDIR)/%.o: %.c Makefile
@@ -109,8 +110,8 @@ $(BINDIR)/gcoll-info: tools/gcoll_info.c tools/select_table.c $(STLIB) $(wildcar
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(FEATURES) -Icollectives tools/gcoll_info.c tools/select_table.c -o $@ $(STLIB) $(SANFLAGS) $(LDLIBS)
 
-TEST_COMMON := tests/mpi/harness.c bench/reference.c
-$(BINDIR)/%: tests/mpi/%.c $(TEST_COMMON) tests/mpi/harness.h bench/reference.h $(LIBDIR)/libgcoll.so
+TEST_COMMON := tests/mpi/harness.c bench/reference.c bench/adasum_ref.c
+$(BINDIR)/%: tests/mpi/%.c $(TEST_COMMON) tests/mpi/harness.h bench/reference.h bench/adasum_ref.h $(LIBDIR)/libgcoll.so
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) -Itests/mpi -Ibench $< $(TEST_COMMON) -o $@ $(PROG_LDFLAGS)
 

@@ -132,7 +132,8 @@ int main(int argc, char **argv)
     }
 
     baseline_t bl;
-    if (o.baseline_mpi && baseline_init(&bl, o.dtype, o.op) != MPI_SUCCESS) {
+    int mpi_side = o.baseline_mpi && o.subcmd != B_ADASUM; /* adasum's other side is gcoll's sum */
+    if (mpi_side && baseline_init(&bl, o.dtype, o.op) != MPI_SUCCESS) {
         fprintf(stderr, "gcoll_bench: the MPI baseline could not be set up\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
@@ -159,7 +160,7 @@ int main(int argc, char **argv)
             continue;
         }
         bench_row_t row = {0};
-        if (bench_run_size(&o, world, o.baseline_mpi ? &bl : NULL, count, &row) != 0)
+        if (bench_run_size(&o, world, mpi_side ? &bl : NULL, count, &row) != 0)
             MPI_Abort(MPI_COMM_WORLD, 1);
         if (rank == 0)
             report_row(&o, &env, &row);
@@ -170,7 +171,7 @@ int main(int argc, char **argv)
     int rc = 0;
     if (rank == 0 && (overlap ? overlap_finish(&o, &env) : report_finish(&o, &env)) != 0)
         rc = 1;
-    if (o.baseline_mpi)
+    if (mpi_side)
         baseline_free(&bl);
     gcoll_finalize();
     return rc ? rc : all_valid ? 0 : 1;

@@ -5,7 +5,7 @@
 #include "metrics.h"
 
 static const char *const names[B_NCOLL] = {"allreduce", "reduce_scatter", "allgather", "bcast",
-                                           "reduce", "alltoall", "barrier"};
+                                           "reduce", "alltoall", "barrier", "adasum"};
 
 const char *bench_coll_name(bench_coll_t c)
 {
@@ -23,7 +23,8 @@ int bench_coll_find(const char *name)
 double bench_busbw_factor(bench_coll_t c, int n)
 {
     switch (c) {
-    case B_ALLREDUCE: return 2.0 * (n - 1) / n;
+    case B_ALLREDUCE:
+    case B_ADASUM: return 2.0 * (n - 1) / n;
     case B_REDUCE_SCATTER:
     case B_ALLGATHER:
     case B_ALLTOALL: return (double)(n - 1) / n;

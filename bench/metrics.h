@@ -6,13 +6,15 @@
 #include <stddef.h>
 
 typedef enum {
-    B_ALLREDUCE, B_REDUCE_SCATTER, B_ALLGATHER, B_BCAST, B_REDUCE, B_ALLTOALL, B_BARRIER, B_NCOLL
+    B_ALLREDUCE, B_REDUCE_SCATTER, B_ALLGATHER, B_BCAST, B_REDUCE, B_ALLTOALL, B_BARRIER,
+    B_ADASUM, /* gcoll_adasum, beside gcoll's sum allreduce instead of MPI */
+    B_NCOLL
 } bench_coll_t;
 
 const char *bench_coll_name(bench_coll_t c);
 int bench_coll_find(const char *name); /* -1 if unknown */
 
-/* busbw = algbw * factor: allreduce 2(n-1)/n; reduce_scatter, allgather, alltoall (n-1)/n;
+/* busbw = algbw * factor: allreduce and adasum 2(n-1)/n; reduce_scatter, allgather, alltoall (n-1)/n;
  * bcast and reduce 1; barrier 0 (it moves no data). */
 double bench_busbw_factor(bench_coll_t c, int nranks);
 

@@ -18,6 +18,8 @@ void bench_usage(FILE *f, const char *prog)
             "       mpirun -np N %s train [options]\n"
             "       %s membw\n"
             "collectives: allreduce reduce_scatter allgather bcast reduce alltoall barrier\n"
+            "       adasum: gcoll_adasum (one tensor) beside gcoll_allreduce sum on the same buffers,\n"
+            "               instead of MPI (float16 bfloat16 float32 float64; --algo halving|shm_slots|shm_cma|hierarchical)\n"
             "  -m MIN:MAX      message sizes in bytes, K/M/G suffixes (default 4:4M)\n"
             "  -f FACTOR       size step factor, an integer >= 2 (default 2)\n"
             "  -i ITERS        timed iterations per size (default: 1000, fewer for large sizes)\n"
@@ -29,6 +31,7 @@ void bench_usage(FILE *f, const char *prog)
             "  --inplace       sendbuf == recvbuf\n"
             "  -c              validate every iteration (default: once per size)\n"
             "  --baseline B    mpi or none (default mpi): MPI's own collective in the same run\n"
+            "                  (adasum: mpi means gcoll's sum allreduce)\n"
             "  --csv FILE      also write the rows as CSV\n"
             "  --json FILE     also write the rows as JSON\n"
             "  --algo NAME     force a gcoll algorithm (see gcoll-info / the README)\n"
@@ -191,6 +194,8 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen
                 op++;
             if (op == GCOLL_OP_COUNT)
                 return fail(err, errlen, "-o '%s': unknown op", optarg);
+            if (op == GCOLL_ADASUM)
+                return fail(err, errlen, "-o adasum: use the adasum subcommand");
             o->op = (gcoll_op_t)op;
             break;
         }
@@ -229,5 +234,12 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen
     }
     if (optind < argc)
         return fail(err, errlen, "unexpected argument '%s'", argv[optind]);
+    if (o->subcmd == B_ADASUM) {
+        if (o->dtype != GCOLL_FLOAT16 && o->dtype != GCOLL_BFLOAT16 && o->dtype != GCOLL_FLOAT32 &&
+            o->dtype != GCOLL_FLOAT64)
+            return fail(err, errlen, "-d %s: adasum takes float16, bfloat16, float32 or float64",
+                        gcoll_dtype_name(o->dtype));
+        o->op = GCOLL_ADASUM;
+    }
     return check_applicable(o, seen, err, errlen);
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adasum_ref.h"
 #include "report.h"
 
 static bench_row_t *rows;
@@ -13,29 +14,45 @@ static double busbw(const bench_opts_t *o, const bench_env_t *env, const bench_r
     return bench_algbw(r->bytes, usec) * bench_busbw_factor((bench_coll_t)o->subcmd, env->nranks);
 }
 
+/* adasum's baseline is gcoll's sum allreduce, and its ratio is adasum's time over the sum's */
+static int ada(const bench_opts_t *o)
+{
+    return o->subcmd == B_ADASUM;
+}
+
+static double ratio(const bench_opts_t *o, const bench_row_t *r)
+{
+    if (ada(o))
+        return r->m.avg > 0 ? r->g.avg / r->m.avg : 0;
+    return r->g.avg > 0 ? r->m.avg / r->g.avg : 0;
+}
+
 static const char *valid_text(const bench_opts_t *o, const bench_row_t *r)
 {
     if (!r->g_valid)
-        return o->baseline_mpi && !r->m_valid ? "FAIL(both)" : "FAIL(gcoll)";
-    return o->baseline_mpi && !r->m_valid ? "FAIL(mpi)" : "ok";
+        return o->baseline_mpi && !r->m_valid ? "FAIL(both)" : ada(o) ? "FAIL(adasum)" : "FAIL(gcoll)";
+    return o->baseline_mpi && !r->m_valid ? (ada(o) ? "FAIL(sum)" : "FAIL(mpi)") : "ok";
 }
 
 void report_header(const bench_opts_t *o, const bench_env_t *env)
 {
     printf("# gcoll_bench %s: gcoll %s", bench_coll_name((bench_coll_t)o->subcmd), env->gcoll_version);
     if (o->baseline_mpi)
-        printf(" beside %s", env->mpi_version);
+        printf(" beside %s", ada(o) ? "gcoll_allreduce sum on the same buffers" : env->mpi_version);
     printf("\n# %d ranks on %d host%s (%s), transport %s, algorithm %s\n", env->nranks, env->nhosts,
            env->nhosts == 1 ? "" : "s", env->hosts, env->transport, o->algo ? o->algo : "by size (column)");
-    printf("# dtype %s, op %s, %s, validation %s, %d blocks alternating gcoll and MPI per size\n",
+    printf("# dtype %s, op %s, %s, validation %s, %d blocks alternating gcoll and %s per size\n",
            gcoll_dtype_name(o->dtype), gcoll_op_name(o->op), o->inplace ? "in place" : "out of place",
-           o->check_each ? "every iteration" : "once per size", 4);
+           o->check_each ? "every iteration" : "once per size", 4, ada(o) ? "the sum" : "MPI");
+    if (ada(o))
+        printf("# adasum validated against bench/adasum_ref.c (relative error <= %g), the sum bit for bit\n",
+               adasum_ref_tolerance(o->dtype));
     printf("# memcpy bandwidth of this machine: %.1f GB/s (one core, 64 MiB)\n", env->memcpy_gbps);
     printf("# latency in us (avg of rank averages, min and max rank average); bandwidth in GB/s\n");
     printf("%12s %11s %-19s %10s %10s %10s %8s %8s", "bytes", "count", "algorithm", "avg", "min", "max",
            "algbw", "busbw");
     if (o->baseline_mpi)
-        printf(" | %10s %8s %9s", "MPI avg", "busbw", "MPI/gcoll");
+        printf(" | %10s %8s %9s", ada(o) ? "sum avg" : "MPI avg", "busbw", ada(o) ? "ada/sum" : "MPI/gcoll");
     printf(" %6s %s\n", "iters", "valid");
     fflush(stdout);
 }
@@ -45,7 +62,7 @@ void report_row(const bench_opts_t *o, const bench_env_t *env, const bench_row_t
     printf("%12zu %11zu %-19s %10.2f %10.2f %10.2f %8.3f %8.3f", r->bytes, r->count, r->algo, r->g.avg, r->g.min,
            r->g.max, bench_algbw(r->bytes, r->g.avg), busbw(o, env, r, r->g.avg));
     if (o->baseline_mpi)
-        printf(" | %10.2f %8.3f %9.2f", r->m.avg, busbw(o, env, r, r->m.avg), r->g.avg > 0 ? r->m.avg / r->g.avg : 0);
+        printf(" | %10.2f %8.3f %9.2f", r->m.avg, busbw(o, env, r, r->m.avg), ratio(o, r));
     printf(" %6d %s\n", r->iters, valid_text(o, r));
     fflush(stdout);
     bench_row_t *grown = realloc(rows, (nrows + 1) * sizeof(*rows));
@@ -60,9 +77,10 @@ static int write_csv(const bench_opts_t *o, const bench_env_t *env)
     FILE *f = fopen(o->csv, "w");
     if (!f)
         return -1;
+    const char *b = ada(o) ? "sum" : "mpi";
     fprintf(f, "collective,dtype,op,inplace,ranks,bytes,count,algorithm,iters,gcoll_avg_us,gcoll_min_us,"
-               "gcoll_max_us,gcoll_algbw_GBps,gcoll_busbw_GBps,mpi_avg_us,mpi_min_us,mpi_max_us,"
-               "mpi_algbw_GBps,mpi_busbw_GBps,mpi_over_gcoll,valid\n");
+               "gcoll_max_us,gcoll_algbw_GBps,gcoll_busbw_GBps,%s_avg_us,%s_min_us,%s_max_us,"
+               "%s_algbw_GBps,%s_busbw_GBps,%s,valid\n", b, b, b, b, b, ada(o) ? "adasum_over_sum" : "mpi_over_gcoll");
     for (size_t i = 0; i < nrows; i++) {
         const bench_row_t *r = &rows[i];
         fprintf(f, "%s,%s,%s,%d,%d,%zu,%zu,%s,%d,%.3f,%.3f,%.3f,%.4f,%.4f,", bench_coll_name((bench_coll_t)o->subcmd),
@@ -71,7 +89,7 @@ static int write_csv(const bench_opts_t *o, const bench_env_t *env)
                 busbw(o, env, r, r->g.avg));
         if (o->baseline_mpi)
             fprintf(f, "%.3f,%.3f,%.3f,%.4f,%.4f,%.4f,", r->m.avg, r->m.min, r->m.max,
-                    bench_algbw(r->bytes, r->m.avg), busbw(o, env, r, r->m.avg), r->g.avg > 0 ? r->m.avg / r->g.avg : 0);
+                    bench_algbw(r->bytes, r->m.avg), busbw(o, env, r, r->m.avg), ratio(o, r));
         else
             fprintf(f, ",,,,,,");
         fprintf(f, "%s\n", valid_text(o, r));
@@ -85,7 +103,8 @@ static int write_json(const bench_opts_t *o, const bench_env_t *env)
     if (!f)
         return -1;
     fprintf(f, "{\n  \"collective\": \"%s\", \"gcoll_version\": \"%s\", \"baseline\": \"%s\",\n",
-            bench_coll_name((bench_coll_t)o->subcmd), env->gcoll_version, o->baseline_mpi ? "mpi" : "none");
+            bench_coll_name((bench_coll_t)o->subcmd), env->gcoll_version,
+            !o->baseline_mpi ? "none" : ada(o) ? "allreduce_sum" : "mpi");
     fprintf(f, "  \"ranks\": %d, \"hosts\": %d, \"transport\": \"%s\", \"dtype\": \"%s\", \"op\": \"%s\",\n",
             env->nranks, env->nhosts, env->transport, gcoll_dtype_name(o->dtype), gcoll_op_name(o->op));
     fprintf(f, "  \"inplace\": %s, \"validate_every_iteration\": %s, \"memcpy_GBps\": %.2f,\n  \"rows\": [",
@@ -97,8 +116,8 @@ static int write_json(const bench_opts_t *o, const bench_env_t *env)
                 i ? "," : "", r->bytes, r->count, r->algo, r->iters, r->g.avg, r->g.min, r->g.max,
                 busbw(o, env, r, r->g.avg));
         if (o->baseline_mpi)
-            fprintf(f, ", \"mpi\": {\"avg_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, \"busbw_GBps\": %.4f}",
-                    r->m.avg, r->m.min, r->m.max, busbw(o, env, r, r->m.avg));
+            fprintf(f, ", \"%s\": {\"avg_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, \"busbw_GBps\": %.4f}",
+                    ada(o) ? "sum" : "mpi", r->m.avg, r->m.min, r->m.max, busbw(o, env, r, r->m.avg));
         fprintf(f, ", \"valid\": \"%s\"}", valid_text(o, r));
     }
     fprintf(f, "\n  ]\n}\n");
@@ -115,7 +134,7 @@ int report_finish(const bench_opts_t *o, const bench_env_t *env)
     if (nrows && o->subcmd != B_BARRIER) {
         printf("# average bus bandwidth over %zu sizes: gcoll %.3f GB/s", nrows, g / (double)nrows);
         if (o->baseline_mpi)
-            printf(", MPI %.3f GB/s", m / (double)nrows);
+            printf(", %s %.3f GB/s", ada(o) ? "sum" : "MPI", m / (double)nrows);
         printf("\n");
     }
     int rc = 0;

@@ -6,6 +6,7 @@
 
 #include <mpi.h>
 
+#include "adasum_ref.h"
 #include "reference.h"
 #include "runner.h"
 
@@ -24,7 +25,15 @@ typedef struct {
     char *in_at;         /* where the input lives: sbuf, or rbuf (+ offset) in place */
     char *check_at;      /* where the output is read */
     size_t check_bytes;  /* 0: nothing to check on this rank */
+    adasum_ref_t ada;    /* adasum: the reference of the gcoll side (the sum side checks expect) */
+    int have_ada;
 } ctx_t;
+
+/* Rank q's input at element i, for the Adasum reference (ctx: the dtype). */
+static double ada_value(int q, size_t i, void *ctx)
+{
+    return ref_value(q, i, *(const gcoll_dtype_t *)ctx, GCOLL_SUM);
+}
 
 /* Sizes of input and output, where they live, and the reference output. */
 static int prepare(ctx_t *x)
@@ -55,6 +64,22 @@ static int prepare(ctx_t *x)
     x->check_bytes = x->out_bytes;
 
     switch (x->coll) {
+    case B_ADASUM: /* both sides reduce the sum's inputs */
+        ref_fill_values(x->pristine, x->count, r, o->dtype, GCOLL_SUM);
+        ref_fill_expected(x->expect, 0, x->count, o->dtype, GCOLL_SUM, x->n);
+        {
+            double *eye = calloc((size_t)x->n * (size_t)x->n, sizeof(double));
+            if (!eye)
+                return -1;
+            for (int q = 0; q < x->n; q++)
+                eye[(size_t)q * (size_t)x->n + (size_t)q] = 1;
+            int rc = adasum_ref_init(&x->ada, x->n, x->n, eye, x->count, NULL, 0, ada_value, (void *)&o->dtype);
+            free(eye);
+            if (rc != 0)
+                return -1;
+            x->have_ada = 1;
+        }
+        break;
     case B_ALLREDUCE:
     case B_REDUCE:
         ref_fill_values(x->pristine, x->count, r, o->dtype, o->op);
@@ -101,6 +126,7 @@ static gcoll_status_t run_blocking(ctx_t *x, const void *sb, void *rb)
     case B_BCAST: return gcoll_bcast(rb, x->count, o->dtype, o->root, x->comm);
     case B_REDUCE: return gcoll_reduce(sb, rb, x->count, o->dtype, o->op, o->root, x->comm);
     case B_ALLTOALL: return gcoll_alltoall(sb, rb, x->count, o->dtype, x->comm);
+    case B_ADASUM: return gcoll_adasum(sb, rb, x->count, o->dtype, NULL, 0, x->comm);
     default: return gcoll_barrier(x->comm);
     }
 }
@@ -119,6 +145,7 @@ static gcoll_status_t run_forced(ctx_t *x, const void *sb, void *rb)
     case B_BCAST: st = gcoll_ibcast(rb, x->count, o->dtype, o->root, x->comm, &attr, &req); break;
     case B_REDUCE: st = gcoll_ireduce(sb, rb, x->count, o->dtype, o->op, o->root, x->comm, &attr, &req); break;
     case B_ALLTOALL: st = gcoll_ialltoall(sb, rb, x->count, o->dtype, x->comm, &attr, &req); break;
+    case B_ADASUM: st = gcoll_iadasum(sb, rb, x->count, o->dtype, NULL, 0, x->comm, &attr, &req); break;
     default: st = gcoll_ibarrier(x->comm, &attr, &req); break;
     }
     return st == GCOLL_SUCCESS ? gcoll_wait(&req) : st;
@@ -138,14 +165,26 @@ static int run_mpi(ctx_t *x)
 {
     /* MPI's in place for allgather is MPI_IN_PLACE with the block already in recvbuf */
     const void *sb = x->o->inplace ? x->rbuf : x->sbuf;
+    if (x->coll == B_ADASUM) { /* the other side of adasum is gcoll's own sum */
+        gcoll_status_t st = gcoll_allreduce(sb, x->rbuf, x->count, x->o->dtype, GCOLL_SUM, x->comm);
+        if (st != GCOLL_SUCCESS)
+            fprintf(stderr, "gcoll_bench [rank %d]: sum allreduce: %s: %s\n", x->rank, gcoll_status_name(st),
+                    gcoll_last_error());
+        return st == GCOLL_SUCCESS ? 0 : -1;
+    }
     int rc = baseline_run(x->bl, x->coll, sb, x->rbuf, x->count, x->o->dtype, x->o->op, x->o->root);
     if (rc != MPI_SUCCESS)
         fprintf(stderr, "gcoll_bench [rank %d]: MPI baseline failed (%d)\n", x->rank, rc);
     return rc == MPI_SUCCESS ? 0 : -1;
 }
 
-static int check(const ctx_t *x)
+/* side 0 is gcoll; side 1 the baseline (for adasum, the sum allreduce). */
+static int check(const ctx_t *x, int side)
 {
+    if (x->coll == B_ADASUM && side == 0) {
+        size_t worst;
+        return adasum_ref_error(&x->ada, x->check_at, x->o->dtype, &worst) <= adasum_ref_tolerance(x->o->dtype);
+    }
     return memcmp(x->check_at, x->expect, x->check_bytes) == 0;
 }
 
@@ -161,7 +200,7 @@ static int iterate(ctx_t *x, int mpi, int k, double *t, int *valid)
         if ((mpi ? run_mpi(x) : run_gcoll(x)) != 0)
             return -1;
         *t += MPI_Wtime() - t0;
-        if (x->o->check_each && !check(x))
+        if (x->o->check_each && !check(x, mpi))
             *valid = 0;
     }
     return 0;
@@ -207,7 +246,7 @@ int bench_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, siz
         memcpy(x.in_at, x.pristine, x.in_bytes);
         if ((s ? run_mpi(&x) : run_gcoll(&x)) != 0)
             goto out;
-        valid[s] = check(&x);
+        valid[s] = check(&x, s);
         memcpy(x.in_at, x.pristine, x.in_bytes);
         if (iterate(&x, s, warmup, &ignored, &valid[s]) != 0)
             goto out;
@@ -229,6 +268,8 @@ int bench_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, siz
     }
     rc = 0;
 out:
+    if (x.have_ada)
+        adasum_ref_free(&x.ada);
     free(x.sbuf);
     free(x.rbuf);
     free(x.pristine);

@@ -8,6 +8,7 @@
 #include "../src/config.h"
 #include "../src/error.h"
 #include "../src/log.h"
+#include "adasum.h"
 #include "cost.h"
 #include "select.h"
 #include "shm/shm.h"
@@ -140,6 +141,11 @@ GCOLL_API gcoll_status_t gcoll_algorithms(const char *collective, const char *co
     if (!collective || !names || !count)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is NULL",
                             !collective ? "collective" : !names ? "names" : "count");
+    if (strcmp(collective, "adasum") == 0) {
+        *names = gcoll__adasum_names;
+        *count = GCOLL_ADASUM_NALGOS;
+        return GCOLL_SUCCESS;
+    }
     for (int c = 0; c < GCOLL_COLL_COUNT; c++) {
         if (strcmp(collective, coll_names[c]) != 0)
             continue;

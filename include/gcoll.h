@@ -47,9 +47,11 @@ typedef enum {
     GCOLL_DTYPE_COUNT /* not a type: the number of types */
 } gcoll_dtype_t;
 
-/* GCOLL_AVG divides the sum by the communicator size (integers: truncating division). */
+/* GCOLL_AVG divides the sum by the communicator size (integers: truncating division).
+ * GCOLL_ADASUM (floating-point types only) is adaptive summation (see gcoll_adasum); only
+ * gcoll_allreduce (one tensor) and the gradient session take it. */
 typedef enum {
-    GCOLL_SUM, GCOLL_PROD, GCOLL_MIN, GCOLL_MAX, GCOLL_AVG,
+    GCOLL_SUM, GCOLL_PROD, GCOLL_MIN, GCOLL_MAX, GCOLL_AVG, GCOLL_ADASUM,
     GCOLL_OP_COUNT /* not an op: the number of ops */
 } gcoll_op_t;
 
@@ -113,6 +115,18 @@ GCOLL_API gcoll_status_t gcoll_ialltoall(const void *sendbuf, void *recvbuf, siz
                                          const gcoll_attr_t *attr, gcoll_request_t *req);
 GCOLL_API gcoll_status_t gcoll_ibarrier(gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req);
 
+/* Adasum (Maleki et al.): an allreduce that adds orthogonal gradients and averages parallel
+ * ones, pairwise a, b -> (1 - a.b/2|a|^2) a + (1 - a.b/2|b|^2) b over a fixed binary tree of the
+ * ranks (README "Adasum"). The buffer holds ntensors tensors back to back whose element counts
+ * tensor_counts lists (they add up to count); dot products and norms never cross a tensor
+ * boundary. tensor_counts NULL (ntensors 0 or 1) means one tensor. fp16, bf16, fp32, fp64;
+ * GCOLL_ADASUM=flat|hierarchical picks the algorithm across hosts. */
+GCOLL_API gcoll_status_t gcoll_adasum(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
+                                      const size_t *tensor_counts, size_t ntensors, gcoll_comm_t comm);
+GCOLL_API gcoll_status_t gcoll_iadasum(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
+                                       const size_t *tensor_counts, size_t ntensors, gcoll_comm_t comm,
+                                       const gcoll_attr_t *attr, gcoll_request_t *req);
+
 /* Completion. gcoll_wait frees the request and sets *req to NULL; gcoll_test does so once done.
  * The status returned is the operation's own. */
 GCOLL_API gcoll_status_t gcoll_wait(gcoll_request_t *req);
@@ -158,7 +172,8 @@ GCOLL_API size_t gcoll_config_count(void);
 GCOLL_API gcoll_status_t gcoll_config_var(size_t index, gcoll_config_var_t *var);
 
 /* The algorithm the selection table picks for a collective ("allreduce", ...) of count elements
- * of dtype on comm (count as in the collective's own call), and the transport comm uses. */
+ * of dtype on comm (count as in the collective's own call), and the transport comm uses.
+ * "adasum" names the Adasum algorithm that GCOLL_ADASUM picks ("adasum/halving", ...). */
 GCOLL_API gcoll_status_t gcoll_comm_algorithm(gcoll_comm_t comm, const char *collective, size_t count,
                                               gcoll_dtype_t dtype, const char **algorithm);
 GCOLL_API gcoll_status_t gcoll_comm_transport(gcoll_comm_t comm, const char **name);
@@ -168,7 +183,7 @@ GCOLL_API gcoll_status_t gcoll_comm_transport(gcoll_comm_t comm, const char **na
 GCOLL_API gcoll_status_t gcoll_reduce_local(void *inout, const void *in, size_t count,
                                             gcoll_dtype_t dtype, gcoll_op_t op);
 
-/* Algorithm names of a collective ("allreduce", ...), for listing and for attr.algorithm. */
+/* Algorithm names of a collective ("allreduce", ..., "adasum"), for listing and for attr.algorithm. */
 GCOLL_API gcoll_status_t gcoll_algorithms(const char *collective, const char *const **names, size_t *count);
 
 /* Failure handling. A communicator fails when an operation on it fails: a peer that died

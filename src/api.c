@@ -9,6 +9,7 @@
 #include "error.h"
 #include "request.h"
 #include "schedule.h"
+#include "../collectives/adasum.h"
 #include "../collectives/select.h"
 
 static gcoll_status_t check_buf(const void *buf, size_t count, const char *name)
@@ -25,6 +26,9 @@ gcoll_status_t gcoll__check_common(gcoll__coll_args_t *a, gcoll_comm_t comm, int
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "dtype %d is not a gcoll_dtype_t", (int)a->dtype);
     if (needs_op && !gcoll__op_valid(a->op))
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "op %d is not a gcoll_op_t", (int)a->op);
+    if (needs_op && a->op == GCOLL_ADASUM && a->coll != GCOLL_COLL_ALLREDUCE)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                            "op GCOLL_ADASUM: only gcoll_allreduce, gcoll_adasum and the gradient session take it");
     a->rank = comm->rank;
     a->size = comm->size;
     a->shm = comm->shm;
@@ -77,6 +81,24 @@ static gcoll_status_t start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcol
     return gcoll__request_start(comm, a->coll, algo, s, attr, req, &how);
 }
 
+/* Adasum builds its own schedule (no selection table); its reduce steps, if any, are sums. */
+static gcoll_status_t start_adasum(gcoll__coll_args_t *a, const size_t *tensor_counts, size_t ntensors,
+                                   gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req,
+                                   gcoll__frame_t *frame)
+{
+    gcoll__sched_t *s = gcoll__sched_new(a->dtype, GCOLL_SUM, (unsigned)a->size, frame ? &frame->sched : NULL);
+    if (!s)
+        return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");
+    const char *algo = NULL;
+    gcoll_status_t st = gcoll__adasum_build(s, a, tensor_counts, ntensors, attr ? attr->algorithm : NULL, &algo);
+    if (st != GCOLL_SUCCESS) {
+        gcoll__sched_free(s);
+        return st;
+    }
+    gcoll__start_t how = {.storage = frame ? &frame->req : NULL, .wake = !frame};
+    return gcoll__request_start(comm, a->coll, algo, s, attr, req, &how);
+}
+
 static gcoll_status_t check_req(gcoll_request_t *req)
 {
     if (!req)
@@ -101,7 +123,22 @@ static gcoll_status_t post_allreduce(const void *sendbuf, void *recvbuf, size_t 
     GCOLL_CHECK(gcoll__check_common(&a, comm, 1));
     GCOLL_CHECK(check_buf(sendbuf, count, "sendbuf"));
     GCOLL_CHECK(check_buf(recvbuf, count, "recvbuf"));
+    if (op == GCOLL_ADASUM)
+        return start_adasum(&a, NULL, 0, comm, attr, req, frame);
     return start(&a, comm, attr, req, frame);
+}
+
+static gcoll_status_t post_adasum(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
+                                  const size_t *tensor_counts, size_t ntensors, gcoll_comm_t comm,
+                                  const gcoll_attr_t *attr, gcoll_request_t *req, gcoll__frame_t *frame)
+{
+    gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                            .count = count, .dtype = dtype, .op = GCOLL_ADASUM};
+    GCOLL_CHECK(check_req(req));
+    GCOLL_CHECK(gcoll__check_common(&a, comm, 1));
+    GCOLL_CHECK(check_buf(sendbuf, count, "sendbuf"));
+    GCOLL_CHECK(check_buf(recvbuf, count, "recvbuf"));
+    return start_adasum(&a, tensor_counts, ntensors, comm, attr, req, frame);
 }
 
 static gcoll_status_t post_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
@@ -286,6 +323,12 @@ GCOLL_API gcoll_status_t gcoll_comm_algorithm(gcoll_comm_t comm, const char *col
     if (!collective || !algorithm)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is NULL", !collective ? "collective" : "algorithm");
     gcoll__coll_args_t a = {.count = count, .dtype = dtype, .coll = GCOLL_COLL_COUNT};
+    if (strcmp(collective, "adasum") == 0) { /* Adasum is an allreduce with its own algorithms */
+        a.coll = GCOLL_COLL_ALLREDUCE;
+        GCOLL_CHECK(gcoll__check_common(&a, comm, 0));
+        *algorithm = gcoll__adasum_choice(&a);
+        return GCOLL_SUCCESS;
+    }
     for (int c = 0; c < GCOLL_COLL_COUNT; c++)
         if (strcmp(collective, gcoll__coll_name(c)) == 0)
             a.coll = (gcoll__coll_t)c;
@@ -296,4 +339,19 @@ GCOLL_API gcoll_status_t gcoll_comm_algorithm(gcoll_comm_t comm, const char *col
     GCOLL_CHECK(gcoll__algo_select(&a, NULL, &algo));
     *algorithm = algo->name;
     return GCOLL_SUCCESS;
+}
+
+GCOLL_API gcoll_status_t gcoll_iadasum(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
+                                       const size_t *tensor_counts, size_t ntensors, gcoll_comm_t comm,
+                                       const gcoll_attr_t *attr, gcoll_request_t *req)
+{
+    return post_adasum(sendbuf, recvbuf, count, dtype, tensor_counts, ntensors, comm, attr, req, NULL);
+}
+
+GCOLL_API gcoll_status_t gcoll_adasum(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
+                                      const size_t *tensor_counts, size_t ntensors, gcoll_comm_t comm)
+{
+    gcoll_request_t r;
+    gcoll__frame_t f;
+    return run(post_adasum(sendbuf, recvbuf, count, dtype, tensor_counts, ntensors, comm, NULL, &r, &f), &r);
 }

@@ -33,6 +33,7 @@ static const char *const inter[] = {"auto", "tcp", "ofi", "mpi", NULL};
 static const char *const isas[] = {"auto", "generic", "avx2", "avx512", NULL};
 static const char *const intra[] = {"shm", "inter", "mpi", NULL};
 static const char *const onoff[] = {"auto", "on", "off", NULL};
+static const char *const adasum_modes[] = {"auto", "flat", "hierarchical", NULL};
 
 /* A choice among names; the value stored is the index of the name. */
 static gcoll_status_t parse_enum(const char *var, const char *s, const char *const *choices, int *out)
@@ -378,6 +379,9 @@ static const var_def_t vars[] = {
     ALGO_VAR("REDUCE", GCOLL_COLL_REDUCE, "reduce algorithm per size range: binomial, rabenseifner, chain, shm_slots"),
     ALGO_VAR("ALLTOALL", GCOLL_COLL_ALLTOALL, "alltoall algorithm per size range: pairwise, shm_slots"),
     ALGO_VAR("BARRIER", GCOLL_COLL_BARRIER, "barrier algorithm (dissemination)"),
+    {"GCOLL_ADASUM", "auto|flat|hierarchical", "auto",
+     "Adasum across hosts: flat over all ranks, or sum inside each host then Adasum among hosts; "
+     "auto: hierarchical when some host holds several ranks", NULL, adasum_modes, &gcoll__config.adasum, 0},
 };
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
 

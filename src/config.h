@@ -55,6 +55,7 @@ typedef struct {
     char timeline[256];          /* "none" or a path */
     gcoll__algo_table_t algo[GCOLL_COLL_COUNT];
     double stall_warn_s;         /* 0: no stall warnings */
+    int adasum;            /* GCOLL_ADASUM: 0 auto, 1 flat, 2 hierarchical */
     gcoll__link_t cost[2]; /* inside a host, to the network */
     int cost_probe[2];     /* GCOLL_COST_INTRA/INTER=auto: measure the link */
 } gcoll__config_t;

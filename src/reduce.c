@@ -44,7 +44,7 @@ GCOLL_API gcoll_status_t gcoll_reduce_local(void *inout, const void *in, size_t 
 {
     if (!gcoll__dtype_valid(dtype))
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "dtype %d is not a gcoll_dtype_t", (int)dtype);
-    if (!gcoll__op_valid(op) || op == GCOLL_AVG)
+    if (!gcoll__op_valid(op) || op == GCOLL_AVG || op == GCOLL_ADASUM)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "op %d: accepts GCOLL_SUM, PROD, MIN or MAX", (int)op);
     if (count && (!inout || !in))
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is NULL with count %zu", !inout ? "inout" : "in", count);

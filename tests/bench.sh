@@ -37,7 +37,21 @@ grep -q '"rows": \[' "$tmp/r.json" && [ "$(grep -c '"valid": "ok"' "$tmp/r.json"
 sh bench/plot "$tmp/r.csv" "$tmp/r.png" >/dev/null && [ -s "$tmp/r.png" ] || fail "plot produced no PNG"
 echo "CSV, JSON and PNG written for bfloat16 avg in place with --algo ring"
 
-for args in "" "allsorts" "allreduce -m 8:4" "allreduce -f 1" "allreduce -d float8" "allreduce --bogus" \
+for np in 1 3; do
+    for d in float32 bfloat16; do
+        out=$(timeout 300 $MPIRUN -np $np $B adasum -m 3:100K -f 3 -i 4 -x 1 -c -d $d 2>&1) ||
+            fail "np=$np adasum $d exited $?: $out"
+        printf '%s\n' "$out" | grep -q 'ada/sum' || fail "np=$np adasum $d: no adasum/sum column: $out"
+        bad=$(printf '%s\n' "$out" | grep -c 'FAIL')
+        rows=$(printf '%s\n' "$out" | grep -c ' ok$')
+        want=$(awk -v es=$([ $d = float32 ] && echo 4 || echo 2) 'BEGIN { n = 0; for (s = 3; s <= 102400; s *= 3)
+            if (int(s / es) > 0) n++; print n }')
+        [ "$bad" = 0 ] && [ "$rows" = "$want" ] || fail "np=$np adasum $d: $rows validated rows, want $want: $out"
+    done
+done
+echo "adasum validated beside the sum allreduce at 1 and 3 ranks, float32 and bfloat16"
+
+for args in "" "allsorts" "allreduce -m 8:4" "adasum -d int32" "allreduce -o adasum" "adasum --algo ring" "allreduce -f 1" "allreduce -d float8" "allreduce --bogus" \
             "allreduce --algo binomial" "bcast -r 5" "iallreduce --inplace" "iallreduce --compute busy" \
             "iallreduce --algo binomial" "train --model vgg" "train -o max" "train --scale 0" "bcast --model bert"; do
     out=$(timeout 60 $MPIRUN -np 2 $B $args 2>&1)

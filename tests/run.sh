@@ -106,6 +106,13 @@ done
 for np in 3 5; do
     run_mpi timeout "$np" GCOLL_TIMEOUT=1
 done
+# Adasum against its reference at 1..8 ranks (halving and shm_cma), the large size at 2 ranks
+# (slices of several single-copy chunks) and at 3 with 4 KiB chunks
+for np in 1 3 4 5 7 8; do
+    run_mpi adasum "$np" TEST_QUICK=1
+done
+run_mpi adasum 2
+run_mpi adasum 3 GCOLL_SHM_CHUNK_SIZE=4K
 # the node channel's other paths: copy-in/copy-out in many rounds and point-to-point messages
 # in fragments through 2-cell rings (no single copy), single copy in many chunks, and every
 # collective over the MPI transport instead
@@ -217,6 +224,26 @@ else
     [ $rc = 0 ] || [ "$failed" != 0 ] || note_fail "tests/cluster/run_tests.sh: exit $rc"
 fi
 # ---- multi-host cluster: end ----------------------------------------------------------------
+
+# ---- Adasum across hosts (tests/cluster/adasum.sh): the hierarchical variant at 3 hosts x 2 ranks
+out=$(timeout 600 bash tests/cluster/adasum.sh 2>&1)
+rc=$?
+printf '=== cluster adasum rc=%s\n%s\n' "$rc" "$out" >> "$LOG"
+if [ $rc = 77 ]; then
+    printf '%s\n' "$out" | grep '^SKIP' | head -1
+else
+    line=$(printf '%s\n' "$out" | grep '^RESULT adasum ' | tail -1)
+    if [ -z "$line" ]; then
+        note_fail "tests/cluster/adasum.sh: no result (exit $rc); see $LOG"
+    else
+        p=$(printf '%s' "$line" | sed 's/.*passed=\([0-9]*\).*/\1/')
+        f=$(printf '%s' "$line" | sed 's/.*failed=\([0-9]*\).*/\1/')
+        passed=$((passed + p))
+        failed=$((failed + f))
+        [ "$f" = 0 ] && [ $rc = 0 ] || note_fail "tests/cluster/adasum.sh: $f failed, exit $rc; see $LOG"
+        echo "RESULT cluster-adasum-3x2 passed=$p failed=$f"
+    fi
+fi
 
 if [ -n "$failures" ]; then
     echo "failures:$failures"

@@ -12,6 +12,7 @@
 #include "lane.h"
 #include "request.h"
 #include "unit.h"
+#include "../collectives/adasum.h"
 #include "../collectives/select.h"
 
 /* ---- a fake transport: messages complete when the test lets them */
@@ -422,6 +423,63 @@ START_TEST(ring_slices_its_blocks)
 }
 END_TEST
 
+START_TEST(adasum_halving_matches_and_moves_a_rabenseifner_volume)
+{
+    /* Adasum's halving at 1..17 ranks: messages pair up between each two ranks, and each rank
+     * sends what Rabenseifner's allreduce sends, 2(P-1)/P of the vector (a whole vector more to
+     * and from a folded rank), plus log2 P (log2 P + 1) / 2 messages of 3 doubles per tensor */
+    size_t tcs[3] = {1000, 0, 2345}, nt = 3, count = 3345, es = 4, part = 3 * nt * sizeof(double);
+    static float sb[3345], rb[3345];
+    for (int n = 1; n <= 17; n++) {
+        int P = 1, lg = 0;
+        while (P * 2 <= n)
+            P *= 2, lg++;
+        msgs_t sends = {0}, recvs = {0};
+        for (int r = 0; r < n; r++) {
+            gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLREDUCE, .sendbuf = sb, .recvbuf = rb, .count = count,
+                                    .dtype = GCOLL_FLOAT32, .op = GCOLL_ADASUM, .rank = r, .size = n, .esize = es};
+            gcoll__sched_t *s = gcoll__sched_new(a.dtype, GCOLL_SUM, (unsigned)n, NULL);
+            const char *algo;
+            ck_assert_int_eq(gcoll__adasum_build(s, &a, tcs, nt, "halving", &algo), GCOLL_SUCCESS);
+            ck_assert_str_eq(algo, "adasum/halving");
+            size_t data = 0, parts = 0;
+            for (size_t i = 0; i < s->nsteps; i++) {
+                const gcoll__step_t *st = &s->steps[i];
+                if (st->kind == GCOLL_STEP_SEND) {
+                    add_msg(&sends, r, st->peer, st->n);
+                    if (st->n == part && st->a != sb && st->a != rb) /* the partial sums live in scratch */
+                        parts++;
+                    else
+                        data += st->n;
+                } else if (st->kind == GCOLL_STEP_RECV) {
+                    add_msg(&recvs, st->peer, r, st->n);
+                }
+            }
+            size_t whole = count * es, want = r >= P ? whole : 2 * whole - 2 * whole / (size_t)P + (r < n - P ? whole : 0);
+            /* P near-equal ranges: the first count % P hold one element more */
+            ck_assert_msg(data + 2 * (size_t)P * es >= want && data <= want + 2 * (size_t)P * es,
+                          "n=%d rank %d sends %zu bytes of data, a Rabenseifner allreduce %zu", n, r, data, want);
+            ck_assert_msg(parts == (r >= P ? 0 : (size_t)(lg * (lg + 1) / 2)), "n=%d rank %d: %zu partial messages",
+                          n, r, parts);
+            gcoll__sched_free(s);
+        }
+        ck_assert_uint_eq(sends.n, recvs.n);
+        for (int p = 0; p < n; p++)
+            for (int q = 0; q < n; q++)
+                for (size_t k = 0;; k++) {
+                    const msg_t *x = nth(&sends, p, q, k), *y = nth(&recvs, p, q, k);
+                    ck_assert_msg(!x == !y, "adasum n=%d: message %zu from %d to %d unmatched", n, k, p, q);
+                    if (!x)
+                        break;
+                    ck_assert_msg(x->bytes == y->bytes, "adasum n=%d: message %zu from %d to %d: %zu vs %zu bytes",
+                                  n, k, p, q, x->bytes, y->bytes);
+                }
+        free(sends.m);
+        free(recvs.m);
+    }
+}
+END_TEST
+
 Suite *sched_suite(void)
 {
     Suite *s = suite_create("sched");
@@ -433,6 +491,7 @@ Suite *sched_suite(void)
     tcase_add_test(tc, a_kept_schedule_runs_again_after_rewind);
     tcase_add_loop_test(tc, schedules_match_at_any_rank_count, 0, 3);
     tcase_add_test(tc, ring_slices_its_blocks);
+    tcase_add_test(tc, adasum_halving_matches_and_moves_a_rabenseifner_volume);
     suite_add_tcase(s, tc);
     return s;
 }
