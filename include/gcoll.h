@@ -139,7 +139,8 @@ GCOLL_API gcoll_status_t gcoll_test(gcoll_request_t *req, int *done);
  * gradient replaces buf. No allocation per iteration. */
 typedef struct gcoll_session *gcoll_session_t;
 GCOLL_API gcoll_status_t gcoll_session_create(gcoll_comm_t comm, gcoll_session_t *session);
-/* op: GCOLL_SUM or GCOLL_AVG. *id numbers the sets 0, 1, ... in the order they are added. */
+/* op: GCOLL_SUM, GCOLL_AVG, or GCOLL_ADASUM (floating point; each set its own tensor).
+ * *id numbers the sets 0, 1, ... in the order they are added. */
 GCOLL_API gcoll_status_t gcoll_session_add(gcoll_session_t s, const char *name, size_t count,
                                            gcoll_dtype_t dtype, gcoll_op_t op, size_t *id);
 GCOLL_API gcoll_status_t gcoll_session_commit(gcoll_session_t s);

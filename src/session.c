@@ -8,7 +8,8 @@
  * Ranks may start the sets in different orders, so buckets launch in different orders: they
  * run on the session's own communicator (a duplicate made at commit) with tags that name the
  * bucket and its iteration rather than the launch order, and over point-to-point algorithms
- * only (the node channel runs its operations in one order on every rank). */
+ * only (the node channel runs its operations in one order on every rank). Adasum sets fuse only
+ * with Adasum sets of their dtype, each its own tensor (dot products never cross sets). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "error.h"
 #include "lane.h"
 #include "request.h"
+#include "../collectives/adasum.h"
 
 typedef struct {
     char name[64];
@@ -38,6 +40,7 @@ typedef struct {
     size_t first, nsets; /* sets first .. first + nsets - 1 */
     size_t count, bytes;
     void *data;          /* the fused gradients */
+    size_t *tensors;     /* Adasum: each set's count (its own tensor, never mixed with a neighbour's) */
     gcoll__sched_t *sched;
     const char *algo;
     int rewindable;      /* else the schedule is built again each iteration */
@@ -105,9 +108,13 @@ GCOLL_API gcoll_status_t gcoll_session_add(gcoll_session_t s, const char *name, 
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "id is NULL");
     if (!gcoll__dtype_valid(dtype))
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "dtype %d is not a gcoll_dtype_t", (int)dtype);
-    if (op != GCOLL_SUM && op != GCOLL_AVG)
-        return gcoll__error(GCOLL_ERR_INVALID_ARG, "op %d is not valid for a gradient session: accepts GCOLL_SUM "
-                            "or GCOLL_AVG", (int)op);
+    if (op != GCOLL_SUM && op != GCOLL_AVG && op != GCOLL_ADASUM)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "op %d is not valid for a gradient session: accepts GCOLL_SUM, "
+                            "GCOLL_AVG or GCOLL_ADASUM", (int)op);
+    if (op == GCOLL_ADASUM && dtype != GCOLL_FLOAT16 && dtype != GCOLL_BFLOAT16 && dtype != GCOLL_FLOAT32 &&
+        dtype != GCOLL_FLOAT64)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "dtype %s: GCOLL_ADASUM takes float16, bfloat16, float32 or float64",
+                            gcoll_dtype_name(dtype));
     if (count == 0 || count > SIZE_MAX / 2 / gcoll_dtype_size(dtype))
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "count %zu is not valid: a set holds 1 or more elements", count);
     if (s->nsets == s->cap) {
@@ -163,7 +170,18 @@ static gcoll_status_t build_bucket(gcoll_session_t s, bucket_t *b)
                             .count = b->count, .dtype = first->dtype, .op = first->op};
     GCOLL_CHECK(gcoll__check_common(&a, s->own, 1));
     a.shm = NULL; /* point-to-point algorithms only (see the top of this file) */
-    return gcoll__build(&a, NULL, NULL, &b->sched, &b->algo);
+    if (first->op != GCOLL_ADASUM)
+        return gcoll__build(&a, NULL, NULL, &b->sched, &b->algo);
+    /* Adasum's own builder; its local sums, where it has any, are plain sums */
+    b->sched = gcoll__sched_new(a.dtype, GCOLL_SUM, (unsigned)a.size, NULL);
+    if (!b->sched)
+        return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");
+    gcoll_status_t st = gcoll__adasum_build(b->sched, &a, b->tensors, b->nsets, NULL, &b->algo);
+    if (st != GCOLL_SUCCESS) {
+        gcoll__sched_free(b->sched);
+        b->sched = NULL;
+    }
+    return st;
 }
 
 GCOLL_API gcoll_status_t gcoll_session_commit(gcoll_session_t s)
@@ -200,6 +218,12 @@ GCOLL_API gcoll_status_t gcoll_session_commit(gcoll_session_t s)
         for (size_t i = b->first; i < b->first + b->nsets; i++) {
             s->sets[i].offset = off;
             off += s->sets[i].count * gcoll_dtype_size(s->sets[i].dtype);
+        }
+        if (s->sets[b->first].op == GCOLL_ADASUM) {
+            if (!(b->tensors = malloc(b->nsets * sizeof(*b->tensors))))
+                return gcoll__error(GCOLL_ERR_NOMEM, "no memory for fusion bucket %zu", k);
+            for (size_t i = 0; i < b->nsets; i++)
+                b->tensors[i] = s->sets[b->first + i].count;
         }
         b->data = malloc(b->bytes);
         if (!b->data)
@@ -364,6 +388,7 @@ GCOLL_API gcoll_status_t gcoll_session_free(gcoll_session_t *session)
         }
         gcoll__sched_free(b->sched);
         free(b->data);
+        free(b->tensors);
     }
     if (s->own)
         (void)gcoll_comm_free(&s->own); /* a failed one is freed as well */

@@ -4,11 +4,13 @@
  * reference each iteration. Then the misuse a framework could commit: a set started twice,
  * a wait on a bucket whose sets are not all started, sets added after commit, ranks that
  * registered different sets. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
 #include "reference.h"
+#include "adasum_ref.h"
 
 #define NSETS 29
 #define ITERS 4
@@ -33,6 +35,82 @@ static void fill(void *p, int s, int it, int rank)
     gcoll_op_t op = s % 3 == 0 ? GCOLL_AVG : GCOLL_SUM;
     for (size_t i = 0; i < n; i++)
         ref_encode(set_dtype(s), ref_value(rank, off + i, set_dtype(s), op), (char *)p + i * es);
+}
+
+/* ---- Adasum sets: each its own tensor, checked against the independent reference */
+
+#define NADA 7
+static const size_t ada_count[NADA] = {1000, 7, 4099, 12, 65537, 300, 513};
+static const gcoll_dtype_t ada_dtype[NADA] = {GCOLL_FLOAT32, GCOLL_FLOAT32, GCOLL_FLOAT32, GCOLL_FLOAT32,
+                                              GCOLL_BFLOAT16, GCOLL_BFLOAT16, GCOLL_FLOAT64};
+
+typedef struct {
+    int set, it;
+    gcoll_dtype_t d;
+} ada_ctx_t;
+
+/* Rank q's input of an Adasum set, as stored in its dtype: values in [-1, 1) that differ per
+ * rank, set and iteration. */
+static double ada_value(int q, size_t i, void *p)
+{
+    const ada_ctx_t *c = p;
+    uint32_t h = ref_hash((uint32_t)q, (uint32_t)i, (uint32_t)(c->set * 131 + c->it));
+    char buf[8];
+    ref_encode(c->d, (double)(int32_t)h / 2147483648.0, buf);
+    return adasum_decode(c->d, buf);
+}
+
+static void adasum_sets(gcoll_comm_t world)
+{
+    gcoll_session_t s;
+    size_t id[NADA + 1];
+    void *grad[NADA + 1];
+    CHECK_OK(gcoll_session_create(world, &s));
+    for (int i = 0; i < NADA; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "ada%d", i);
+        CHECK_OK(gcoll_session_add(s, name, ada_count[i], ada_dtype[i], GCOLL_ADASUM, &id[i]));
+        grad[i] = malloc(ada_count[i] * 8);
+    }
+    size_t extra; /* a sum set among them: buckets keep the ops apart */
+    CHECK_OK(gcoll_session_add(s, "bias", 5, GCOLL_FLOAT32, GCOLL_SUM, &extra));
+    CHECK(gcoll_session_add(s, "i", 5, GCOLL_INT32, GCOLL_ADASUM, &id[NADA]) == GCOLL_ERR_INVALID_ARG,
+          "Adasum over int32 was accepted");
+    CHECK_OK(gcoll_session_commit(s));
+    float bias[5];
+    for (int it = 0; it < 2; it++) {
+        for (int k = 0; k < NADA; k++) {
+            int i = (k * 3 + h_rank + it) % NADA; /* a start order of each rank's own */
+            ada_ctx_t c = {i, it, ada_dtype[i]};
+            size_t es = gcoll_dtype_size(ada_dtype[i]);
+            for (size_t e = 0; e < ada_count[i]; e++)
+                ref_encode(ada_dtype[i], ada_value(h_rank, e, &c), (char *)grad[i] + e * es);
+            CHECK_OK(gcoll_session_start(s, id[i], grad[i]));
+        }
+        for (int e = 0; e < 5; e++)
+            bias[e] = (float)(h_rank + e);
+        CHECK_OK(gcoll_session_start(s, extra, bias));
+        CHECK_OK(gcoll_session_wait_all(s));
+        for (int i = 0; i < NADA; i++) {
+            ada_ctx_t c = {i, it, ada_dtype[i]};
+            adasum_ref_t r;
+            double *eye = calloc((size_t)h_size * (size_t)h_size, sizeof(double));
+            for (int q = 0; q < h_size; q++)
+                eye[q * h_size + q] = 1;
+            CHECK(adasum_ref_init(&r, h_size, h_size, eye, ada_count[i], NULL, 0, ada_value, &c) == 0, "reference");
+            size_t worst;
+            double err = adasum_ref_error(&r, grad[i], ada_dtype[i], &worst);
+            CHECK(err <= adasum_ref_tolerance(ada_dtype[i]), "iteration %d Adasum set %d (%s, %zu): error %g", it, i,
+                  gcoll_dtype_name(ada_dtype[i]), ada_count[i], err);
+            adasum_ref_free(&r);
+            free(eye);
+        }
+        for (int e = 0; e < 5; e++)
+            CHECK(bias[e] == (float)(h_size * (h_size - 1) / 2 + h_size * e), "sum set beside Adasum: %g", bias[e]);
+    }
+    CHECK_OK(gcoll_session_free(&s));
+    for (int i = 0; i < NADA; i++)
+        free(grad[i]);
 }
 
 int main(int argc, char **argv)
@@ -147,5 +225,6 @@ int main(int argc, char **argv)
         free(grad[i]);
         free(want[i]);
     }
+    adasum_sets(world);
     return h_finish("session");
 }
