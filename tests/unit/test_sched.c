@@ -75,9 +75,11 @@ static void land(void *buf, const int *data, size_t n)
 
 static const gcoll__start_t plain = {0};
 
-/* The engine's lanes without a worker: the test alone drives progress, deterministically. */
+/* The engine's lanes without a worker: the test alone drives progress, deterministically. A
+ * fresh fake transport too (valgrind runs every test in one process). */
 static void engine_up(void)
 {
+    nreq = 0;
     ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
     gcoll__config.worker_count = 0;
     ck_assert_int_eq(gcoll__lanes_start(), GCOLL_SUCCESS);
@@ -121,6 +123,7 @@ START_TEST(local_steps_run_as_soon_as_the_steps_before_them)
     ck_assert_int_eq(gcoll_test(&req, &done), GCOLL_SUCCESS);
     ck_assert(done);
     ck_assert(last[0] == 101 && last[3] == 404);
+    gcoll__lanes_stop();
 }
 END_TEST
 
@@ -149,6 +152,7 @@ START_TEST(a_reduction_overlaps_later_receives)
     land(&in[1], &seven, 1);
     ck_assert_int_eq(gcoll_test(&req, &done), GCOLL_SUCCESS);
     ck_assert(done && acc[1] == 9);
+    gcoll__lanes_stop();
 }
 END_TEST
 
