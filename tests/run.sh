@@ -11,6 +11,9 @@ LOG=${TEST_LOG:-$BINDIR/../test.log}
 passed=0
 failed=0
 failures=""
+t0=$(date +%s)
+# section TITLE: a heading with the seconds since the start, so slow parts show in the log
+section() { echo "--- $1 (at $(( $(date +%s) - t0 )) s)"; }
 
 MPIRUN="mpirun --allow-run-as-root --oversubscribe --bind-to none"
 if [ -n "${SAN:-}" ]; then
@@ -34,9 +37,10 @@ run_mpi() {
     shift 2
     envs=""
     for e in "$@"; do envs="$envs -x $e"; done
+    t=$(date +%s)
     out=$(timeout 900 $MPIRUN -np "$np" $envs "$BINDIR/${tp_prog:-test_$name}" 2>&1)
     rc=$?
-    printf '=== %s np=%s rc=%s\n%s\n' "$name" "$np" "$rc" "$out" >> "$LOG"
+    printf '=== %s np=%s%s rc=%s %ss\n%s\n' "$name" "$np" "$envs" "$rc" "$(( $(date +%s) - t ))" "$out" >> "$LOG"
     line=$(printf '%s\n' "$out" | grep "^RESULT $name " | tail -1)
     if [ -z "$line" ]; then
         note_fail "test_$name np=$np: no result (exit $rc); see $LOG"
@@ -62,9 +66,10 @@ run_tp() { tp_prog=tp_test_$1; run_mpi "$@"; tp_prog=; }
 run_script() {
     name=$1
     shift
+    t=$(date +%s)
     out=$("$@" 2>&1)
     rc=$?
-    printf '=== %s rc=%s\n%s\n' "$name" "$rc" "$out" >> "$LOG"
+    printf '=== %s rc=%s %ss\n%s\n' "$name" "$rc" "$(( $(date +%s) - t ))" "$out" >> "$LOG"
     if [ $rc = 0 ]; then
         passed=$((passed + 1))
         echo "ok   $name: $(printf '%s' "$out" | tail -1)"
@@ -75,7 +80,7 @@ run_script() {
     fi
 }
 
-echo "--- unit tests (Check)"
+section "unit tests (Check)"
 out=$(timeout 900 "$BINDIR/unit_tests" 2>&1)
 rc=$?
 printf '=== unit rc=%s\n%s\n' "$rc" "$out" >> "$LOG"
@@ -93,7 +98,7 @@ else
     note_fail "unit tests: no summary (exit $rc)"
 fi
 
-echo "--- multi-rank tests (mpirun)"
+section "multi-rank tests (mpirun)"
 for np in 1 2 3 4 5 7 8; do
     run_mpi collectives "$np"
 done
@@ -178,7 +183,7 @@ run_mpi collectives 4 TEST_QUICK=1 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
 run_mpi errors 3 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
 run_mpi timeout 3 GCOLL_TIMEOUT=1 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
 
-echo "--- checks"
+section "checks"
 run_script "bad GCOLL_TIMEOUT fails gcoll_init, naming it" sh tests/bad_env.sh
 run_script "README variables match the registry" sh tests/readme_vars.sh
 run_script "gcoll-info: topology, transports and variables" sh tests/gcoll_info.sh
@@ -201,9 +206,15 @@ run_script "examples/gradient_session over tcp, 2 progress threads" \
 # ---- multi-host cluster (tests/cluster/): begin --------------------------------------------
 # test_collectives across network-namespace hosts, every inter-node transport; each of its
 # RESULT lines adds to the totals. Skipped (not failed) where namespaces cannot be made.
-echo "--- multi-host cluster (network namespaces)"
-out=$(timeout 900 bash tests/cluster/run_tests.sh 2>&1)
-rc=$?
+section "multi-host cluster (network namespaces)"
+# Under the sanitizers the cluster adds no code path that the tcp and ofi runs on one host above
+# did not cover (the namespaces change the network, not gcoll), so it is left to the plain run.
+if [ -n "${SAN:-}" ]; then
+    out="SKIP cluster under SAN=$SAN: the plain make test runs it" rc=77
+else
+    out=$(timeout 900 bash tests/cluster/run_tests.sh 2>&1)
+    rc=$?
+fi
 printf '=== cluster rc=%s\n%s\n' "$rc" "$out" >> "$LOG"
 if [ $rc = 77 ]; then
     printf '%s\n' "$out" | grep '^SKIP' | head -1
@@ -226,8 +237,13 @@ fi
 # ---- multi-host cluster: end ----------------------------------------------------------------
 
 # ---- Adasum across hosts (tests/cluster/adasum.sh): the hierarchical variant at 3 hosts x 2 ranks
-out=$(timeout 600 bash tests/cluster/adasum.sh 2>&1)
-rc=$?
+section "Adasum across hosts"
+if [ -n "${SAN:-}" ]; then
+    out="SKIP cluster Adasum under SAN=$SAN: the plain make test runs it" rc=77
+else
+    out=$(timeout 600 bash tests/cluster/adasum.sh 2>&1)
+    rc=$?
+fi
 printf '=== cluster adasum rc=%s\n%s\n' "$rc" "$out" >> "$LOG"
 if [ $rc = 77 ]; then
     printf '%s\n' "$out" | grep '^SKIP' | head -1
@@ -249,5 +265,6 @@ if [ -n "$failures" ]; then
     echo "failures:$failures"
     echo "(full output: $LOG)"
 fi
+section "done"
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
