@@ -16,48 +16,20 @@
 #define CLONES
 #endif
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
-/* With FMA each lane costs a conversion and three fused multiply-adds instead of six operations:
- * the products are exact in double either way, only the rounding of each sum differs. */
-__attribute__((target("avx2,fma"))) static void dot_f32_fma(const float *a, const float *b, size_t n, double out[3])
+/* The f32 lanes, inlined into a plain and an FMA build: with FMA each lane costs a conversion and
+ * three fused multiply-adds instead of six operations; the products are exact in double either
+ * way, only the rounding of each sum differs. */
+static inline __attribute__((always_inline)) void dot_f32_lanes(const float *a, const float *b, size_t n,
+                                                                double out[3], int fused)
 {
     double d[LANES] = {0}, x[LANES] = {0}, y[LANES] = {0}, td = 0, tx = 0, ty = 0;
     size_t i = 0;
     for (; i + LANES <= n; i += LANES)
         for (int l = 0; l < LANES; l++) {
             double p = a[i + l], q = b[i + l];
-            d[l] = __builtin_fma(p, q, d[l]);
-            x[l] = __builtin_fma(p, p, x[l]);
-            y[l] = __builtin_fma(q, q, y[l]);
-        }
-    for (; i < n; i++) {
-        double p = a[i], q = b[i];
-        td += p * q;
-        tx += p * p;
-        ty += q * q;
-    }
-    for (int l = 0; l < LANES; l++) {
-        td += d[l];
-        tx += x[l];
-        ty += y[l];
-    }
-    out[0] += td;
-    out[1] += tx;
-    out[2] += ty;
-}
-#define HAVE_FMA_DOT 1
-#endif
-
-CLONES static void dot_f32_plain(const float *a, const float *b, size_t n, double out[3])
-{
-    double d[LANES] = {0}, x[LANES] = {0}, y[LANES] = {0}, td = 0, tx = 0, ty = 0;
-    size_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int l = 0; l < LANES; l++) {
-            double p = a[i + l], q = b[i + l];
-            d[l] += p * q;
-            x[l] += p * p;
-            y[l] += q * q;
+            d[l] = fused ? __builtin_fma(p, q, d[l]) : d[l] + p * q;
+            x[l] = fused ? __builtin_fma(p, p, x[l]) : x[l] + p * p;
+            y[l] = fused ? __builtin_fma(q, q, y[l]) : y[l] + q * q;
         }
     for (; i < n; i++) { /* the tail apart, so that the lanes stay a vector */
         double p = a[i], q = b[i];
@@ -73,6 +45,19 @@ CLONES static void dot_f32_plain(const float *a, const float *b, size_t n, doubl
     out[0] += td;
     out[1] += tx;
     out[2] += ty;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
+__attribute__((target("avx2,fma"))) static void dot_f32_fma(const float *a, const float *b, size_t n, double out[3])
+{
+    dot_f32_lanes(a, b, n, out, 1);
+}
+#define HAVE_FMA_DOT 1
+#endif
+
+CLONES static void dot_f32_plain(const float *a, const float *b, size_t n, double out[3])
+{
+    dot_f32_lanes(a, b, n, out, 0);
 }
 
 CLONES static void dot_f64(const double *a, const double *b, size_t n, double out[3])
