@@ -172,11 +172,12 @@ class _Buf:
     """One array or tensor as the C call sees it: address, element count, dtype.
     A CUDA tensor goes through a host copy (gcoll reads host memory); finish() writes it back."""
 
-    __slots__ = ("obj", "host", "ptr", "count", "dtype")
+    __slots__ = ("obj", "host", "ptr", "count", "dtype", "writable")
 
     def __init__(self, x, argname, writable):
         self.obj = x
         self.host = None
+        self.writable = writable
         if _is_torch(x):
             import torch
             if not isinstance(x, torch.Tensor):
@@ -206,7 +207,7 @@ class _Buf:
         self.count = x.size
 
     def finish(self):
-        if self.host is not None:
+        if self.host is not None and self.writable:
             self.obj.copy_(self.host)
 
 
@@ -369,67 +370,83 @@ class Comm:
     # Each collective is built once as (C arguments, buffers, result) and then run blocking or
     # nonblocking, so the two forms cannot drift apart.
 
+    # The builders return (C arguments, buffers, result). Every buffer the C side touches is in
+    # the list, inputs too, so that a Request keeps each one alive until it completes.
+
     def _allreduce(self, x, op, out):
+        if out is not None and _same(x, out):
+            s = _Buf(x, "x", True)
+            return (s.ptr, s.ptr, s.count, s.dtype, int(op)), [s], x
         s = _Buf(x, "x", False)
         if out is None:
             out = _empty_like(x, tuple(x.shape))
-        r = s if _same(x, out) else _out_buf(out, s, s.count)
-        return (s.ptr, r.ptr, s.count, s.dtype, int(op)), [r], out
+        r = _out_buf(out, s, s.count)
+        return (s.ptr, r.ptr, s.count, s.dtype, int(op)), [s, r], out
 
     def _reduce_scatter(self, x, op, out):
         n = self.size
-        s = _Buf(x, "x", False)
+        inplace = out is not None and _same(x, out)
+        s = _Buf(x, "x", inplace)
         if s.count % n:
             raise _bad("x: %d elements do not split into %d equal blocks" % (s.count, n))
         count = s.count // n
-        if out is not None and _same(x, out):
+        if inplace:
             return (s.ptr, s.ptr, count, s.dtype, int(op)), [s], _flat_view(x, count)
         if out is None:
             shape = tuple(x.shape)
             shape = (shape[0] // n,) + shape[1:] if shape and shape[0] % n == 0 else (count,)
             out = _empty_like(x, shape)
         r = _out_buf(out, s, count)
-        return (s.ptr, r.ptr, count, s.dtype, int(op)), [r], out
+        return (s.ptr, r.ptr, count, s.dtype, int(op)), [s, r], out
 
     def _allgather(self, x, out):
         n = self.size
-        s = _Buf(x, "x", False)
         if out is not None and _same(x, out):
+            s = _Buf(x, "x", True)
             if s.count % n:
                 raise _bad("x: in place, %d elements do not split into %d blocks" % (s.count, n))
             return (s.ptr, s.ptr, s.count // n, s.dtype), [s], x
+        s = _Buf(x, "x", False)
         if out is None:
             out = _empty_like(x, (n,) + tuple(x.shape))
         r = _out_buf(out, s, s.count * n)
-        return (s.ptr, r.ptr, s.count, s.dtype), [r], out
+        return (s.ptr, r.ptr, s.count, s.dtype), [s, r], out
 
     def _reduce(self, x, op, root, out):
-        s = _Buf(x, "x", False)
         if out is not None and _same(x, out):
+            s = _Buf(x, "x", True)
             return (s.ptr, s.ptr, s.count, s.dtype, int(op), int(root)), [s], x
+        s = _Buf(x, "x", False)
         if self.rank == int(root) and out is None:
             out = _empty_like(x, tuple(x.shape))
-        r = _out_buf(out, s, s.count) if out is not None else None
-        return ((s.ptr, r.ptr if r else None, s.count, s.dtype, int(op), int(root)),
-                [r] if r else [], out)
+        if out is None:
+            return (s.ptr, None, s.count, s.dtype, int(op), int(root)), [s], None
+        r = _out_buf(out, s, s.count)
+        return (s.ptr, r.ptr, s.count, s.dtype, int(op), int(root)), [s, r], out
 
     def _alltoall(self, x, out):
         n = self.size
-        s = _Buf(x, "x", False)
+        inplace = out is not None and _same(x, out)
+        s = _Buf(x, "x", inplace)
         if s.count % n:
             raise _bad("x: %d elements do not split into %d equal blocks" % (s.count, n))
+        if inplace:
+            return (s.ptr, s.ptr, s.count // n, s.dtype), [s], x
         if out is None:
             out = _empty_like(x, tuple(x.shape))
-        r = s if _same(x, out) else _out_buf(out, s, s.count)
-        return (s.ptr, r.ptr, s.count // n, s.dtype), [r], out
+        r = _out_buf(out, s, s.count)
+        return (s.ptr, r.ptr, s.count // n, s.dtype), [s, r], out
 
     def _adasum(self, x, tensor_counts, out):
-        s = _Buf(x, "x", False)
         counts, nt = _counts_array(tensor_counts)
+        if out is not None and _same(x, out):
+            s = _Buf(x, "x", True)
+            return (s.ptr, s.ptr, s.count, s.dtype, counts, nt), [s], x, counts
+        s = _Buf(x, "x", False)
         if out is None:
             out = _empty_like(x, tuple(x.shape))
-        r = s if _same(x, out) else _out_buf(out, s, s.count)
-        return (s.ptr, r.ptr, s.count, s.dtype, counts, nt), [r], out, counts
+        r = _out_buf(out, s, s.count)
+        return (s.ptr, r.ptr, s.count, s.dtype, counts, nt), [s, r], out, counts
 
     def _run(self, fn, args, bufs, result):
         _check(fn(*args, self._h))
@@ -439,7 +456,7 @@ class Comm:
 
     def _start(self, fn, args, bufs, result, priority, name, algorithm, keep=()):
         attr = _attr(priority, name, algorithm)
-        req = Request(bufs, result, (attr,) + tuple(keep) + tuple(bufs))
+        req = Request(bufs, result, (attr,) + tuple(keep))
         _check(fn(*args, self._h, ctypes.byref(attr), ctypes.byref(req._h)))
         return req
 
