@@ -237,6 +237,8 @@ def _flat_view(x, n):
 
 def _out_buf(out, send, count, argname="out", writable=True):
     b = _Buf(out, argname, writable)
+    if _is_torch(out) != _is_torch(send.obj):
+        raise _bad("%s: a %s like the input" % (argname, "torch tensor" if _is_torch(send.obj) else "NumPy array"))
     if b.dtype != send.dtype:
         raise _bad("%s: dtype %s differs from the input's %s" % (argname, b.dtype.c_name,
                                                                  send.dtype.c_name))

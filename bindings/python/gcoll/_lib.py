@@ -10,8 +10,8 @@ _SONAME = "libgcoll.so.0"
 
 
 def _candidates():
-    env = os.environ.get("GCOLL_LIBRARY")
-    if env:
+    env = os.environ.get("GCOLL_LIBRARY", "none")
+    if env != "none":
         # An explicit choice is never second-guessed: a wrong path fails loudly.
         return [env]
     found = []
@@ -31,6 +31,7 @@ def _load():
     tried = []
     for path in _candidates():
         if os.sep in path and not os.path.exists(path) and path != os.environ.get("GCOLL_LIBRARY"):
+            # absent optional places are skipped quietly; an explicit GCOLL_LIBRARY is tried
             tried.append(path + " (absent)")
             continue
         try:
