@@ -142,8 +142,9 @@ def _is_torch(x):
     return type(x).__module__.startswith("torch") and "torch" in sys.modules
 
 
-def dtype_of(d):
-    """The DType for a DType, a NumPy dtype (or type) or a torch dtype; InvalidArgError if none."""
+def dtype_of(d, argname="dtype"):
+    """The DType for a DType, a NumPy dtype (or type) or a torch dtype; InvalidArgError (naming
+    argname) if none."""
     if isinstance(d, DType):
         return d
     if isinstance(d, int) and not isinstance(d, bool) and 0 <= d < len(DType):
@@ -151,18 +152,18 @@ def dtype_of(d):
     if _is_torch(d):
         code = _TORCH_DTYPE_NAMES.get(str(d).replace("torch.", ""))
         if code is None:
-            raise _bad("dtype: %s has no gcoll type (int8, uint8, int32, int64, float16, bfloat16, "
-                       "float32, float64)" % d)
+            raise _bad("%s: dtype %s has no gcoll type (int8, uint8, int32, int64, float16, bfloat16, "
+                       "float32, float64)" % (argname, d))
         return code
     import numpy as np
     try:
         nd = np.dtype(d)
     except TypeError:
-        raise _bad("dtype: %r is not a data type" % (d,)) from None
+        raise _bad("%s: %r is not a data type" % (argname, d)) from None
     code = _NP_DTYPES.get((nd.kind, nd.itemsize))
     if code is None or not nd.isnative:
-        raise _bad("dtype: %s has no gcoll type (int8, uint8, int32, uint32, int64, uint64, float16, "
-                   "float32, float64; bfloat16 through torch)" % nd)
+        raise _bad("%s: dtype %s has no gcoll type (int8, uint8, int32, uint32, int64, uint64, float16, "
+                   "float32, float64 in native byte order; bfloat16 through torch)" % (argname, nd))
     return code
 
 
@@ -182,7 +183,7 @@ class _Buf:
             import torch
             if not isinstance(x, torch.Tensor):
                 raise _bad("%s: a NumPy array or torch tensor, not %s" % (argname, type(x).__name__))
-            self.dtype = dtype_of(x.dtype)
+            self.dtype = dtype_of(x.dtype, argname)
             if not x.is_contiguous():
                 raise _bad("%s: the tensor is not contiguous (call .contiguous())" % argname)
             if x.device.type == "cuda":
@@ -198,7 +199,7 @@ class _Buf:
         import numpy as np
         if not isinstance(x, np.ndarray):
             raise _bad("%s: a NumPy array or torch tensor, not %s" % (argname, type(x).__name__))
-        self.dtype = dtype_of(x.dtype)
+        self.dtype = dtype_of(x.dtype, argname)
         if not x.flags.c_contiguous:
             raise _bad("%s: the array is not C-contiguous (use numpy.ascontiguousarray)" % argname)
         if writable and not x.flags.writeable:
@@ -271,7 +272,16 @@ class Request:
     def done(self):
         return not self._h
 
+    def _after_finalize(self):
+        # gcoll_finalize aborted the operation and tore down the lanes and communicators the
+        # request points into: the handle must not reach the C side any more.
+        if self._h and _finalized:
+            self._h = _lib.c_req()
+            self._bufs, self._keep = (), ()
+            raise AbortedError(9, "the request was pending at gcoll.finalize(), which aborted it")
+
     def wait(self):
+        self._after_finalize()
         if self._h:
             st = _L.gcoll_wait(ctypes.byref(self._h))
             self._h = _lib.c_req()
@@ -279,6 +289,7 @@ class Request:
         return self._result
 
     def test(self):
+        self._after_finalize()
         if not self._h:
             return True
         done = ctypes.c_int(0)
@@ -291,7 +302,7 @@ class Request:
 
     def __del__(self):
         # The status is dropped: there is no caller left to raise it to.
-        if getattr(self, "_h", None) and _L is not None:
+        if getattr(self, "_h", None) and _L is not None and not _finalized:
             _L.gcoll_wait(ctypes.byref(self._h))
 
 
@@ -606,30 +617,29 @@ class Session:
 
 # ---- library lifetime and introspection ------------------------------------------------------
 
-_atexit_registered = False
+_inits = 0  # gcoll_init calls not yet matched by gcoll_finalize (they nest)
+_finalized = False  # gcoll_finalize ended the library: pending requests are aborted and freed
 
 
 def init():
-    """gcoll_init (starts MPI unless it runs already; nests). finalize() runs at exit."""
-    global _atexit_registered
+    """gcoll_init (starts MPI unless it runs already; nests). What is not finalized is at exit."""
+    global _inits
     _check(_L.gcoll_init(None, None))
-    if not _atexit_registered:
+    if _inits == 0 and not _finalized:
         atexit.register(_finalize_at_exit)
-        _atexit_registered = True
-
-
-_finalized = False
+    _inits += 1
 
 
 def finalize():
-    global _finalized
+    global _inits, _finalized
     _check(_L.gcoll_finalize())
-    _finalized = True
+    _inits -= 1
+    _finalized = _inits == 0
 
 
 def _finalize_at_exit():
-    if not _finalized:
-        _L.gcoll_finalize()
+    while _inits > 0:
+        finalize()
 
 
 def comm_world():
