@@ -276,6 +276,17 @@ static gcoll_status_t parse_path(const char *var, const char *s, void *out, int 
     return parse_text(var, s, out, cap);
 }
 
+/* A path that a component outside the library reads (the Python package's GCOLL_LIBRARY): listed
+ * here so that it is documented and not warned about as unknown; checked, not kept. */
+static gcoll_status_t parse_outside_path(const char *var, const char *s, void *out, int arg)
+{
+    (void)out;
+    (void)arg;
+    if (*s == '\0')
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is empty: accepts none or a file path", var);
+    return GCOLL_SUCCESS;
+}
+
 #define ALGO_VAR(NAME, COLL, DEF_DESC)                                                    \
     {"GCOLL_" NAME, "auto, or ALGO[:LO-HI][;...]", "auto", DEF_DESC, parse_algo_table,   \
      NULL, &gcoll__config.algo[COLL], COLL}
@@ -382,6 +393,9 @@ static const var_def_t vars[] = {
     {"GCOLL_ADASUM", "auto|flat|hierarchical", "auto",
      "Adasum across hosts: flat over all ranks, or sum inside each host then Adasum among hosts; "
      "auto: hierarchical when some host holds several ranks", NULL, adasum_modes, &gcoll__config.adasum, 0},
+    {"GCOLL_LIBRARY", "none, or a path", "none",
+     "Python package (bindings/python): the libgcoll.so it loads; none: the path recorded at install, one beside "
+     "the package, then the loader's search", parse_outside_path, NULL, NULL, 0},
 };
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
 

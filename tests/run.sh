@@ -38,7 +38,7 @@ run_mpi() {
     envs=""
     for e in "$@"; do envs="$envs -x $e"; done
     t=$(date +%s)
-    out=$(timeout 900 $MPIRUN -np "$np" $envs "$BINDIR/${tp_prog:-test_$name}" 2>&1)
+    out=$(timeout 900 $MPIRUN -np "$np" $envs ${mpi_cmd:-"$BINDIR/${tp_prog:-test_$name}"} 2>&1)
     rc=$?
     printf '=== %s np=%s%s rc=%s %ss\n%s\n' "$name" "$np" "$envs" "$rc" "$(( $(date +%s) - t ))" "$out" >> "$LOG"
     line=$(printf '%s\n' "$out" | grep "^RESULT $name " | tail -1)
@@ -202,6 +202,28 @@ run_script "examples/gradient_session over tcp, 2 progress threads" \
     timeout 300 $MPIRUN -np 4 -x GCOLL_TRANSPORT_INTRA=inter -x GCOLL_WORKER_COUNT=2 "$BINDIR/gradient_session"
 [ -n "${SAN:-}" ] || run_script "exported symbols and soname" sh tests/exports.sh
 [ -n "${SAN:-}" ] || run_script "make install, pkg-config, and a program built against it" sh tests/install.sh
+
+# ---- Python binding and PyTorch (tests/python/, examples/pytorch_ddp.py): begin ------------
+# Not under the sanitizers: their runtime cannot load into /usr/bin/python3 without LD_PRELOAD.
+# run_py FILE NAME NP: tests/python/test_FILE.py under mpirun, its RESULT line named NAME.
+run_py() { mpi_cmd="/usr/bin/python3 tests/python/test_$1.py"; run_mpi "$2" "$3" "$PY_LIB" "$PY_PATH"; mpi_cmd=; }
+if [ -z "${SAN:-}" ]; then
+    echo "--- Python binding (/usr/bin/python3)"
+    PY_LIB="GCOLL_LIBRARY=$(pwd)/$LIBDIR/libgcoll.so.0" PY_PATH="PYTHONPATH=$(pwd)/bindings/python"
+    for np in 1 2 3 4; do
+        run_py gcoll python "$np"
+    done
+    run_script "pip install bindings/python (venv, no index), its library search, 2 ranks" sh tests/python/install.sh
+    if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+        run_py torch python-torch 3 # 2 ranks: the example below
+        run_script "examples/pytorch_ddp.py under mpirun -np 2 (identical params, loss falls, vs gloo)" \
+            timeout 300 $MPIRUN -np 2 -x "$PY_LIB" -x "$PY_PATH" /usr/bin/python3 examples/pytorch_ddp.py
+    else
+        echo "SKIP PyTorch tests and examples/pytorch_ddp.py: /usr/bin/python3 cannot import torch" \
+            "(python3-torch is not installed; scripts/install-deps.sh installs it where Debian has it)"
+    fi
+fi
+# ---- Python binding and PyTorch: end --------------------------------------------------------
 
 # ---- multi-host cluster (tests/cluster/): begin --------------------------------------------
 # test_collectives across network-namespace hosts, every inter-node transport; each of its

@@ -174,6 +174,17 @@ START_TEST(pipeline_variables_parse)
 }
 END_TEST
 
+/* GCOLL_LIBRARY belongs to the Python package: listed (so not warned about) and checked. */
+START_TEST(python_library_variable)
+{
+    clear_env();
+    setenv("GCOLL_LIBRARY", "/opt/gcoll/lib/libgcoll.so.0", 1);
+    ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+    unsetenv("GCOLL_LIBRARY");
+    expect_bad("GCOLL_LIBRARY", "", "accepts none or a file path");
+}
+END_TEST
+
 START_TEST(registry_listing)
 {
     ck_assert_uint_ge(gcoll_config_count(), 4);
@@ -209,6 +220,7 @@ Suite *config_suite(void)
     tcase_add_test(tc, sizes_parse_strictly);
     tcase_add_test(tc, pipeline_variables_parse);
     tcase_add_test(tc, registry_listing);
+    tcase_add_test(tc, python_library_variable);
     suite_add_tcase(s, tc);
     return s;
 }

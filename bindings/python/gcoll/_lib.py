@@ -1,0 +1,125 @@
+"""Finds and loads libgcoll.so through ctypes and declares the C ABI of include/gcoll.h.
+
+The search order: $GCOLL_LIBRARY, the path recorded when the package was installed
+(gcoll/_install.py), a libgcoll.so.0 next to this file, then the dynamic loader's own path.
+"""
+import ctypes
+import os
+
+_SONAME = "libgcoll.so.0"
+
+
+def _candidates():
+    env = os.environ.get("GCOLL_LIBRARY", "none")
+    if env != "none":
+        # An explicit choice is never second-guessed: a wrong path fails loudly.
+        return [env]
+    found = []
+    try:
+        from . import _install
+        if _install.LIBRARY:
+            found.append(_install.LIBRARY)
+    except ImportError:
+        pass
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), _SONAME)
+    found.append(here)
+    found.append(_SONAME)
+    return found
+
+
+def _load():
+    tried = []
+    for path in _candidates():
+        if os.sep in path and not os.path.exists(path) and path != os.environ.get("GCOLL_LIBRARY"):
+            # absent optional places are skipped quietly; an explicit GCOLL_LIBRARY is tried
+            tried.append(path + " (absent)")
+            continue
+        try:
+            # RTLD_GLOBAL: Open MPI's components, loaded later by libmpi, look up libmpi's
+            # symbols in the global namespace.
+            return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL), path
+        except OSError as e:
+            tried.append("%s (%s)" % (path, e))
+    raise ImportError("gcoll: cannot load libgcoll; set GCOLL_LIBRARY to its path. Tried: "
+                      + "; ".join(tried))
+
+
+lib, path = _load()
+
+c_status = ctypes.c_int
+c_comm = ctypes.c_void_p
+c_req = ctypes.c_void_p
+c_session = ctypes.c_void_p
+P = ctypes.POINTER
+vp = ctypes.c_void_p
+sz = ctypes.c_size_t
+i = ctypes.c_int
+s = ctypes.c_char_p
+
+
+class Attr(ctypes.Structure):
+    _fields_ = [("priority", ctypes.c_int), ("name", ctypes.c_char_p), ("algorithm", ctypes.c_char_p)]
+
+
+class ConfigVar(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("type", ctypes.c_char_p),
+                ("default_str", ctypes.c_char_p), ("description", ctypes.c_char_p)]
+
+
+_PROTOS = {
+    "gcoll_init": (c_status, [vp, vp]),
+    "gcoll_finalize": (c_status, []),
+    "gcoll_comm_world": (c_status, [P(c_comm)]),
+    "gcoll_comm_split": (c_status, [c_comm, i, i, P(c_comm)]),
+    "gcoll_comm_dup": (c_status, [c_comm, P(c_comm)]),
+    "gcoll_comm_free": (c_status, [P(c_comm)]),
+    "gcoll_comm_rank": (i, [c_comm]),
+    "gcoll_comm_size": (i, [c_comm]),
+    "gcoll_comm_abort": (c_status, [c_comm]),
+    "gcoll_comm_algorithm": (c_status, [c_comm, s, sz, i, P(s)]),
+    "gcoll_comm_transport": (c_status, [c_comm, P(s)]),
+    "gcoll_allreduce": (c_status, [vp, vp, sz, i, i, c_comm]),
+    "gcoll_reduce_scatter": (c_status, [vp, vp, sz, i, i, c_comm]),
+    "gcoll_allgather": (c_status, [vp, vp, sz, i, c_comm]),
+    "gcoll_bcast": (c_status, [vp, sz, i, i, c_comm]),
+    "gcoll_reduce": (c_status, [vp, vp, sz, i, i, i, c_comm]),
+    "gcoll_alltoall": (c_status, [vp, vp, sz, i, c_comm]),
+    "gcoll_barrier": (c_status, [c_comm]),
+    "gcoll_adasum": (c_status, [vp, vp, sz, i, P(sz), sz, c_comm]),
+    "gcoll_iallreduce": (c_status, [vp, vp, sz, i, i, c_comm, P(Attr), P(c_req)]),
+    "gcoll_ireduce_scatter": (c_status, [vp, vp, sz, i, i, c_comm, P(Attr), P(c_req)]),
+    "gcoll_iallgather": (c_status, [vp, vp, sz, i, c_comm, P(Attr), P(c_req)]),
+    "gcoll_ibcast": (c_status, [vp, sz, i, i, c_comm, P(Attr), P(c_req)]),
+    "gcoll_ireduce": (c_status, [vp, vp, sz, i, i, i, c_comm, P(Attr), P(c_req)]),
+    "gcoll_ialltoall": (c_status, [vp, vp, sz, i, c_comm, P(Attr), P(c_req)]),
+    "gcoll_ibarrier": (c_status, [c_comm, P(Attr), P(c_req)]),
+    "gcoll_iadasum": (c_status, [vp, vp, sz, i, P(sz), sz, c_comm, P(Attr), P(c_req)]),
+    "gcoll_wait": (c_status, [P(c_req)]),
+    "gcoll_test": (c_status, [P(c_req), P(i)]),
+    "gcoll_session_create": (c_status, [c_comm, P(c_session)]),
+    "gcoll_session_add": (c_status, [c_session, s, sz, i, i, P(sz)]),
+    "gcoll_session_commit": (c_status, [c_session]),
+    "gcoll_session_start": (c_status, [c_session, sz, vp]),
+    "gcoll_session_test": (c_status, [c_session, sz, P(i)]),
+    "gcoll_session_wait": (c_status, [c_session, sz]),
+    "gcoll_session_wait_all": (c_status, [c_session]),
+    "gcoll_session_buckets": (c_status, [c_session, P(sz)]),
+    "gcoll_session_bucket_of": (c_status, [c_session, sz, P(sz)]),
+    "gcoll_session_free": (c_status, [P(c_session)]),
+    "gcoll_strerror": (s, [i]),
+    "gcoll_status_name": (s, [i]),
+    "gcoll_last_error": (s, []),
+    "gcoll_version": (s, []),
+    "gcoll_dtype_size": (sz, [i]),
+    "gcoll_dtype_name": (s, [i]),
+    "gcoll_op_name": (s, [i]),
+    "gcoll_config_count": (sz, []),
+    "gcoll_config_var": (c_status, [sz, P(ConfigVar)]),
+    "gcoll_reduce_local": (c_status, [vp, vp, sz, i, i]),
+    "gcoll_algorithms": (c_status, [s, P(P(s)), P(sz)]),
+}
+
+for _name, (_res, _args) in _PROTOS.items():
+    _f = getattr(lib, _name)
+    _f.restype = _res
+    _f.argtypes = _args
