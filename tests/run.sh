@@ -208,7 +208,7 @@ run_script "examples/gradient_session over tcp, 2 progress threads" \
 # run_py FILE NAME NP: tests/python/test_FILE.py under mpirun, its RESULT line named NAME.
 run_py() { mpi_cmd="/usr/bin/python3 tests/python/test_$1.py"; run_mpi "$2" "$3" "$PY_LIB" "$PY_PATH"; mpi_cmd=; }
 if [ -z "${SAN:-}" ]; then
-    echo "--- Python binding (/usr/bin/python3)"
+    section "Python binding (/usr/bin/python3)"
     PY_LIB="GCOLL_LIBRARY=$(pwd)/$LIBDIR/libgcoll.so.0" PY_PATH="PYTHONPATH=$(pwd)/bindings/python"
     for np in 1 2 3 4; do
         run_py gcoll python "$np"
