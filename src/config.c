@@ -382,6 +382,9 @@ static const var_def_t vars[] = {
     {"GCOLL_ADASUM", "auto|flat|hierarchical", "auto",
      "Adasum across hosts: flat over all ranks, or sum inside each host then Adasum among hosts; "
      "auto: hierarchical when some host holds several ranks", NULL, adasum_modes, &gcoll__config.adasum, 0},
+    {"GCOLL_MPI_COLLS", "all, none, or a list of allreduce,iallreduce,reduce_scatter_block,allgather,bcast,reduce,barrier",
+     "all", "the MPI calls that the MPI interposer (LD_PRELOAD=lib/libgcoll_mpi.so) takes over; the others go to "
+     "MPI unchanged", gcoll__parse_mpi_colls, NULL, &gcoll__config.mpi_colls, 0},
 };
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
 

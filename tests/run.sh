@@ -198,6 +198,27 @@ run_script "examples/gradient_session over tcp, 2 progress threads" \
 [ -n "${SAN:-}" ] || run_script "exported symbols and soname" sh tests/exports.sh
 [ -n "${SAN:-}" ] || run_script "make install, pkg-config, and a program built against it" sh tests/install.sh
 
+# ---- MPI interposer (tests/interposer/): begin -----------------------------------------------
+# LD_PRELOAD=lib/libgcoll_mpi.so into a plain MPI program and into mpi4py: results against closed
+# forms, and the calls taken over counted. Not under the sanitizers: a preloaded ASan library needs
+# the ASan runtime preloaded before it, and the library code it runs is test_collectives' anyway.
+if [ -z "${SAN:-}" ]; then
+    echo "--- MPI interposer (LD_PRELOAD)"
+    for np in 1 2 3 4; do
+        run_script "interposer: test_interposer np=$np" sh tests/interposer/run.sh c $np
+    done
+    run_script "interposer: over gcoll's MPI transport (its threads call MPI_Test)" \
+        sh tests/interposer/run.sh c 3 GCOLL_TRANSPORT_INTRA=mpi
+    run_script "interposer: no progress thread (the completion calls drive Iallreduce)" \
+        sh tests/interposer/run.sh c 2 GCOLL_WORKER_COUNT=0
+    run_script "interposer: GCOLL_MPI_COLLS=bcast,iallreduce,barrier" \
+        sh tests/interposer/run.sh c 3 GCOLL_MPI_COLLS=bcast,iallreduce,barrier
+    run_script "interposer: GCOLL_MPI_COLLS=none" sh tests/interposer/run.sh c 2 GCOLL_MPI_COLLS=none
+    run_script "interposer: mpi4py np=3" sh tests/interposer/run.sh py 3
+    run_script "interposer: a bad GCOLL_MPI_COLLS fails MPI_Init, naming it" sh tests/interposer/bad_env.sh
+fi
+# ---- MPI interposer: end --------------------------------------------------------------------
+
 # ---- multi-host cluster (tests/cluster/): begin --------------------------------------------
 # test_collectives across network-namespace hosts, every inter-node transport; each of its
 # RESULT lines adds to the totals. Skipped (not failed) where namespaces cannot be made.
