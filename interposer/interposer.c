@@ -98,8 +98,11 @@ static gcoll_comm_t map_comm(MPI_Comm comm)
     if (found)
         return ((mapping_t *)value)->g;
     mapping_t *m = calloc(1, sizeof(*m));
-    if (!m)
+    if (!m) { /* the other ranks go on to map it: MPI's error handler has to end this */
+        say("ERROR", "no memory to map a communicator");
+        PMPI_Comm_call_errhandler(comm, MPI_ERR_NO_MEM);
         return NULL;
+    }
     m->comm = comm;
     int inter = 0;
     PMPI_Comm_test_inter(comm, &inter);
