@@ -175,7 +175,7 @@ $(LIBDIR)/libgcoll_mpi.so: interposer/interposer.c include/gcoll.h include/gcoll
 
 $(BINDIR)/test_interposer: tests/interposer/test_interposer.c
 	@mkdir -p $(dir $@)
-	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $< -o $@ $(SANFLAGS) -lm
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $< -o $@ $(SANFLAGS) -lpthread -lm
 
 gcoll.pc: gcoll.pc.in Makefile
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \

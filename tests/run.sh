@@ -207,8 +207,8 @@ if [ -z "${SAN:-}" ]; then
     for np in 1 2 3 4; do
         run_script "interposer: test_interposer np=$np" sh tests/interposer/run.sh c $np
     done
-    run_script "interposer: over gcoll's MPI transport (its threads call MPI_Test)" \
-        sh tests/interposer/run.sh c 3 GCOLL_TRANSPORT_INTRA=mpi
+    run_script "interposer: over gcoll's MPI transport (its threads call MPI_Test), 2 application threads" \
+        sh tests/interposer/run.sh c-threads 3 GCOLL_TRANSPORT_INTRA=mpi
     run_script "interposer: no progress thread (the completion calls drive Iallreduce)" \
         sh tests/interposer/run.sh c 2 GCOLL_WORKER_COUNT=0
     run_script "interposer: GCOLL_MPI_COLLS=bcast,iallreduce,barrier" \

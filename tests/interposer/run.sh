@@ -2,7 +2,8 @@
 # The MPI interposer: runs a program with LD_PRELOAD=$LIBDIR/libgcoll_mpi.so under mpirun and
 # passes if every rank's RESULT line reports no failure and its interposer report
 # (GCOLL_LOG_LEVEL=info) equals the calls the program expected taken over and handed to MPI.
-# Usage: run.sh c|py NP [VAR=VALUE ...]   (c: test_interposer, py: test_mpi4py.py under mpi4py)
+# Usage: run.sh c|c-threads|py NP [VAR=VALUE ...]
+#   c: test_interposer; c-threads: test_interposer --threads; py: test_mpi4py.py under mpi4py
 set -u
 BINDIR=${BINDIR:-build/default/bin}
 LIBDIR=${LIBDIR:-lib}
@@ -10,8 +11,9 @@ kind=$1 np=$2
 shift 2
 case $kind in
 c) prog="$BINDIR/test_interposer" ;;
+c-threads) prog="$BINDIR/test_interposer --threads" ;;
 py) prog="/usr/bin/python3 tests/interposer/test_mpi4py.py" ;;
-*) echo "usage: run.sh c|py NP [VAR=VALUE ...]"; exit 2 ;;
+*) echo "usage: run.sh c|c-threads|py NP [VAR=VALUE ...]"; exit 2 ;;
 esac
 envs="-x LD_PRELOAD=$(cd "$LIBDIR" && pwd)/libgcoll_mpi.so -x GCOLL_LOG_LEVEL=info"
 for e in "$@"; do envs="$envs -x $e"; done

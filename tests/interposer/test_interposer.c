@@ -3,9 +3,11 @@
  * every type and op it maps, in place or not, on several communicators (world, a dup, a split,
  * MPI_COMM_SELF, and split/dup/free in a loop), plus calls it must hand to MPI (other types and
  * ops, gapped types, an inter-communicator), and checks each result against a closed form.
- * Each rank prints "EXPECT <report>" in the interposer's report format (the calls that
- * GCOLL_MPI_COLLS lets it take over, and the others), then after MPI_Finalize its RESULT line. */
+ * With --threads, also two threads at once on communicators of their own. Each rank prints
+ * "EXPECT <report>" in the interposer's report format (the calls that GCOLL_MPI_COLLS lets it
+ * take over, and the others), then after MPI_Finalize its RESULT line. */
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -513,10 +515,70 @@ static void test_intercomm(int size)
     MPI_Comm_free(&half);
 }
 
+/* --threads: two threads at once, each on its own communicator (MPI_THREAD_MULTIPLE); each
+ * keeps its own counts, added to the totals after the join. */
+typedef struct {
+    MPI_Comm comm;
+    long ok, bad, allreduces, iallreduces;
+} thread_arg_t;
+
+static void *thread_body(void *p)
+{
+    thread_arg_t *a = p;
+    int rank, n;
+    MPI_Comm_rank(a->comm, &rank);
+    MPI_Comm_size(a->comm, &n);
+    for (int it = 0; it < 40; it++) {
+        int v[64], w[64];
+        for (int i = 0; i < 64; i++)
+            v[i] = rank + it + i;
+        int rc = MPI_Allreduce(v, w, 64, MPI_INT, MPI_SUM, a->comm);
+        a->allreduces++;
+        int good = rc == MPI_SUCCESS;
+        for (int i = 0; i < 64; i++)
+            good &= w[i] == n * (n - 1) / 2 + n * (it + i);
+        double d[100];
+        for (int i = 0; i < 100; i++)
+            d[i] = rank * 0.5 + i;
+        MPI_Request r;
+        rc = MPI_Iallreduce(MPI_IN_PLACE, d, 100, MPI_DOUBLE, MPI_MAX, a->comm, &r);
+        a->iallreduces++;
+        good &= rc == MPI_SUCCESS && MPI_Wait(&r, MPI_STATUS_IGNORE) == MPI_SUCCESS;
+        for (int i = 0; i < 100; i++)
+            good &= d[i] == (n - 1) * 0.5 + i;
+        if (good)
+            a->ok++;
+        else if (a->bad++ == 0)
+            fprintf(stderr, "FAIL rank %d: thread allreduce/iallreduce iteration %d\n", wrank, it);
+    }
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    thread_arg_t a[2] = {{0}, {0}};
+    pthread_t t[2];
+    MPI_Comm_dup(MPI_COMM_WORLD, &a[0].comm);
+    MPI_Comm_split(MPI_COMM_WORLD, 0, -wrank, &a[1].comm);
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, thread_body, &a[i]);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(t[i], NULL);
+        npassed += a[i].ok;
+        nfailed += a[i].bad;
+        for (long k = 0; k < a[i].allreduces; k++)
+            tally(ALLREDUCE, 1);
+        for (long k = 0; k < a[i].iallreduces; k++)
+            tally(IALLREDUCE, 1);
+        MPI_Comm_free(&a[i].comm);
+    }
+}
+
 int main(int argc, char **argv)
 {
+    int threads = argc > 1 && strcmp(argv[1], "--threads") == 0;
     int provided, size;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
+    MPI_Init_thread(&argc, &argv, threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     read_colls();
@@ -531,6 +593,10 @@ int main(int argc, char **argv)
     test_all(split, "split", 0);
     test_all(MPI_COMM_SELF, "self", 1);
     test_intercomm(size);
+    if (threads) {
+        check(provided == MPI_THREAD_MULTIPLE, "--threads: MPI provides thread level %d", provided);
+        test_threads();
+    }
 
     /* communicators made and freed in a loop: each mapping goes with its communicator */
     MPI_Barrier(MPI_COMM_WORLD);
