@@ -168,7 +168,7 @@ static void test_allreduce(MPI_Comm c, const char *label, int quick)
                 for (size_t k = quick; k < (quick ? 2u : 3u); k++) {
                     const type_t *ty = &types[t];
                     size_t cnt = counts[k];
-                    char *in = malloc(cnt * 8), *out = malloc(cnt * 8);
+                    char *in = calloc(cnt, 8), *out = calloc(cnt, 8);
                     for (size_t i = 0; i < cnt; i++)
                         put(ty, inplace ? out : in, i, val(ty, rank, i));
                     int rc = MPI_Allreduce(inplace ? MPI_IN_PLACE : in, out, (int)cnt, ty->t, op_list[o], c);
@@ -196,7 +196,7 @@ static void test_reduce_scatter_block(MPI_Comm c, const char *label)
                 for (size_t k = 0; k < 2; k++) {
                     const type_t *ty = &types[t];
                     size_t rc_ = counts[k], all = rc_ * (size_t)n;
-                    char *in = malloc(all * 8), *out = malloc(all * 8);
+                    char *in = calloc(all, 8), *out = calloc(all, 8);
                     for (size_t i = 0; i < all; i++)
                         put(ty, inplace ? out : in, i, val(ty, rank, i));
                     int rc = MPI_Reduce_scatter_block(inplace ? MPI_IN_PLACE : in, out, (int)rc_, ty->t, op_list[o], c);
@@ -226,7 +226,7 @@ static void test_reduce(MPI_Comm c, const char *label)
                         const type_t *ty = &types[t];
                         size_t cnt = counts[k];
                         int me = rank == root, ip = inplace && me;
-                        char *in = malloc(cnt * 8), *out = me ? malloc(cnt * 8) : NULL;
+                        char *in = calloc(cnt, 8), *out = me ? calloc(cnt, 8) : NULL;
                         for (size_t i = 0; i < cnt; i++)
                             put(ty, ip ? out : in, i, val(ty, rank, i));
                         int rc = MPI_Reduce(ip ? MPI_IN_PLACE : in, out, (int)cnt, ty->t, op_list[o], root, c);
@@ -257,8 +257,8 @@ static void test_iallreduce(MPI_Comm c, const char *label)
             char *in[K], *out[K];
             MPI_Request req[K + 3];
             for (int k = 0; k < K; k++) {
-                in[k] = malloc(CNT * 8);
-                out[k] = malloc(CNT * 8);
+                in[k] = calloc(CNT, 8);
+                out[k] = calloc(CNT, 8);
                 for (size_t i = 0; i < CNT; i++)
                     put(ty, k & 1 ? out[k] : in[k], i, val(ty, rank, i));
                 MPI_Iallreduce(k & 1 ? MPI_IN_PLACE : in[k], out[k], CNT - k, ty->t, op_list[o], c, &req[k]);
