@@ -68,7 +68,7 @@ BENCH := $(BINDIR)/gcoll_bench
 EXAMPLES := $(patsubst examples/%.c,$(BINDIR)/%,$(wildcard examples/*.c))
 
 .PHONY: all lib tests test check-san check-tsan check-valgrind run install uninstall clean distclean
-all: lib $(TOOLS) $(BENCH) $(EXAMPLES)
+all: lib $(TOOLS) $(BENCH) $(EXAMPLES) $(LIBDIR)/libgcoll_mpi.so
 lib: $(SHLIB) $(STLIB) $(LIBDIR)/libgcoll.so
 
 # Vector kernels: the same template compiled per instruction set, chosen at run time.
@@ -138,7 +138,8 @@ $(PLUGIN): examples/plugin/example_plugin.c include/gcoll_transport_plugin.h inc
 	$(MPICC) $(CFLAGS) -std=c11 $(WARN) $(SANFLAGS) -Iinclude -shared -fPIC -fvisibility=hidden $< -o $@
 
 TP_TESTS := $(patsubst tests/transport/%.c,$(BINDIR)/tp_%,$(wildcard tests/transport/*.c))
-tests: all $(BINDIR)/unit_tests $(MPI_TESTS) $(TP_TESTS) $(PLUGIN) $(EXAMPLES) $(BINDIR)/readme_example
+tests: all $(BINDIR)/unit_tests $(MPI_TESTS) $(TP_TESTS) $(PLUGIN) $(EXAMPLES) $(BINDIR)/readme_example \
+    $(BINDIR)/test_interposer
 
 test: tests
 	BINDIR=$(BINDIR) LIBDIR=$(LIBDIR) SAN=$(SAN) OFI=$(OFI) sh tests/run.sh
@@ -165,6 +166,16 @@ $(BINDIR)/readme_example: README.md $(LIBDIR)/libgcoll.so
 	@mkdir -p $(BUILD)/readme
 	sh tests/extract_readme_example.sh README.md > $(BUILD)/readme/readme_example.c
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(BUILD)/readme/readme_example.c -o $@ $(PROG_LDFLAGS)
+
+# The MPI interposer (LD_PRELOAD): MPI_* definitions that call gcoll or PMPI. Its test program
+# is a plain MPI program that knows nothing of gcoll.
+$(LIBDIR)/libgcoll_mpi.so: interposer/interposer.c include/gcoll.h include/gcoll_mpi.h $(LIBDIR)/libgcoll.so
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) -shared -fPIC -Wl,--no-undefined $< -o $@ $(PROG_LDFLAGS)
+
+$(BINDIR)/test_interposer: tests/interposer/test_interposer.c
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $< -o $@ $(SANFLAGS) -lpthread -lm
 
 gcoll.pc: gcoll.pc.in Makefile
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \

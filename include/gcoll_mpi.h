@@ -13,6 +13,11 @@ extern "C" {
 /* Collective over mpi_comm. gcoll must be initialized. */
 GCOLL_API gcoll_status_t gcoll_comm_from_mpi(MPI_Comm mpi_comm, gcoll_comm_t *comm);
 
+/* Whether GCOLL_MPI_COLLS lets the MPI interposer (lib/libgcoll_mpi.so) take over MPI's call
+ * named call: "allreduce", "iallreduce", "reduce_scatter_block", "allgather", "bcast", "reduce"
+ * or "barrier". gcoll must be initialized. */
+GCOLL_API gcoll_status_t gcoll_mpi_coll_enabled(const char *call, int *enabled);
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,6 +6,8 @@ set -eu
 PKGS="libopenmpi-dev openmpi-bin libfabric-dev libfabric-bin libhwloc-dev hwloc check pkg-config gnuplot-nox python3"
 # The Python binding's install (venv, setuptools, wheel) and tests (numpy).
 PKGS="$PKGS python3-venv python3-setuptools python3-wheel python3-numpy"
+# The MPI interposer's mpi4py test.
+PKGS="$PKGS python3-mpi4py"
 # Wanted but not required: the PyTorch tests and example skip, saying so, where it cannot be had.
 OPTIONAL="python3-torch"
 

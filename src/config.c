@@ -396,6 +396,9 @@ static const var_def_t vars[] = {
     {"GCOLL_LIBRARY", "none, or a path", "none",
      "Python package (bindings/python): the libgcoll.so it loads; none: the path recorded at install, one beside "
      "the package, then the loader's search", parse_outside_path, NULL, NULL, 0},
+    {"GCOLL_MPI_COLLS", "all, none, or a list of allreduce,iallreduce,reduce_scatter_block,allgather,bcast,reduce,barrier",
+     "all", "the MPI calls that the MPI interposer (LD_PRELOAD=lib/libgcoll_mpi.so) takes over; the others go to "
+     "MPI unchanged", gcoll__parse_mpi_colls, NULL, &gcoll__config.mpi_colls, 0},
 };
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
 

@@ -58,6 +58,7 @@ typedef struct {
     int adasum;            /* GCOLL_ADASUM: 0 auto, 1 flat, 2 hierarchical */
     gcoll__link_t cost[2]; /* inside a host, to the network */
     int cost_probe[2];     /* GCOLL_COST_INTRA/INTER=auto: measure the link */
+    unsigned mpi_colls;    /* GCOLL_MPI_COLLS: a bit per call of src/mpi_colls.c's list */
 } gcoll__config_t;
 
 extern gcoll__config_t gcoll__config;
@@ -69,5 +70,8 @@ void gcoll__config_dump(void); /* at info level: every variable, its value and i
 
 /* Strict parsers, shared with the benchmark's option parsing through their public twins. */
 gcoll_status_t gcoll__parse_size(const char *s, size_t *out); /* "64K", "1M", "max" */
+
+/* GCOLL_MPI_COLLS (src/mpi_colls.c): all, none, or a list of call names, into an unsigned mask. */
+gcoll_status_t gcoll__parse_mpi_colls(const char *var, const char *s, void *out, int arg);
 
 #endif

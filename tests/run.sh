@@ -224,6 +224,26 @@ if [ -z "${SAN:-}" ]; then
     fi
 fi
 # ---- Python binding and PyTorch: end --------------------------------------------------------
+# ---- MPI interposer (tests/interposer/): begin -----------------------------------------------
+# LD_PRELOAD=lib/libgcoll_mpi.so into a plain MPI program and into mpi4py: results against closed
+# forms, and the calls taken over counted. Not under the sanitizers: a preloaded ASan library needs
+# the ASan runtime preloaded before it, and the library code it runs is test_collectives' anyway.
+if [ -z "${SAN:-}" ]; then
+    section "MPI interposer (LD_PRELOAD)"
+    for np in 1 2 3 4; do
+        run_script "interposer: test_interposer np=$np" sh tests/interposer/run.sh c $np
+    done
+    run_script "interposer: over gcoll's MPI transport (its threads call MPI_Test), 2 application threads" \
+        sh tests/interposer/run.sh c-threads 3 GCOLL_TRANSPORT_INTRA=mpi
+    run_script "interposer: no progress thread (the completion calls drive Iallreduce)" \
+        sh tests/interposer/run.sh c 2 GCOLL_WORKER_COUNT=0
+    run_script "interposer: GCOLL_MPI_COLLS=bcast,iallreduce,barrier" \
+        sh tests/interposer/run.sh c 3 GCOLL_MPI_COLLS=bcast,iallreduce,barrier
+    run_script "interposer: GCOLL_MPI_COLLS=none" sh tests/interposer/run.sh c 2 GCOLL_MPI_COLLS=none
+    run_script "interposer: mpi4py np=3" sh tests/interposer/run.sh py 3
+    run_script "interposer: a bad GCOLL_MPI_COLLS fails MPI_Init, naming it" sh tests/interposer/bad_env.sh
+fi
+# ---- MPI interposer: end --------------------------------------------------------------------
 
 # ---- multi-host cluster (tests/cluster/): begin --------------------------------------------
 # test_collectives across network-namespace hosts, every inter-node transport; each of its

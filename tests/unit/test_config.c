@@ -208,6 +208,28 @@ START_TEST(registry_listing)
 }
 END_TEST
 
+START_TEST(mpi_colls_parse_strictly)
+{
+    clear_env();
+    ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+    ck_assert_uint_eq(gcoll__config.mpi_colls, 0x7f); /* all seven calls */
+    setenv("GCOLL_MPI_COLLS", "none", 1);
+    ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+    ck_assert_uint_eq(gcoll__config.mpi_colls, 0);
+    setenv("GCOLL_MPI_COLLS", "barrier,allreduce,reduce_scatter_block", 1);
+    ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+    ck_assert_uint_eq(gcoll__config.mpi_colls, 1u << 6 | 1u << 0 | 1u << 2);
+    unsetenv("GCOLL_MPI_COLLS");
+    expect_bad("GCOLL_MPI_COLLS", "", "accepts all, none, or names");
+    expect_bad("GCOLL_MPI_COLLS", "allreduce,", "'' is not a call");
+    expect_bad("GCOLL_MPI_COLLS", ",bcast", "'' is not a call");
+    expect_bad("GCOLL_MPI_COLLS", "Allreduce", "'Allreduce' is not a call");
+    expect_bad("GCOLL_MPI_COLLS", "all,bcast", "'all' is not a call");
+    expect_bad("GCOLL_MPI_COLLS", "alltoall", "reduce_scatter_block, allgather, bcast, reduce, barrier");
+    expect_bad("GCOLL_MPI_COLLS", "bcast reduce", "'bcast reduce' is not a call");
+}
+END_TEST
+
 Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -221,6 +243,7 @@ Suite *config_suite(void)
     tcase_add_test(tc, pipeline_variables_parse);
     tcase_add_test(tc, registry_listing);
     tcase_add_test(tc, python_library_variable);
+    tcase_add_test(tc, mpi_colls_parse_strictly);
     suite_add_tcase(s, tc);
     return s;
 }

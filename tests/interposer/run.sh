@@ -1,0 +1,41 @@
+#!/bin/sh
+# The MPI interposer: runs a program with LD_PRELOAD=$LIBDIR/libgcoll_mpi.so under mpirun and
+# passes if every rank's RESULT line reports no failure and its interposer report
+# (GCOLL_LOG_LEVEL=info) equals the calls the program expected taken over and handed to MPI.
+# Usage: run.sh c|c-threads|py NP [VAR=VALUE ...]
+#   c: test_interposer; c-threads: test_interposer --threads; py: test_mpi4py.py under mpi4py
+set -u
+BINDIR=${BINDIR:-build/default/bin}
+LIBDIR=${LIBDIR:-lib}
+kind=$1 np=$2
+shift 2
+case $kind in
+c) prog="$BINDIR/test_interposer" ;;
+c-threads) prog="$BINDIR/test_interposer --threads" ;;
+py) prog="/usr/bin/python3 tests/interposer/test_mpi4py.py" ;;
+*) echo "usage: run.sh c|c-threads|py NP [VAR=VALUE ...]"; exit 2 ;;
+esac
+envs="-x LD_PRELOAD=$(cd "$LIBDIR" && pwd)/libgcoll_mpi.so -x GCOLL_LOG_LEVEL=info"
+for e in "$@"; do envs="$envs -x $e"; done
+out=$(timeout 120 mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np" $envs $prog 2>&1)
+rc=$?
+bad=0
+for r in $(seq 0 $((np - 1))); do
+    want=$(printf '%s\n' "$out" | sed -n "s/^EXPECT rank=$r //p")
+    got=$(printf '%s\n' "$out" | sed -n "s/^\[[^]]*:$r\] gcoll INFO: mpi interposer: calls taken over\/handed to MPI: //p")
+    res=$(printf '%s\n' "$out" | grep "^RESULT [a-z0-9]* rank=$r ")
+    if [ -z "$want" ] || [ "$want" != "$got" ]; then
+        echo "rank $r: the interposer reported '$got', the program expected '$want'"
+        bad=1
+    fi
+    case $res in
+    *" failed=0") ;;
+    *) echo "rank $r: ${res:-no RESULT line}"; bad=1 ;;
+    esac
+done
+if [ $rc != 0 ] || [ $bad != 0 ]; then
+    printf '%s\n' "$out" | grep -E 'FAIL|ERROR|rror' | head -20
+    echo "exit $rc"
+    exit 1
+fi
+echo "$np ranks: $(printf '%s\n' "$out" | grep -c '^RESULT .* failed=0') RESULT lines without failures; rank 0 took over: $(printf '%s\n' "$out" | sed -n 's/^EXPECT rank=0 //p')"
