@@ -21,13 +21,15 @@ done
 install_optional() {
     for p in $OPTIONAL; do
         installed "$p" && continue
+        # no package lists yet (a fresh machine whose required packages were all there): fetch them once
+        apt-cache show "$p" >/dev/null 2>&1 || { [ "$(id -u)" = 0 ] && apt-get update -qq >>/tmp/gcoll-install-deps.log 2>&1; }
         apt-cache show "$p" >/dev/null 2>&1 || continue
         if [ "$(id -u)" != 0 ]; then
             echo "gcoll: optional Debian package $p is missing (its tests skip); as root: apt-get install -y $p" >&2
             continue
         fi
         echo "gcoll: installing $p (optional)" >&2
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$p" \
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 "$p" \
             >>/tmp/gcoll-install-deps.log 2>&1 ||
             echo "gcoll: could not install $p (its tests skip); see /tmp/gcoll-install-deps.log" >&2
     done
@@ -46,9 +48,10 @@ fi
 echo "gcoll: installing$missing" >&2
 export DEBIAN_FRONTEND=noninteractive
 # A fresh machine has no package lists yet; refresh them once if the install cannot find a package.
-if ! apt-get install -y -qq --no-install-recommends $missing >/tmp/gcoll-install-deps.log 2>&1; then
+# Another apt (a second build at the same moment) may hold the lock: wait for it.
+if ! apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 $missing >/tmp/gcoll-install-deps.log 2>&1; then
     apt-get update -qq >>/tmp/gcoll-install-deps.log 2>&1
-    apt-get install -y -qq --no-install-recommends $missing >>/tmp/gcoll-install-deps.log 2>&1 || {
+    apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 $missing >>/tmp/gcoll-install-deps.log 2>&1 || {
         echo "gcoll: apt-get install failed; see /tmp/gcoll-install-deps.log" >&2
         tail -5 /tmp/gcoll-install-deps.log >&2
         exit 1
