@@ -177,6 +177,12 @@ run_mpi collectives 3 TEST_QUICK=1 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
 run_mpi collectives 4 TEST_QUICK=1 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
 run_mpi errors 3 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
 run_mpi timeout 3 GCOLL_TIMEOUT=1 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
+# mismatched calls (collectives, counts, dtypes, roots) end in GCOLL_ERR_INVALID_USAGE on every
+# rank, naming both sides: over the node channel and tcp; GCOLL_TIMEOUT makes a hang a failure
+for np in 2 3; do
+    run_mpi mismatch "$np" GCOLL_TIMEOUT=10
+    [ -n "${SAN:-}" ] || run_mpi mismatch "$np" GCOLL_TIMEOUT=10 GCOLL_TRANSPORT_INTRA=inter "$TCP"
+done
 
 echo "--- checks"
 run_script "bad GCOLL_TIMEOUT fails gcoll_init, naming it" sh tests/bad_env.sh
