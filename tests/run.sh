@@ -178,10 +178,12 @@ run_mpi collectives 4 TEST_QUICK=1 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
 run_mpi errors 3 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
 run_mpi timeout 3 GCOLL_TIMEOUT=1 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
 # mismatched calls (collectives, counts, dtypes, roots) end in GCOLL_ERR_INVALID_USAGE on every
-# rank, naming both sides: over the node channel and tcp; GCOLL_TIMEOUT makes a hang a failure
+# rank, naming both sides: over the node channel, tcp and ofi; GCOLL_TIMEOUT makes a hang a failure
 for np in 2 3; do
     run_mpi mismatch "$np" GCOLL_TIMEOUT=10
     [ -n "${SAN:-}" ] || run_mpi mismatch "$np" GCOLL_TIMEOUT=10 GCOLL_TRANSPORT_INTRA=inter "$TCP"
+    [ -n "${SAN:-}" ] || [ "${OFI:-0}" != 1 ] ||
+        run_mpi mismatch "$np" GCOLL_TIMEOUT=10 GCOLL_TRANSPORT_INTRA=inter GCOLL_TRANSPORT_INTER=ofi
 done
 
 echo "--- checks"
