@@ -7,6 +7,7 @@
 
 #if GCOLL_HAVE_OFI
 
+#include <errno.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <time.h>
 
 #include "../../src/log.h"
+#include "../liveness.h"
 #include "ofi_internal.h"
 
 enum { QUEUED, POSTED, DONE };
@@ -238,6 +240,14 @@ static void on_completion(gcoll__tp_t *tp, const struct fi_cq_tagged_entry *e)
     finished(tp, r);
 }
 
+/* Errors a provider reports when the peer's end went away (tcp;ofi_rxm: the socket's). */
+static int connection_lost(int err)
+{
+    return err == FI_ECONNRESET || err == FI_ECONNREFUSED || err == FI_ECONNABORTED || err == FI_ENOTCONN ||
+           err == FI_EHOSTUNREACH || err == FI_ENETUNREACH || err == FI_EIO || err == FI_ESHUTDOWN ||
+           err == FI_ETIMEDOUT || err == EPIPE;
+}
+
 static gcoll_status_t on_error(gcoll__tp_t *tp, const struct fi_cq_err_entry *e)
 {
     char detail[256];
@@ -259,7 +269,14 @@ static gcoll_status_t on_error(gcoll__tp_t *tp, const struct fi_cq_err_entry *e)
         req_fail(r, GCOLL_ERR_TRANSPORT,
                  "ofi transport: a message from rank %d (tag %u) is %zu bytes longer than the %zu "
                  "expected: %s", r->peer, (unsigned)r->tag, e->olen, r->bytes, text ? text : "");
-    else
+    else if (connection_lost(e->err)) {
+        req_fail(r, GCOLL_ERR_REMOTE, "ofi transport: %s rank %d failed: %s (%s): its connection is lost (did it "
+                 "exit or crash?)", op_name(r), r->peer, fi_strerror(e->err), text ? text : "");
+        if (tp->lost < 0) {
+            tp->lost = r->peer;
+            snprintf(tp->lost_why, sizeof(tp->lost_why), "%s", r->errmsg);
+        }
+    } else
         req_fail(r, GCOLL_ERR_TRANSPORT, "ofi transport: %s rank %d (tag %u, %zu bytes) failed: %s (%s)",
                  op_name(r), r->peer, (unsigned)r->tag, r->bytes, fi_strerror(e->err), text ? text : "");
     finished(tp, r);
@@ -564,6 +581,25 @@ static void ofi_dereg_mem(gcoll__tp_t *tp, void *handle)
     gcoll__ofi_mrcache_put(tp->mrc, handle);
 }
 
+/* A peer whose messages failed with a lost connection; else, among the peers of this machine's
+ * pid space, one whose process is gone (its connection may not have failed anything yet: a
+ * receive waits on it quietly). Drives the queue first, so that pending errors come in. */
+static int ofi_dead_peer(gcoll__tp_t *tp, char *why, size_t len)
+{
+    if (drain_cq(tp) != GCOLL_SUCCESS)
+        return -1; /* the queue failing is no news of a peer; the operation's own test reports it */
+    if (tp->lost >= 0) {
+        snprintf(why, len, "%s", tp->lost_why);
+        return tp->lost;
+    }
+    for (int q = 0; q < tp->size && tp->space; q++)
+        if (q != tp->rank && tp->spaces[q] == tp->space && gcoll__process_gone((pid_t)tp->pids[q])) {
+            snprintf(why, len, "its process (pid %d on this host) has exited", (int)tp->pids[q]);
+            return q;
+        }
+    return -1;
+}
+
 static gcoll_status_t ofi_connect(gcoll__tp_t *tp, const void *all_addrs)
 {
     GCOLL_CHECK(gcoll__ofi_connect(tp, all_addrs));
@@ -580,6 +616,7 @@ const gcoll__transport_t gcoll__transport_ofi = {
     .irecv = ofi_irecv,
     .test = ofi_test,
     .cancel = ofi_cancel,
+    .dead_peer = ofi_dead_peer,
     .reg_mem = ofi_reg_mem,
     .dereg_mem = ofi_dereg_mem,
     .close = gcoll__ofi_close,

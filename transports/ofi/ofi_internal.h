@@ -52,6 +52,13 @@ struct gcoll__tp {
     char notice[320];          /* where the notice receive lands */
     gcoll__tp_req_t *notice_req;
     int notices_out;           /* notices sent and not yet complete */
+    /* Failure detection: each peer's pid and pid space (liveness.h), from the addresses, so a
+     * peer on this machine is checked by its pid; a peer whose connection failed a message. */
+    int32_t *pids;
+    uint64_t *spaces;
+    uint64_t space;            /* this process's */
+    int lost;                  /* a peer whose messages failed with a connection error, or -1 */
+    char lost_why[320];
 };
 
 #define GCOLL_OFI_NOTICE_TAG 0xffffffffu /* no operation's: issue counts stay far below it */
