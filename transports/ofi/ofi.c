@@ -484,6 +484,8 @@ static void flush_notices(gcoll__tp_t *tp)
             return;
 }
 
+static void ofi_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r);
+
 static gcoll_status_t ofi_test(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done)
 {
     *done = 0;
@@ -503,12 +505,7 @@ static gcoll_status_t ofi_test(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done)
         if (r->phase != DONE && tp->mismatch) { /* no exchange on this communicator can be trusted */
             *done = 1;
             gcoll_status_t mst = gcoll__error(tp->mismatch, "%s", tp->mismatch_why);
-            if (r->phase == POSTED) {
-                fi_cancel(&tp->ep->fid, &r->ctx);
-                orphan(tp, r);
-            } else {
-                cancel_queued(tp, r);
-            }
+            ofi_cancel(tp, r);
             return mst;
         }
         if (r->phase != DONE)
