@@ -32,6 +32,21 @@ static void who(void *state, char *buf, size_t len)
     snprintf(buf, len, "%s (local, %s)", ranks, ready ? "not ready" : "not arrived");
 }
 
+/* Every rank's operation on the channel starts at the same sequence number while they agree:
+ * each compares the others' descriptors with its own, so every rank sees a mismatch itself. No
+ * peer passes this round before this rank arrives at the next (see PH_PUBLISH; single copy
+ * waits for every rank's ready), so the entry of this parity is still this round's. */
+static gcoll_status_t compare_ops(shm_op_t *op, uint64_t seq)
+{
+    gcoll__shm_t *shm = op->shm;
+    for (int q = 0; q < shm->n; q++) {
+        const gcoll__opdesc_t *d = &shm->ctrl[q].op[seq & 1].d;
+        if (q != shm->me && shm->ctrl[q].op[seq & 1].seq == seq && !gcoll__opdesc_agree(d, &op->sched->desc))
+            return gcoll__opdesc_mismatch(op->sched->tag, &op->sched->desc, op->a.rank, d, q);
+    }
+    return GCOLL_SUCCESS;
+}
+
 static gcoll_status_t step(void *state, int *done)
 {
     shm_op_t *op = state;
@@ -49,6 +64,10 @@ static gcoll_status_t step(void *state, int *done)
              * rank's arrival at the round before this one proves (rounds run in order) */
             if (!op->single_copy && seq > 2 && !gcoll__shm_all_arrived(shm, seq - 1))
                 return GCOLL_SUCCESS;
+            if (op->round == 0) {
+                shm->ctrl[shm->me].op[seq & 1].seq = seq;
+                shm->ctrl[shm->me].op[seq & 1].d = op->sched->desc;
+            }
             GCOLL_CHECK(op->publish(op));
             gcoll__shm_set(shm, &shm->ctrl[shm->me].arrive, seq);
             op->phase = PH_GATHER;
@@ -56,6 +75,8 @@ static gcoll_status_t step(void *state, int *done)
         case PH_GATHER:
             if (!gcoll__shm_all_arrived(shm, seq))
                 return GCOLL_SUCCESS;
+            if (op->round == 0)
+                GCOLL_CHECK(compare_ops(op, seq));
             GCOLL_CHECK(op->work(op));
             if (op->single_copy) /* slot rounds need no second signal: see PH_PUBLISH */
                 gcoll__shm_set(shm, &shm->ctrl[shm->me].ready, seq);
@@ -95,7 +116,7 @@ shm_op_t *gcoll__shm_op(gcoll__sched_t *s, const gcoll__coll_args_t *a, int sing
     if (!op)
         return NULL;
     *op = (shm_op_t){.shm = a->shm, .a = *a, .single_copy = single_copy, .blocks = blocks,
-                     .publish = publish, .work = work};
+                     .publish = publish, .work = work, .sched = s};
     op->inplace = a->sendbuf == a->recvbuf;
     op->src = op->inplace ? a->recvbuf : a->sendbuf;
     if (scratch_bytes && !(op->scratch = gcoll__sched_scratch(s, scratch_bytes)))

@@ -28,6 +28,7 @@ struct shm_op {
     size_t per_round;   /* elements of each block per slot round */
     int nrounds, round, phase;
     uint64_t seq0;      /* the first round's sequence number on the channel */
+    const gcoll__sched_t *sched; /* its tag and descriptor, for mismatch detection */
     shm_hook_t publish, work, finish; /* finish (optional) runs once the last round is over */
     char *scratch;      /* an algorithm's private buffer, if it asked for one */
 };

@@ -58,6 +58,7 @@ gcoll_status_t gcoll__build(const gcoll__coll_args_t *a, const char *forced, gco
     gcoll__sched_t *s = gcoll__sched_new(a->dtype, a->op, (unsigned)a->size, storage);
     if (!s)
         return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");
+    s->desc = gcoll__opdesc_of(a->coll, a->dtype, a->op, a->count, a->root);
     if (a->count || a->coll == GCOLL_COLL_BARRIER)
         algo->build(s, a);
     if (s->status != GCOLL_SUCCESS) {
@@ -89,6 +90,7 @@ static gcoll_status_t start_adasum(gcoll__coll_args_t *a, const size_t *tensor_c
     gcoll__sched_t *s = gcoll__sched_new(a->dtype, GCOLL_SUM, (unsigned)a->size, frame ? &frame->sched : NULL);
     if (!s)
         return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");
+    s->desc = gcoll__opdesc_of(a->coll, a->dtype, a->op, a->count, a->root);
     const char *algo = NULL;
     gcoll_status_t st = gcoll__adasum_build(s, a, tensor_counts, ntensors, attr ? attr->algorithm : NULL, &algo);
     if (st != GCOLL_SUCCESS) {

@@ -62,7 +62,7 @@ static void destroy(gcoll_comm_t comm)
 /* Creates and connects an endpoint of ops over the whole communicator. */
 static gcoll_status_t connect_transport(gcoll_comm_t c, const gcoll__transport_t *ops, gcoll__tp_t **tp)
 {
-    gcoll__bootstrap_t boot = {c->boot, c->rank, c->size};
+    gcoll__bootstrap_t boot = {c->boot, c->rank, c->size, &c->optab};
     GCOLL_CHECK(ops->create(&boot, tp));
     size_t len = ops->addr_len(*tp);
     char *all = calloc((size_t)c->size, len ? len : 1);
@@ -348,7 +348,8 @@ void gcoll__comm_fail(gcoll_comm_t comm, gcoll_status_t status, const char *reas
 
 gcoll_status_t gcoll__comm_fail_status(gcoll_comm_t comm)
 {
-    return comm->failed == GCOLL_ERR_REMOTE ? GCOLL_ERR_REMOTE : GCOLL_ERR_ABORTED;
+    return comm->failed == GCOLL_ERR_REMOTE || comm->failed == GCOLL_ERR_INVALID_USAGE ? comm->failed
+                                                                                       : GCOLL_ERR_ABORTED;
 }
 
 void gcoll__comm_release(gcoll_comm_t comm)
@@ -409,7 +410,9 @@ GCOLL_API gcoll_status_t gcoll_comm_free(gcoll_comm_t *comm)
     if (!comm)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "comm is NULL");
     gcoll_status_t st = gcoll__comm_check(*comm, "*comm");
-    if (st != GCOLL_SUCCESS && st != GCOLL_ERR_ABORTED && st != GCOLL_ERR_REMOTE) /* a failed one may be freed */
+    /* a failed one may be freed (INVALID_USAGE: a mismatch, once gcoll is initialized) */
+    if (st != GCOLL_SUCCESS && st != GCOLL_ERR_ABORTED && st != GCOLL_ERR_REMOTE &&
+        !(st == GCOLL_ERR_INVALID_USAGE && gcoll__context.initialized))
         return st;
     if ((*comm)->is_world)
         return gcoll__error(GCOLL_ERR_INVALID_USAGE,

@@ -34,6 +34,7 @@ struct gcoll_comm {
     gcoll__links_t links;    /* the cost model's view of its transports */
     struct gcoll__lane *lane; /* which progress lane drives its operations */
     struct gcoll_comm *next; /* the registry of live handles */
+    gcoll__optab_t optab;    /* its recent operations' descriptors, for mismatch detection */
 };
 
 /* Builds a communicator over a duplicate of mpi_comm (collective over mpi_comm). */

@@ -398,6 +398,8 @@ gcoll_status_t gcoll__request_start(gcoll_comm_t comm, gcoll__coll_t coll, const
     r->comm = comm;
     comm->refs++;
     r->seq = how->own_tag ? how->tag : comm->seq++;
+    sched->tag = (uint32_t)r->seq;
+    gcoll__optab_put(&comm->optab, sched->tag, &sched->desc);
     gcoll_request_t *p = &l->active;
     while (*p && (*p)->priority >= r->priority)
         p = &(*p)->next;

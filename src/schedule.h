@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "gcoll.h"
+#include "opdesc.h"
 #include "transport.h"
 
 typedef enum {
@@ -54,6 +55,8 @@ typedef struct gcoll__sched {
     gcoll_dtype_t dtype;
     gcoll_op_t op;
     unsigned divisor;      /* for GCOLL_AVG */
+    gcoll__opdesc_t desc;  /* what its messages say about it (zero: unchecked) */
+    uint32_t tag;          /* its messages' tag, set as it starts: named in mismatch messages */
     /* While set, builders address a sub-group: peer i of a send or receive is rank peermap[i]
      * of the communicator (hierarchical algorithms run flat ones inside groups this way). */
     const int *peermap;

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Fault injection on one host (tests/mpi/test_faults.c): kill -9 of one rank in the middle of a
-# large allreduce over shm and over tcp (every survivor gets GCOLL_ERR_REMOTE within the bound
+# large allreduce over shm, tcp and ofi (every survivor gets GCOLL_ERR_REMOTE within the bound
 # and exits 0, no segment is left in /dev/shm); gcoll_comm_abort; stall warnings. Prints the
 # slowest detection seen. About 15 s.
 set -u
@@ -37,6 +37,11 @@ kill_run() {
 kill_run "kill -9 over shm" 4
 kill_run "kill -9 over shm, 3 ranks, no progress thread" 3 GCOLL_WORKER_COUNT=0
 kill_run "kill -9 over tcp" 4 GCOLL_TRANSPORT_INTRA=inter GCOLL_TRANSPORT_INTER=tcp
+ofi=""
+if [ "${OFI:-0}" = 1 ]; then
+    kill_run "kill -9 over ofi" 4 GCOLL_TRANSPORT_INTRA=inter GCOLL_TRANSPORT_INTER=ofi
+    ofi=", ofi"
+fi
 rm -f "$stamp"
 
 out=$(timeout 60 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 3 "$BINDIR/test_faults" abort 2>&1)
@@ -53,5 +58,5 @@ for r in 1 2; do
     [ "$n" -ge 2 ] || { echo "stall: rank $r warned $n times"; printf '%s\n' "$out"; exit 1; }
 done
 printf '%s\n' "$out" | grep -q "^\[[^]]*:0\] gcoll WARN" && { echo "stall: rank 0 warned"; exit 1; }
-echo "kill -9 (shm, tcp): survivors failed with GCOLL_ERR_REMOTE within ${worst} s, no segment left;" \
+echo "kill -9 (shm, tcp$ofi): survivors failed with GCOLL_ERR_REMOTE within ${worst} s, no segment left;" \
     "abort; stall warnings"

@@ -182,6 +182,14 @@ run_mpi collectives 3 TEST_QUICK=1 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
 run_mpi collectives 4 TEST_QUICK=1 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
 run_mpi errors 3 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
 run_mpi timeout 3 GCOLL_TIMEOUT=1 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
+# mismatched calls (collectives, counts, dtypes, roots) end in GCOLL_ERR_INVALID_USAGE on every
+# rank, naming both sides: over the node channel, tcp and ofi; GCOLL_TIMEOUT makes a hang a failure
+for np in 2 3; do
+    run_mpi mismatch "$np" GCOLL_TIMEOUT=10
+    [ -n "${SAN:-}" ] || run_mpi mismatch "$np" GCOLL_TIMEOUT=10 GCOLL_TRANSPORT_INTRA=inter "$TCP"
+    [ -n "${SAN:-}" ] || [ "${OFI:-0}" != 1 ] ||
+        run_mpi mismatch "$np" GCOLL_TIMEOUT=10 GCOLL_TRANSPORT_INTRA=inter GCOLL_TRANSPORT_INTER=ofi
+done
 
 section "checks"
 run_script "bad GCOLL_TIMEOUT fails gcoll_init, naming it" sh tests/bad_env.sh
@@ -189,7 +197,7 @@ run_script "README variables match the registry" sh tests/readme_vars.sh
 run_script "gcoll-info: topology, transports and variables" sh tests/gcoll_info.sh
 run_script "transport plugin: loaded by its entry point; bad ones refused" sh tests/plugin.sh
 run_script "shm segments: none left after exit or kill -9" sh tests/shm_leak.sh
-run_script "faults: kill -9 mid-allreduce (shm, tcp), comm_abort, stall warnings" sh tests/faults.sh
+run_script "faults: kill -9 mid-allreduce (shm, tcp, ofi), comm_abort, stall warnings" sh tests/faults.sh
 run_script "gcoll_bench: collectives, options, outputs, membw" sh tests/bench.sh
 run_script "GCOLL_TIMELINE: Chrome trace valid, also after SIGKILL" sh tests/timeline.sh
 run_script "README example under mpirun -np 4" \
@@ -300,6 +308,28 @@ else
         failed=$((failed + f))
         [ "$f" = 0 ] && [ $rc = 0 ] || note_fail "tests/cluster/adasum.sh: $f failed, exit $rc; see $LOG"
         echo "RESULT cluster-adasum-3x2 passed=$p failed=$f"
+    fi
+fi
+
+# ---- link cut across hosts (tests/cluster/linkcut.sh): eth0 of one of 2 hosts set down in the
+# middle of an allreduce loop; both ranks end with an error within GCOLL_TIMEOUT + slack
+if [ -z "${SAN:-}" ]; then
+    out=$(timeout 120 bash tests/cluster/linkcut.sh 2>&1)
+    rc=$?
+    printf '=== cluster linkcut rc=%s\n%s\n' "$rc" "$out" >> "$LOG"
+    line=$(printf '%s\n' "$out" | grep '^RESULT cluster-linkcut ' | tail -1)
+    if [ $rc = 77 ]; then
+        printf '%s\n' "$out" | grep '^SKIP' | head -1
+    elif [ -z "$line" ]; then
+        note_fail "tests/cluster/linkcut.sh: no result (exit $rc); see $LOG"
+    else
+        p=$(printf '%s' "$line" | sed 's/.*passed=\([0-9]*\).*/\1/')
+        f=$(printf '%s' "$line" | sed 's/.*failed=\([0-9]*\).*/\1/')
+        passed=$((passed + p))
+        failed=$((failed + f))
+        [ "$f" = 0 ] && [ $rc = 0 ] || { note_fail "tests/cluster/linkcut.sh: $f failed, exit $rc; see $LOG"
+            printf '%s\n' "$out" | grep '^# ' | head -8; }
+        echo "$line"
     fi
 fi
 

@@ -11,6 +11,7 @@
 #include <mpi.h>
 
 #include "gcoll.h"
+#include "../src/opdesc.h"
 
 typedef struct gcoll__tp gcoll__tp_t;         /* one endpoint: a communicator's view of a transport */
 typedef struct gcoll__tp_req gcoll__tp_req_t; /* one send or receive in flight */
@@ -18,6 +19,10 @@ typedef struct gcoll__tp_req gcoll__tp_req_t; /* one send or receive in flight *
 typedef struct {
     MPI_Comm comm; /* the communicator's private bootstrap communicator */
     int rank, size;
+    /* The communicator's recent operations by tag: a transport that frames its messages puts
+     * the descriptor of a message's operation in its frame, and compares what arrives with it
+     * (opdesc.h). NULL: nothing is checked. Read and written under the lane's lock. */
+    const gcoll__optab_t *optab;
 } gcoll__bootstrap_t;
 
 typedef struct gcoll__transport {

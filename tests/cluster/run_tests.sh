@@ -33,13 +33,18 @@ if [ "${1:-}" = --inner ]; then
         echo "$line"
         case $line in *" failed=0") ;; *) failed=1 ;; esac
     done
-    # kill -9 of one of 2x2 ranks mid-allreduce (shm inside its host, tcp between): every
+    # kill -9 of one of 2x2 ranks mid-allreduce (shm inside its host, tcp or ofi between): every
     # survivor fails with GCOLL_ERR_REMOTE within 5 s and exits 0 (tests/mpi/test_faults.c).
     # Across namespaces mpirun --enable-recovery does not return once the survivors have exited:
     # it is stopped as soon as all three have reported.
-    if [ "$CLUSTER_HOSTS" = 2 ]; then
+    kill_over=tcp
+    case " $transports " in *" ofi "*) kill_over="tcp ofi" ;; esac
+    for kt in $kill_over; do
+        [ "$CLUSTER_HOSTS" = 2 ] || break
+        name=cluster-kill-2x2
+        [ "$kt" = tcp ] || name=cluster-kill-$kt-2x2
         stamp=$(mktemp) log=$(mktemp)
-        GCOLL_TRANSPORT_INTER=tcp GCOLL_TIMEOUT=60 timeout 120 "$CLUSTER_MPIRUN" --ranks-per-host 2 \
+        GCOLL_TRANSPORT_INTER=$kt GCOLL_TIMEOUT=60 timeout 120 "$CLUSTER_MPIRUN" --ranks-per-host 2 \
             --enable-recovery "$BINDIR/test_faults" kill "$stamp" > "$log" 2>&1 &
         job=$!
         for _ in $(seq 240); do
@@ -52,12 +57,12 @@ if [ "${1:-}" = --inner ]; then
         rm -f "$stamp" "$log"
         printf '%s\n' "$out" | grep -E '^(DETECTED|FAIL)' | cut -c1-160 | sed 's/^/# /'
         if [ "$(printf '%s\n' "$out" | grep -c '^FAULTS rank=[0-9]* passed=[0-9]* failed=0$')" = 3 ]; then
-            echo "RESULT cluster-kill-2x2 passed=1 failed=0"
+            echo "RESULT $name passed=1 failed=0"
         else
-            echo "RESULT cluster-kill-2x2 passed=0 failed=1"
+            echo "RESULT $name passed=0 failed=1"
             failed=1
         fi
-    fi
+    done
     for t in $transports; do
         for rph in $rphs; do
             name=cluster-$t-$CLUSTER_HOSTS"x"$rph

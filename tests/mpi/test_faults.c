@@ -10,6 +10,11 @@
  *   test_faults stall      rank 0 joins an allreduce 2.5 s late with GCOLL_STALL_WARN_S=1: the
  *                          others log stall warnings (checked by the script), and the operation
  *                          still completes.
+ *   test_faults linkcut DIR  allreduces of 32 MiB in a loop (run by tests/cluster/linkcut.sh,
+ *                          which cuts a host's link mid-run); each rank writes DIR/progress.R
+ *                          after each one, and when one fails, DIR/result.R with the status,
+ *                          the seconds since its last success, its pid and the message, then exits
+ *                          without MPI_Finalize (mpirun's own channel crosses the cut link).
  * Each rank prints "FAULTS rank=R passed=N failed=N" (kill: survivors only). */
 #include <signal.h>
 #include <stdio.h>
@@ -153,18 +158,58 @@ static int stall_test(gcoll_comm_t world)
     return 0;
 }
 
+static int linkcut_test(gcoll_comm_t world, const char *dir)
+{
+    float *v = malloc(sizeof(float) * BIG);
+    if (!v)
+        return 2;
+    for (size_t i = 0; i < BIG; i++)
+        v[i] = 1;
+    char path[512];
+    double t_ok = h_now(), t_end = t_ok + 120; /* the script cuts the link well before */
+    gcoll_status_t st = GCOLL_SUCCESS;
+    for (int n = 0; st == GCOLL_SUCCESS && h_now() < t_end; n++) {
+        st = gcoll_allreduce(v, v, BIG, GCOLL_FLOAT32, GCOLL_AVG, world);
+        if (st != GCOLL_SUCCESS)
+            break;
+        t_ok = h_now();
+        snprintf(path, sizeof(path), "%s/progress.%d", dir, h_rank);
+        FILE *f = fopen(path, "w");
+        if (f) {
+            fprintf(f, "%d\n", n + 1);
+            fclose(f);
+        }
+    }
+    char msg[512];
+    snprintf(msg, sizeof(msg), "%s", gcoll_last_error());
+    snprintf(path, sizeof(path), "%s/result.%d.tmp", dir, h_rank);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fprintf(f, "status=%s since_ok=%.3f pid=%d %s\n", gcoll_status_name(st), h_now() - t_ok, (int)getpid(), msg);
+        fclose(f);
+        char final[512];
+        snprintf(final, sizeof(final), "%s/result.%d", dir, h_rank);
+        rename(path, final); /* whole, or not there */
+    }
+    free(v);
+    /* MPI_Finalize would wait on the other side of the cut for good: leave now */
+    _exit(st == GCOLL_ERR_TIMEOUT || st == GCOLL_ERR_REMOTE ? 0 : 1);
+}
+
 int main(int argc, char **argv)
 {
     gcoll_comm_t world = h_init(&argc, &argv);
     const char *mode = argc > 1 ? argv[1] : "";
     if (strcmp(mode, "kill") == 0 && argc > 2 && h_size >= 2)
         return kill_test(world, argv[2]);
+    if (strcmp(mode, "linkcut") == 0 && argc > 2)
+        return linkcut_test(world, argv[2]);
     if (strcmp(mode, "abort") == 0)
         abort_test(world);
     else if (strcmp(mode, "stall") == 0)
         stall_test(world);
     else
-        CHECK(0, "usage: test_faults kill FILE | abort | stall (kill: 2 ranks or more)");
+        CHECK(0, "usage: test_faults kill FILE | linkcut DIR | abort | stall (kill: 2 ranks or more)");
     report();
     return h_finish("faults");
 }

@@ -51,7 +51,7 @@ static unsigned seed_of(int src, int dst, uint32_t tag, size_t bytes)
 
 static gcoll__tp_t *open_tp(void)
 {
-    gcoll__bootstrap_t boot = {MPI_COMM_WORLD, rank, size};
+    gcoll__bootstrap_t boot = {MPI_COMM_WORLD, rank, size, NULL};
     gcoll__tp_t *tp = NULL;
     gcoll_status_t st = T->create(&boot, &tp);
     CHECK(st == GCOLL_SUCCESS, "create: %s", gcoll_last_error());
@@ -347,11 +347,15 @@ static void test_intruders(gcoll__tp_t *tp)
 static void test_header_check(void)
 {
     char why[160];
-    gcoll__tcp_hdr_t good = {.type = TCP_EAGER, .seq = 7, .tag = 3, .len = 10}, h;
+    gcoll__tcp_hdr_t good = {.type = TCP_EAGER, .seq = 7, .tag = 3, .len = 10,
+                             .desc = {.coll = 4, .dtype = 8, .op = GCOLL_OPDESC_NONE, .root = 70000,
+                                      .count = (1ull << 40) + 5}}, h;
     unsigned char buf[TCP_HDR_BYTES];
     gcoll__tcp_hdr_pack(buf, &good);
     gcoll__tcp_hdr_unpack(buf, &h);
     CHECK(h.type == good.type && h.seq == 7 && h.tag == 3 && h.len == 10, "header round trip");
+    CHECK(memcmp(&h.desc, &good.desc, sizeof(h.desc)) == 0, "descriptor round trip: kind %u root %d count %llu",
+          (unsigned)h.desc.coll, (int)h.desc.root, (unsigned long long)h.desc.count);
     CHECK(gcoll__tcp_hdr_check(&h, 7, why, sizeof(why)) == GCOLL_SUCCESS, "good header refused: %s", why);
     CHECK(gcoll__tcp_hdr_check(&h, 8, why, sizeof(why)) == GCOLL_ERR_TRANSPORT && has(why, "sequence"),
           "wrong sequence: '%s'", why);
@@ -366,6 +370,9 @@ static void test_header_check(void)
         {{.type = TCP_DATA, .len = 0, .id = 1}, "data frame"},
         {{.type = TCP_RTS, .len = 5}, "control"},
         {{.type = 9}, "type"},
+        {{.type = TCP_MISMATCH, .len = 0}, "notice"},
+        {{.type = TCP_MISMATCH, .len = TCP_NOTICE_MAX + 1}, "notice"},
+        {{.type = TCP_EAGER, .len = 4, .desc = {.coll = 200}}, "descriptor"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         gcoll__tcp_hdr_pack(buf, &bad[i].h);
@@ -376,6 +383,11 @@ static void test_header_check(void)
     buf[5] = 1; /* a nonzero reserved byte */
     gcoll__tcp_hdr_unpack(buf, &h);
     CHECK(gcoll__tcp_hdr_check(&h, 0, why, sizeof(why)) == GCOLL_ERR_TRANSPORT, "reserved bytes accepted");
+    gcoll__tcp_hdr_pack(buf, &good);
+    buf[43] = 1; /* the descriptor's zero byte */
+    gcoll__tcp_hdr_unpack(buf, &h);
+    CHECK(gcoll__tcp_hdr_check(&h, 7, why, sizeof(why)) == GCOLL_ERR_TRANSPORT && has(why, "descriptor"),
+          "a descriptor's nonzero reserved byte: '%s'", why);
 
     unsigned char secret[TCP_SECRET_BYTES], hello[TCP_HELLO_BYTES];
     fill(secret, sizeof(secret), 5);

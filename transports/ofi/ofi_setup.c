@@ -14,9 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../src/config.h"
 #include "../../src/log.h"
+#include "../liveness.h"
 #include "ofi_internal.h"
 
 /* Registrations kept per endpoint; a collective touches a handful of buffers at a time. */
@@ -131,6 +133,8 @@ static void close_objects(gcoll__tp_t *tp)
         fi_close(&tp->fabric->fid);
     fi_freeinfo(tp->info);
     free(tp->peers);
+    free(tp->pids);
+    free(tp->spaces);
     int rank = tp->rank, size = tp->size;
     memset(tp, 0, sizeof(*tp));
     tp->rank = rank;
@@ -261,6 +265,7 @@ static gcoll_status_t open_provider(gcoll__tp_t *tp, const char *prov, uint32_t 
     tp->next_key = 1;
     tp->max_msg_size = info->ep_attr->max_msg_size;
     tp->inject_size = info->tx_attr->inject_size;
+    tp->cq_data = info->domain_attr->cq_data_size >= 8;
     const gcoll__ofi_mr_ops_t ops = {mr_reg, mr_dereg, tp};
     return gcoll__ofi_mrcache_create(MR_CACHE_ENTRIES, &ops, &tp->mrc);
 }
@@ -444,37 +449,50 @@ gcoll_status_t gcoll__ofi_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **o
                             first_bad, c.prov, why.msg);
     }
     tp->name_max = longest;
+    tp->optab = boot->optab;
     if (tp->rank == 0)
         announce(tp, c.msg);
     *out = tp;
     return GCOLL_SUCCESS;
 }
 
-/* An address is the endpoint name's length (4 bytes), the name, and zeros up to the longest. */
+/* An address is the endpoint name's length (4 bytes), the name, zeros up to the longest, then
+ * the process's pid (4 bytes) and pid space (8 bytes, liveness.h) for the liveness check. */
+#define LIFE_BYTES 12
 size_t gcoll__ofi_addr_len(gcoll__tp_t *tp)
 {
-    return sizeof(uint32_t) + tp->name_max;
+    return sizeof(uint32_t) + tp->name_max + LIFE_BYTES;
 }
 
 gcoll_status_t gcoll__ofi_addr(gcoll__tp_t *tp, void *buf)
 {
     uint32_t len = (uint32_t)tp->name_len;
+    int32_t pid = (int32_t)getpid();
+    tp->space = gcoll__pid_space();
     memset(buf, 0, gcoll__ofi_addr_len(tp));
     memcpy(buf, &len, sizeof(len));
     memcpy((char *)buf + sizeof(len), tp->name, tp->name_len);
+    char *life = (char *)buf + sizeof(len) + tp->name_max;
+    memcpy(life, &pid, sizeof(pid));
+    memcpy(life + sizeof(pid), &tp->space, sizeof(tp->space));
     return GCOLL_SUCCESS;
 }
 
 gcoll_status_t gcoll__ofi_connect(gcoll__tp_t *tp, const void *all_addrs)
 {
     tp->peers = calloc((size_t)tp->size, sizeof(*tp->peers));
-    if (!tp->peers)
+    tp->pids = calloc((size_t)tp->size, sizeof(*tp->pids));
+    tp->spaces = calloc((size_t)tp->size, sizeof(*tp->spaces));
+    tp->lost = -1;
+    if (!tp->peers || !tp->pids || !tp->spaces)
         return gcoll__error(GCOLL_ERR_NOMEM, "ofi transport: no memory for %d peer addresses", tp->size);
     size_t stride = gcoll__ofi_addr_len(tp);
     for (int i = 0; i < tp->size; i++) {
         const char *a = (const char *)all_addrs + (size_t)i * stride;
         uint32_t len;
         memcpy(&len, a, sizeof(len));
+        memcpy(&tp->pids[i], a + sizeof(len) + tp->name_max, sizeof(tp->pids[i]));
+        memcpy(&tp->spaces[i], a + sizeof(len) + tp->name_max + sizeof(tp->pids[i]), sizeof(tp->spaces[i]));
         if (len == 0 || len > tp->name_max)
             return gcoll__error(GCOLL_ERR_TRANSPORT, "ofi transport: rank %d published a malformed address "
                                 "(%u bytes, at most %zu expected)", i, len, tp->name_max);

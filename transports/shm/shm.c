@@ -19,6 +19,7 @@
 #include "../../src/config.h"
 #include "../../src/error.h"
 #include "../../src/log.h"
+#include "../liveness.h"
 #include "shm.h"
 
 #define NAME_LEN 48
@@ -233,28 +234,12 @@ void gcoll__shm_laggards(gcoll__shm_t *s, uint64_t seq, int ready, char *buf, si
     }
 }
 
-/* A process that has exited but whose parent has not yet reaped it still answers kill(). */
-static int is_zombie(pid_t pid)
-{
-    char path[32], buf[256];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *end = strrchr(buf, ')'); /* the command name in parentheses may hold anything */
-    return end && end[1] == ' ' && (end[2] == 'Z' || end[2] == 'X');
-}
-
 int gcoll__shm_dead_peer(gcoll__shm_t *s, char *why, size_t len)
 {
     for (int q = 0; q < s->n; q++) {
         if (q == s->me)
             continue;
-        int gone = kill(s->pids[q], 0) != 0 && errno == ESRCH;
-        if (gone || is_zombie(s->pids[q])) {
+        if (gcoll__process_gone(s->pids[q])) {
             snprintf(why, len, "its process (pid %d on this host) has exited", (int)s->pids[q]);
             return q;
         }

@@ -14,6 +14,7 @@
 #include <mpi.h>
 
 #include "gcoll.h"
+#include "../../src/opdesc.h"
 
 #define GCOLL_SHM_LINE 64
 
@@ -27,6 +28,11 @@ typedef struct {
      * the peers fetch one line per operation instead of two. */
     char inl[2][GCOLL_SHM_INLINE];
     _Alignas(GCOLL_SHM_LINE) uint64_t src, dst;        /* buffer addresses, for single copy */
+    /* The operation of the first round with this parity: the peers compare it with theirs */
+    struct {
+        uint64_t seq;
+        gcoll__opdesc_t d;
+    } op[2];
     _Alignas(GCOLL_SHM_LINE) _Atomic uint64_t ready;  /* done with the peers' data for this op */
     _Alignas(GCOLL_SHM_LINE) _Atomic uint64_t rings;  /* bumped on every ring event of this rank */
 } gcoll__shm_ctrl_t;

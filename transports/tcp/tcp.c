@@ -32,12 +32,14 @@ struct tcp_unexp {
     uint32_t tag;
     size_t bytes;
     uint64_t sid;
+    gcoll__opdesc_t desc;
     char *data;
     gcoll__tp_req_t *waiter; /* a receive that matched it while its payload was arriving */
 };
 
 static void sock_write(gcoll__tp_t *tp, tcp_sock_t *s);
 static void sock_gone(gcoll__tp_t *tp, tcp_sock_t *s, const char *doing, int err);
+static void detach(gcoll__tp_t *tp, gcoll__tp_req_t *r);
 
 static void req_link(tcp_peer_t *p, gcoll__tp_req_t *r)
 {
@@ -290,9 +292,12 @@ static gcoll_status_t tcp_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const v
 {
     if (peer >= 0 && peer < tp->size && tp->peers[peer].failed)
         return gcoll__error(tp->peers[peer].failed, "%s", tp->peers[peer].why);
+    if (tp->mismatch)
+        return gcoll__error(tp->mismatch, "%s", tp->mismatch_why);
     GCOLL_CHECK(new_req(tp, peer, tag, buf, bytes, 0, out));
     gcoll__tp_req_t *r = *out;
     tcp_peer_t *p = r->peer;
+    const gcoll__opdesc_t *op = gcoll__optab_find(tp->optab, tag);
     if (bytes <= TCP_EAGER_MAX) {
         r->state = REQ_EAGER_OUT;
         r->frame = (tcp_frame_t){.hdr = {.type = TCP_EAGER, .tag = tag, .len = bytes}, .data = buf, .req = r};
@@ -301,8 +306,68 @@ static gcoll_status_t tcp_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const v
         r->id = ++p->next_sid;
         r->frame = (tcp_frame_t){.hdr = {.type = TCP_RTS, .tag = tag, .id = r->id, .aux = bytes}};
     }
+    if (op)
+        r->frame.hdr.desc = *op;
     send_ctrl(tp, p, &r->frame);
     return GCOLL_SUCCESS;
+}
+
+/* ---- mismatch detection ---- */
+
+/* Fails every request of the endpoint with the mismatch: the ranks' operations under one tag
+ * differ, so no later exchange on this communicator can be trusted. */
+static void fail_all(gcoll__tp_t *tp)
+{
+    for (int q = 0; q < tp->size; q++) {
+        tcp_peer_t *p = &tp->peers[q];
+        while (p->reqs) {
+            gcoll__tp_req_t *r = p->reqs;
+            detach(tp, r);
+            if (!r->done) /* detach may have failed the peer, which completes r */
+                complete(r, tp->mismatch, "%s", tp->mismatch_why);
+        }
+    }
+}
+
+/* This rank's operation under tag differs from the one whose message arrived from p: tells
+ * every peer (a MISMATCH frame, so that ranks which would only wait for this one fail at once
+ * instead of at GCOLL_TIMEOUT) and fails the endpoint. */
+static void found_mismatch(gcoll__tp_t *tp, tcp_peer_t *p, uint32_t tag, const gcoll__opdesc_t *mine,
+                           const gcoll__opdesc_t *theirs)
+{
+    if (tp->mismatch)
+        return;
+    tp->mismatch = gcoll__opdesc_mismatch(tag, mine, tp->rank, theirs, p->rank);
+    snprintf(tp->mismatch_why, sizeof(tp->mismatch_why), "%s", gcoll_last_error());
+    GCOLL_LOG(GCOLL_LOG_WARN, "tcp: %s", tp->mismatch_why);
+    for (int q = 0; q < tp->size; q++) {
+        tcp_peer_t *to = &tp->peers[q];
+        if (q == tp->rank || to->failed || !to->socks || to->socks[0].ev.fd < 0)
+            continue;
+        tcp_frame_t *f = calloc(1, sizeof(*f));
+        if (!f)
+            continue; /* best effort: that peer learns of it from a stalled exchange or GCOLL_TIMEOUT */
+        size_t n = strlen(tp->mismatch_why);
+        *f = (tcp_frame_t){.hdr = {.type = TCP_MISMATCH, .len = n}, .data = tp->mismatch_why, .owned = 1};
+        send_ctrl(tp, to, f);
+    }
+    fail_all(tp);
+}
+
+/* A peer's MISMATCH frame has arrived in p->notice: this endpoint fails with its text, made
+ * printable (it came over the wire). */
+static void notice_arrived(gcoll__tp_t *tp, tcp_peer_t *p, size_t len)
+{
+    if (tp->mismatch)
+        return;
+    for (size_t i = 0; i < len; i++)
+        if (p->notice[i] < 0x20 || p->notice[i] > 0x7e)
+            p->notice[i] = '?';
+    p->notice[len] = '\0';
+    tp->mismatch = GCOLL_ERR_INVALID_USAGE;
+    snprintf(tp->mismatch_why, sizeof(tp->mismatch_why), "rank %d reports: %.280s", p->rank, p->notice);
+    GCOLL_LOG(GCOLL_LOG_WARN, "tcp: %s", tp->mismatch_why);
+    fail_all(tp);
 }
 
 /* ---- receiving ---- */
@@ -361,6 +426,8 @@ static void deliver(tcp_peer_t *p, gcoll__tp_req_t *r, tcp_unexp_t *u)
 static gcoll_status_t tcp_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
                                 gcoll__tp_req_t **out)
 {
+    if (tp->mismatch)
+        return gcoll__error(tp->mismatch, "%s", tp->mismatch_why);
     GCOLL_CHECK(new_req(tp, peer, tag, buf, bytes, 1, out));
     gcoll__tp_req_t *r = *out;
     tcp_peer_t *p = r->peer;
@@ -368,6 +435,11 @@ static gcoll_status_t tcp_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *b
     for (tcp_unexp_t *u = p->unexp; u; u = u->next) {
         if (u->tag != tag || u->waiter)
             continue;
+        const gcoll__opdesc_t *mine = gcoll__optab_find(tp->optab, tag);
+        if (!gcoll__opdesc_agree(mine, &u->desc)) { /* it arrived before this operation started */
+            found_mismatch(tp, p, tag, mine, &u->desc);
+            return GCOLL_SUCCESS;
+        }
         if (u->type == TCP_RTS) {
             unexp_unlink(p, u);
             if (p->failed) /* the offer's data can no longer come */
@@ -396,6 +468,7 @@ static tcp_unexp_t *stash(tcp_peer_t *p, const gcoll__tcp_hdr_t *h)
         return NULL;
     u->type = h->type;
     u->tag = h->tag;
+    u->desc = h->desc;
     if (h->type == TCP_RTS) {
         u->bytes = h->aux;
         u->sid = h->id;
@@ -432,7 +505,20 @@ static void dispatch(gcoll__tp_t *tp, tcp_sock_t *s)
         protocol_error(tp, s, what);
         return;
     }
+    const gcoll__opdesc_t *mine;
+    if ((h->type == TCP_EAGER || h->type == TCP_RTS) && !tp->mismatch &&
+        !gcoll__opdesc_agree(mine = gcoll__optab_find(tp->optab, h->tag), &h->desc)) {
+        found_mismatch(tp, p, h->tag, mine, &h->desc);
+        if (h->type == TCP_EAGER) { /* its payload is read and dropped */
+            s->need = h->len;
+            s->in_payload = 1;
+        }
+        return;
+    }
     switch (h->type) {
+    case TCP_MISMATCH:
+        s->dst = p->notice;
+        break;
     case TCP_EAGER:
         if ((r = match_posted(p, h->tag))) {
             if (r->bytes != h->len) {
@@ -495,10 +581,12 @@ static void dispatch(gcoll__tp_t *tp, tcp_sock_t *s)
     s->in_payload = 1;
 }
 
-static void payload_done(tcp_sock_t *s)
+static void payload_done(gcoll__tp_t *tp, tcp_sock_t *s)
 {
     s->in_payload = 0;
-    if (s->dst_req) {
+    if (s->hdr.type == TCP_MISMATCH) {
+        notice_arrived(tp, s->peer, s->hdr.len);
+    } else if (s->dst_req) {
         gcoll__tp_req_t *r = s->dst_req;
         s->dst_req = NULL;
         r->left -= s->hdr.len;
@@ -552,7 +640,7 @@ static void sock_read(gcoll__tp_t *tp, tcp_sock_t *s)
             s->rpos += n;
             s->need -= n;
             if (s->need == 0) {
-                payload_done(s);
+                payload_done(tp, s);
                 continue;
             }
             if (!s->rd_ready)
@@ -854,6 +942,7 @@ static gcoll_status_t tcp_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **o
         return gcoll__error(GCOLL_ERR_NOMEM, "tcp: no memory for an endpoint");
     tp->rank = boot->rank;
     tp->size = boot->size;
+    tp->optab = boot->optab;
     tp->nsocks = gcoll__config.tcp_nsocks;
     tp->epfd = tp->sleepfd = tp->listen.fd = -1;
     tp->me.sin_family = AF_INET;

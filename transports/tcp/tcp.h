@@ -13,15 +13,18 @@
 #include "../transport.h"
 
 /* Wire format. Every frame starts with a fixed header; hellos open every connection. */
-#define TCP_HDR_BYTES 40
+#define TCP_HDR_BYTES 56
 #define TCP_HELLO_BYTES 32
 #define TCP_ACK_BYTES 8
 #define TCP_SECRET_BYTES 16
 #define TCP_EAGER_MAX (64 * 1024)  /* larger messages go by rendezvous */
 #define TCP_CHUNK_MAX (512 * 1024) /* payload of one DATA frame: control frames cut in between */
 #define TCP_RBUF_BYTES (16 * 1024)  /* per socket: headers and small payloads in one recv */
+#define TCP_NOTICE_MAX 320          /* text of a MISMATCH frame */
 
-enum { TCP_EAGER = 1, TCP_RTS, TCP_CTS, TCP_DATA, TCP_BYE }; /* BYE: the peer closes its endpoint */
+/* BYE: the peer closes its endpoint. MISMATCH: the peer found that ranks run different
+ * operations under one tag; its payload is the message naming both, and it fails this endpoint. */
+enum { TCP_EAGER = 1, TCP_RTS, TCP_CTS, TCP_DATA, TCP_BYE, TCP_MISMATCH };
 
 typedef struct {
     uint32_t magic, seq, tag;
@@ -29,6 +32,7 @@ typedef struct {
     uint64_t len; /* payload bytes after the header */
     uint64_t id;  /* RTS, CTS: the sender's message id; DATA: the receiver's id */
     uint64_t aux; /* RTS: message size; CTS: receiver's id (0: declined); DATA: offset */
+    gcoll__opdesc_t desc; /* EAGER, RTS: the sender's operation under this tag (zero: unknown) */
 } gcoll__tcp_hdr_t;
 
 void gcoll__tcp_hdr_pack(unsigned char *buf, const gcoll__tcp_hdr_t *h);
@@ -121,6 +125,7 @@ typedef struct tcp_peer {
     tcp_unexp_t *unexp, *unexp_tail;
     uint64_t next_sid, next_rid; /* ids given so far: an id above them was never issued */
     char why[200];               /* why the peer failed */
+    char notice[TCP_NOTICE_MAX + 1]; /* the text of a MISMATCH frame arriving from it */
 } tcp_peer_t;
 
 typedef struct tcp_pend tcp_pend_t; /* a connection whose handshake is not finished */
@@ -137,6 +142,11 @@ struct gcoll__tp {
     tcp_peer_t *peers;
     tcp_pend_t *pend;
     int npend;
+    const gcoll__optab_t *optab; /* the communicator's operations by tag (NULL: unchecked) */
+    /* GCOLL_ERR_INVALID_USAGE once ranks were found running different operations under one
+     * tag: every request fails with mismatch_why, which is also the MISMATCH frames' payload */
+    gcoll_status_t mismatch;
+    char mismatch_why[TCP_NOTICE_MAX + 1];
     unsigned long rejected;    /* connections closed by the handshake check (tests read them) */
     char last_rejection[160]; /* and why the last one was */
 };

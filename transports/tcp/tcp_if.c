@@ -194,7 +194,7 @@ gcoll_status_t gcoll__tcp_probe(gcoll__tcp_iface_t *pick, char *why, size_t len)
     int n = gcoll__tcp_list_ifaces(ifs, MAX_IFS * 2);
     rank_ifs_t mine;
     qualify(ifs, n, &mine);
-    const gcoll__bootstrap_t alone = {MPI_COMM_NULL, 0, 1};
+    const gcoll__bootstrap_t alone = {MPI_COMM_NULL, 0, 1, NULL};
     const gcoll__tcp_iface_t *p = NULL;
     GCOLL_CHECK(decide(&alone, &mine, ifs, n, &p, why, len));
     *pick = *p;

@@ -4,10 +4,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../../src/coll.h"
 #include "../../src/error.h"
 #include "tcp.h"
 
-#define HDR_MAGIC 0x31435447u   /* "GTC1" */
+#define HDR_MAGIC 0x32435447u   /* "GTC2": the header grew the operation descriptor */
 #define HELLO_MAGIC 0x48435447u /* "GTCH" */
 
 static void put32(unsigned char *p, uint32_t v)
@@ -36,7 +37,8 @@ static uint64_t get64(const unsigned char *p)
     return le64toh(v);
 }
 
-/* Layout: magic, type + 3 zero bytes, seq, tag, len, id, aux. */
+/* Layout: magic, type + 3 zero bytes, seq, tag, len, id, aux, then the operation's descriptor:
+ * collective kind + 1, dtype, op, a zero byte, root, count. */
 void gcoll__tcp_hdr_pack(unsigned char *buf, const gcoll__tcp_hdr_t *h)
 {
     put32(buf, HDR_MAGIC);
@@ -46,6 +48,12 @@ void gcoll__tcp_hdr_pack(unsigned char *buf, const gcoll__tcp_hdr_t *h)
     put64(buf + 16, h->len);
     put64(buf + 24, h->id);
     put64(buf + 32, h->aux);
+    buf[40] = h->desc.coll;
+    buf[41] = h->desc.dtype;
+    buf[42] = h->desc.op;
+    buf[43] = 0;
+    put32(buf + 44, (uint32_t)h->desc.root);
+    put64(buf + 48, h->desc.count);
 }
 
 void gcoll__tcp_hdr_unpack(const unsigned char *buf, gcoll__tcp_hdr_t *h)
@@ -59,6 +67,8 @@ void gcoll__tcp_hdr_unpack(const unsigned char *buf, gcoll__tcp_hdr_t *h)
     h->len = get64(buf + 16);
     h->id = get64(buf + 24);
     h->aux = get64(buf + 32);
+    h->desc = (gcoll__opdesc_t){.coll = buf[40], .dtype = buf[41], .op = buf[42], .pad = buf[43],
+                                .root = (int32_t)get32(buf + 44), .count = get64(buf + 48)};
 }
 
 gcoll_status_t gcoll__tcp_hdr_check(const gcoll__tcp_hdr_t *h, uint32_t seq, char *why, size_t len)
@@ -67,7 +77,7 @@ gcoll_status_t gcoll__tcp_hdr_check(const gcoll__tcp_hdr_t *h, uint32_t seq, cha
         snprintf(why, len, "bad magic 0x%08x", (unsigned)h->magic);
     else if (h->seq != seq)
         snprintf(why, len, "frame sequence number %u where %u was due", (unsigned)h->seq, (unsigned)seq);
-    else if (h->type < TCP_EAGER || h->type > TCP_BYE)
+    else if (h->type < TCP_EAGER || h->type > TCP_MISMATCH)
         snprintf(why, len, "unknown frame type %u", (unsigned)h->type);
     else if (h->type == TCP_EAGER && h->len > TCP_EAGER_MAX)
         snprintf(why, len, "an eager message of %llu bytes (the bound is %d)", (unsigned long long)h->len,
@@ -77,6 +87,12 @@ gcoll_status_t gcoll__tcp_hdr_check(const gcoll__tcp_hdr_t *h, uint32_t seq, cha
                  TCP_CHUNK_MAX);
     else if ((h->type == TCP_RTS || h->type == TCP_CTS || h->type == TCP_BYE) && h->len != 0)
         snprintf(why, len, "a control frame with %llu payload bytes", (unsigned long long)h->len);
+    else if (h->type == TCP_MISMATCH && (h->len == 0 || h->len > TCP_NOTICE_MAX))
+        snprintf(why, len, "a mismatch notice of %llu bytes (the bound is %d)", (unsigned long long)h->len,
+                 TCP_NOTICE_MAX);
+    else if (h->desc.coll > GCOLL_COLL_COUNT || h->desc.pad != 0)
+        snprintf(why, len, "a malformed operation descriptor (kind %u, reserved byte %u)", (unsigned)h->desc.coll,
+                 (unsigned)h->desc.pad);
     else
         return GCOLL_SUCCESS;
     return GCOLL_ERR_TRANSPORT;

@@ -1,0 +1,66 @@
+/* Mismatch detection: the descriptor of one collective operation (its kind, dtype, op, per-rank
+ * count and root) that its messages carry, so that a receiver can compare it with its own
+ * operation of the same sequence number; and the table of a communicator's recent operations
+ * by tag, which the engine fills as operations start and the transports that frame their
+ * messages read. A transport sees only the descriptor's bytes; this file names them. */
+#ifndef GCOLL_OPDESC_H
+#define GCOLL_OPDESC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gcoll.h"
+
+typedef struct {
+    uint8_t coll;  /* the collective kind + 1; 0: unknown, never compared (transport tests) */
+    uint8_t dtype;
+    uint8_t op;    /* OPDESC_NONE where the collective reduces nothing */
+    uint8_t pad;
+    int32_t root;  /* -1 where there is none */
+    uint64_t count;
+} gcoll__opdesc_t;
+
+#define GCOLL_OPDESC_NONE 0xff
+
+/* Direct-mapped by tag: issue counts run in order, so 256 operations in flight never share a
+ * slot; a slot holding another tag was reused, and a message of its operation goes unchecked. */
+#define GCOLL_OPTAB_SLOTS 256
+typedef struct {
+    uint32_t tag[GCOLL_OPTAB_SLOTS];
+    gcoll__opdesc_t d[GCOLL_OPTAB_SLOTS];
+} gcoll__optab_t;
+
+static inline const gcoll__opdesc_t *gcoll__optab_find(const gcoll__optab_t *t, uint32_t tag)
+{
+    if (!t)
+        return NULL;
+    unsigned i = tag % GCOLL_OPTAB_SLOTS;
+    return t->tag[i] == tag && t->d[i].coll ? &t->d[i] : NULL;
+}
+
+static inline void gcoll__optab_put(gcoll__optab_t *t, uint32_t tag, const gcoll__opdesc_t *d)
+{
+    unsigned i = tag % GCOLL_OPTAB_SLOTS;
+    t->tag[i] = tag;
+    t->d[i] = *d;
+}
+
+/* Whether two descriptors describe operations that can exchange messages: unknown ones always can. */
+static inline int gcoll__opdesc_agree(const gcoll__opdesc_t *a, const gcoll__opdesc_t *b)
+{
+    return !a || !b || !a->coll || !b->coll ||
+           (a->coll == b->coll && a->dtype == b->dtype && a->op == b->op && a->root == b->root &&
+            a->count == b->count);
+}
+
+/* The descriptor of a collective (gcoll__coll_t) as the public call gave it; the fields a
+ * collective does not use (op of a bcast, root of an allreduce) are left out of it. */
+gcoll__opdesc_t gcoll__opdesc_of(int coll, gcoll_dtype_t dtype, gcoll_op_t op, size_t count, int root);
+/* "allreduce #7 (float32 sum, count 1000)", "bcast #7 (int32, count 16, root 1)", "barrier #7". */
+void gcoll__opdesc_str(const gcoll__opdesc_t *d, uint32_t tag, char *buf, size_t len);
+/* Records the mismatch for gcoll_last_error ("<mine> on rank <me> does not match <theirs> from
+ * rank <peer>") and returns GCOLL_ERR_INVALID_USAGE. */
+gcoll_status_t gcoll__opdesc_mismatch(uint32_t tag, const gcoll__opdesc_t *mine, int me,
+                                      const gcoll__opdesc_t *theirs, int peer);
+
+#endif
