@@ -9,7 +9,6 @@ iteration of each. Exit status 0 when every check passes.
     mpirun -np 2 /usr/bin/python3 examples/pytorch_ddp.py [--iters N] [--hidden H] [--batch B]
 """
 import argparse
-import socket
 import statistics
 import sys
 import time
@@ -23,17 +22,6 @@ import gcoll
 import gcoll.torch
 
 IN, OUT = 32, 8
-
-
-def agreed_port(comm):
-    """A free port on rank 0 for gloo's rendezvous, sent to every rank with gcoll bcast."""
-    port = np.zeros(1, dtype=np.int64)
-    if comm.rank == 0:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port[0] = s.getsockname()[1]
-    comm.bcast(port, 0)
-    return int(port[0])
 
 
 def make_model(hidden):
@@ -91,7 +79,7 @@ def main():
     gcoll.init()
     comm = gcoll.comm_world()
     torch.set_num_threads(1)  # ranks share the cores; one compute thread each
-    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % agreed_port(comm),
+    dist.init_process_group("gloo", init_method=gcoll.torch.gloo_init_method(comm),
                             rank=comm.rank, world_size=comm.size)
     data = make_data(comm.rank, args.batch, args.iters)
     ok = True

@@ -257,14 +257,18 @@ fi
 # test_collectives across network-namespace hosts, every inter-node transport; each of its
 # RESULT lines adds to the totals. Skipped (not failed) where namespaces cannot be made.
 section "multi-host cluster (network namespaces)"
-# Under the sanitizers the cluster adds no code path that the tcp and ofi runs on one host above
-# did not cover (the namespaces change the network, not gcoll), so it is left to the plain run.
-if [ -n "${SAN:-}" ]; then
-    out="SKIP cluster under SAN=$SAN: the plain make test runs it" rc=77
-else
-    out=$(timeout 900 bash tests/cluster/run_tests.sh 2>&1)
-    rc=$?
-fi
+# cluster_run LIMIT SCRIPT: sets out and rc (77: skipped). Under the sanitizers the cluster adds
+# no code path that the tcp and ofi runs on one host above did not cover (the namespaces change
+# the network, not gcoll), so it is left to the plain run.
+cluster_run() {
+    if [ -n "${SAN:-}" ]; then
+        out="SKIP $2 under SAN=$SAN: the plain make test runs it" rc=77
+    else
+        out=$(timeout "$1" bash "$2" 2>&1)
+        rc=$?
+    fi
+}
+cluster_run 900 tests/cluster/run_tests.sh
 printf '=== cluster rc=%s\n%s\n' "$rc" "$out" >> "$LOG"
 if [ $rc = 77 ]; then
     printf '%s\n' "$out" | grep '^SKIP' | head -1
@@ -288,12 +292,7 @@ fi
 
 # ---- Adasum across hosts (tests/cluster/adasum.sh): the hierarchical variant at 3 hosts x 2 ranks
 section "Adasum across hosts"
-if [ -n "${SAN:-}" ]; then
-    out="SKIP cluster Adasum under SAN=$SAN: the plain make test runs it" rc=77
-else
-    out=$(timeout 600 bash tests/cluster/adasum.sh 2>&1)
-    rc=$?
-fi
+cluster_run 600 tests/cluster/adasum.sh
 printf '=== cluster adasum rc=%s\n%s\n' "$rc" "$out" >> "$LOG"
 if [ $rc = 77 ]; then
     printf '%s\n' "$out" | grep '^SKIP' | head -1

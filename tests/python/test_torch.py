@@ -4,7 +4,6 @@ the DDP hooks gcoll.torch.allreduce_hook and adasum_hook, whose gradients must e
 (Adasum) of the gradients each rank computes itself for every rank's batch. CUDA tensors too
 where torch has CUDA. Run: mpirun -np 2 /usr/bin/python3 tests/python/test_torch.py"""
 import os
-import socket
 import sys
 
 import numpy as np
@@ -109,17 +108,6 @@ def test_session_and_errors(c):
     check(me < n, "rank")
 
 
-def agreed_port(c):
-    """A free TCP port on rank 0 for gloo's rendezvous, sent to every rank with gcoll bcast."""
-    port = np.zeros(1, dtype=np.int64)
-    if c.rank == 0:
-        with socket.socket() as sk:
-            sk.bind(("127.0.0.1", 0))
-            port[0] = sk.getsockname()[1]
-    c.bcast(port, 0)
-    return int(port[0])
-
-
 def batch(rank, it):
     g = torch.Generator().manual_seed(1000 * it + rank)
     return torch.randn(16, 8, generator=g), torch.randn(16, 4, generator=g)
@@ -172,7 +160,7 @@ def main():
         elif c.rank == 0:
             print("note: torch has no CUDA here; CUDA tensors not tested", flush=True)
         test_session_and_errors(c)
-        dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % agreed_port(c),
+        dist.init_process_group("gloo", init_method=gcoll.torch.gloo_init_method(c),
                                 rank=c.rank, world_size=c.size)
         test_hooks(c)
         dist.destroy_process_group()

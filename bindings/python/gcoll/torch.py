@@ -8,10 +8,26 @@ operation on the bucket in place and returns a torch.futures.Future of the bucke
 progress thread (GCOLL_WORKER_COUNT) moves the data while backprop computes the earlier layers;
 the futures are completed when DDP hands over its last bucket, the point after which it waits
 for them, so that every gcoll call stays on the thread that runs backward.
+
+gloo_init_method(comm) gives torch.distributed.init_process_group an init_method that every rank
+of comm agrees on (a free port on rank 0's loopback), for a gloo group beside gcoll on one host.
 """
+import socket
+
 import torch
 
 import gcoll
+
+def gloo_init_method(comm):
+    """tcp://127.0.0.1:PORT with a port free on rank 0, sent to every rank with gcoll bcast."""
+    port = torch.zeros(1, dtype=torch.int64)
+    if comm.rank == 0:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port[0] = s.getsockname()[1]
+    comm.bcast(port, 0)
+    return "tcp://127.0.0.1:%d" % int(port[0])
+
 
 # (request, future, result) of the buckets started and not yet completed, in start order.
 _pending = []
