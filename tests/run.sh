@@ -313,7 +313,7 @@ fi
 # ---- link cut across hosts (tests/cluster/linkcut.sh): eth0 of one of 2 hosts set down in the
 # middle of an allreduce loop; both ranks end with an error within GCOLL_TIMEOUT + slack
 if [ -z "${SAN:-}" ]; then
-    out=$(timeout 120 bash tests/cluster/linkcut.sh 2>&1)
+    out=$(timeout 240 bash tests/cluster/linkcut.sh 2>&1)
     rc=$?
     printf '=== cluster linkcut rc=%s\n%s\n' "$rc" "$out" >> "$LOG"
     line=$(printf '%s\n' "$out" | grep '^RESULT cluster-linkcut ' | tail -1)
@@ -321,13 +321,14 @@ if [ -z "${SAN:-}" ]; then
         printf '%s\n' "$out" | grep '^SKIP' | head -1
     elif [ -z "$line" ]; then
         note_fail "tests/cluster/linkcut.sh: no result (exit $rc); see $LOG"
+        printf '%s\n' "$out" | tail -n 20
     else
         p=$(printf '%s' "$line" | sed 's/.*passed=\([0-9]*\).*/\1/')
         f=$(printf '%s' "$line" | sed 's/.*failed=\([0-9]*\).*/\1/')
         passed=$((passed + p))
         failed=$((failed + f))
         [ "$f" = 0 ] && [ $rc = 0 ] || { note_fail "tests/cluster/linkcut.sh: $f failed, exit $rc; see $LOG"
-            printf '%s\n' "$out" | grep '^# ' | head -8; }
+            printf '%s\n' "$out" | grep '^# ' | head -24; }
         echo "$line"
     fi
 fi
