@@ -178,6 +178,16 @@ run_mpi collectives 4 TEST_QUICK=1 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
 run_mpi errors 3 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
 run_mpi timeout 3 GCOLL_TIMEOUT=1 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
 
+# ---- soak (tests/mpi/test_soak.c): mixed collectives of random sizes, dtypes, ops and
+# priorities, several outstanding on three communicators, every result checked, resident memory
+# bounded; at 8 ranks over shm and at 4 over tcp (`make soak` is the long run, not in CI)
+if [ -n "${SAN:-}" ]; then
+    run_mpi soak 4 SOAK_ITERS=200
+else
+    run_mpi soak 8 TEST_QUICK=1
+    run_mpi soak 4 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=inter GCOLL_TRANSPORT_INTER=tcp
+fi
+
 echo "--- checks"
 run_script "bad GCOLL_TIMEOUT fails gcoll_init, naming it" sh tests/bad_env.sh
 run_script "README variables match the registry" sh tests/readme_vars.sh
