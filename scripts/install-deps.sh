@@ -3,7 +3,7 @@
 # Idempotent and quiet: prints nothing when everything is present. Called by make before a build.
 set -eu
 
-PKGS="libopenmpi-dev openmpi-bin libfabric-dev libfabric-bin libhwloc-dev hwloc check pkg-config gnuplot-nox python3"
+PKGS="libopenmpi-dev openmpi-bin libfabric-dev libfabric-bin libhwloc-dev hwloc check pkg-config gnuplot-nox python3 clang libclang-rt-14-dev"
 
 missing=""
 for p in $PKGS; do
