@@ -149,9 +149,10 @@ static void draw(op_t *o, long iter)
         o->op = GCOLL_ADASUM;
     size_t es = gcoll_dtype_size(o->dtype);
     o->count = draw_count(es);
-    int scaled = o->kind == K_REDUCE_SCATTER || o->kind == K_ALLGATHER || o->kind == K_ALLTOALL;
-    if (scaled && o->count * es * (size_t)n > cap_bytes)
-        o->count = cap_bytes / (es * (size_t)n);
+    /* the largest buffer of reduce_scatter, allgather and alltoall holds a block per rank */
+    size_t blocks = o->kind == K_REDUCE_SCATTER || o->kind == K_ALLGATHER || o->kind == K_ALLTOALL ? (size_t)n : 1;
+    if (o->count * es * blocks > cap_bytes)
+        o->count = cap_bytes / (es * blocks);
     o->root = (int)below((size_t)n);
     o->inplace = below(3) == 0;
     o->blocking = below(4) == 0;
