@@ -3,9 +3,11 @@
  * nonblocking at once, on the world, a dup and a split, every rank drawing the same sequence from
  * one seed. Every result is checked against the independent reference (bench/reference.c:
  * integer-valued inputs of (rank, element, iteration), so every reduction is exact), a checksum
- * of the results runs along, and resident memory after a warm-up may not grow by more than
- * 8 MiB + 5% by the end (skipped under the sanitizers, whose allocators keep freed memory).
+ * of the results runs along, and after a warm-up resident memory may not grow by more than
+ * 8 MiB + 5% by the end, nor the heap in use by more than 1 MiB (skipped under the sanitizers,
+ * whose allocators keep freed memory).
  * SOAK_ITERS (or argv[1]) operations, SOAK_SEED; TEST_QUICK: fewer and smaller ones. */
+#include <malloc.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,6 +21,7 @@
 #define MAX_TENSORS 4 /* per adasum call */
 #define RSS_SLACK_KIB (8 * 1024)
 #define RSS_SLACK_PCT 5
+#define HEAP_SLACK_KIB 1024 /* bytes malloc has handed out and not had back: a leak shows here first */
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define UNDER_SANITIZER 1
@@ -79,6 +82,12 @@ static uint64_t checksum(const unsigned char *p, size_t n)
     for (; i < n; i++)
         h = (h ^ p[i]) * 0x100000001B3ull;
     return h;
+}
+
+static size_t heap_kib(void)
+{
+    struct mallinfo2 m = mallinfo2();
+    return (m.uordblks + m.hblkhd) >> 10;
 }
 
 static size_t vm_rss_kib(void)
@@ -276,21 +285,35 @@ static gcoll_status_t post(op_t *o)
     }
 }
 
-#define DESC "op %ld %s%s %s/%s count=%zu comm=%d root=%d%s%s%s"
-#define DESC_ARGS(o) (o)->iter, (o)->blocking ? "" : "i", kind_names[(o)->kind], gcoll_dtype_name((o)->dtype), \
-    gcoll_op_name((o)->op), (o)->count, (o)->comm, (o)->root, (o)->inplace ? " in place" : "",               \
-    (o)->attr.algorithm ? " algorithm=" : "", (o)->attr.algorithm ? (o)->attr.algorithm : ""
+/* "op 12 iallreduce float32/sum count=61 comm=2 in place algorithm=ring" */
+static const char *describe(const op_t *o)
+{
+    static char buf[256];
+    int reduces = o->kind == K_ALLREDUCE || o->kind == K_REDUCE_SCATTER || o->kind == K_REDUCE || o->kind == K_ADASUM;
+    int rooted = o->kind == K_BCAST || o->kind == K_REDUCE;
+    snprintf(buf, sizeof(buf), "op %ld %s%s %s%s%s count=%zu comm=%d", o->iter, o->blocking ? "" : "i",
+             kind_names[o->kind], gcoll_dtype_name(o->dtype), reduces ? "/" : "", reduces ? gcoll_op_name(o->op) : "",
+             o->count, o->comm);
+    size_t n = strlen(buf);
+    if (rooted)
+        n += (size_t)snprintf(buf + n, sizeof(buf) - n, " root=%d", o->root);
+    if (o->inplace && o->kind != K_BCAST && o->kind != K_BARRIER)
+        n += (size_t)snprintf(buf + n, sizeof(buf) - n, " in place");
+    if (o->attr.algorithm)
+        snprintf(buf + n, sizeof(buf) - n, " algorithm=%s", o->attr.algorithm);
+    return buf;
+}
 
 static void verify(op_t *o, gcoll_status_t st)
 {
-    CHECK(st == GCOLL_SUCCESS, DESC ": %s: %s", DESC_ARGS(o), gcoll_status_name(st), gcoll_last_error());
+    CHECK(st == GCOLL_SUCCESS, "%s: %s: %s", describe(o), gcoll_status_name(st), gcoll_last_error());
     if (st != GCOLL_SUCCESS || !o->result_bytes)
         return;
     int ok = memcmp(o->result, o->want, o->result_bytes) == 0;
     size_t es = gcoll_dtype_size(o->dtype), bad = 0;
     while (!ok && bad + es <= o->result_bytes && memcmp(o->result + bad, o->want + bad, es) == 0)
         bad += es;
-    CHECK(ok, DESC ": wrong result from element %zu on", DESC_ARGS(o), bad / es);
+    CHECK(ok, "%s: wrong result from element %zu on", describe(o), bad / es);
     uint64_t h = checksum(o->result, o->result_bytes);
     sum_all = (sum_all ^ h) * 0x100000001B3ull + (uint64_t)o->iter;
     /* the same on every rank: results every rank holds alike, on the communicators of all ranks */
@@ -371,27 +394,31 @@ int main(int argc, char **argv)
     long iter = 0, warm = iters / 10;
     while (iter < warm)
         batch(slots, &iter, warm);
-    size_t rss_warm = vm_rss_kib();
+    size_t rss_warm = vm_rss_kib(), heap_warm = heap_kib();
     while (iter < iters)
         batch(slots, &iter, iters);
-    size_t rss_end = vm_rss_kib();
+    size_t rss_end = vm_rss_kib(), heap_end = heap_kib();
     double secs = h_now() - t0;
 
     long growth = (long)rss_end - (long)rss_warm, bound = RSS_SLACK_KIB + (long)rss_warm * RSS_SLACK_PCT / 100;
-    if (!UNDER_SANITIZER)
+    long heap_growth = (long)heap_end - (long)heap_warm;
+    if (!UNDER_SANITIZER) {
         CHECK(growth <= bound, "resident memory grew by %ld KiB (%zu -> %zu KiB) after the warm-up; the bound is %ld KiB",
               growth, rss_warm, rss_end, bound);
+        CHECK(heap_growth <= HEAP_SLACK_KIB, "the heap in use grew by %ld KiB (%zu -> %zu KiB) after the warm-up; "
+              "the bound is %d KiB", heap_growth, heap_warm, heap_end, HEAP_SLACK_KIB);
+    }
     unsigned long long sums[2] = {sum_replicated, sum_replicated}, lo[2], hi[2];
     MPI_Allreduce(sums, lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
     MPI_Allreduce(sums + 1, hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
     CHECK(lo[0] == hi[0], "the checksums of the results every rank holds differ between ranks");
-    long g[2] = {growth, (long)rss_end}, gmax[2];
-    MPI_Reduce(g, gmax, 2, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+    long g[3] = {growth, (long)rss_end, heap_growth}, gmax[3];
+    MPI_Reduce(g, gmax, 3, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
     if (h_rank == 0)
         printf("SOAK np=%d ops=%ld seconds=%.1f checksum=%016llx replicated=%016llx rss_end_max=%ld KiB "
-               "rss_growth_max=%ld KiB bound=%ld KiB%s\n",
+               "rss_growth_max=%ld KiB bound=%ld KiB heap_growth_max=%ld KiB%s\n",
                h_size, iters, secs, (unsigned long long)sum_all, (unsigned long long)sum_replicated, gmax[1], gmax[0],
-               bound, UNDER_SANITIZER ? " (not checked under a sanitizer)" : "");
+               bound, gmax[2], UNDER_SANITIZER ? " (not checked under a sanitizer)" : "");
     for (int c = 1; c < NCOMMS; c++)
         CHECK_OK(gcoll_comm_free(&comms[c]));
     for (int j = 0; j < MAX_OUT; j++) {
