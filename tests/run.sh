@@ -180,12 +180,13 @@ run_mpi timeout 3 GCOLL_TIMEOUT=1 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
 
 # ---- soak (tests/mpi/test_soak.c): mixed collectives of random sizes, dtypes, ops and
 # priorities, several outstanding on three communicators, every result checked, resident memory
-# bounded; at 8 ranks over shm and at 4 over tcp (`make soak` is the long run, not in CI)
+# bounded; at 8 ranks over shm and at 4 over tcp (`make soak` is the long run, not in CI). Its
+# operations take well under a second: a hang fails after 60 s, not the default 300.
 if [ -n "${SAN:-}" ]; then
-    run_mpi soak 4 SOAK_ITERS=200
+    run_mpi soak 4 SOAK_ITERS=200 GCOLL_TIMEOUT=60
 else
-    run_mpi soak 8 TEST_QUICK=1
-    run_mpi soak 4 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=inter GCOLL_TRANSPORT_INTER=tcp
+    run_mpi soak 8 TEST_QUICK=1 GCOLL_TIMEOUT=60
+    run_mpi soak 4 TEST_QUICK=1 GCOLL_TIMEOUT=60 GCOLL_TRANSPORT_INTRA=inter GCOLL_TRANSPORT_INTER=tcp
 fi
 
 echo "--- checks"

@@ -63,7 +63,7 @@ if [ "${1:-}" = --inner ]; then
     # the soak (tests/mpi/test_soak.c) at 2 hosts x 2 ranks: shm inside a host, tcp between;
     # its checks count, or one failure where it gave no result
     if [ "$CLUSTER_HOSTS" = 2 ]; then
-        out=$(GCOLL_TRANSPORT_INTER=tcp TEST_QUICK=1 timeout "$limit" "$CLUSTER_MPIRUN" --ranks-per-host 2 \
+        out=$(GCOLL_TRANSPORT_INTER=tcp GCOLL_TIMEOUT=60 TEST_QUICK=1 timeout "$limit" "$CLUSTER_MPIRUN" --ranks-per-host 2 \
             "$BINDIR/test_soak" 2>&1)
         rc=$?
         printf '%s\n' "$out" | grep -E '^(SOAK|FAIL)' | head -10 | cut -c1-200 | sed 's/^/# /'
