@@ -201,7 +201,59 @@ distclean: clean
 
 # Multi-host cluster of network namespaces on this machine (tests/cluster/; needs root, else skips).
 .PHONY: test-cluster bench-cluster
-test-cluster: all $(BINDIR)/test_collectives
+test-cluster: all $(BINDIR)/test_collectives $(BINDIR)/test_soak
 	BINDIR=$(BINDIR) bash tests/cluster/run_tests.sh; rc=$$?; [ $$rc = 77 ] || exit $$rc
 bench-cluster: all
 	BINDIR=$(BINDIR) bash tests/cluster/bench.sh; rc=$$?; [ $$rc = 77 ] || exit $$rc
+
+# ---- fuzzing (tests/fuzz/, README "Tests"): libFuzzer harnesses built with clang into build/fuzz.
+# The objects that hold the fuzzed code are compiled there with clang, coverage and ASan+UBSan;
+# the rest of what they reach (select.c's table names every algorithm) comes from the static
+# library, so only what the harness needs is linked. `make fuzz` runs each harness FUZZ_SECONDS
+# from its seed corpus (new inputs kept in build/fuzz/corpus) and fails on any crash, leak or
+# broken property, the input left in build/fuzz/crashes/.
+.PHONY: fuzz fuzz-build fuzz-clang
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD := build/fuzz
+FUZZ_CC := OMPI_CC=clang $(MPICC)
+FUZZ_CFLAGS := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
+    $(filter-out $(SANFLAGS),$(LIB_CFLAGS)) -Icollectives
+FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_PARSERS := $(patsubst %,$(FUZZ_BUILD)/obj/%.o,src/config src/error src/log collectives/select)
+
+fuzz-clang:
+	@command -v clang >/dev/null && [ -f "$$(clang -print-file-name=libclang_rt.fuzzer-x86_64.a)" ] || \
+	    { echo "make fuzz: needs clang and its libFuzzer runtime (scripts/install-deps.sh installs clang and libclang-rt-14-dev as root)" >&2; exit 1; }
+
+$(FUZZ_BUILD)/obj/%.o: %.c Makefile | fuzz-clang
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+-include $(wildcard $(FUZZ_BUILD)/obj/*/*.d $(FUZZ_BUILD)/obj/*/*/*.d)
+
+$(FUZZ_BUILD)/bin/fuzz_config $(FUZZ_BUILD)/bin/fuzz_select: $(FUZZ_PARSERS)
+$(FUZZ_BUILD)/bin/fuzz_tcp_wire: $(FUZZ_BUILD)/obj/transports/tcp/tcp_wire.o
+$(FUZZ_BUILD)/bin/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(STLIB) | fuzz-clang
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Wno-missing-prototypes -fsanitize=fuzzer $< $(filter %.o,$^) -o $@ $(STLIB) $(LDLIBS)
+
+fuzz-build: $(patsubst %,$(FUZZ_BUILD)/bin/fuzz_%,$(FUZZ_NAMES))
+
+fuzz: fuzz-build
+	@for f in $(FUZZ_NAMES); do \
+	    mkdir -p $(FUZZ_BUILD)/corpus/$$f $(FUZZ_BUILD)/crashes; \
+	    echo "fuzz_$$f: $(FUZZ_SECONDS) s"; \
+	    $(FUZZ_BUILD)/bin/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	        -artifact_prefix=$(FUZZ_BUILD)/crashes/$$f- $(FUZZ_BUILD)/corpus/$$f tests/fuzz/corpus/$$f \
+	        > $(FUZZ_BUILD)/fuzz_$$f.log 2>&1 || { tail -40 $(FUZZ_BUILD)/fuzz_$$f.log; exit 1; }; \
+	    grep -E '^stat::(number_of_executed_units|average_exec_per_sec)' $(FUZZ_BUILD)/fuzz_$$f.log | tr '\n' ' '; echo; \
+	done
+
+# ---- soak (tests/mpi/test_soak.c, README "Tests"): the long run, minutes, not in CI: SOAK_ITERS
+# operations at 8 ranks over shm, then a fifth of them at 4 ranks over tcp.
+.PHONY: soak
+SOAK_ITERS ?= 10000
+soak: $(BINDIR)/test_soak
+	mpirun --allow-run-as-root --oversubscribe --bind-to none -np 8 -x SOAK_ITERS=$(SOAK_ITERS) $(BINDIR)/test_soak
+	mpirun --allow-run-as-root --oversubscribe --bind-to none -np 4 -x SOAK_ITERS=$$(($(SOAK_ITERS) / 5)) \
+	    -x GCOLL_TRANSPORT_INTRA=inter -x GCOLL_TRANSPORT_INTER=tcp $(BINDIR)/test_soak

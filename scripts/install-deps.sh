@@ -4,6 +4,8 @@
 set -eu
 
 PKGS="libopenmpi-dev openmpi-bin libfabric-dev libfabric-bin libhwloc-dev hwloc check pkg-config gnuplot-nox python3"
+# The fuzzing harnesses (make fuzz): clang with its libFuzzer runtime.
+PKGS="$PKGS clang libclang-rt-14-dev"
 # The Python binding's install (venv, setuptools, wheel) and tests (numpy).
 PKGS="$PKGS python3-venv python3-setuptools python3-wheel python3-numpy"
 # The MPI interposer's mpi4py test.

@@ -431,6 +431,14 @@ static int known_var(const char *name, size_t len)
     return 0;
 }
 
+gcoll_status_t gcoll__config_parse(size_t index, const char *value)
+{
+    if (index >= NVARS || !value)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s", index >= NVARS ? "index is out of range" : "value is NULL");
+    const var_def_t *v = &vars[index];
+    return v->parse ? v->parse(v->name, value, v->out, v->arg) : parse_enum(v->name, value, v->choices, v->out);
+}
+
 extern char **environ;
 
 gcoll_status_t gcoll__config_load(void)
@@ -438,9 +446,7 @@ gcoll_status_t gcoll__config_load(void)
     for (size_t i = 0; i < NVARS; i++) {
         const char *env = getenv(vars[i].name);
         sources[i] = env ? "environment" : "default";
-        const char *v = env ? env : vars[i].def;
-        GCOLL_CHECK(vars[i].parse ? vars[i].parse(vars[i].name, v, vars[i].out, vars[i].arg)
-                                  : parse_enum(vars[i].name, v, vars[i].choices, vars[i].out));
+        GCOLL_CHECK(gcoll__config_parse(i, env ? env : vars[i].def));
     }
     gcoll__log_level = gcoll__config.log_level;
     for (char **e = environ; *e; e++) {

@@ -66,6 +66,9 @@ extern gcoll__config_t gcoll__config;
 /* Reads the environment into gcoll__config; a malformed value is an error naming the variable.
  * Warns about unknown GCOLL_* names. */
 gcoll_status_t gcoll__config_load(void);
+/* Variable `index` (gcoll_config_var's order) parsed from value into gcoll__config, as the
+ * environment's value would be; the entry point of the fuzz harnesses (tests/fuzz/). */
+gcoll_status_t gcoll__config_parse(size_t index, const char *value);
 void gcoll__config_dump(void); /* at info level: every variable, its value and its source */
 
 /* Strict parsers, shared with the benchmark's option parsing through their public twins. */

@@ -41,6 +41,9 @@ tsan)
         -x TEST_QUICK=1 -x GCOLL_WORKER_COUNT=2 -x GCOLL_INFLIGHT_BYTES=64K $B/test_overlap
     step "test_session np=2 over tcp under TSan" timeout 600 $MPIRUN -np 2 -x TSAN_OPTIONS \
         -x GCOLL_TRANSPORT_INTRA=inter $B/test_session
+    # mixed collectives, several outstanding, random priorities, two progress threads
+    step "test_soak np=3, 2 progress threads, under TSan" timeout 600 $MPIRUN -np 3 -x TSAN_OPTIONS \
+        -x SOAK_ITERS=150 -x TEST_QUICK=1 -x GCOLL_WORKER_COUNT=2 $B/test_soak
     # gcoll_comm_abort from the application's thread while the progress thread drives the lane
     step "test_faults abort np=3 under TSan" timeout 600 $MPIRUN -np 3 -x TSAN_OPTIONS $B/test_faults abort
     ;;

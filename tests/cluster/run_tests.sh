@@ -6,6 +6,8 @@
 # (the test's checks, plus one for "every host's veth carried traffic"), and per host count and
 # ranks per host a check that MPI sees each namespace as its own node:
 #   RESULT cluster-nodes-<hosts>x<rph> passed=N failed=M
+# and at 2 hosts x 2 ranks the soak (tests/mpi/test_soak.c, quick, over tcp):
+#   RESULT cluster-soak-2x2 passed=N failed=M
 # A transport that is not built fails its runs (passed=0 failed=1) with its error shown.
 # Exit: 0 all passed, 1 something failed, 77 (with a "SKIP cluster:" line) where namespaces
 # cannot be made here.
@@ -63,6 +65,25 @@ if [ "${1:-}" = --inner ]; then
             failed=1
         fi
     done
+    # the soak (tests/mpi/test_soak.c) at 2 hosts x 2 ranks: shm inside a host, tcp between;
+    # its checks count, or one failure where it gave no result
+    if [ "$CLUSTER_HOSTS" = 2 ]; then
+        out=$(GCOLL_TRANSPORT_INTER=tcp GCOLL_TIMEOUT=60 TEST_QUICK=1 timeout "$limit" "$CLUSTER_MPIRUN" --ranks-per-host 2 \
+            "$BINDIR/test_soak" 2>&1)
+        rc=$?
+        printf '%s\n' "$out" | grep -E '^(SOAK|FAIL)' | head -10 | cut -c1-200 | sed 's/^/# /'
+        line=$(printf '%s\n' "$out" | grep '^RESULT soak ' | tail -1)
+        if [ -z "$line" ]; then
+            p=0 f=1
+            echo "# cluster-soak-2x2: no result (exit $rc)"
+        else
+            p=$(printf '%s' "$line" | sed 's/.*passed=\([0-9]*\).*/\1/')
+            f=$(printf '%s' "$line" | sed 's/.*failed=\([0-9]*\).*/\1/')
+            [ "$rc" = 0 ] || { f=$((f + 1)); echo "# cluster-soak-2x2: exit $rc"; }
+        fi
+        echo "RESULT cluster-soak-2x2 passed=$p failed=$f"
+        [ "$f" = 0 ] || failed=1
+    fi
     for t in $transports; do
         for rph in $rphs; do
             name=cluster-$t-$CLUSTER_HOSTS"x"$rph
