@@ -109,6 +109,19 @@ void gcoll__boot_host_key(char *buf, size_t len)
 
 /* ---- how the job was launched ---- */
 
+int gcoll__boot_env_rank(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "GCOLL_RANK", "RANK"};
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *s = getenv(vars[i]);
+        char *end;
+        long v = s && isdigit((unsigned char)*s) ? strtol(s, &end, 10) : -1;
+        if (v >= 0 && v <= INT32_MAX && !*end)
+            return (int)v;
+    }
+    return -1;
+}
+
 static int mpi_launcher(void)
 {
     return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");

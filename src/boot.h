@@ -45,6 +45,8 @@ gcoll_status_t gcoll__boot_from_mpi(MPI_Comm comm, gcoll__boot_t **out);
 /* The TCP star: rank 0 listens at GCOLL_ROOT_ADDR (or MASTER_ADDR:MASTER_PORT+1), the others
  * join it (boot_tcp.c). */
 gcoll_status_t gcoll__boot_tcp_world(int rank, int size, const char *root, gcoll__boot_t **out);
+/* The rank the launcher's variables give, for log lines before the bootstrap; -1 if none. */
+int gcoll__boot_env_rank(void);
 /* This host's identity for the TCP groups' host map: hostname, boot id and network namespace. */
 void gcoll__boot_host_key(char *buf, size_t len);
 

@@ -22,6 +22,7 @@ static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static gcoll_status_t start(int *argc, char ***argv)
 {
+    gcoll__log_set_identity(gcoll__boot_env_rank()); /* the bootstrap confirms it */
     GCOLL_CHECK(gcoll__config_load());
     GCOLL_CHECK(gcoll__boot_world(argc, argv, &gcoll__context.boot_mode, &gcoll__context.mpi_owned,
                                   &gcoll__context.boot));
