@@ -245,6 +245,28 @@ else
     fi
 fi
 
+# ---- launch without MPI (tests/boot.sh, tests/cluster/boot.sh): plain processes on one host, then
+# 2 namespace hosts x 2 ranks; the unit suite "boot" covers the star itself under the sanitizers
+if [ -z "${SAN:-}" ]; then
+    run_script "MPI-free launch on one host: 1..4 ranks, torchrun variables, refusals" sh tests/boot.sh
+    out=$(timeout 300 bash tests/cluster/boot.sh 2>&1)
+    rc=$?
+    printf '=== cluster boot rc=%s\n%s\n' "$rc" "$out" >> "$LOG"
+    line=$(printf '%s\n' "$out" | grep '^RESULT boot-cluster ' | tail -1)
+    if [ $rc = 77 ]; then
+        printf '%s\n' "$out" | grep '^SKIP' | head -1
+    elif [ -z "$line" ]; then
+        note_fail "tests/cluster/boot.sh: no result (exit $rc); see $LOG"
+    else
+        p=$(printf '%s' "$line" | sed 's/.*passed=\([0-9]*\).*/\1/')
+        f=$(printf '%s' "$line" | sed 's/.*failed=\([0-9]*\).*/\1/')
+        passed=$((passed + p))
+        failed=$((failed + f))
+        [ "$f" = 0 ] && [ $rc = 0 ] || note_fail "tests/cluster/boot.sh: $f failed, exit $rc; see $LOG"
+        echo "$line"
+    fi
+fi
+
 if [ -n "$failures" ]; then
     echo "failures:$failures"
     echo "(full output: $LOG)"
