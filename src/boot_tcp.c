@@ -511,7 +511,9 @@ static gcoll_status_t join(star_t *s, const struct sockaddr_in *to, uint64_t non
     unsigned char h[HELLO_BYTES], a[ACK_BYTES];
     hello_pack(h, s->b.rank, s->b.size, nonce);
     gcoll_status_t st = send_all(fd, h, sizeof(h), deadline, 0);
-    if (st == GCOLL_SUCCESS && recv_all(fd, a, sizeof(a), deadline, 0) != GCOLL_SUCCESS)
+    if (st == GCOLL_SUCCESS)
+        st = recv_all(fd, a, sizeof(a), deadline, 0);
+    if (st == GCOLL_ERR_REMOTE) /* closed unanswered: what rank 0 does to another secret */
         st = gcoll__error(GCOLL_ERR_INVALID_ARG, "bootstrap: rank 0 at %s refused this rank's hello: %s (HINT: "
                           "GCOLL_JOB_SECRET must be the same on every rank)", where,
                           gcoll__config.has_job_secret ? "a wrong job secret" : "no job secret (GCOLL_JOB_SECRET) here");

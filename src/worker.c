@@ -116,7 +116,7 @@ static void local_place(int *local, int *nlocal)
     gcoll__boot_t *node = NULL;
     *local = 0;
     *nlocal = 1;
-    if (gcoll__boot_split_node(gcoll__context.boot, &node) != GCOLL_SUCCESS)
+    if (!gcoll__context.boot || gcoll__boot_split_node(gcoll__context.boot, &node) != GCOLL_SUCCESS)
         return;
     *local = node->rank;
     *nlocal = node->size;
