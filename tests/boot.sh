@@ -127,5 +127,16 @@ RANKVAR=RANK
 launch torch-bad 0 test_split WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=65535
 expect torch-bad 0 "MASTER_PORT='65535' is not valid: accepts an integer from 1 to 65534"
 
+# under an MPI launcher the variables are ignored, with a warning, and MPI carries the job
+checks=$((checks + 1))
+out=$(GCOLL_RANK=5 GCOLL_SIZE=9 GCOLL_ROOT_ADDR=127.0.0.1:1 timeout 120 mpirun --allow-run-as-root --oversubscribe \
+    --bind-to none -np 2 -x GCOLL_RANK -x GCOLL_SIZE -x GCOLL_ROOT_ADDR "$BINDIR/readme_example" 2>&1)
+if [ $? = 0 ] && printf '%s\n' "$out" | grep -q "GCOLL_RANK, GCOLL_SIZE or GCOLL_ROOT_ADDR ignored: an MPI launcher"; then
+    echo "ok   mpirun: GCOLL_RANK... ignored with a warning, the job ran over MPI"
+else
+    bad "mpirun with GCOLL_RANK set:"
+    printf '%s\n' "$out" | tail -n 5
+fi
+
 echo "$((checks - fail)) of $checks checks passed (MPI-free launch, one host)"
 [ $fail = 0 ]
