@@ -23,6 +23,12 @@ bad() {
     echo "FAIL: $*"
 }
 
+# when a step ended, in seconds from the start: a slow step shows
+start=$(date +%s)
+lap() {
+    echo "at $(($(date +%s) - start))s"
+}
+
 # A port nobody listens on now (another process may take it before rank 0 does: rare enough).
 free_port() {
     $PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -56,7 +62,7 @@ results() {
         sum=$((sum + p))
         r=$((r + 1))
     done
-    echo "ok   $tag: $n ranks, $sum checks passed"
+    echo "ok   $tag: $n ranks, $sum checks passed ($(lap))"
 }
 
 # expect TAG R TEXT: rank R failed (exit not 0) and said TEXT
@@ -66,7 +72,7 @@ expect() {
         bad "$1: rank $2 did not fail saying '$3' (exit $(cat "$OUT/$1.$2.rc")):"
         tail -n 5 "$OUT/$1.$2.out"
     else
-        echo "ok   $1: rank $2: $(grep -F -- "$3" "$OUT/$1.$2.out" | head -n 1 | cut -c1-150)"
+        echo "ok   $1: rank $2 ($(lap)): $(grep -F -- "$3" "$OUT/$1.$2.out" | head -n 1 | cut -c1-150)"
     fi
 }
 
@@ -132,7 +138,7 @@ checks=$((checks + 1))
 out=$(GCOLL_RANK=5 GCOLL_SIZE=9 GCOLL_ROOT_ADDR=127.0.0.1:1 timeout 120 mpirun --allow-run-as-root --oversubscribe \
     --bind-to none -np 2 -x GCOLL_RANK -x GCOLL_SIZE -x GCOLL_ROOT_ADDR "$BINDIR/readme_example" 2>&1)
 if [ $? = 0 ] && printf '%s\n' "$out" | grep -q "GCOLL_RANK, GCOLL_SIZE or GCOLL_ROOT_ADDR ignored: an MPI launcher"; then
-    echo "ok   mpirun: GCOLL_RANK... ignored with a warning, the job ran over MPI"
+    echo "ok   mpirun: GCOLL_RANK... ignored with a warning, the job ran over MPI ($(lap))"
 else
     bad "mpirun with GCOLL_RANK set:"
     printf '%s\n' "$out" | tail -n 5
