@@ -4,8 +4,9 @@
 # test_collectives (TEST_QUICK) at 1..4 ranks and test_split at 3 (sub-communicators over new
 # bootstrap stars), each rank's RESULT line checked; then the refusals: a rank with a wrong
 # GCOLL_JOB_SECRET, a root that never appears, ranks that disagree on the size, a non-loopback
-# root without a secret, GCOLL_TRANSPORT_INTER=mpi, malformed values. Prints one summary line;
-# exit 0 when every check held.
+# root without a secret, GCOLL_TRANSPORT_INTER=mpi, malformed values; last, under mpirun the
+# variables are ignored with a warning. Prints a line per check, then a summary; exit 0 when
+# every check held.
 set -u
 BINDIR=${BINDIR:-build/default/bin}
 PY=/usr/bin/python3
