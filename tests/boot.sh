@@ -1,8 +1,9 @@
 #!/bin/sh
 # Launch without MPI on one host: ranks started as plain processes with `&`, finding each other
 # through GCOLL_RANK/GCOLL_SIZE/GCOLL_ROOT_ADDR or torchrun's RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT.
-# test_collectives (TEST_QUICK) at 1..4 ranks and test_split at 3 (sub-communicators over new
-# bootstrap stars), each rank's RESULT line checked; then the refusals: a rank with a wrong
+# test_collectives (TEST_QUICK) at 1..4 ranks, test_split at 3 (sub-communicators over new
+# bootstrap stars), test_overlap at 3 with 2 progress threads and test_session at 2, each rank's
+# RESULT line checked; then the refusals: a rank with a wrong
 # GCOLL_JOB_SECRET, a root that never appears, ranks that disagree on the size, a non-loopback
 # root without a secret, GCOLL_TRANSPORT_INTER=mpi, malformed values; last, under mpirun the
 # variables are ignored with a warning. Prints a line per check, then a summary; exit 0 when
@@ -86,6 +87,12 @@ done
 launch split "0 1 2" test_split GCOLL_SIZE=3 GCOLL_ROOT_ADDR=localhost:$(free_port) GCOLL_TIMEOUT=60 \
     GCOLL_TRANSPORT_INTRA=inter GCOLL_JOB_SECRET=00112233445566778899aabbccddeeff
 results split 3 split
+# nonblocking operations on several communicators driven by 2 progress threads; the gradient session
+launch overlap "0 1 2" test_overlap GCOLL_SIZE=3 GCOLL_ROOT_ADDR=127.0.0.1:$(free_port) GCOLL_TIMEOUT=60 \
+    GCOLL_WORKER_COUNT=2
+results overlap 3 overlap
+launch session "0 1" test_session GCOLL_SIZE=2 GCOLL_ROOT_ADDR=127.0.0.1:$(free_port) GCOLL_TIMEOUT=60
+results session 2 session
 
 # torchrun's variables: gcoll's root takes MASTER_PORT + 1 (torchrun's store has MASTER_PORT)
 RANKVAR=RANK
