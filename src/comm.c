@@ -55,7 +55,7 @@ static void destroy(gcoll_comm_t comm)
     gcoll__shm_destroy(comm->node_shm);
     free(comm->map.host);
     free(comm->map.first);
-    MPI_Comm_free(&comm->boot);
+    gcoll__boot_free(comm->boot);
     free(comm);
 }
 
@@ -69,9 +69,8 @@ static gcoll_status_t connect_transport(gcoll_comm_t c, const gcoll__transport_t
     char *mine = calloc(1, len ? len : 1);
     gcoll_status_t st = (all && mine) ? ops->addr(*tp, mine)
                                       : gcoll__error(GCOLL_ERR_NOMEM, "no memory for addresses");
-    if (st == GCOLL_SUCCESS && len &&
-        MPI_Allgather(mine, (int)len, MPI_BYTE, all, (int)len, MPI_BYTE, c->boot) != MPI_SUCCESS)
-        st = gcoll__error(GCOLL_ERR_TRANSPORT, "bootstrap: address exchange failed");
+    if (st == GCOLL_SUCCESS && len)
+        st = gcoll__boot_allgather(c->boot, mine, all, len);
     if (st == GCOLL_SUCCESS)
         st = ops->connect(*tp, all);
     free(all);
@@ -86,26 +85,29 @@ static gcoll_status_t connect_transport(gcoll_comm_t c, const gcoll__transport_t
 /* Where every peer lives: host[p] is the communicator rank of the first rank on p's host,
  * local[p] p's index among the ranks of its host. */
 typedef struct {
-    MPI_Comm node;
+    gcoll__boot_t *node;
     int *host, *local;
     int nlocal, nhosts;
 } layout_t;
 
 static gcoll_status_t read_layout(gcoll_comm_t c, layout_t *l)
 {
-    if (MPI_Comm_split_type(c->boot, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &l->node) != MPI_SUCCESS)
-        return gcoll__error(GCOLL_ERR_TRANSPORT, "bootstrap: MPI_Comm_split_type failed");
-    int me[2] = {c->rank, 0}, *all = malloc(2 * sizeof(int) * (size_t)c->size);
+    GCOLL_CHECK(gcoll__boot_split_node(c->boot, &l->node));
+    int me[2] = {c->rank, l->node->rank}, *all = malloc(2 * sizeof(int) * (size_t)c->size);
     l->host = malloc(sizeof(int) * (size_t)c->size);
     l->local = malloc(sizeof(int) * (size_t)c->size);
     if (!all || !l->host || !l->local) {
         free(all);
         return gcoll__error(GCOLL_ERR_NOMEM, "no memory for the node map");
     }
-    MPI_Comm_size(l->node, &l->nlocal);
-    MPI_Comm_rank(l->node, &me[1]);
-    MPI_Bcast(&me[0], 1, MPI_INT, 0, l->node); /* the first rank of this host names it */
-    MPI_Allgather(me, 2, MPI_INT, all, 2, MPI_INT, c->boot);
+    l->nlocal = l->node->size;
+    gcoll_status_t st = gcoll__boot_bcast(l->node, &me[0], sizeof(int), 0); /* the first rank of this host names it */
+    if (st == GCOLL_SUCCESS)
+        st = gcoll__boot_allgather(c->boot, me, all, sizeof(me));
+    if (st != GCOLL_SUCCESS) {
+        free(all);
+        return st;
+    }
     l->nhosts = 0;
     for (int p = 0; p < c->size; p++) {
         l->host[p] = all[2 * p];
@@ -146,8 +148,7 @@ static gcoll_status_t build_map(gcoll_comm_t c, const layout_t *l)
 
 static void free_layout(layout_t *l)
 {
-    if (l->node != MPI_COMM_NULL)
-        MPI_Comm_free(&l->node);
+    gcoll__boot_free(l->node);
     free(l->host);
     free(l->local);
 }
@@ -234,7 +235,7 @@ static int host_crowded(int nlocal)
  * everything (the intra-node algorithms need it); otherwise routes per peer. */
 static gcoll_status_t connect_comm(gcoll_comm_t c)
 {
-    layout_t l = {.node = MPI_COMM_NULL};
+    layout_t l = {.node = NULL};
     gcoll_status_t st = read_layout(c, &l);
     if (st == GCOLL_SUCCESS)
         st = build_map(c, &l);
@@ -244,8 +245,9 @@ static gcoll_status_t connect_comm(gcoll_comm_t c)
     if (st == GCOLL_SUCCESS && c->shm) {
         c->tpops = &gcoll__transport_shm;
         st = gcoll__shm_p2p_open(c->shm, &c->tp);
-    } else if (st == GCOLL_SUCCESS && (c->size == 1 || (l.nhosts == 1 && gcoll__config.transport_intra == 2))) {
-        /* a lone rank sends nothing: MPI's endpoint costs no sockets */
+    } else if (st == GCOLL_SUCCESS && gcoll__context.boot_mode == GCOLL_BOOT_MPI &&
+               (c->size == 1 || (l.nhosts == 1 && gcoll__config.transport_intra == 2))) {
+        /* a lone rank sends nothing: MPI's endpoint costs no sockets (without MPI, the inter-node one) */
         c->tpops = &gcoll__transport_mpi;
         st = connect_transport(c, c->tpops, &c->tp);
     } else if (st == GCOLL_SUCCESS) {
@@ -276,18 +278,16 @@ void gcoll__comm_idle(gcoll_comm_t comm, uint32_t ticket, long usec)
         sched_yield();
 }
 
-gcoll_status_t gcoll__comm_create(MPI_Comm mpi_comm, gcoll_comm_t *out)
+gcoll_status_t gcoll__comm_create(gcoll__boot_t *boot, gcoll_comm_t *out)
 {
     struct gcoll_comm *c = calloc(1, sizeof(*c));
-    if (!c)
+    if (!c) {
+        gcoll__boot_free(boot);
         return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a communicator");
-    if (MPI_Comm_dup(mpi_comm, &c->boot) != MPI_SUCCESS) {
-        free(c);
-        return gcoll__error(GCOLL_ERR_TRANSPORT, "bootstrap: MPI_Comm_dup failed");
     }
-    MPI_Comm_set_errhandler(c->boot, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(c->boot, &c->rank);
-    MPI_Comm_size(c->boot, &c->size);
+    c->boot = boot;
+    c->rank = boot->rank;
+    c->size = boot->size;
     c->refs = 1;
     pthread_mutex_lock(&registry_lock);
     c->id = next_id++;
@@ -375,9 +375,14 @@ GCOLL_API gcoll_status_t gcoll_comm_from_mpi(MPI_Comm mpi_comm, gcoll_comm_t *co
     *comm = NULL;
     if (!gcoll__context.initialized)
         return gcoll__error(GCOLL_ERR_INVALID_USAGE, "gcoll is not initialized: call gcoll_init first");
+    if (gcoll__context.boot_mode != GCOLL_BOOT_MPI)
+        return gcoll__error(GCOLL_ERR_INVALID_USAGE, "gcoll_comm_from_mpi: this job was launched without MPI "
+                            "(GCOLL_BOOT=env, or GCOLL_RANK/RANK... set): use gcoll_comm_split or gcoll_comm_dup");
     if (mpi_comm == MPI_COMM_NULL)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "mpi_comm is MPI_COMM_NULL");
-    return gcoll__comm_create(mpi_comm, comm);
+    gcoll__boot_t *boot;
+    GCOLL_CHECK(gcoll__boot_from_mpi(mpi_comm, &boot));
+    return gcoll__comm_create(boot, comm);
 }
 
 GCOLL_API gcoll_status_t gcoll_comm_split(gcoll_comm_t comm, int color, int key, gcoll_comm_t *newcomm)
@@ -386,14 +391,11 @@ GCOLL_API gcoll_status_t gcoll_comm_split(gcoll_comm_t comm, int color, int key,
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "newcomm is NULL");
     *newcomm = NULL;
     GCOLL_CHECK(gcoll__comm_check(comm, "comm"));
-    MPI_Comm sub;
-    if (MPI_Comm_split(comm->boot, color < 0 ? MPI_UNDEFINED : color, key, &sub) != MPI_SUCCESS)
-        return gcoll__error(GCOLL_ERR_TRANSPORT, "gcoll_comm_split: MPI_Comm_split failed");
-    if (sub == MPI_COMM_NULL)
+    gcoll__boot_t *sub;
+    GCOLL_CHECK(gcoll__boot_split(comm->boot, color, key, &sub));
+    if (!sub)
         return GCOLL_SUCCESS; /* a negative color: this rank joins no new communicator */
-    gcoll_status_t st = gcoll__comm_create(sub, newcomm);
-    MPI_Comm_free(&sub);
-    return st;
+    return gcoll__comm_create(sub, newcomm);
 }
 
 GCOLL_API gcoll_status_t gcoll_comm_dup(gcoll_comm_t comm, gcoll_comm_t *newcomm)
@@ -402,7 +404,9 @@ GCOLL_API gcoll_status_t gcoll_comm_dup(gcoll_comm_t comm, gcoll_comm_t *newcomm
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "newcomm is NULL");
     *newcomm = NULL;
     GCOLL_CHECK(gcoll__comm_check(comm, "comm"));
-    return gcoll__comm_create(comm->boot, newcomm);
+    gcoll__boot_t *dup;
+    GCOLL_CHECK(gcoll__boot_dup(comm->boot, &dup));
+    return gcoll__comm_create(dup, newcomm);
 }
 
 GCOLL_API gcoll_status_t gcoll_comm_free(gcoll_comm_t *comm)

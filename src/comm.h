@@ -1,12 +1,11 @@
-/* Communicators: an MPI bootstrap communicator, a transport endpoint, the collective sequence
+/* Communicators: a bootstrap group (boot.h), a transport endpoint, the collective sequence
  * number, and the failed state that every later call reports. */
 #ifndef GCOLL_COMM_H
 #define GCOLL_COMM_H
 
 #include <stdint.h>
 
-#include <mpi.h>
-
+#include "boot.h"
 #include "coll.h"
 #include "../collectives/cost.h"
 #include "gcoll.h"
@@ -14,7 +13,7 @@
 #include "shm/shm.h"
 
 struct gcoll_comm {
-    MPI_Comm boot; /* private duplicate: collective setup calls and address exchange */
+    gcoll__boot_t *boot; /* its own bootstrap group: collective setup calls and address exchange */
     int rank, size;
     unsigned id; /* for messages: the n-th communicator this process made */
     const gcoll__transport_t *tpops;
@@ -37,8 +36,9 @@ struct gcoll_comm {
     gcoll__optab_t optab;    /* its recent operations' descriptors, for mismatch detection */
 };
 
-/* Builds a communicator over a duplicate of mpi_comm (collective over mpi_comm). */
-gcoll_status_t gcoll__comm_create(MPI_Comm mpi_comm, gcoll_comm_t *out);
+/* Builds a communicator over the bootstrap group boot (collective over it), which it takes: it
+ * is freed with the communicator, or at once on failure. From an MPI_Comm: gcoll__boot_from_mpi. */
+gcoll_status_t gcoll__comm_create(gcoll__boot_t *boot, gcoll_comm_t *out);
 /* Checks that comm is a live handle and not failed; the message names the argument. */
 gcoll_status_t gcoll__comm_check(gcoll_comm_t comm, const char *argname);
 /* Marks comm failed: every later call on it returns gcoll__comm_fail_status with this reason. */

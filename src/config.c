@@ -287,6 +287,66 @@ static gcoll_status_t parse_outside_path(const char *var, const char *s, void *o
     return GCOLL_SUCCESS;
 }
 
+
+/* none (stored as -1), or an integer from arg to 2^24 - 1 + arg: a rank or a job size. */
+static gcoll_status_t parse_rank(const char *var, const char *s, void *out, int arg)
+{
+    if (strcmp(s, "none") == 0) {
+        *(int *)out = -1;
+        return GCOLL_SUCCESS;
+    }
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10), hi = (1L << 24) - 1 + arg;
+    if (!isdigit((unsigned char)*s) || *end || errno || v < arg || v > hi)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s='%s' is not valid: accepts none or an integer from %d to %ld",
+                            var, s, arg, hi);
+    *(int *)out = (int)v;
+    return GCOLL_SUCCESS;
+}
+
+/* none (stored as ""), or HOST:PORT: an IPv4 address or a host name, a port from 1 to 65535. */
+static gcoll_status_t parse_hostport(const char *var, const char *s, void *out, int cap)
+{
+    if (strcmp(s, "none") == 0) {
+        *(char *)out = '\0';
+        return GCOLL_SUCCESS;
+    }
+    const char *colon = strrchr(s, ':');
+    int ok = colon && colon > s && strlen(s) < (size_t)cap;
+    for (const char *p = s; ok && p < colon; p++)
+        ok = isalnum((unsigned char)*p) || *p == '.' || *p == '-' || *p == '_';
+    char *end = NULL;
+    long port = ok && isdigit((unsigned char)colon[1]) ? strtol(colon + 1, &end, 10) : 0;
+    if (!ok || !end || *end || port < 1 || port > 65535)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s='%s' is not valid: accepts none or HOST:PORT, an IPv4 address "
+                            "or host name and a port from 1 to 65535, e.g. 10.0.0.1:29400", var, s);
+    return parse_text(var, s, out, cap);
+}
+
+/* none, or 32 hex digits (16 bytes). */
+static gcoll_status_t parse_secret(const char *var, const char *s, void *out, int arg)
+{
+    (void)arg;
+    gcoll__config.has_job_secret = 0;
+    if (strcmp(s, "none") == 0)
+        return GCOLL_SUCCESS;
+    unsigned char *key = out;
+    int ok = strlen(s) == 32;
+    for (int i = 0; ok && i < 16; i++) {
+        ok = isxdigit((unsigned char)s[2 * i]) && isxdigit((unsigned char)s[2 * i + 1]);
+        char pair[3] = {s[2 * i], s[2 * i + 1], '\0'};
+        key[i] = (unsigned char)strtoul(pair, NULL, 16);
+    }
+    if (!ok) /* the value itself stays out of the message: it may be most of the secret */
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is not valid (%zu characters): accepts none or exactly 32 hex "
+                            "digits, e.g. from: od -An -N16 -tx1 /dev/urandom | tr -d ' \\n'", var, strlen(s));
+    gcoll__config.has_job_secret = 1;
+    return GCOLL_SUCCESS;
+}
+
+static const char *const boot_modes[] = {"auto", "mpi", "env", NULL};
+
 #define ALGO_VAR(NAME, COLL, DEF_DESC)                                                    \
     {"GCOLL_" NAME, "auto, or ALGO[:LO-HI][;...]", "auto", DEF_DESC, parse_algo_table,   \
      NULL, &gcoll__config.algo[COLL], COLL}
@@ -399,6 +459,21 @@ static const var_def_t vars[] = {
     {"GCOLL_MPI_COLLS", "all, none, or a list of allreduce,iallreduce,reduce_scatter_block,allgather,bcast,reduce,barrier",
      "all", "the MPI calls that the MPI interposer (LD_PRELOAD=lib/libgcoll_mpi.so) takes over; the others go to "
      "MPI unchanged", gcoll__parse_mpi_colls, NULL, &gcoll__config.mpi_colls, 0},
+    /* launch without MPI: README "MPI-free launch" */
+    {"GCOLL_BOOT", "auto|mpi|env", "auto",
+     "how the ranks find each other: mpi (MPI_COMM_WORLD), env (GCOLL_RANK, GCOLL_SIZE, GCOLL_ROOT_ADDR or torchrun's "
+     "RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, over TCP); auto: env when those are set and no MPI launcher is seen",
+     NULL, boot_modes, &gcoll__config.boot, 0},
+    {"GCOLL_RANK", "none, or 0..16777215", "none", "launch without MPI: this process's rank",
+     parse_rank, NULL, &gcoll__config.boot_rank, 0},
+    {"GCOLL_SIZE", "none, or 1..16777216", "none", "launch without MPI: the number of ranks",
+     parse_rank, NULL, &gcoll__config.boot_size, 1},
+    {"GCOLL_ROOT_ADDR", "none, or HOST:PORT", "none",
+     "launch without MPI: where rank 0 listens and the others connect (IPv4 address or host name)",
+     parse_hostport, NULL, gcoll__config.root_addr, sizeof(gcoll__config.root_addr)},
+    {"GCOLL_JOB_SECRET", "none, or 32 hex digits", "none",
+     "launch without MPI: the secret every connection proves; required unless the root address is loopback "
+     "(never printed)", parse_secret, NULL, gcoll__config.job_secret, 0},
 };
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
 
@@ -462,6 +537,8 @@ void gcoll__config_dump(void)
 {
     for (size_t i = 0; i < NVARS; i++) {
         const char *env = getenv(vars[i].name);
-        GCOLL_LOG(GCOLL_LOG_INFO, "%s = %s (%s)", vars[i].name, env ? env : vars[i].def, sources[i]);
+        int hide = env && vars[i].parse == parse_secret;
+        GCOLL_LOG(GCOLL_LOG_INFO, "%s = %s (%s)", vars[i].name, hide ? "(hidden)" : env ? env : vars[i].def,
+                  sources[i]);
     }
 }

@@ -59,6 +59,12 @@ typedef struct {
     gcoll__link_t cost[2]; /* inside a host, to the network */
     int cost_probe[2];     /* GCOLL_COST_INTRA/INTER=auto: measure the link */
     unsigned mpi_colls;    /* GCOLL_MPI_COLLS: a bit per call of src/mpi_colls.c's list */
+    /* launch without MPI (src/boot.c) */
+    int boot;                  /* GCOLL_BOOT: 0 auto, 1 mpi, 2 env */
+    int boot_rank, boot_size;  /* GCOLL_RANK, GCOLL_SIZE: -1 when unset */
+    char root_addr[256];       /* GCOLL_ROOT_ADDR: HOST:PORT, "" when unset */
+    unsigned char job_secret[16];
+    int has_job_secret;
 } gcoll__config_t;
 
 extern gcoll__config_t gcoll__config;

@@ -3,6 +3,7 @@
 #ifndef GCOLL_CONTEXT_H
 #define GCOLL_CONTEXT_H
 
+#include "boot.h"
 #include "gcoll.h"
 #include "transport.h"
 
@@ -13,6 +14,8 @@ typedef struct {
     gcoll_comm_t world;
     const gcoll__transport_t *transport; /* between hosts */
     const char *transport_why;           /* why it was chosen, for the logs */
+    gcoll__boot_mode_t boot_mode;        /* launched by MPI, or from the environment without it */
+    gcoll__boot_t *boot;                 /* the world's group until the world communicator takes it */
 } gcoll__context_t;
 
 extern gcoll__context_t gcoll__context;

@@ -1,5 +1,6 @@
-/* Library lifetime: MPI bring-up (THREAD_MULTIPLE unless the caller started MPI), the
- * configuration, the kernel choice, and the world communicator. Init and finalize nest. */
+/* Library lifetime: the configuration, the world's bootstrap (MPI, THREAD_MULTIPLE unless the
+ * caller started it, or the TCP rendezvous of a launch without MPI: boot.c), the kernel choice,
+ * and the world communicator. Init and finalize nest. */
 #include <stdio.h>
 
 #include <mpi.h>
@@ -19,40 +20,27 @@
 gcoll__context_t gcoll__context;
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static gcoll_status_t start_mpi(int *argc, char ***argv)
-{
-    int inited = 0, finalized = 0, provided = 0;
-    MPI_Finalized(&finalized);
-    if (finalized)
-        return gcoll__error(GCOLL_ERR_INVALID_USAGE, "MPI was already finalized: gcoll cannot start");
-    MPI_Initialized(&inited);
-    if (!inited) {
-        if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
-            return gcoll__error(GCOLL_ERR_TRANSPORT, "MPI_Init_thread failed");
-        gcoll__context.mpi_owned = 1;
-    } else {
-        MPI_Query_thread(&provided);
-    }
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    gcoll__log_set_identity(rank);
-    if (provided < MPI_THREAD_MULTIPLE)
-        GCOLL_LOG(GCOLL_LOG_WARN, "MPI provides thread level %d, not MPI_THREAD_MULTIPLE: call gcoll "
-                  "from one thread at a time (HINT: let gcoll_init start MPI)", provided);
-    return GCOLL_SUCCESS;
-}
-
 static gcoll_status_t start(int *argc, char ***argv)
 {
-    GCOLL_CHECK(start_mpi(argc, argv));
+    gcoll__log_set_identity(gcoll__boot_env_rank()); /* the bootstrap confirms it */
     GCOLL_CHECK(gcoll__config_load());
+    GCOLL_CHECK(gcoll__boot_world(argc, argv, &gcoll__context.boot_mode, &gcoll__context.mpi_owned,
+                                  &gcoll__context.boot));
     gcoll__config_dump();
+    if (gcoll__context.boot_mode == GCOLL_BOOT_ENV && (gcoll__config.transport_inter == 3 ||
+                                                       gcoll__config.transport_intra == 2))
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "GCOLL_TRANSPORT_%s=mpi: this job was launched without MPI "
+                            "(GCOLL_BOOT=env, or GCOLL_RANK/RANK... set), so there is no MPI to carry messages "
+                            "(HINT: leave it auto, or launch with mpirun)",
+                            gcoll__config.transport_inter == 3 ? "INTER" : "INTRA");
     gcoll__topo_log(); /* discovers this node once; the network transports read it */
     GCOLL_CHECK(gcoll__kernels_select(gcoll__config.reduce_isa));
     GCOLL_CHECK(gcoll__transport_choose());
     GCOLL_CHECK(gcoll__lanes_start());
     GCOLL_CHECK(gcoll__timeline_open());
-    GCOLL_CHECK(gcoll__comm_create(MPI_COMM_WORLD, &gcoll__context.world));
+    gcoll__boot_t *boot = gcoll__context.boot;
+    gcoll__context.boot = NULL; /* the world communicator owns it now, and frees it on failure */
+    GCOLL_CHECK(gcoll__comm_create(boot, &gcoll__context.world));
     gcoll__context.world->is_world = 1;
     gcoll__context.initialized = 1;
     GCOLL_LOG(GCOLL_LOG_INFO, "gcoll %s ready: %d ranks over %s", gcoll_version(), gcoll__context.world->size,
@@ -73,6 +61,8 @@ GCOLL_API gcoll_status_t gcoll_init(int *argc, char ***argv)
             gcoll__timeline_close();
             gcoll__lanes_stop();
             gcoll__transport_release();
+            gcoll__boot_free(gcoll__context.boot);
+            gcoll__context.boot = NULL;
             if (gcoll__context.mpi_owned)
                 MPI_Finalize();
             gcoll__context.mpi_owned = 0;

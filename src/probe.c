@@ -111,18 +111,6 @@ static gcoll_status_t pong(gcoll_comm_t c, int peer, char *big)
     return GCOLL_SUCCESS;
 }
 
-/* A barrier that does not hold a core while it waits: busy-polling bystanders took the 2 cores
- * of the development machine from the measuring pair and made a ~10 us latency read 250-390 us. */
-static void sleepy_barrier(MPI_Comm comm)
-{
-    MPI_Request req;
-    int done = 0;
-    if (MPI_Ibarrier(comm, &req) != MPI_SUCCESS)
-        return;
-    while (MPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done)
-        nanosleep(&(struct timespec){0, PROBE_NAP_NS}, NULL);
-}
-
 static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 /* inter latency, bandwidth, burst rate; intra the same (0: not measured) */
 static double probed[6];
@@ -152,7 +140,7 @@ static gcoll_status_t measure(gcoll_comm_t c, int across, double *res)
     gcoll_status_t st = GCOLL_SUCCESS;
     if (p >= 0)
         st = round_trips(c, p, c->rank < p, small, sizeof(small), sizeof(small), PROBE_SMALL_REPS, &rtt);
-    sleepy_barrier(c->boot);
+    (void)gcoll__boot_barrier(c->boot); /* it naps: a failed one shows in the next steps */
     char *big = NULL;
     if (st == GCOLL_SUCCESS && (c->rank == 0 || c->rank == b) && !(big = malloc(PROBE_BIG)))
         st = gcoll__error(GCOLL_ERR_NOMEM, "link probe: no memory for %zu bytes", PROBE_BIG);
@@ -164,7 +152,7 @@ static gcoll_status_t measure(gcoll_comm_t c, int across, double *res)
     res[0] = rtt / 2;
     if (st != GCOLL_SUCCESS)
         res[0] = res[1] = res[2] = 0;
-    sleepy_barrier(c->boot);
+    (void)gcoll__boot_barrier(c->boot); /* it naps: a failed one shows in the next steps */
     return st;
 }
 
@@ -177,7 +165,7 @@ gcoll_status_t gcoll__probe_links(gcoll_comm_t c, int inter, int intra)
     gcoll_status_t st = GCOLL_SUCCESS;
     double res[6];
     memcpy(res, probed, sizeof(res));
-    if (MPI_Bcast(&go, 1, MPI_INT, 0, c->boot) != MPI_SUCCESS)
+    if (gcoll__boot_bcast(c->boot, &go, sizeof(go), 0) != GCOLL_SUCCESS)
         go = 0;
     int far = partner(&c->map, 0, 1), near = partner(&c->map, 0, 0);
     if (go) {
@@ -188,7 +176,7 @@ gcoll_status_t gcoll__probe_links(gcoll_comm_t c, int inter, int intra)
             st = st ? st : st2;
         }
     }
-    if (MPI_Bcast(res, 6, MPI_DOUBLE, 0, c->boot) != MPI_SUCCESS)
+    if (gcoll__boot_bcast(c->boot, res, sizeof(res), 0) != GCOLL_SUCCESS)
         memset(res, 0, sizeof(res));
     if (go) {
         tried = 1;

@@ -153,10 +153,11 @@ static gcoll_status_t check_agreement(gcoll_session_t s)
         for (int k = 0; k < 3; k++)
             h = (h ^ v[k]) * 1099511628211ull;
     }
-    uint64_t mine[2] = {h, ~h}, all[2];
-    if (MPI_Allreduce(mine, all, 2, MPI_UINT64_T, MPI_MAX, s->comm->boot) != MPI_SUCCESS)
-        return gcoll__error(GCOLL_ERR_TRANSPORT, "gcoll_session_commit: the bootstrap allreduce failed");
-    if (all[0] != h || all[1] != ~h)
+    int64_t all[2] = {(int64_t)h, (int64_t)~h}; /* the largest of each: all equal only when every h is */
+    if (gcoll__boot_reduce_i64(s->comm->boot, all, 2, 1) != GCOLL_SUCCESS)
+        return gcoll__error(GCOLL_ERR_TRANSPORT, "gcoll_session_commit: the bootstrap allreduce failed: %s",
+                            gcoll_last_error());
+    if ((uint64_t)all[0] != h || (uint64_t)all[1] != ~h)
         return gcoll__error(GCOLL_ERR_INVALID_USAGE, "gcoll_session_commit: ranks added different parameter sets "
                             "(count, dtype or op differ, or their number): every rank must add the same sets in "
                             "the same order");

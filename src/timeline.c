@@ -10,10 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <mpi.h>
-
 #include "comm.h"
 #include "config.h"
+#include "context.h"
 #include "error.h"
 #include "lane.h"
 #include "log.h"
@@ -71,7 +70,7 @@ gcoll_status_t gcoll__timeline_open(void)
     const char *spec = gcoll__config.timeline;
     if (strcmp(spec, "none") == 0)
         return GCOLL_SUCCESS;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    rank = gcoll__context.boot->rank;
     char path[sizeof(gcoll__config.timeline) + 16];
     const char *mark = strstr(spec, "%r");
     if (mark)

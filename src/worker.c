@@ -6,10 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <mpi.h>
-
 #include "comm.h"
 #include "config.h"
+#include "context.h"
 #include "error.h"
 #include "lane.h"
 #include "log.h"
@@ -114,14 +113,14 @@ static void *worker_main(void *arg)
 /* This rank's place among the ranks of its host, for GCOLL_WORKER_AFFINITY=auto. */
 static void local_place(int *local, int *nlocal)
 {
-    MPI_Comm node;
+    gcoll__boot_t *node = NULL;
     *local = 0;
     *nlocal = 1;
-    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+    if (!gcoll__context.boot || gcoll__boot_split_node(gcoll__context.boot, &node) != GCOLL_SUCCESS)
         return;
-    MPI_Comm_rank(node, local);
-    MPI_Comm_size(node, nlocal);
-    MPI_Comm_free(&node);
+    *local = node->rank;
+    *nlocal = node->size;
+    gcoll__boot_free(node);
 }
 
 gcoll_status_t gcoll__lanes_start(void)

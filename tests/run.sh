@@ -301,48 +301,44 @@ else
 fi
 # ---- multi-host cluster: end ----------------------------------------------------------------
 
+# cluster_one LIMIT SCRIPT PREFIX NAME: a cluster script that prints one "RESULT PREFIX passed=N
+# failed=M" line; its counts join the totals as NAME. Its own comment lines and the tail of its
+# output show on a failure.
+cluster_one() {
+    cluster_run "$1" "$2"
+    printf '=== %s rc=%s\n%s\n' "$2" "$rc" "$out" >> "$LOG"
+    if [ $rc = 77 ]; then
+        printf '%s\n' "$out" | grep '^SKIP' | head -1
+        return
+    fi
+    line=$(printf '%s\n' "$out" | grep "^RESULT $3 " | tail -1)
+    if [ -z "$line" ]; then
+        note_fail "$2: no result (exit $rc); see $LOG"
+        printf '%s\n' "$out" | tail -n 20
+        return
+    fi
+    p=$(printf '%s' "$line" | sed 's/.*passed=\([0-9]*\).*/\1/')
+    f=$(printf '%s' "$line" | sed 's/.*failed=\([0-9]*\).*/\1/')
+    passed=$((passed + p))
+    failed=$((failed + f))
+    [ "$f" = 0 ] && [ $rc = 0 ] || { note_fail "$2: $f failed, exit $rc; see $LOG"
+        printf '%s\n' "$out" | grep '^# ' | head -24; }
+    echo "RESULT $4 passed=$p failed=$f"
+}
+
 # ---- Adasum across hosts (tests/cluster/adasum.sh): the hierarchical variant at 3 hosts x 2 ranks
 section "Adasum across hosts"
-cluster_run 600 tests/cluster/adasum.sh
-printf '=== cluster adasum rc=%s\n%s\n' "$rc" "$out" >> "$LOG"
-if [ $rc = 77 ]; then
-    printf '%s\n' "$out" | grep '^SKIP' | head -1
-else
-    line=$(printf '%s\n' "$out" | grep '^RESULT adasum ' | tail -1)
-    if [ -z "$line" ]; then
-        note_fail "tests/cluster/adasum.sh: no result (exit $rc); see $LOG"
-    else
-        p=$(printf '%s' "$line" | sed 's/.*passed=\([0-9]*\).*/\1/')
-        f=$(printf '%s' "$line" | sed 's/.*failed=\([0-9]*\).*/\1/')
-        passed=$((passed + p))
-        failed=$((failed + f))
-        [ "$f" = 0 ] && [ $rc = 0 ] || note_fail "tests/cluster/adasum.sh: $f failed, exit $rc; see $LOG"
-        echo "RESULT cluster-adasum-3x2 passed=$p failed=$f"
-    fi
-fi
+cluster_one 600 tests/cluster/adasum.sh adasum cluster-adasum-3x2
 
 # ---- link cut across hosts (tests/cluster/linkcut.sh): eth0 of one of 2 hosts set down in the
 # middle of an allreduce loop; both ranks end with an error within GCOLL_TIMEOUT + slack
-if [ -z "${SAN:-}" ]; then
-    out=$(timeout 240 bash tests/cluster/linkcut.sh 2>&1)
-    rc=$?
-    printf '=== cluster linkcut rc=%s\n%s\n' "$rc" "$out" >> "$LOG"
-    line=$(printf '%s\n' "$out" | grep '^RESULT cluster-linkcut ' | tail -1)
-    if [ $rc = 77 ]; then
-        printf '%s\n' "$out" | grep '^SKIP' | head -1
-    elif [ -z "$line" ]; then
-        note_fail "tests/cluster/linkcut.sh: no result (exit $rc); see $LOG"
-        printf '%s\n' "$out" | tail -n 20
-    else
-        p=$(printf '%s' "$line" | sed 's/.*passed=\([0-9]*\).*/\1/')
-        f=$(printf '%s' "$line" | sed 's/.*failed=\([0-9]*\).*/\1/')
-        passed=$((passed + p))
-        failed=$((failed + f))
-        [ "$f" = 0 ] && [ $rc = 0 ] || { note_fail "tests/cluster/linkcut.sh: $f failed, exit $rc; see $LOG"
-            printf '%s\n' "$out" | grep '^# ' | head -24; }
-        echo "$line"
-    fi
-fi
+cluster_one 240 tests/cluster/linkcut.sh cluster-linkcut cluster-linkcut
+
+# ---- launch without MPI (tests/boot.sh, tests/cluster/boot.sh): plain processes on one host, then
+# 2 namespace hosts x 2 ranks; the unit suite "boot" covers the star itself under the sanitizers
+section "MPI-free launch"
+[ -n "${SAN:-}" ] || run_script "MPI-free launch on one host: 1..4 ranks, torchrun variables, refusals" sh tests/boot.sh
+cluster_one 300 tests/cluster/boot.sh boot-cluster boot-cluster
 
 if [ -n "$failures" ]; then
     echo "failures:$failures"

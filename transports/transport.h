@@ -1,6 +1,7 @@
 /* The transport interface: a table of function pointers that carries tagged point-to-point
  * messages between the ranks of one communicator. The core creates one endpoint per
- * communicator, exchanges addresses through the MPI bootstrap, and drives requests through
+ * communicator, exchanges addresses through the bootstrap group (MPI, or the TCP star of a job
+ * launched without MPI: src/boot.h), and drives requests through
  * test/progress. A transport never knows which collective a message serves. */
 #ifndef GCOLL_TRANSPORT_H
 #define GCOLL_TRANSPORT_H
@@ -8,8 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <mpi.h>
-
+#include "boot.h"
 #include "gcoll.h"
 #include "../src/opdesc.h"
 
@@ -17,7 +17,7 @@ typedef struct gcoll__tp gcoll__tp_t;         /* one endpoint: a communicator's 
 typedef struct gcoll__tp_req gcoll__tp_req_t; /* one send or receive in flight */
 
 typedef struct {
-    MPI_Comm comm; /* the communicator's private bootstrap communicator */
+    gcoll__boot_t *group; /* the communicator's bootstrap group: collective setup calls */
     int rank, size;
     /* The communicator's recent operations by tag: a transport that frames its messages puts
      * the descriptor of a message's operation in its frame, and compares what arrives with it

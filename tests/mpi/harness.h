@@ -1,5 +1,6 @@
 /* Multi-rank test harness: pass/fail accounting per rank, summed with plain MPI (not gcoll) at
- * the end; rank 0 prints "RESULT <name> passed=N failed=N" for tests/run.sh. */
+ * the end; rank 0 prints "RESULT <name> passed=N failed=N" for tests/run.sh. Launched without
+ * MPI (tests/boot.sh), every rank prints its own "RESULT <name> rank=R ..." line instead. */
 #ifndef GCOLL_TEST_HARNESS_H
 #define GCOLL_TEST_HARNESS_H
 

@@ -128,7 +128,7 @@ static void test_mrcache(void)
 
 static gcoll__tp_t *open_tp(void)
 {
-    gcoll__bootstrap_t boot = {MPI_COMM_WORLD, rank, size, NULL};
+    gcoll__bootstrap_t boot = {world_group(), rank, size, NULL};
     gcoll__tp_t *tp = NULL;
     gcoll_status_t st = T->create(&boot, &tp);
     CHECK(st == GCOLL_SUCCESS, "create: %s", gcoll_last_error());
@@ -509,7 +509,7 @@ static void test_bad_args(gcoll__tp_t *tp)
  * there is; naming one that exists works. */
 static void test_provider_choice(void)
 {
-    gcoll__bootstrap_t boot = {MPI_COMM_WORLD, rank, size, NULL};
+    gcoll__bootstrap_t boot = {world_group(), rank, size, NULL};
     gcoll__tp_t *tp = NULL;
     snprintf(gcoll__config.ofi_provider, sizeof(gcoll__config.ofi_provider), "no-such-provider");
     gcoll_status_t st = T->create(&boot, &tp);
@@ -555,7 +555,7 @@ int main(int argc, char **argv)
         T->close(tp);
     }
 #else
-    gcoll__bootstrap_t boot = {MPI_COMM_WORLD, rank, size, NULL};
+    gcoll__bootstrap_t boot = {world_group(), rank, size, NULL};
     gcoll__tp_t *tp = NULL;
     gcoll_status_t st = T->create(&boot, &tp);
     CHECK(st == GCOLL_ERR_UNSUPPORTED && strstr(gcoll_last_error(), "built without libfabric"),

@@ -51,7 +51,7 @@ static unsigned seed_of(int src, int dst, uint32_t tag, size_t bytes)
 
 static gcoll__tp_t *open_tp(void)
 {
-    gcoll__bootstrap_t boot = {MPI_COMM_WORLD, rank, size, NULL};
+    gcoll__bootstrap_t boot = {world_group(), rank, size, NULL};
     gcoll__tp_t *tp = NULL;
     gcoll_status_t st = T->create(&boot, &tp);
     CHECK(st == GCOLL_SUCCESS, "create: %s", gcoll_last_error());

@@ -7,6 +7,10 @@
 #include <stdio.h>
 #include <time.h>
 
+#include <mpi.h>
+
+#include "boot.h"
+
 static int rank, size;
 static long passed, failed;
 
@@ -33,6 +37,18 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The bootstrap group transports are created with: MPI_COMM_WORLD's, made at the first call and
+ * kept to the end. */
+static gcoll__boot_t *world_group(void)
+{
+    static gcoll__boot_t *g;
+    if (!g && gcoll__boot_from_mpi(MPI_COMM_WORLD, &g) != GCOLL_SUCCESS) {
+        fprintf(stderr, "test: no bootstrap group: %s\n", gcoll_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return g;
 }
 
 #endif

@@ -230,6 +230,50 @@ START_TEST(mpi_colls_parse_strictly)
 }
 END_TEST
 
+/* The variables of a launch without MPI: unset by default, strict, the secret never echoed. */
+START_TEST(boot_variables_parse)
+{
+    clear_env();
+    ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+    ck_assert_int_eq(gcoll__config.boot, 0);
+    ck_assert_int_eq(gcoll__config.boot_rank, -1);
+    ck_assert_int_eq(gcoll__config.boot_size, -1);
+    ck_assert_str_eq(gcoll__config.root_addr, "");
+    ck_assert_int_eq(gcoll__config.has_job_secret, 0);
+    setenv("GCOLL_RANK", "0", 1);
+    setenv("GCOLL_SIZE", "16777216", 1);
+    setenv("GCOLL_ROOT_ADDR", "node-1.cluster:29500", 1);
+    setenv("GCOLL_JOB_SECRET", "000102030405060708090a0b0c0d0eFF", 1);
+    setenv("GCOLL_BOOT", "env", 1);
+    ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+    ck_assert_int_eq(gcoll__config.boot, 2);
+    ck_assert_int_eq(gcoll__config.boot_rank, 0);
+    ck_assert_int_eq(gcoll__config.boot_size, 16777216);
+    ck_assert_str_eq(gcoll__config.root_addr, "node-1.cluster:29500");
+    ck_assert_int_eq(gcoll__config.has_job_secret, 1);
+    ck_assert_int_eq(gcoll__config.job_secret[0], 0);
+    ck_assert_int_eq(gcoll__config.job_secret[10], 10);
+    ck_assert_int_eq(gcoll__config.job_secret[15], 255);
+    const char *bad_rank[] = {"", "-1", "16777216", "1.0", " 1", "one", NULL};
+    for (int i = 0; bad_rank[i]; i++)
+        expect_bad("GCOLL_RANK", bad_rank[i], "accepts none or an integer from 0 to 16777215");
+    expect_bad("GCOLL_SIZE", "0", "accepts none or an integer from 1 to 16777216");
+    const char *bad_addr[] = {"", "10.0.0.1", ":29500", "10.0.0.1:", "10.0.0.1:0", "10.0.0.1:65536", "[::1]:80",
+                              "a b:80", "host:80x", NULL};
+    for (int i = 0; bad_addr[i]; i++)
+        expect_bad("GCOLL_ROOT_ADDR", bad_addr[i], "accepts none or HOST:PORT");
+    const char *bad_secret[] = {"", "0011", "000102030405060708090a0b0c0d0e0f00", "000102030405060708090a0b0c0d0eZZ",
+                                NULL};
+    for (int i = 0; bad_secret[i]; i++) {
+        expect_bad("GCOLL_JOB_SECRET", bad_secret[i], "accepts none or exactly 32 hex digits");
+        ck_assert_msg(!bad_secret[i][0] || !strstr(gcoll_last_error(), bad_secret[i]), "the secret was echoed: %s",
+                      gcoll_last_error());
+    }
+    expect_bad("GCOLL_BOOT", "slurm", "auto|mpi|env");
+    clear_env();
+}
+END_TEST
+
 Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -244,6 +288,7 @@ Suite *config_suite(void)
     tcase_add_test(tc, registry_listing);
     tcase_add_test(tc, python_library_variable);
     tcase_add_test(tc, mpi_colls_parse_strictly);
+    tcase_add_test(tc, boot_variables_parse);
     suite_add_tcase(s, tc);
     return s;
 }

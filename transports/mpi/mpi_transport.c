@@ -30,7 +30,11 @@ static gcoll_status_t mpi_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **o
     gcoll__tp_t *tp = calloc(1, sizeof(*tp));
     if (!tp)
         return gcoll__error(GCOLL_ERR_NOMEM, "mpi transport: no memory for an endpoint");
-    int rc = MPI_Comm_dup(boot->comm, &tp->comm);
+    if (boot->group->comm == MPI_COMM_NULL) { /* gcoll_init refuses it in a job launched without MPI */
+        free(tp);
+        return gcoll__error(GCOLL_ERR_UNSUPPORTED, "mpi transport: this job was launched without MPI");
+    }
+    int rc = MPI_Comm_dup(boot->group->comm, &tp->comm);
     if (rc != MPI_SUCCESS) {
         free(tp);
         return mpi_error("MPI_Comm_dup", rc, -1);

@@ -418,7 +418,7 @@ gcoll_status_t gcoll__ofi_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **o
             snprintf(c.msg, sizeof(c.msg), "%s", gcoll_last_error());
         }
     }
-    if (MPI_Bcast(&c, sizeof(c), MPI_BYTE, 0, boot->comm) != MPI_SUCCESS) {
+    if (gcoll__boot_bcast(boot->group, &c, sizeof(c), 0) != GCOLL_SUCCESS) {
         teardown(tp);
         return gcoll__error(GCOLL_ERR_TRANSPORT, "ofi transport: broadcasting the provider choice failed");
     }
@@ -433,22 +433,22 @@ gcoll_status_t gcoll__ofi_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **o
         gcoll_status_t status;
         char msg[512];
     } why = {st, ""};
-    int bad = st == GCOLL_SUCCESS ? tp->size : tp->rank, first_bad = 0;
-    unsigned long mine = tp->name_len, longest = 0;
-    if (MPI_Allreduce(&bad, &first_bad, 1, MPI_INT, MPI_MIN, boot->comm) != MPI_SUCCESS ||
-        MPI_Allreduce(&mine, &longest, 1, MPI_UNSIGNED_LONG, MPI_MAX, boot->comm) != MPI_SUCCESS) {
+    int first_bad = st == GCOLL_SUCCESS ? tp->size : tp->rank;
+    int64_t longest = (int64_t)tp->name_len;
+    if (gcoll__boot_min_int(boot->group, &first_bad) != GCOLL_SUCCESS ||
+        gcoll__boot_reduce_i64(boot->group, &longest, 1, 1) != GCOLL_SUCCESS) {
         teardown(tp);
         return gcoll__error(GCOLL_ERR_TRANSPORT, "ofi transport: agreeing on provider %s failed", c.prov);
     }
     if (first_bad < tp->size) {
         if (tp->rank == first_bad)
             snprintf(why.msg, sizeof(why.msg), "%s", gcoll_last_error());
-        MPI_Bcast(&why, sizeof(why), MPI_BYTE, first_bad, boot->comm);
+        (void)gcoll__boot_bcast(boot->group, &why, sizeof(why), first_bad); /* the message says enough without it */
         teardown(tp);
         return gcoll__error(why.status, "ofi transport: rank %d could not open provider %s chosen by rank 0: %s",
                             first_bad, c.prov, why.msg);
     }
-    tp->name_max = longest;
+    tp->name_max = (size_t)longest;
     tp->optab = boot->optab;
     if (tp->rank == 0)
         announce(tp, c.msg);

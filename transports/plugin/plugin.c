@@ -67,8 +67,9 @@ static gcoll_status_t boot_allgather(void *ctx, const void *mine, void *all, siz
 {
     if (len > INT32_MAX)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "plugin %s: allgather of %zu bytes is too large", plug->name, len);
-    if (MPI_Allgather(mine, (int)len, MPI_BYTE, all, (int)len, MPI_BYTE, *(MPI_Comm *)ctx) != MPI_SUCCESS)
-        return gcoll__error(GCOLL_ERR_TRANSPORT, "plugin %s: bootstrap allgather failed", plug->name);
+    if (gcoll__boot_allgather(ctx, mine, all, len) != GCOLL_SUCCESS)
+        return gcoll__error(GCOLL_ERR_TRANSPORT, "plugin %s: bootstrap allgather failed: %s", plug->name,
+                            gcoll_last_error());
     return GCOLL_SUCCESS;
 }
 
@@ -77,8 +78,7 @@ static gcoll_status_t p_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **out
     gcoll__tp_t *tp = calloc(1, sizeof(*tp));
     if (!tp)
         return gcoll__error(GCOLL_ERR_NOMEM, "plugin %s: no memory for an endpoint", plug->name);
-    MPI_Comm comm = boot->comm;
-    gcoll_plugin_boot_t pb = {boot->rank, boot->size, boot_allgather, &comm};
+    gcoll_plugin_boot_t pb = {boot->rank, boot->size, boot_allgather, boot->group};
     gcoll_status_t st = plug->create(&pb, &tp->ep);
     if (st != GCOLL_SUCCESS) {
         free(tp);

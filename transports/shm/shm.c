@@ -63,31 +63,33 @@ static void random_name(char *name)
 }
 
 /* Every rank reads a word from every peer with process_vm_readv; all must succeed. */
-static int probe_cma(gcoll__shm_t *s, MPI_Comm node)
+static int probe_cma(gcoll__shm_t *s, gcoll__boot_t *node)
 {
     static const uint64_t magic = 0x67636f6c6c434d41ull; /* "gcollCMA" */
     uint64_t mine = (uint64_t)(uintptr_t)&magic, *addrs = calloc((size_t)s->n, sizeof(uint64_t));
     int ok = addrs != NULL, all = 0;
-    if (ok)
-        MPI_Allgather(&mine, 1, MPI_UINT64_T, addrs, 1, MPI_UINT64_T, node);
+    if (ok && gcoll__boot_allgather(node, &mine, addrs, sizeof(mine)) != GCOLL_SUCCESS)
+        ok = 0;
     for (int q = 0; ok && q < s->n; q++) {
         uint64_t v = 0;
         ok = q == s->me || (gcoll__shm_read(s, q, &v, addrs[q], sizeof(v)) == GCOLL_SUCCESS && v == magic);
     }
     free(addrs);
-    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, node);
+    all = ok;
+    if (gcoll__boot_min_int(node, &all) != GCOLL_SUCCESS)
+        all = 0;
     gcoll__error_clear();
     return all;
 }
 
-gcoll_status_t gcoll__shm_create(MPI_Comm node, gcoll__shm_t **out)
+gcoll_status_t gcoll__shm_create(gcoll__boot_t *node, gcoll__shm_t **out)
 {
     *out = NULL;
     gcoll__shm_t *s = calloc(1, sizeof(*s));
     if (!s)
         return gcoll__error(GCOLL_ERR_NOMEM, "shm: no memory for the channel");
-    MPI_Comm_rank(node, &s->me);
-    MPI_Comm_size(node, &s->n);
+    s->me = node->rank;
+    s->n = node->size;
     s->slot_bytes = (gcoll__config.shm_slot_size + 63) & ~(size_t)63;
     s->chunk_bytes = gcoll__config.shm_chunk_size;
     s->cell_bytes = (gcoll__config.shm_cell_size + 63) & ~(size_t)63;
@@ -106,20 +108,30 @@ gcoll_status_t gcoll__shm_create(MPI_Comm node, gcoll__shm_t **out)
             name[0] = '\0';
         }
     }
-    MPI_Bcast(name, NAME_LEN, MPI_CHAR, 0, node);
-    if (!name[0]) {
+    gcoll_status_t st = gcoll__boot_bcast(node, name, NAME_LEN, 0);
+    if (st != GCOLL_SUCCESS && fd >= 0) { /* rank 0 made it: nobody else will unlink it */
+        close(fd);
+        shm_unlink(name);
+    }
+    if (st != GCOLL_SUCCESS || !name[0]) {
         free(s);
-        return GCOLL_SUCCESS;
+        return st;
     }
     if (s->me != 0)
         fd = shm_open(name, O_RDWR, 0600);
     void *base = fd >= 0 ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
-    int mapped = base != MAP_FAILED, all = 0;
+    int mapped = base != MAP_FAILED, all = mapped;
     if (fd >= 0)
         close(fd);
-    MPI_Allreduce(&mapped, &all, 1, MPI_INT, MPI_LAND, node);
+    st = gcoll__boot_min_int(node, &all);
     if (s->me == 0)
         shm_unlink(name); /* every rank has it mapped, or the channel is abandoned */
+    if (st != GCOLL_SUCCESS) {
+        if (mapped)
+            munmap(base, bytes);
+        free(s);
+        return st;
+    }
     if (!all) {
         GCOLL_LOG(GCOLL_LOG_WARN, "shm: a local rank could not map the segment; using the MPI transport");
         if (mapped)
@@ -141,7 +153,11 @@ gcoll_status_t gcoll__shm_create(MPI_Comm node, gcoll__shm_t **out)
         return gcoll__error(GCOLL_ERR_NOMEM, "shm: no memory for the channel");
     }
     pid_t me = getpid();
-    MPI_Allgather(&me, 1, MPI_INT, s->pids, 1, MPI_INT, node);
+    st = gcoll__boot_allgather(node, &me, s->pids, sizeof(me));
+    if (st != GCOLL_SUCCESS) {
+        gcoll__shm_destroy(s);
+        return st;
+    }
     int mode = gcoll__config.shm_single_copy; /* 0 auto, 1 on, 2 off */
     s->cma = mode != 2 && probe_cma(s, node);
     if (mode == 1 && !s->cma)

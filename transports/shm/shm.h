@@ -11,8 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include <mpi.h>
-
+#include "boot.h"
 #include "gcoll.h"
 #include "../../src/opdesc.h"
 
@@ -79,9 +78,9 @@ typedef struct gcoll__shm {
     uint64_t completed;       /* operations finished here, in order */
 } gcoll__shm_t;
 
-/* Collective over node_comm, which must hold every rank of the communicator. NULL in *out (and
+/* Collective over node, which must hold every rank of the communicator. NULL in *out (and
  * success) when shared memory is unavailable; the reason is logged. */
-gcoll_status_t gcoll__shm_create(MPI_Comm node_comm, gcoll__shm_t **out);
+gcoll_status_t gcoll__shm_create(gcoll__boot_t *node, gcoll__shm_t **out);
 void gcoll__shm_destroy(gcoll__shm_t *shm);
 
 static inline char *gcoll__shm_slot(gcoll__shm_t *s, int rank, uint64_t seq)

@@ -887,12 +887,11 @@ static void tcp_close(gcoll__tp_t *tp)
 /* Every rank must use the same socket count, and rank 0's secret. */
 static gcoll_status_t agree(const gcoll__bootstrap_t *boot, gcoll__tp_t *tp)
 {
-    int mine[2] = {tp->nsocks, -tp->nsocks}, ext[2];
-    if (MPI_Allreduce(mine, ext, 2, MPI_INT, MPI_MAX, boot->comm) != MPI_SUCCESS)
-        return gcoll__error(GCOLL_ERR_TRANSPORT, "tcp: bootstrap: MPI_Allreduce failed");
+    int64_t ext[2] = {tp->nsocks, -tp->nsocks};
+    GCOLL_CHECK(gcoll__boot_reduce_i64(boot->group, ext, 2, 1));
     if (ext[0] != -ext[1])
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "tcp: GCOLL_TCP_NSOCKS differs between ranks (from %d to %d); "
-                            "HINT: set it alike everywhere", -ext[1], ext[0]);
+                            "HINT: set it alike everywhere", (int)-ext[1], (int)ext[0]);
     unsigned char msg[TCP_SECRET_BYTES + 1] = {0};
     if (boot->rank == 0) {
         size_t got = 0;
@@ -904,8 +903,7 @@ static gcoll_status_t agree(const gcoll__bootstrap_t *boot, gcoll__tp_t *tp)
         }
         msg[0] = got == TCP_SECRET_BYTES;
     }
-    if (MPI_Bcast(msg, sizeof(msg), MPI_BYTE, 0, boot->comm) != MPI_SUCCESS)
-        return gcoll__error(GCOLL_ERR_TRANSPORT, "tcp: bootstrap: MPI_Bcast of the job secret failed");
+    GCOLL_CHECK(gcoll__boot_bcast(boot->group, msg, sizeof(msg), 0));
     if (!msg[0])
         return gcoll__error(GCOLL_ERR_SYSTEM, "tcp: rank 0 could not draw the job secret from getrandom()");
     memcpy(tp->secret, msg + 1, TCP_SECRET_BYTES);
@@ -954,12 +952,11 @@ static gcoll_status_t tcp_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **o
         char keep[256];
         gcoll_status_t local = open_local(tp);
         snprintf(keep, sizeof(keep), "%s", local ? gcoll_last_error() : "");
-        int bad = local ? tp->rank : tp->size, first = 0;
-        if (MPI_Allreduce(&bad, &first, 1, MPI_INT, MPI_MIN, boot->comm) != MPI_SUCCESS)
-            st = gcoll__error(GCOLL_ERR_TRANSPORT, "tcp: bootstrap: MPI_Allreduce failed");
-        else if (local)
+        int first = local ? tp->rank : tp->size;
+        st = gcoll__boot_min_int(boot->group, &first);
+        if (st == GCOLL_SUCCESS && local)
             st = gcoll__error(local, "%s", keep);
-        else if (first < tp->size)
+        else if (st == GCOLL_SUCCESS && first < tp->size)
             st = gcoll__error(GCOLL_ERR_TRANSPORT, "tcp: rank %d could not open its endpoint", first);
     }
     if (st != GCOLL_SUCCESS) {

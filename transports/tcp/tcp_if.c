@@ -194,7 +194,7 @@ gcoll_status_t gcoll__tcp_probe(gcoll__tcp_iface_t *pick, char *why, size_t len)
     int n = gcoll__tcp_list_ifaces(ifs, MAX_IFS * 2);
     rank_ifs_t mine;
     qualify(ifs, n, &mine);
-    const gcoll__bootstrap_t alone = {MPI_COMM_NULL, 0, 1, NULL};
+    const gcoll__bootstrap_t alone = {NULL, 0, 1, NULL};
     const gcoll__tcp_iface_t *p = NULL;
     GCOLL_CHECK(decide(&alone, &mine, ifs, n, &p, why, len));
     *pick = *p;
@@ -210,10 +210,7 @@ gcoll_status_t gcoll__tcp_choose_if(const gcoll__bootstrap_t *boot, struct in_ad
     rank_ifs_t *all = calloc((size_t)boot->size, sizeof(*all));
     if (!all)
         return gcoll__error(GCOLL_ERR_NOMEM, "tcp: no memory for the interface lists");
-    gcoll_status_t st = GCOLL_SUCCESS;
-    if (MPI_Allgather(&mine, (int)sizeof(mine), MPI_BYTE, all, (int)sizeof(mine), MPI_BYTE, boot->comm) !=
-        MPI_SUCCESS)
-        st = gcoll__error(GCOLL_ERR_TRANSPORT, "tcp: bootstrap: gathering the interface lists failed");
+    gcoll_status_t st = gcoll__boot_allgather(boot->group, &mine, all, sizeof(mine));
     const gcoll__tcp_iface_t *pick = NULL;
     char reason[256] = "";
     if (st == GCOLL_SUCCESS)

@@ -1,0 +1,107 @@
+/* The bootstrap star of a launch without MPI (src/boot_tcp.c), in processes forked by the test:
+ * each rank checks what every operation gave it against what the ranks' contributions must
+ * make (allgather, bcast from every root, min/max, split with reversed keys and an absent rank,
+ * the host split, dup), then that a step the ranks disagree on fails on every rank and leaves
+ * the group failed. */
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "boot.h"
+#include "config.h"
+#include "unit.h"
+
+#define NRANKS 4
+
+/* Runs rank r of the job; returns the number of checks that failed (the exit status). */
+static int rank_main(int r, const char *root)
+{
+    gcoll__boot_t *b = NULL, *sub = NULL, *node = NULL, *dup = NULL;
+    if (gcoll__config_load() != GCOLL_SUCCESS || gcoll__boot_tcp_world(r, NRANKS, root, &b) != GCOLL_SUCCESS)
+        return 100;
+    int bad = b->rank != r || b->size != NRANKS;
+    unsigned char mine[3] = {(unsigned char)r, (unsigned char)(r * 7), 0x5a}, all[3 * NRANKS];
+    bad += gcoll__boot_allgather(b, mine, all, sizeof(mine)) != GCOLL_SUCCESS;
+    for (int q = 0; q < NRANKS; q++)
+        bad += all[3 * q] != q || all[3 * q + 1] != q * 7 || all[3 * q + 2] != 0x5a;
+    for (int root_rank = 0; root_rank < NRANKS; root_rank++) {
+        int v = r == root_rank ? 1000 + root_rank : -1;
+        bad += gcoll__boot_bcast(b, &v, sizeof(v), root_rank) != GCOLL_SUCCESS || v != 1000 + root_rank;
+    }
+    int lo = r + 10, hi = r + 10;
+    bad += gcoll__boot_min_int(b, &lo) != GCOLL_SUCCESS || lo != 10;
+    bad += gcoll__boot_max_int(b, &hi) != GCOLL_SUCCESS || hi != NRANKS + 9;
+    /* even and odd ranks, keys reversed; the last rank joins none */
+    int color = r == NRANKS - 1 ? -1 : r % 2;
+    bad += gcoll__boot_split(b, color, -r, &sub) != GCOLL_SUCCESS;
+    if (color < 0) {
+        bad += sub != NULL;
+    } else {
+        int size = 0, rank = 0;
+        for (int q = 0; q < NRANKS - 1; q++) {
+            size += q % 2 == color;
+            rank += q % 2 == color && q > r;
+        }
+        bad += !sub || sub->size != size || sub->rank != rank;
+        int parents[NRANKS];
+        bad += !sub || gcoll__boot_allgather(sub, &r, parents, sizeof(int)) != GCOLL_SUCCESS;
+        for (int q = NRANKS - 2, i = 0; sub && q >= 0; q--) /* the highest parent rank first */
+            if (q % 2 == color)
+                bad += parents[i++] != q;
+    }
+    bad += gcoll__boot_split_node(b, &node) != GCOLL_SUCCESS || !node || node->size != NRANKS || node->rank != r;
+    bad += gcoll__boot_dup(b, &dup) != GCOLL_SUCCESS || !dup || dup->size != NRANKS || dup->rank != r;
+    bad += !dup || gcoll__boot_barrier(dup) != GCOLL_SUCCESS;
+    /* rank 1 takes another step than the others: everyone fails, and the group stays failed */
+    char big[8] = {0}, out[8 * NRANKS];
+    gcoll_status_t st = gcoll__boot_allgather(b, big, out, r == 1 ? 4 : 8);
+    bad += st == GCOLL_SUCCESS;
+    if (r == 0)
+        bad += !strstr(gcoll_last_error(), "rank 1 sent 4 bytes for setup step");
+    else
+        bad += !strstr(gcoll_last_error(), "rank 0 gave up");
+    bad += gcoll__boot_barrier(b) == GCOLL_SUCCESS || !strstr(gcoll_last_error(), "failed earlier");
+    gcoll__boot_free(dup);
+    gcoll__boot_free(node);
+    gcoll__boot_free(sub);
+    gcoll__boot_free(b);
+    return bad;
+}
+
+START_TEST(star_serves_a_job)
+{
+    setenv("GCOLL_TIMEOUT", "20", 1);
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    ck_assert(bind(s, (struct sockaddr *)&a, sizeof(a)) == 0 && getsockname(s, (struct sockaddr *)&a, &len) == 0);
+    close(s); /* a port free a moment ago: rank 0 takes it */
+    char root[64];
+    snprintf(root, sizeof(root), "127.0.0.1:%d", ntohs(a.sin_port));
+    pid_t pid[NRANKS];
+    for (int r = 0; r < NRANKS; r++)
+        if ((pid[r] = fork()) == 0)
+            _exit(rank_main(r, root));
+    for (int r = 0; r < NRANKS; r++) {
+        int status = -1;
+        waitpid(pid[r], &status, 0);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "rank %d: status 0x%x (%d checks failed)", r,
+                      status, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    }
+    unsetenv("GCOLL_TIMEOUT");
+}
+END_TEST
+
+Suite *boot_suite(void)
+{
+    Suite *s = suite_create("boot");
+    TCase *tc = tcase_create("tcp star");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, star_serves_a_job);
+    suite_add_tcase(s, tc);
+    return s;
+}
