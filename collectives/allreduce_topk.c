@@ -110,20 +110,25 @@ static gcoll_status_t select_step(void *state, int *done)
     return GCOLL_SUCCESS;
 }
 
-/* Every rank's pairs into the zeroed result, in rank order; indices from peers are checked. */
+gcoll_status_t gcoll__topk_merge(float *out, size_t count, const gcoll__topk_pair_t *pairs, int n, size_t k)
+{
+    memset(out, 0, count * sizeof(float));
+    for (int j = 0; j < n; j++) {
+        const gcoll__topk_pair_t *p = pairs + (size_t)j * k;
+        for (size_t i = 0; i < k; i++) {
+            if (p[i].idx >= count)
+                return gcoll__error(GCOLL_ERR_TRANSPORT, "top-k allreduce: rank %d sent index %u for a vector of %zu",
+                                    j, p[i].idx, count);
+            out[p[i].idx] += p[i].val;
+        }
+    }
+    return GCOLL_SUCCESS;
+}
+
 static gcoll_status_t merge_step(void *state, int *done)
 {
     topk_t *t = state;
-    memset(t->out, 0, t->count * sizeof(float));
-    for (int j = 0; j < t->n; j++) {
-        const gcoll__topk_pair_t *p = t->pairs + (size_t)j * t->k;
-        for (size_t i = 0; i < t->k; i++) {
-            if (p[i].idx >= t->count)
-                return gcoll__error(GCOLL_ERR_TRANSPORT, "top-k allreduce: rank %d sent index %u for a vector of %zu",
-                                    j, p[i].idx, t->count);
-            t->out[p[i].idx] += p[i].val;
-        }
-    }
+    GCOLL_CHECK(gcoll__topk_merge(t->out, t->count, t->pairs, t->n, t->k));
     *done = 1;
     return GCOLL_SUCCESS;
 }

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gcoll.h"
+
 /* One kept entry as it travels: 8 bytes, no padding. */
 typedef struct {
     uint32_t idx;
@@ -27,5 +29,10 @@ size_t gcoll__topk_k(size_t count, double density);
  * With a residual, leaves there v minus what was kept (0 at kept entries, v elsewhere). */
 void gcoll__topk_select(const float *x, float *residual, size_t count, size_t k, gcoll__topk_pair_t *out,
                         const gcoll__topk_work_t *w);
+
+/* out (count floats) = the sum of n blocks of k pairs, block 0 first: every rank that merges
+ * the same blocks gets the same bits. An index past count (a corrupt message) fails with
+ * GCOLL_ERR_TRANSPORT naming the block's rank. */
+gcoll_status_t gcoll__topk_merge(float *out, size_t count, const gcoll__topk_pair_t *pairs, int n, size_t k);
 
 #endif

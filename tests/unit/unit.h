@@ -12,5 +12,6 @@ Suite *bench_suite(void);
 Suite *cost_suite(void);
 Suite *topo_suite(void);
 Suite *sched_suite(void);
+Suite *topk_suite(void);
 
 #endif
