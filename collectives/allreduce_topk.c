@@ -3,9 +3,10 @@
  * (uint32 index, fp32 value) pairs, a ring allgathers every rank's pairs, and every rank adds
  * them into a zeroed dense result, rank 0's pairs first: one order everywhere, so all ranks get
  * the same bits. GCOLL_AVG divides the result by n.
- * Cost: selection reads the vector twice (a radix select on |x|: a histogram of the top 16 bits
- * finds the threshold's bin, a second pass takes what lies above it and histograms the bin's
- * low 16 bits); then n-1 ring steps of 8k bytes: a rank sends and receives 8k(n-1) bytes where a
+ * Cost: selection reads the vector once from 1 Mi entries up (a sample bounds the threshold,
+ * one pass collects the candidates above the bound, an exact radix select runs over them), else
+ * twice (the radix select over everything: a histogram of the top 16 bits of |x| finds the
+ * threshold's bin, a second pass takes what lies above it and the bin's low 16 bits); then n-1 ring steps of 8k bytes: a rank sends and receives 8k(n-1) bytes where a
  * dense ring moves 8 count (n-1)/n, so sparse moves less while k < count/n (density below 1/n);
  * last, one write of the dense vector and n k additions.
  * With a residual (the session's error feedback) it selects from x + residual and leaves in the
@@ -44,28 +45,25 @@ static uint32_t bin_of(const uint32_t *hist, size_t need, size_t *above)
     return b;
 }
 
-void gcoll__topk_select(const float *x, float *residual, size_t count, size_t k, gcoll__topk_pair_t *out,
-                        const gcoll__topk_work_t *w)
+/* The exact radix select over the m elements list[0..m) of v (list NULL: 0..m-1), in index
+ * order: a histogram of the keys' top 16 bits finds the bin of the k-th largest; a second pass
+ * keeps what lies above it and histograms the bin's low 16 bits; a third keeps the bin's entries
+ * above the threshold and the ties, lowest index first. Over the whole vector, the third pass
+ * reads only the bin's entries, remembered in w->cand when they fit. */
+static void radix_select(const float *v, const uint32_t *list, size_t m, size_t k, gcoll__topk_pair_t *out,
+                         const gcoll__topk_work_t *w)
 {
-    /* the values selected from: x, or x + residual kept in the residual */
-    const float *v = x;
-    if (residual) {
-        for (size_t i = 0; i < count; i++)
-            residual[i] += x[i];
-        v = residual;
-    }
-    if (k == 0)
-        return;
     uint32_t *hi = w->hist, *lo = w->hist + BINS;
     memset(hi, 0, BINS * sizeof(*hi));
     memset(lo, 0, BINS * sizeof(*lo));
-    for (size_t i = 0; i < count; i++)
-        hi[mag(v[i]) >> 16]++;
+    for (size_t j = 0; j < m; j++)
+        hi[mag(v[list ? list[j] : j]) >> 16]++;
     size_t above;
     uint32_t h = bin_of(hi, k, &above);
     size_t need = k - above, nsel = 0, ncand = 0;
-    int kept_all = hi[h] <= w->cand_cap; /* else the third pass scans the vector */
-    for (size_t i = 0; i < count; i++) {
+    int kept_all = !list && hi[h] <= w->cand_cap;
+    for (size_t j = 0; j < m; j++) {
+        size_t i = list ? list[j] : j;
         uint32_t key = mag(v[i]);
         if (key >> 16 > h) {
             out[nsel++] = (gcoll__topk_pair_t){(uint32_t)i, v[i]};
@@ -79,14 +77,79 @@ void gcoll__topk_select(const float *x, float *residual, size_t count, size_t k,
     uint32_t l = bin_of(lo, need, &above_lo);
     size_t ties = need - above_lo; /* entries equal to the threshold to keep, lowest index first */
     uint32_t t = h << 16 | l;
-    size_t n = kept_all ? ncand : count;
+    size_t n = kept_all ? ncand : m;
     for (size_t j = 0; j < n && nsel < k; j++) {
-        size_t i = kept_all ? w->cand[j] : j;
+        size_t i = kept_all ? w->cand[j] : list ? list[j] : j;
         uint32_t key = mag(v[i]);
         if (key >> 16 != h || key < t || (key == t && ties == 0))
             continue;
         ties -= key == t;
         out[nsel++] = (gcoll__topk_pair_t){(uint32_t)i, v[i]};
+    }
+}
+
+/* Large vectors: one pass instead of two. A sample (SAMPLE_CHUNKS runs of SAMPLE_RUN entries
+ * spread over the vector) sets a lower bound on the keys' top 16 bits that about 1.25 k + 64 of
+ * the entries should pass; one pass over the vector collects those candidates (and adds the
+ * residual), and the exact radix select runs over the candidates only. Exact whatever the data:
+ * when fewer than k pass, or more than w->cand_cap, it says so and the caller selects from the
+ * whole vector. Returns whether it selected; *v is then, either way, the values selected from. */
+#define SAMPLE_CHUNKS 256
+#define SAMPLE_RUN 256
+#define SAMPLED_MIN ((size_t)1 << 20)
+static int sampled_select(const float *x, float *residual, size_t count, size_t k, gcoll__topk_pair_t *out,
+                          const gcoll__topk_work_t *w, const float **v)
+{
+    uint32_t *hs = w->hist; /* the sample's histogram of the keys' top 16 bits */
+    memset(hs, 0, BINS * sizeof(*hs));
+    size_t stride = count / SAMPLE_CHUNKS;
+    for (size_t c = 0; c < SAMPLE_CHUNKS; c++)
+        for (size_t i = c * stride; i < c * stride + SAMPLE_RUN; i++)
+            hs[mag(residual ? x[i] + residual[i] : x[i]) >> 16]++;
+    double want = (1.25 * (double)k + 64) * (SAMPLE_CHUNKS * SAMPLE_RUN) / (double)count;
+    size_t acc = 0;
+    uint32_t lb = BINS - 1;
+    for (; lb > 0 && (double)(acc += hs[lb]) < want; lb--)
+        ;
+    size_t nc = 0;
+    int overflow = 0;
+    if (residual) {
+        for (size_t i = 0; i < count; i++) {
+            float s = residual[i] + x[i];
+            residual[i] = s;
+            if (mag(s) >> 16 >= lb) {
+                overflow |= nc == w->cand_cap;
+                w->cand[nc] = (uint32_t)i;
+                nc += nc < w->cand_cap;
+            }
+        }
+        *v = residual;
+    } else {
+        for (size_t i = 0; i < count; i++)
+            if (mag(x[i]) >> 16 >= lb) {
+                overflow |= nc == w->cand_cap;
+                w->cand[nc] = (uint32_t)i;
+                nc += nc < w->cand_cap;
+            }
+        *v = x;
+    }
+    if (overflow || nc < k)
+        return 0;
+    radix_select(*v, w->cand, nc, k, out, w);
+    return 1;
+}
+
+void gcoll__topk_select(const float *x, float *residual, size_t count, size_t k, gcoll__topk_pair_t *out,
+                        const gcoll__topk_work_t *w)
+{
+    const float *v = NULL; /* the values selected from: x, or x + residual kept in the residual */
+    if (!(k && count >= SAMPLED_MIN && sampled_select(x, residual, count, k, out, w, &v))) {
+        if (!v && residual) /* the sampled pass did not run: add the residual here */
+            for (size_t i = 0; i < count; i++)
+                residual[i] += x[i];
+        v = v ? v : residual ? residual : x;
+        if (k)
+            radix_select(v, NULL, count, k, out, w);
     }
     if (residual)
         for (size_t j = 0; j < k; j++)
@@ -150,7 +213,7 @@ void gcoll__allreduce_topk(gcoll__sched_t *s, const gcoll__coll_args_t *a)
     size_t k = gcoll__topk_k(a->count, a->density);
     topk_t *t = gcoll__sched_scratch(s, sizeof(*t));
     uint32_t *hist = gcoll__sched_scratch(s, 2 * BINS * sizeof(uint32_t));
-    size_t cap = k + 4096;
+    size_t cap = 2 * k + 65536; /* the sampled selection's candidates (see gcoll__topk_select) */
     uint32_t *cand = gcoll__sched_scratch(s, cap * sizeof(uint32_t));
     gcoll__topk_pair_t *pairs = gcoll__sched_scratch(s, (size_t)n * k * sizeof(gcoll__topk_pair_t));
     if (!t || !hist || !cand || !pairs)

@@ -51,6 +51,15 @@ static uint32_t mag_bits(float v)
     return u & 0x7fffffffu;
 }
 
+/* kind 3 and 4: large vectors whose sample (the first 256 entries of each 1/256th) misleads the
+ * sampled selection: 3 shows it only small values (too many candidates), 4 only large ones
+ * (fewer candidates than k); both must fall back to the exact select. */
+static float biased(int kind, size_t i, size_t n)
+{
+    int in_sample = i % (n / 256) < 256;
+    return (kind == 3) == in_sample ? value(0) * 1e-3f : value(0) + 2.0f;
+}
+
 static void check_select(size_t n, size_t k, int kind, size_t cap, int with_residual)
 {
     float *x = malloc((n + 1) * sizeof(float)), *res = malloc((n + 1) * sizeof(float));
@@ -60,8 +69,8 @@ static void check_select(size_t n, size_t k, int kind, size_t cap, int with_resi
     uint32_t *hist = malloc(2 * 65536 * sizeof(uint32_t)), *cand = malloc((cap + 1) * sizeof(uint32_t));
     char *kept = calloc(n + 1, 1);
     for (size_t i = 0; i < n; i++) {
-        x[i] = value(kind);
-        res[i] = with_residual ? value(kind == 2 ? 0 : kind) : 0;
+        x[i] = kind >= 3 ? biased(kind, i, n) : value(kind);
+        res[i] = with_residual ? value(kind == 1 ? 1 : 0) * (kind >= 3 ? 1e-4f : 1) : 0;
         v[i] = with_residual ? x[i] + res[i] : x[i];
         e[i] = (ent_t){mag_bits(v[i]), i};
     }
@@ -106,6 +115,21 @@ START_TEST(selection_matches_a_full_sort)
                 check_select(n, ks[j], kind, 0, kind != 1); /* the scan of the whole vector */
             }
     }
+}
+END_TEST
+
+START_TEST(sampled_selection_on_large_vectors_is_exact)
+{
+    size_t n = ((size_t)1 << 20) + 3;
+    size_t ks[] = {1, n / 100, n / 3};
+    for (int kind = 0; kind < 5; kind++)
+        for (size_t j = 0; j < 3; j++) {
+            if (kind == 2 && j) /* NaN and infinities: once is enough at this size */
+                continue;
+            check_select(n, ks[j], kind, 2 * ks[j] + 65536, kind % 2);
+            if (kind == 0 && j == 1)
+                check_select(n, ks[j], kind, ks[j], 1); /* candidates overflow: the full select */
+        }
 }
 END_TEST
 
@@ -182,6 +206,7 @@ Suite *topk_suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, selection_matches_a_full_sort);
+    tcase_add_test(tc, sampled_selection_on_large_vectors_is_exact);
     tcase_add_test(tc, k_follows_the_documented_formula);
     tcase_add_test(tc, merge_sums_blocks_in_rank_order);
     tcase_add_loop_test(tc, wire_conversions_round_to_nearest_even, 0, 3);
