@@ -3,7 +3,7 @@
  * (uint32 index, fp32 value) pairs, a ring allgathers every rank's pairs, and every rank adds
  * them into a zeroed dense result, rank 0's pairs first: one order everywhere, so all ranks get
  * the same bits. GCOLL_AVG divides the result by n.
- * Cost: selection reads the vector once from 1 Mi entries up (a sample bounds the threshold,
+ * Cost: selection reads the vector once from 256 Ki entries up (a sample bounds the threshold,
  * one pass collects the candidates above the bound, an exact radix select runs over them), else
  * twice (the radix select over everything: a histogram of the top 16 bits of |x| finds the
  * threshold's bin, a second pass takes what lies above it and the bin's low 16 bits); then n-1 ring steps of 8k bytes: a rank sends and receives 8k(n-1) bytes where a
@@ -96,7 +96,7 @@ static void radix_select(const float *v, const uint32_t *list, size_t m, size_t 
  * whole vector. Returns whether it selected; *v is then, either way, the values selected from. */
 #define SAMPLE_CHUNKS 256
 #define SAMPLE_RUN 256
-#define SAMPLED_MIN ((size_t)1 << 20)
+#define SAMPLED_MIN ((size_t)1 << 18)
 static int sampled_select(const float *x, float *residual, size_t count, size_t k, gcoll__topk_pair_t *out,
                           const gcoll__topk_work_t *w, const float **v)
 {

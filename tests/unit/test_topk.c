@@ -133,7 +133,7 @@ END_TEST
 
 START_TEST(sampled_selection_on_large_vectors_is_exact)
 {
-    size_t n = ((size_t)1 << 20) + 3;
+    size_t n = ((size_t)1 << 18) + 3;
     /* the room the allreduce gives, and (k = n/100) too little: the full select */
     const case_t cases[] = {{1, 65538}, {n / 100, 2 * (n / 100) + 65536}, {n / 3, 2 * (n / 3) + 65536},
                             {n / 100, n / 100}};
