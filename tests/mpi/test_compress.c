@@ -209,6 +209,8 @@ static void topk(gcoll_comm_t c)
         for (size_t d = 0; d < sizeof(dens) / sizeof(dens[0]); d++)
             for (int kind = PLAIN; kind <= SHARED; kind++)
                 topk_case(c, sizes[s], dens[d], kind, (s + d) % 2 ? GCOLL_AVG : GCOLL_SUM, (int)((s + d + 1) % 2));
+    topk_case(c, 300000, 0.01, PLAIN, GCOLL_SUM, 0); /* past 256 Ki: the sampled selection */
+    topk_case(c, 300000, 0.01, TIED, GCOLL_AVG, 1);
     /* bytes on the wire grow with k, not with the vector: 8 k (n - 1) per rank */
     size_t n = 100000;
     float *x = calloc(n, sizeof(float));
