@@ -6,9 +6,12 @@
  * Cost: selection reads the vector once from 256 Ki entries up (a sample bounds the threshold,
  * one pass collects the candidates above the bound, an exact radix select runs over them), else
  * twice (the radix select over everything: a histogram of the top 16 bits of |x| finds the
- * threshold's bin, a second pass takes what lies above it and the bin's low 16 bits); then n-1 ring steps of 8k bytes: a rank sends and receives 8k(n-1) bytes where a
- * dense ring moves 8 count (n-1)/n, so sparse moves less while k < count/n (density below 1/n);
- * last, one write of the dense vector and n k additions.
+ * threshold's bin, a second pass takes what lies above it and the bin's low 16 bits); then n-1
+ * ring steps of 8k bytes: a rank sends and receives 8k(n-1) bytes where a dense ring moves
+ * 8 count (n-1)/n, so sparse moves less while k <= count/n; last, one write of the dense vector
+ * and n k additions. Above that density the kept entries go dense: each rank writes its own into
+ * a zeroed vector and a ring allreduce sums those (its cost, and its order of additions: the same
+ * bits on every rank still, but not those of the rank-order sum).
  * With a residual (the session's error feedback) it selects from x + residual and leaves in the
  * residual what it did not send. */
 #include <stdio.h>
@@ -196,6 +199,18 @@ static gcoll_status_t merge_step(void *state, int *done)
     return GCOLL_SUCCESS;
 }
 
+/* Dense above density 1/n: the rank's kept entries into its zeroed result, for the ring. */
+static gcoll_status_t select_dense_step(void *state, int *done)
+{
+    topk_t *t = state;
+    gcoll__topk_select(t->in, t->residual, t->count, t->k, t->pairs, &t->work);
+    memset(t->out, 0, t->count * sizeof(float)); /* in place, the input is no longer needed */
+    for (size_t i = 0; i < t->k; i++)
+        t->out[t->pairs[i].idx] = t->pairs[i].val;
+    *done = 1;
+    return GCOLL_SUCCESS;
+}
+
 static void local_who(void *state, char *buf, size_t len)
 {
     (void)state;
@@ -211,17 +226,26 @@ void gcoll__allreduce_topk(gcoll__sched_t *s, const gcoll__coll_args_t *a)
 {
     int n = a->size, r = a->rank, right = (r + 1) % n, left = gcoll__mod(r - 1, n);
     size_t k = gcoll__topk_k(a->count, a->density);
+    int dense = (size_t)n * k > a->count; /* a dense ring moves less than the pairs would */
     topk_t *t = gcoll__sched_scratch(s, sizeof(*t));
     uint32_t *hist = gcoll__sched_scratch(s, 2 * BINS * sizeof(uint32_t));
     size_t cap = 2 * k + 65536; /* the sampled selection's candidates (see gcoll__topk_select) */
     uint32_t *cand = gcoll__sched_scratch(s, cap * sizeof(uint32_t));
-    gcoll__topk_pair_t *pairs = gcoll__sched_scratch(s, (size_t)n * k * sizeof(gcoll__topk_pair_t));
+    gcoll__topk_pair_t *pairs = gcoll__sched_scratch(s, (dense ? 1 : (size_t)n) * k * sizeof(gcoll__topk_pair_t));
     if (!t || !hist || !cand || !pairs)
         return;
     *t = (topk_t){.in = (const float *)gcoll__input(a), .out = a->recvbuf, .residual = a->residual,
                   .count = a->count, .k = k, .n = n, .rank = r, .pairs = pairs,
                   .work = {.hist = hist, .cand = cand, .cand_cap = cap}};
     gcoll__sched_round(s);
+    if (dense) {
+        gcoll__sched_custom(s, select_dense_step, local_who, t);
+        gcoll__sched_custom_rewind(s, stateless_rewind);
+        gcoll__coll_args_t sum = *a;
+        sum.sendbuf = a->recvbuf; /* in place: the ring sums the dense vectors */
+        gcoll__allreduce_ring(s, &sum);
+        return;
+    }
     gcoll__sched_custom(s, select_step, local_who, t);
     gcoll__sched_custom_rewind(s, stateless_rewind);
     for (int step = 0; step < n - 1 && k; step++) {
