@@ -114,31 +114,56 @@ static int sampled_select(const float *x, float *residual, size_t count, size_t 
     uint32_t lb = BINS - 1;
     for (; lb > 0 && (double)(acc += hs[lb]) < want; lb--)
         ;
-    size_t nc = 0;
+    /* candidates: the entries above the bound's bin; the bin itself only counted by low bits */
+    uint32_t *lo = w->hist + BINS;
+    memset(lo, 0, BINS * sizeof(*lo));
+    size_t nc = 0, in_bin = 0;
     int overflow = 0;
-    if (residual) {
+#define CANDIDATE(s, i)                                                                          \
+    do {                                                                                         \
+        uint32_t key_ = mag(s);                                                                  \
+        if (key_ >> 16 > lb) {                                                                   \
+            overflow |= nc == w->cand_cap;                                                       \
+            w->cand[nc] = (uint32_t)(i);                                                         \
+            nc += nc < w->cand_cap;                                                              \
+        } else if (key_ >> 16 == lb) {                                                           \
+            lo[key_ & 0xffffu]++;                                                                \
+            in_bin++;                                                                            \
+        }                                                                                        \
+    } while (0)
+    if (residual) /* two loops: the common one without the residual stays tight */
         for (size_t i = 0; i < count; i++) {
-            float s = residual[i] + x[i];
-            residual[i] = s;
-            if (mag(s) >> 16 >= lb) {
-                overflow |= nc == w->cand_cap;
-                w->cand[nc] = (uint32_t)i;
-                nc += nc < w->cand_cap;
-            }
+            residual[i] += x[i];
+            CANDIDATE(residual[i], i);
         }
-        *v = residual;
-    } else {
+    else
         for (size_t i = 0; i < count; i++)
-            if (mag(x[i]) >> 16 >= lb) {
-                overflow |= nc == w->cand_cap;
-                w->cand[nc] = (uint32_t)i;
-                nc += nc < w->cand_cap;
-            }
-        *v = x;
-    }
-    if (overflow || nc < k)
+            CANDIDATE(x[i], i);
+#undef CANDIDATE
+    *v = residual ? residual : x;
+    if (overflow || nc + in_bin < k)
         return 0;
-    radix_select(*v, w->cand, nc, k, out, w);
+    if (nc >= k) { /* the threshold lies above the bound's bin */
+        radix_select(*v, w->cand, nc, k, out, w);
+        return 1;
+    }
+    /* in the bound's bin: all candidates, then the bin's entries above the threshold and the
+     * ties, lowest index first, in one more pass that ends once it has them all */
+    size_t above_lo;
+    uint32_t l = bin_of(lo, k - nc, &above_lo), t = lb << 16 | l;
+    size_t ties = k - nc - above_lo, more = above_lo, nsel = nc;
+    for (size_t j = 0; j < nc; j++)
+        out[j] = (gcoll__topk_pair_t){w->cand[j], (*v)[w->cand[j]]};
+    for (size_t i = 0; i < count && (more || ties); i++) {
+        uint32_t key = mag((*v)[i]);
+        if (key >> 16 != lb || key < t || (key == t && !ties))
+            continue;
+        if (key == t)
+            ties--;
+        else
+            more--;
+        out[nsel++] = (gcoll__topk_pair_t){(uint32_t)i, (*v)[i]};
+    }
     return 1;
 }
 
