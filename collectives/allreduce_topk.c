@@ -3,8 +3,9 @@
  * (uint32 index, fp32 value) pairs, a ring allgathers every rank's pairs, and every rank adds
  * them into a zeroed dense result, rank 0's pairs first: one order everywhere, so all ranks get
  * the same bits. GCOLL_AVG divides the result by n.
- * Cost: selection reads the vector once from 256 Ki entries up (a sample bounds the threshold,
- * one pass collects the candidates above the bound, an exact radix select runs over them), else
+ * Cost: selection reads the vector about once from 256 Ki entries up (a sample bounds the
+ * threshold, one pass collects the candidates above the bound, an exact radix select runs over
+ * them; see sampled_select), else
  * twice (the radix select over everything: a histogram of the top 16 bits of |x| finds the
  * threshold's bin, a second pass takes what lies above it and the bin's low 16 bits); then n-1
  * ring steps of 8k bytes: a rank sends and receives 8k(n-1) bytes where a dense ring moves
@@ -92,11 +93,15 @@ static void radix_select(const float *v, const uint32_t *list, size_t m, size_t 
 }
 
 /* Large vectors: one pass instead of two. A sample (SAMPLE_CHUNKS runs of SAMPLE_RUN entries
- * spread over the vector) sets a lower bound on the keys' top 16 bits that about 1.25 k + 64 of
- * the entries should pass; one pass over the vector collects those candidates (and adds the
- * residual), and the exact radix select runs over the candidates only. Exact whatever the data:
- * when fewer than k pass, or more than w->cand_cap, it says so and the caller selects from the
- * whole vector. Returns whether it selected; *v is then, either way, the values selected from. */
+ * spread over the vector) picks a bin of the keys' top 16 bits that about 1.25 k + 64 entries
+ * reach; one pass over the vector (which also adds the residual) collects the entries above that
+ * bin as candidates and histograms the bin's own by their low 16 bits. If k or more lie above,
+ * the exact radix select runs over the candidates; if the threshold lies in the bin (many equal
+ * magnitudes), the candidates and the bin's entries above the threshold and ties, lowest index
+ * first, come from one more pass that stops once it has them. Exact whatever the data: when
+ * fewer than k reach the bin, or more than w->cand_cap lie above it, it says so and the caller
+ * selects from the whole vector. Returns whether it selected; *v is then, either way, the
+ * values selected from. */
 #define SAMPLE_CHUNKS 256
 #define SAMPLE_RUN 256
 #define SAMPLED_MIN ((size_t)1 << 18)
