@@ -35,6 +35,8 @@ void bench_usage(FILE *f, const char *prog)
             "  --csv FILE      also write the rows as CSV\n"
             "  --json FILE     also write the rows as JSON\n"
             "  --algo NAME     force a gcoll algorithm (see gcoll-info / the README)\n"
+            "  --compress C    allreduce: none, fp16, bf16 or topk:DENSITY (float32, sum or avg; the\n"
+            "                  MPI side stays dense) and a column of gcoll's bytes on the wire per call\n"
             "  -h              this help\n"
             "iallreduce: OSU's overlap of gcoll_iallreduce and MPI_Iallreduce with computation;\n"
             "  -m -f -i -x -d -o -c --baseline --csv --json --algo as above, and\n"
@@ -106,9 +108,10 @@ static int check_applicable(const bench_opts_t *o, const char *seen, char *err, 
         const char *name;
     } names[] = {{'m', "-m"}, {'f', "-f"}, {'r', "-r"}, {'c', "-c"}, {'d', "-d"}, {'I', "--inplace"},
                  {'B', "--baseline"}, {'A', "--algo"}, {'P', "--compute"}, {'M', "--model"},
-                 {'S', "--scale"}, {'T', "--compute-ms"}};
+                 {'S', "--scale"}, {'T', "--compute-ms"}, {'Z', "--compress"}};
     const char *allowed = o->subcmd == BENCH_TRAIN        ? "ixoPMSTCJ"
                         : o->subcmd == BENCH_IALLREDUCE ? "mfixdocBCJAP"
+                        : o->subcmd == B_ALLREDUCE      ? "mfixdorcIBCJAZ"
                                                         : "mfixdorcIBCJA";
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (seen[(int)names[i].ch] && !strchr(allowed, names[i].ch))
@@ -117,6 +120,8 @@ static int check_applicable(const bench_opts_t *o, const char *seen, char *err, 
                         : o->subcmd == BENCH_MEMBW ? "membw" : bench_coll_name((bench_coll_t)o->subcmd));
     if (o->subcmd == BENCH_TRAIN && o->op != GCOLL_SUM && o->op != GCOLL_AVG)
         return fail(err, errlen, "-o %s: train reduces gradients with sum or avg", gcoll_op_name(o->op));
+    if (o->compress != GCOLL_COMPRESS_NONE && (o->dtype != GCOLL_FLOAT32 || (o->op != GCOLL_SUM && o->op != GCOLL_AVG)))
+        return fail(err, errlen, "--compress: takes -d float32 and -o sum or avg");
     return 0;
 }
 
@@ -141,7 +146,7 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen
         {"algo", required_argument, NULL, 'A'}, {"help", no_argument, NULL, 'h'},
         {"compute", required_argument, NULL, 'P'}, {"model", required_argument, NULL, 'M'},
         {"scale", required_argument, NULL, 'S'}, {"compute-ms", required_argument, NULL, 'T'},
-        {NULL, 0, NULL, 0}};
+        {"compress", required_argument, NULL, 'Z'}, {NULL, 0, NULL, 0}};
     optind = 2;
     opterr = 0;
     int ch, f;
@@ -226,6 +231,18 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen
         case 'T':
             if (parse_double(optarg, &o->compute_ms) || !(o->compute_ms >= 0) || o->compute_ms > 1e7)
                 return fail(err, errlen, "--compute-ms '%s': expected milliseconds >= 0", optarg);
+            break;
+        case 'Z':
+            o->compress_set = 1;
+            o->compress = strcmp(optarg, "none") == 0 ? GCOLL_COMPRESS_NONE
+                        : strcmp(optarg, "fp16") == 0 ? GCOLL_COMPRESS_FP16
+                        : strcmp(optarg, "bf16") == 0 ? GCOLL_COMPRESS_BF16
+                                                      : GCOLL_COMPRESS_TOPK;
+            if (o->compress == GCOLL_COMPRESS_TOPK &&
+                (strncmp(optarg, "topk:", 5) != 0 || parse_double(optarg + 5, &o->density) ||
+                 !(o->density > 0 && o->density <= 1)))
+                return fail(err, errlen, "--compress '%s': expected none, fp16, bf16 or topk:DENSITY with DENSITY "
+                            "in (0, 1]", optarg);
             break;
         case 'h': return 1;
         default:

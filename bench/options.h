@@ -30,6 +30,9 @@ typedef struct {
     const char *model;            /* train: resnet50 or bert */
     double scale;                 /* train: multiplies every tensor's element count */
     double compute_ms;            /* train: backprop compute per step; < 0: equal to communication */
+    int compress_set;             /* allreduce --compress given: the bytes-on-the-wire column */
+    gcoll_compress_t compress;    /* allreduce: attr.compress of the gcoll side */
+    double density;               /* --compress topk:D */
 } bench_opts_t;
 
 /* 0: run; 1: help was asked for; -1: bad command line, err says why. */

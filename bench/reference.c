@@ -117,3 +117,28 @@ void ref_fill_bytes(void *p, size_t bytes, int rank, uint32_t salt)
         memcpy((char *)p + i, &h, bytes - i < 4 ? bytes - i : 4);
     }
 }
+
+void ref_topk_expected(float *out, size_t count, double density, gcoll_op_t op, int nranks)
+{
+    double kd = density * (double)count;
+    size_t k = kd >= (double)count ? count : (size_t)kd;
+    memset(out, 0, count * sizeof(float));
+    for (int q = 0; q < nranks; q++) {
+        size_t hist[16] = {0}, above = 0;
+        for (size_t i = 0; i < count; i++)
+            hist[(int)fabs(ref_value(q, i, GCOLL_FLOAT32, op) * 4)]++;
+        int t = 15; /* the magnitude (in quarters) of the k-th largest */
+        while (t > 0 && above + hist[t] < k)
+            above += hist[t--];
+        size_t ties = k - above;
+        for (size_t i = 0; i < count && k; i++) {
+            double v = ref_value(q, i, GCOLL_FLOAT32, op);
+            int m = (int)fabs(v * 4);
+            if (m > t || (m == t && ties && ties--))
+                out[i] += (float)v;
+        }
+    }
+    if (op == GCOLL_AVG)
+        for (size_t i = 0; i < count; i++)
+            out[i] /= (float)nranks;
+}

@@ -24,6 +24,10 @@ void ref_encode(gcoll_dtype_t d, double v, void *out);
 void ref_fill_values(void *p, size_t n, int rank, gcoll_dtype_t d, gcoll_op_t op);
 /* Writes the expected reduction of elements first..first+n-1 into p. */
 void ref_fill_expected(void *p, size_t first, size_t n, gcoll_dtype_t d, gcoll_op_t op, int nranks);
+/* The float32 top-k allreduce of the sum inputs (op GCOLL_SUM or GCOLL_AVG): each rank keeps its
+ * floor(density * count) inputs of largest magnitude, ties to the lower index, chosen by counting
+ * (the inputs are quarters in [-3.75, 3.75], 16 magnitudes); the kept values summed, exactly. */
+void ref_topk_expected(float *out, size_t count, double density, gcoll_op_t op, int nranks);
 /* Fills bytes with a pattern of (rank, salt), for collectives that only move data. */
 void ref_fill_bytes(void *p, size_t bytes, int rank, uint32_t salt);
 

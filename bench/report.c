@@ -44,6 +44,13 @@ void report_header(const bench_opts_t *o, const bench_env_t *env)
     printf("# dtype %s, op %s, %s, validation %s, %d blocks alternating gcoll and %s per size\n",
            gcoll_dtype_name(o->dtype), gcoll_op_name(o->op), o->inplace ? "in place" : "out of place",
            o->check_each ? "every iteration" : "once per size", 4, ada(o) ? "the sum" : "MPI");
+    if (o->compress_set) {
+        static const char *const cname[] = {"none", "fp16", "bf16", "topk"};
+        printf("# gcoll compression %s", cname[o->compress]);
+        if (o->compress == GCOLL_COMPRESS_TOPK)
+            printf(" density %g", o->density);
+        printf(" (MPI dense); wire B/call: gcoll's payload bytes per call and rank\n");
+    }
     if (ada(o))
         printf("# adasum validated against bench/adasum_ref.c (relative error <= %g), the sum bit for bit\n",
                adasum_ref_tolerance(o->dtype));
@@ -53,7 +60,10 @@ void report_header(const bench_opts_t *o, const bench_env_t *env)
            "algbw", "busbw");
     if (o->baseline_mpi)
         printf(" | %10s %8s %9s", ada(o) ? "sum avg" : "MPI avg", "busbw", ada(o) ? "ada/sum" : "MPI/gcoll");
-    printf(" %6s %s\n", "iters", "valid");
+    printf(" %6s %s", "iters", "valid");
+    if (o->compress_set)
+        printf(" %12s", "wire B/call");
+    printf("\n");
     fflush(stdout);
 }
 
@@ -63,7 +73,10 @@ void report_row(const bench_opts_t *o, const bench_env_t *env, const bench_row_t
            r->g.max, bench_algbw(r->bytes, r->g.avg), busbw(o, env, r, r->g.avg));
     if (o->baseline_mpi)
         printf(" | %10.2f %8.3f %9.2f", r->m.avg, busbw(o, env, r, r->m.avg), ratio(o, r));
-    printf(" %6d %s\n", r->iters, valid_text(o, r));
+    printf(" %6d %s", r->iters, valid_text(o, r));
+    if (o->compress_set)
+        printf(" %12.0f", r->wire_bytes);
+    printf("\n");
     fflush(stdout);
     bench_row_t *grown = realloc(rows, (nrows + 1) * sizeof(*rows));
     if (grown) {

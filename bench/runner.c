@@ -22,6 +22,7 @@ typedef struct {
     char *sbuf, *rbuf;   /* what the collectives use */
     char *pristine;      /* the input, to restore before a checked iteration */
     char *expect;        /* the output this rank must see */
+    char *expect_dense;  /* top-k: what the dense MPI side must see (expect is the sparse sum) */
     char *in_at;         /* where the input lives: sbuf, or rbuf (+ offset) in place */
     char *check_at;      /* where the output is read */
     size_t check_bytes;  /* 0: nothing to check on this rank */
@@ -84,6 +85,12 @@ static int prepare(ctx_t *x)
     case B_REDUCE:
         ref_fill_values(x->pristine, x->count, r, o->dtype, o->op);
         ref_fill_expected(x->expect, 0, x->count, o->dtype, o->op, x->n);
+        if (o->compress == GCOLL_COMPRESS_TOPK) { /* fp16/bf16 carry the reference's values exactly */
+            if (!(x->expect_dense = malloc(cap)))
+                return -1;
+            memcpy(x->expect_dense, x->expect, x->out_bytes);
+            ref_topk_expected((float *)x->expect, x->count, o->density, o->op, x->n);
+        }
         if (x->coll == B_REDUCE && r != o->root)
             x->check_bytes = 0;
         break;
@@ -136,6 +143,8 @@ static gcoll_status_t run_forced(ctx_t *x, const void *sb, void *rb)
     const bench_opts_t *o = x->o;
     gcoll_attr_t attr = GCOLL_ATTR_INIT;
     attr.algorithm = o->algo;
+    attr.compress = o->compress;
+    attr.topk_density = o->density;
     gcoll_request_t req;
     gcoll_status_t st;
     switch (x->coll) {
@@ -155,7 +164,7 @@ static int run_gcoll(ctx_t *x)
 {
     /* in place is sendbuf == recvbuf for every collective, wherever the input sits inside it */
     const void *sb = x->o->inplace ? x->rbuf : x->sbuf;
-    gcoll_status_t st = x->o->algo ? run_forced(x, sb, x->rbuf) : run_blocking(x, sb, x->rbuf);
+    gcoll_status_t st = x->o->algo || x->o->compress ? run_forced(x, sb, x->rbuf) : run_blocking(x, sb, x->rbuf);
     if (st != GCOLL_SUCCESS)
         fprintf(stderr, "gcoll_bench [rank %d]: %s: %s\n", x->rank, gcoll_status_name(st), gcoll_last_error());
     return st == GCOLL_SUCCESS ? 0 : -1;
@@ -185,7 +194,7 @@ static int check(const ctx_t *x, int side)
         size_t worst;
         return adasum_ref_error(&x->ada, x->check_at, x->o->dtype, &worst) <= adasum_ref_tolerance(x->o->dtype);
     }
-    return memcmp(x->check_at, x->expect, x->check_bytes) == 0;
+    return memcmp(x->check_at, side && x->expect_dense ? x->expect_dense : x->expect, x->check_bytes) == 0;
 }
 
 /* Runs k iterations of one side; adds their time (seconds) to *t and clears *valid on a wrong
@@ -236,6 +245,8 @@ int bench_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, siz
     row->iters = o->iters ? o->iters : bench_default_iters(row->bytes);
     int warmup = o->warmup >= 0 ? o->warmup : bench_default_warmup(row->iters);
     row->algo = o->algo;
+    if (!row->algo && o->compress) /* the selection table's answer is for uncompressed calls */
+        row->algo = o->compress == GCOLL_COMPRESS_TOPK ? "topk" : "auto(16-bit wire)";
     if (!row->algo && gcoll_comm_algorithm(comm, bench_coll_name(x.coll), count, o->dtype, &row->algo))
         row->algo = "?";
 
@@ -252,14 +263,22 @@ int bench_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, siz
             goto out;
     }
     /* timed blocks, alternating which side goes first */
+    unsigned long long wire = 0;
     for (int b = 0; b < NBLOCKS; b++) {
         int k = row->iters / NBLOCKS + (b < row->iters % NBLOCKS);
         for (int j = 0; j < sides; j++) {
             int s = sides == 2 ? (b + j) % 2 : 0;
+            unsigned long long b0 = 0, b1 = 0;
+            gcoll_comm_bytes_sent(comm, &b0);
             if (iterate(&x, s, k, &t[s], &valid[s]) != 0)
                 goto out;
+            gcoll_comm_bytes_sent(comm, &b1);
+            wire += s == 0 ? b1 - b0 : 0;
         }
     }
+    double mine = (double)wire / row->iters;
+    MPI_Allreduce(&mine, &row->wire_bytes, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    row->wire_bytes /= x.n;
     row->g = gather_latency(&x, t[0] * 1e6 / row->iters);
     row->g_valid = all_true(valid[0]);
     if (sides == 2) {
@@ -274,5 +293,6 @@ out:
     free(x.rbuf);
     free(x.pristine);
     free(x.expect);
+    free(x.expect_dense);
     return rc;
 }

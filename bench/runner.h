@@ -12,6 +12,7 @@ typedef struct {
     int iters;
     bench_lat_t g, m;     /* microseconds, OSU style */
     int g_valid, m_valid; /* 1: every checked result matched the reference */
+    double wire_bytes;    /* gcoll's payload bytes per call, mean over ranks (gcoll_comm_bytes_sent) */
 } bench_row_t;
 
 /* Collective over comm; the summary in row is valid on rank 0. Returns 0, or -1 after printing

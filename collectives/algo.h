@@ -88,5 +88,7 @@ int gcoll__hier_usable(const gcoll__coll_args_t *a);
 
 #define GCOLL_DECLARE_BUILDER(coll, name, fn, usable) void fn(gcoll__sched_t *s, const gcoll__coll_args_t *a);
 GCOLL_ALGOS(GCOLL_DECLARE_BUILDER)
+/* Top-k sparse allreduce (allreduce_topk.c): attr.compress picks it, not the table. */
+void gcoll__allreduce_topk(gcoll__sched_t *s, const gcoll__coll_args_t *a);
 
 #endif

@@ -29,6 +29,7 @@ void gcoll__allreduce_rabenseifner(gcoll__sched_t *s, const gcoll__coll_args_t *
     gcoll__halving_fold_reduce(s, &h, r, src, rb, tmp, es, 0);
     size_t mo = gcoll__halving_off(&h, h.lo);
     gcoll__sched_avg(s, rb + mo * es, gcoll__halving_off(&h, h.hi) - mo);
+    gcoll__sched_wire_round(s, rb + mo * es, gcoll__halving_off(&h, h.hi) - mo);
     gcoll__doubling_gather(s, &h, rb, es, 1);
     if (r < 2 * h.rem) {
         gcoll__sched_round(s);

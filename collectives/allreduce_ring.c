@@ -26,6 +26,7 @@ void gcoll__allreduce_ring(gcoll__sched_t *s, const gcoll__coll_args_t *a)
                     left, tmp ? tmp : rb + roff, gcoll__blk_cnt(cnt, n, rbk), rb + roff, src + roff, es);
     }
     gcoll__sched_avg(s, rb + gcoll__blk_off(cnt, n, r) * es, gcoll__blk_cnt(cnt, n, r));
+    gcoll__sched_wire_round(s, rb + gcoll__blk_off(cnt, n, r) * es, gcoll__blk_cnt(cnt, n, r));
 
     for (int step = 0; step < n - 1; step++) {
         int sb = gcoll__mod(r - step, n), rbk = gcoll__mod(r - step - 1, n);

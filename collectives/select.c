@@ -106,9 +106,62 @@ static int builtin_choice(const gcoll__coll_args_t *a, size_t bytes)
     return idx;
 }
 
+/* Top-k sparse allreduce is chosen by attr.compress, never by size, so it is not in the table. */
+static const gcoll__algo_t topk_algo = {GCOLL_COLL_ALLREDUCE, "topk", gcoll__allreduce_topk, NULL};
+
+/* The algorithms that carry a 16-bit wire format: those that reduce each block at one rank
+ * and round it before copying it everywhere (README "Gradient compression"). */
+static int carries_wire(int idx)
+{
+    const char *n = algos[idx].name;
+    return strcmp(n, "ring") == 0 || strcmp(n, "rabenseifner") == 0 || strcmp(n, "hierarchical") == 0;
+}
+
+/* A compressed allreduce: top-k, or the usual choice narrowed to the algorithms that carry
+ * the wire format (ring from 1 MiB, rabenseifner below, where the choice was another). */
+static gcoll_status_t select_compressed(const gcoll__coll_args_t *a, const char *forced, const gcoll__algo_t **out)
+{
+    if (a->compress == GCOLL_COMPRESS_TOPK) {
+        if (forced && strcmp(forced, topk_algo.name) != 0)
+            return gcoll__error(GCOLL_ERR_INVALID_ARG, "attr->algorithm '%s' cannot serve attr->compress "
+                                "GCOLL_COMPRESS_TOPK: only 'topk' does", forced);
+        *out = &topk_algo;
+        return GCOLL_SUCCESS;
+    }
+    int idx = -1;
+    if (forced) {
+        idx = gcoll__algo_find(a->coll, forced);
+        if (idx < 0 || !carries_wire(idx))
+            return gcoll__error(GCOLL_ERR_INVALID_ARG, "attr->algorithm '%s' cannot carry attr->compress %s: "
+                                "accepts ring|rabenseifner|hierarchical", forced,
+                                a->compress == GCOLL_COMPRESS_FP16 ? "GCOLL_COMPRESS_FP16" : "GCOLL_COMPRESS_BF16");
+    }
+    if (idx >= 0 && !usable(idx, a))
+        idx = -1;
+    if (idx < 0 && a->map && a->map->nhosts > 1) {
+        int h = gcoll__algo_find(a->coll, "hierarchical");
+        idx = usable(h, a) ? h : -1;
+    }
+    if (idx < 0) {
+        size_t bytes = gcoll__coll_bytes(a);
+        const gcoll__algo_t *plain;
+        gcoll__coll_args_t b = *a;
+        b.compress = GCOLL_COMPRESS_NONE;
+        b.shm = NULL; /* the node channel's algorithms carry no wire format */
+        GCOLL_CHECK(gcoll__algo_select(&b, NULL, &plain));
+        idx = (int)(plain - algos);
+        if (!carries_wire(idx) || !usable(idx, a))
+            idx = gcoll__algo_find(a->coll, bytes >= ((size_t)1 << 20) ? "ring" : "rabenseifner");
+    }
+    *out = &algos[idx];
+    return GCOLL_SUCCESS;
+}
+
 gcoll_status_t gcoll__algo_select(const gcoll__coll_args_t *a, const char *forced,
                                   const gcoll__algo_t **out)
 {
+    if (a->compress != GCOLL_COMPRESS_NONE)
+        return select_compressed(a, forced, out);
     int idx = -1;
     size_t bytes = gcoll__coll_bytes(a);
     const char *asked = forced, *from = "attr->algorithm";

@@ -55,14 +55,25 @@ typedef enum {
     GCOLL_OP_COUNT /* not an op: the number of ops */
 } gcoll_op_t;
 
+/* Gradient compression of an fp32 SUM/AVG allreduce (README "Gradient compression").
+ * FP16/BF16: what goes over the wire is 16-bit, every reduction is in fp32. TOPK: each rank
+ * contributes only its floor(topk_density * count) largest-magnitude entries; the result is
+ * the dense sum of what all ranks contributed. */
+typedef enum {
+    GCOLL_COMPRESS_NONE, GCOLL_COMPRESS_FP16, GCOLL_COMPRESS_BF16, GCOLL_COMPRESS_TOPK,
+    GCOLL_COMPRESS_COUNT /* not a kind: the number of kinds */
+} gcoll_compress_t;
+
 /* Per-operation attributes. Always start from GCOLL_ATTR_INIT so that fields added later
  * keep their defaults; NULL in place of an attr pointer means all defaults. */
 typedef struct {
     int priority;          /* higher runs first; default 0 */
     const char *name;      /* shown in logs and error messages; default NULL */
     const char *algorithm; /* force an algorithm by name (see README); NULL: the selection table */
+    gcoll_compress_t compress; /* allreduce only; default GCOLL_COMPRESS_NONE */
+    double topk_density;   /* GCOLL_COMPRESS_TOPK: fraction of entries kept, in (0, 1]; default 0.01 */
 } gcoll_attr_t;
-#define GCOLL_ATTR_INIT {0, NULL, NULL}
+#define GCOLL_ATTR_INIT {0, NULL, NULL, GCOLL_COMPRESS_NONE, 0.01}
 
 /* Library lifetime. gcoll_init initializes MPI with MPI_THREAD_MULTIPLE if the caller has not;
  * gcoll_finalize finalizes MPI only if gcoll_init initialized it. argc/argv may be NULL. */
@@ -143,6 +154,10 @@ GCOLL_API gcoll_status_t gcoll_session_create(gcoll_comm_t comm, gcoll_session_t
  * *id numbers the sets 0, 1, ... in the order they are added. */
 GCOLL_API gcoll_status_t gcoll_session_add(gcoll_session_t s, const char *name, size_t count,
                                            gcoll_dtype_t dtype, gcoll_op_t op, size_t *id);
+/* Compression of set id (fp32, SUM or AVG), before commit; density matters for TOPK only. A
+ * TOPK set keeps what it did not send (error feedback) and adds it to its next gradient. */
+GCOLL_API gcoll_status_t gcoll_session_set_compress(gcoll_session_t s, size_t id, gcoll_compress_t compress,
+                                                    double density);
 GCOLL_API gcoll_status_t gcoll_session_commit(gcoll_session_t s);
 GCOLL_API gcoll_status_t gcoll_session_start(gcoll_session_t s, size_t id, void *buf);
 GCOLL_API gcoll_status_t gcoll_session_test(gcoll_session_t s, size_t id, int *done);
@@ -194,6 +209,10 @@ GCOLL_API gcoll_status_t gcoll_algorithms(const char *collective, const char *co
  * application"). Local: the other ranks learn of it through their own failure detection or
  * timeout. A failed communicator can only be freed. Aborting one that failed already succeeds. */
 GCOLL_API gcoll_status_t gcoll_comm_abort(gcoll_comm_t comm);
+
+/* Payload bytes this rank has handed to the transport for comm's collectives so far (after any
+ * compression): the difference around a call is what that call put on the wire. */
+GCOLL_API gcoll_status_t gcoll_comm_bytes_sent(gcoll_comm_t comm, unsigned long long *bytes);
 
 #ifdef __cplusplus
 }

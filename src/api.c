@@ -42,6 +42,44 @@ gcoll_status_t gcoll__check_common(gcoll__coll_args_t *a, gcoll_comm_t comm, int
     return GCOLL_SUCCESS;
 }
 
+gcoll_status_t gcoll__compress_check(gcoll_compress_t compress, double density, gcoll_dtype_t dtype, gcoll_op_t op,
+                                     const char *cname, const char *dname)
+{
+    static const char *const names[] = {"GCOLL_COMPRESS_NONE", "GCOLL_COMPRESS_FP16", "GCOLL_COMPRESS_BF16",
+                                        "GCOLL_COMPRESS_TOPK"};
+    if ((int)compress < 0 || compress >= GCOLL_COMPRESS_COUNT)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s %d is not a gcoll_compress_t", cname, (int)compress);
+    if (compress == GCOLL_COMPRESS_NONE)
+        return GCOLL_SUCCESS;
+    if (dtype != GCOLL_FLOAT32)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s %s: takes float32 only, not %s", cname, names[compress],
+                            gcoll_dtype_name(dtype));
+    if (op != GCOLL_SUM && op != GCOLL_AVG)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s %s: takes op GCOLL_SUM or GCOLL_AVG only, not %s", cname,
+                            names[compress], gcoll_op_name(op));
+    if (compress == GCOLL_COMPRESS_TOPK && !(density > 0 && density <= 1))
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s %g is outside (0, 1]", dname, density);
+    return GCOLL_SUCCESS;
+}
+
+/* attr's compression into a (allreduce only; other collectives refuse it). */
+static gcoll_status_t apply_compress(gcoll__coll_args_t *a, const gcoll_attr_t *attr)
+{
+    if (!attr || attr->compress == GCOLL_COMPRESS_NONE)
+        return GCOLL_SUCCESS;
+    if (a->coll != GCOLL_COLL_ALLREDUCE)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "attr->compress: only allreduce takes compression, not %s",
+                            gcoll__coll_name(a->coll));
+    GCOLL_CHECK(gcoll__compress_check(attr->compress, attr->topk_density, a->dtype, a->op, "attr->compress",
+                                      "attr->topk_density"));
+    if (attr->compress == GCOLL_COMPRESS_TOPK && a->count > UINT32_MAX)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "count %zu: top-k sends 32-bit indices, so at most %u elements",
+                            a->count, UINT32_MAX);
+    a->compress = attr->compress;
+    a->density = attr->topk_density;
+    return GCOLL_SUCCESS;
+}
+
 static gcoll_status_t check_root(int root, gcoll_comm_t comm)
 {
     if (root < 0 || root >= comm->size)
@@ -59,6 +97,8 @@ gcoll_status_t gcoll__build(const gcoll__coll_args_t *a, const char *forced, gco
     if (!s)
         return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");
     s->desc = gcoll__opdesc_of(a->coll, a->dtype, a->op, a->count, a->root);
+    if (a->compress == GCOLL_COMPRESS_FP16 || a->compress == GCOLL_COMPRESS_BF16)
+        s->wire = a->compress;
     if (a->count || a->coll == GCOLL_COLL_BARRIER)
         algo->build(s, a);
     if (s->status != GCOLL_SUCCESS) {
@@ -77,6 +117,7 @@ static gcoll_status_t start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcol
 {
     gcoll__sched_t *s;
     const char *algo;
+    GCOLL_CHECK(apply_compress(a, attr));
     GCOLL_CHECK(gcoll__build(a, attr ? attr->algorithm : NULL, frame ? &frame->sched : NULL, &s, &algo));
     gcoll__start_t how = {.storage = frame ? &frame->req : NULL, .wake = !frame};
     return gcoll__request_start(comm, a->coll, algo, s, attr, req, &how);
@@ -125,8 +166,10 @@ static gcoll_status_t post_allreduce(const void *sendbuf, void *recvbuf, size_t 
     GCOLL_CHECK(gcoll__check_common(&a, comm, 1));
     GCOLL_CHECK(check_buf(sendbuf, count, "sendbuf"));
     GCOLL_CHECK(check_buf(recvbuf, count, "recvbuf"));
-    if (op == GCOLL_ADASUM)
+    if (op == GCOLL_ADASUM) {
+        GCOLL_CHECK(apply_compress(&a, attr)); /* refuses it */
         return start_adasum(&a, NULL, 0, comm, attr, req, frame);
+    }
     return start(&a, comm, attr, req, frame);
 }
 
@@ -138,6 +181,7 @@ static gcoll_status_t post_adasum(const void *sendbuf, void *recvbuf, size_t cou
                             .count = count, .dtype = dtype, .op = GCOLL_ADASUM};
     GCOLL_CHECK(check_req(req));
     GCOLL_CHECK(gcoll__check_common(&a, comm, 1));
+    GCOLL_CHECK(apply_compress(&a, attr)); /* refuses it */
     GCOLL_CHECK(check_buf(sendbuf, count, "sendbuf"));
     GCOLL_CHECK(check_buf(recvbuf, count, "recvbuf"));
     return start_adasum(&a, tensor_counts, ntensors, comm, attr, req, frame);

@@ -39,6 +39,10 @@ typedef struct {
     struct gcoll__shm *shm; /* the node's shared-memory channel when every rank shares a host */
     const gcoll__nodemap_t *map; /* NULL inside a sub-group (see gcoll__sched_t.peermap) */
     struct gcoll__links *links;  /* the communicator's cost-model links and picks */
+    /* allreduce compression (gcoll_attr_t); residual: TOPK error feedback, count floats or NULL */
+    gcoll_compress_t compress;
+    double density;
+    float *residual;
 } gcoll__coll_args_t;
 
 #endif

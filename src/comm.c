@@ -472,3 +472,14 @@ GCOLL_API gcoll_status_t gcoll_comm_abort(gcoll_comm_t comm)
     gcoll__error_clear();
     return GCOLL_SUCCESS;
 }
+
+GCOLL_API gcoll_status_t gcoll_comm_bytes_sent(gcoll_comm_t comm, unsigned long long *bytes)
+{
+    if (!bytes)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "bytes is NULL");
+    GCOLL_CHECK(gcoll__comm_check(comm, "comm"));
+    pthread_mutex_lock(&comm->lane->lock); /* the engine counts under it */
+    *bytes = comm->bytes_sent;
+    pthread_mutex_unlock(&comm->lane->lock);
+    return GCOLL_SUCCESS;
+}

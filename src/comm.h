@@ -32,6 +32,7 @@ struct gcoll_comm {
     gcoll__nodemap_t map;    /* which host every rank is on */
     gcoll__links_t links;    /* the cost model's view of its transports */
     struct gcoll__lane *lane; /* which progress lane drives its operations */
+    uint64_t bytes_sent;      /* payload handed to the transport (gcoll_comm_bytes_sent); lane lock */
     struct gcoll_comm *next; /* the registry of live handles */
     gcoll__optab_t optab;    /* its recent operations' descriptors, for mismatch detection */
 };

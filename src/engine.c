@@ -58,6 +58,14 @@ static void run_local(gcoll_request_t r, const gcoll__step_t *st)
     case GCOLL_STEP_DIV:
         gcoll__kernels->div[s->dtype](st->dst, st->n, s->divisor);
         break;
+    case GCOLL_STEP_ROUND:
+        for (size_t i = 0; i < st->n; i += 1024) { /* through a small stack buffer */
+            uint16_t w[1024];
+            size_t m = st->n - i < 1024 ? st->n - i : 1024;
+            gcoll__kernels->to_wire[s->wire - 1](w, (float *)st->dst + i, m);
+            gcoll__kernels->from_wire[s->wire - 1]((float *)st->dst + i, w, m);
+        }
+        break;
     default:
         break;
     }
@@ -81,10 +89,13 @@ static gcoll_status_t post(gcoll_request_t r, gcoll__step_t *st)
             r->t_post = st->t0;
     }
     if (st->kind == GCOLL_STEP_RECV)
-        return c->tpops->irecv(c->tp, st->peer, tag, st->dst, st->n, &st->req);
-    GCOLL_CHECK(c->tpops->isend(c->tp, st->peer, tag, st->a, st->n, &st->req));
+        return c->tpops->irecv(c->tp, st->peer, tag, st->wire ? st->wire : st->dst, st->n, &st->req);
+    if (st->wire) /* compressed: the fp32 slice goes out 16-bit */
+        gcoll__kernels->to_wire[r->sched->wire - 1](st->wire, st->a, st->n / 2);
+    GCOLL_CHECK(c->tpops->isend(c->tp, st->peer, tag, st->wire ? st->wire : st->a, st->n, &st->req));
     r->sending++;
     r->lane->inflight += st->n;
+    c->bytes_sent += st->n;
     return GCOLL_SUCCESS;
 }
 
@@ -112,6 +123,8 @@ static gcoll_status_t reap(gcoll_request_t r, unsigned *moved, size_t *pending)
                 }
             }
             GCOLL_CHECK(ts);
+            if (st[i].done && st[i].wire && st[i].kind == GCOLL_STEP_RECV) /* back to fp32 */
+                gcoll__kernels->from_wire[s->wire - 1](st[i].dst, st[i].wire, st[i].n / 2);
         }
         if (st[i].done) {
             ++*moved;

@@ -10,12 +10,15 @@
 
 typedef void (*gcoll__reduce_fn)(void *dst, const void *a, const void *b, size_t n);
 typedef void (*gcoll__div_fn)(void *buf, size_t n, unsigned divisor);
+/* fp32 <-> a 16-bit wire format (round to nearest even), for compressed allreduce. */
+typedef void (*gcoll__cvt_fn)(void *dst, const void *src, size_t n);
 
 /* ops indexed by SUM, PROD, MIN, MAX; AVG reduces with SUM and divides at the end. */
 typedef struct {
     const char *name;
     gcoll__reduce_fn reduce[GCOLL_DTYPE_COUNT][4];
     gcoll__div_fn div[GCOLL_DTYPE_COUNT];
+    gcoll__cvt_fn to_wire[2], from_wire[2]; /* [0] fp16, [1] bf16 */
 } gcoll__kernels_t;
 
 extern const gcoll__kernels_t gcoll__kernels_generic;

@@ -58,6 +58,10 @@ gcoll_status_t gcoll__request_start(gcoll_comm_t comm, gcoll__coll_t coll, const
 /* Fills a's communicator fields after checking comm, dtype and (needs_op) op; the messages
  * name the argument. */
 gcoll_status_t gcoll__check_common(gcoll__coll_args_t *a, gcoll_comm_t comm, int needs_op);
+/* Checks a compression setting of an operation or a session set; the messages name cname and
+ * dname (the density's argument). */
+gcoll_status_t gcoll__compress_check(gcoll_compress_t compress, double density, gcoll_dtype_t dtype, gcoll_op_t op,
+                                     const char *cname, const char *dname);
 /* The schedule of a, built by the algorithm forced (NULL: the selection's), in storage or on
  * the heap. */
 gcoll_status_t gcoll__build(const gcoll__coll_args_t *a, const char *forced, gcoll__sched_t *storage,

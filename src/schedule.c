@@ -29,6 +29,8 @@ void gcoll__sched_free(gcoll__sched_t *s)
     for (size_t i = 0; i < s->nscratch; i++)
         free(s->scratch[i]);
     free(s->scratch);
+    free(s->stage);
+    free(s->stage_bytes);
     if (s->steps != s->inline_steps)
         free(s->steps);
     if (s->rounds != s->inline_rounds)
@@ -85,6 +87,32 @@ void gcoll__sched_round(gcoll__sched_t *s)
         return;
     }
     s->rounds[s->nrounds++] = (gcoll__round_t){s->nsteps, 0};
+    s->stage_next = 0;
+}
+
+/* The staging buffer of the round's next wire message: a round's messages are all done before
+ * the next round posts any, so the i-th message of every round can share one buffer. */
+static void *stage(gcoll__sched_t *s, size_t bytes)
+{
+    size_t i = s->stage_next++;
+    if (i == s->nstage) {
+        void **p = realloc(s->stage, (i + 1) * sizeof(*p));
+        if (p)
+            s->stage = p;
+        size_t *q = p ? realloc(s->stage_bytes, (i + 1) * sizeof(*q)) : NULL;
+        if (!q) {
+            s->status = GCOLL_ERR_NOMEM;
+            return NULL;
+        }
+        s->stage_bytes = q;
+        s->stage_bytes[i] = 0;
+        s->nstage++;
+    }
+    if (s->stage_bytes[i] < bytes) {
+        s->stage[i] = gcoll__sched_scratch(s, bytes);
+        s->stage_bytes[i] = bytes;
+    }
+    return s->stage[i];
 }
 
 static void add_step(gcoll__sched_t *s, gcoll__step_t step)
@@ -103,14 +131,26 @@ static void add_step(gcoll__sched_t *s, gcoll__step_t step)
 
 void gcoll__sched_send(gcoll__sched_t *s, int peer, const void *buf, size_t bytes)
 {
+    if (s->nrounds == 0)
+        gcoll__sched_round(s);
+    void *w = s->wire && bytes ? stage(s, bytes / 2) : NULL;
     add_step(s, (gcoll__step_t){.kind = GCOLL_STEP_SEND, .peer = s->peermap ? s->peermap[peer] : peer,
-                                .a = buf, .n = bytes});
+                                .a = buf, .n = w ? bytes / 2 : bytes, .wire = w});
 }
 
 void gcoll__sched_recv(gcoll__sched_t *s, int peer, void *buf, size_t bytes)
 {
+    if (s->nrounds == 0)
+        gcoll__sched_round(s);
+    void *w = s->wire && bytes ? stage(s, bytes / 2) : NULL;
     add_step(s, (gcoll__step_t){.kind = GCOLL_STEP_RECV, .peer = s->peermap ? s->peermap[peer] : peer,
-                                .dst = buf, .n = bytes});
+                                .dst = buf, .n = w ? bytes / 2 : bytes, .wire = w});
+}
+
+void gcoll__sched_wire_round(gcoll__sched_t *s, void *buf, size_t count)
+{
+    if (s->wire && count)
+        add_step(s, (gcoll__step_t){.kind = GCOLL_STEP_ROUND, .dst = buf, .n = count});
 }
 
 void gcoll__sched_reduce(gcoll__sched_t *s, void *dst, const void *a, const void *b, size_t count)

@@ -15,7 +15,8 @@
 
 typedef enum {
     GCOLL_STEP_SEND, GCOLL_STEP_RECV, GCOLL_STEP_REDUCE, GCOLL_STEP_COPY, GCOLL_STEP_DIV,
-    GCOLL_STEP_CUSTOM /* polled like a message: an algorithm's own resumable state machine */
+    GCOLL_STEP_CUSTOM, /* polled like a message: an algorithm's own resumable state machine */
+    GCOLL_STEP_ROUND   /* rounds n fp32 values at dst to the schedule's wire format, in place */
 } gcoll__step_kind_t;
 
 /* A custom step: advances as far as it can without blocking; sets *done when finished. */
@@ -34,6 +35,8 @@ typedef struct {
     gcoll__step_who_fn who;
     void (*rewind)(void *state); /* custom steps that can run again: back to their start */
     void *state;
+    void *wire; /* a send or receive of fp32 that travels in the wire format: its staging buffer
+                   (a: the fp32 to send, dst: where the received values land as fp32; n: wire bytes) */
     int done;
     double t0; /* timeline: when the step was posted or started */
 } gcoll__step_t;
@@ -60,6 +63,12 @@ typedef struct gcoll__sched {
     /* While set, builders address a sub-group: peer i of a send or receive is rank peermap[i]
      * of the communicator (hierarchical algorithms run flat ones inside groups this way). */
     const int *peermap;
+    /* GCOLL_COMPRESS_FP16/BF16: every send and receive of this fp32 schedule travels 16-bit,
+     * through staging buffers that a round's messages own and later rounds reuse */
+    gcoll_compress_t wire;
+    void **stage;
+    size_t *stage_bytes;
+    size_t nstage, stage_next;
     int dry; /* built only to be priced: scratch over 1 MiB is a stand-in (builders write tables, not data) */
     gcoll_status_t status; /* first build failure (out of memory) */
     /* execution state */
@@ -86,6 +95,9 @@ void gcoll__sched_recv(gcoll__sched_t *s, int peer, void *buf, size_t bytes);
 void gcoll__sched_reduce(gcoll__sched_t *s, void *dst, const void *a, const void *b, size_t count);
 void gcoll__sched_copy(gcoll__sched_t *s, void *dst, const void *src, size_t bytes);
 void gcoll__sched_avg(gcoll__sched_t *s, void *buf, size_t count); /* no step unless op is AVG */
+/* A reduced block about to be copied to other ranks: rounded to the wire format first (no step
+ * without one), so the rank that reduced it holds the same bits as those that receive it. */
+void gcoll__sched_wire_round(gcoll__sched_t *s, void *buf, size_t count);
 void gcoll__sched_custom(gcoll__sched_t *s, gcoll__step_fn fn, gcoll__step_who_fn who, void *state);
 /* Gives the last custom step added a rewind hook, so the schedule can run again. */
 void gcoll__sched_custom_rewind(gcoll__sched_t *s, void (*rewind)(void *state));

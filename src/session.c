@@ -9,7 +9,9 @@
  * run on the session's own communicator (a duplicate made at commit) with tags that name the
  * bucket and its iteration rather than the launch order, and over point-to-point algorithms
  * only (the node channel runs its operations in one order on every rank). Adasum sets fuse only
- * with Adasum sets of their dtype, each its own tensor (dot products never cross sets). */
+ * with Adasum sets of their dtype, each its own tensor (dot products never cross sets).
+ * Compressed sets fuse only with sets of the same compression; a top-k set is a bucket of its
+ * own, so k and the error-feedback residual (allocated at commit) are the set's. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +34,9 @@ typedef struct {
     size_t offset; /* bytes into the bucket's buffer */
     void *buf;     /* this iteration's gradient */
     int started;
+    gcoll_compress_t compress;
+    double density;
+    float *residual; /* top-k: what earlier iterations did not send */
 } set_t;
 
 enum { B_IDLE, B_RUNNING, B_DONE };
@@ -126,9 +131,25 @@ GCOLL_API gcoll_status_t gcoll_session_add(gcoll_session_t s, const char *name, 
         s->cap = cap;
     }
     set_t *set = &s->sets[s->nsets];
-    *set = (set_t){.count = count, .dtype = dtype, .op = op};
+    *set = (set_t){.count = count, .dtype = dtype, .op = op, .density = 1};
     snprintf(set->name, sizeof(set->name), "%s", name ? name : "");
     *id = s->nsets++;
+    return GCOLL_SUCCESS;
+}
+
+GCOLL_API gcoll_status_t gcoll_session_set_compress(gcoll_session_t s, size_t id, gcoll_compress_t compress,
+                                                    double density)
+{
+    GCOLL_CHECK(check_session(s, 0));
+    if (id >= s->nsets)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "id %zu is out of range (%zu sets)", id, s->nsets);
+    set_t *set = &s->sets[id];
+    GCOLL_CHECK(gcoll__compress_check(compress, density, set->dtype, set->op, "compress", "density"));
+    if (compress == GCOLL_COMPRESS_TOPK && set->count > UINT32_MAX)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "compress GCOLL_COMPRESS_TOPK: set %zu has %zu elements, top-k "
+                            "sends 32-bit indices", id, set->count);
+    set->compress = compress;
+    set->density = compress == GCOLL_COMPRESS_TOPK ? density : 1;
     return GCOLL_SUCCESS;
 }
 
@@ -149,8 +170,11 @@ static gcoll_status_t check_agreement(gcoll_session_t s)
 {
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < s->nsets; i++) {
-        uint64_t v[3] = {s->sets[i].count, (uint64_t)s->sets[i].dtype, (uint64_t)s->sets[i].op};
-        for (int k = 0; k < 3; k++)
+        uint64_t d;
+        memcpy(&d, &s->sets[i].density, sizeof(d));
+        uint64_t v[5] = {s->sets[i].count, (uint64_t)s->sets[i].dtype, (uint64_t)s->sets[i].op,
+                         (uint64_t)s->sets[i].compress, d};
+        for (int k = 0; k < 5; k++)
             h = (h ^ v[k]) * 1099511628211ull;
     }
     int64_t all[2] = {(int64_t)h, (int64_t)~h}; /* the largest of each: all equal only when every h is */
@@ -159,7 +183,7 @@ static gcoll_status_t check_agreement(gcoll_session_t s)
                             gcoll_last_error());
     if ((uint64_t)all[0] != h || (uint64_t)all[1] != ~h)
         return gcoll__error(GCOLL_ERR_INVALID_USAGE, "gcoll_session_commit: ranks added different parameter sets "
-                            "(count, dtype or op differ, or their number): every rank must add the same sets in "
+                            "(count, dtype, op or compression differ, or their number): every rank must add the same sets in "
                             "the same order");
     return GCOLL_SUCCESS;
 }
@@ -168,7 +192,8 @@ static gcoll_status_t build_bucket(gcoll_session_t s, bucket_t *b)
 {
     const set_t *first = &s->sets[b->first];
     gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLREDUCE, .sendbuf = b->data, .recvbuf = b->data,
-                            .count = b->count, .dtype = first->dtype, .op = first->op};
+                            .count = b->count, .dtype = first->dtype, .op = first->op,
+                            .compress = first->compress, .density = first->density, .residual = first->residual};
     GCOLL_CHECK(gcoll__check_common(&a, s->own, 1));
     a.shm = NULL; /* point-to-point algorithms only (see the top of this file) */
     if (first->op != GCOLL_ADASUM)
@@ -200,8 +225,9 @@ GCOLL_API gcoll_status_t gcoll_session_commit(gcoll_session_t s)
         set_t *set = &s->sets[i];
         size_t bytes = set->count * gcoll_dtype_size(set->dtype);
         bucket_t *b = s->nbuckets ? &s->buckets[s->nbuckets - 1] : NULL;
-        if (!b || s->sets[b->first].dtype != set->dtype || s->sets[b->first].op != set->op ||
-            b->bytes + bytes > limit) {
+        const set_t *head = b ? &s->sets[b->first] : NULL;
+        if (!b || head->dtype != set->dtype || head->op != set->op || head->compress != set->compress ||
+            set->compress == GCOLL_COMPRESS_TOPK || b->bytes + bytes > limit) {
             if (b)
                 limit = full;
             b = &s->buckets[s->nbuckets++];
@@ -226,6 +252,9 @@ GCOLL_API gcoll_status_t gcoll_session_commit(gcoll_session_t s)
             for (size_t i = 0; i < b->nsets; i++)
                 b->tensors[i] = s->sets[b->first + i].count;
         }
+        set_t *head = &s->sets[b->first];
+        if (head->compress == GCOLL_COMPRESS_TOPK && !(head->residual = calloc(head->count, sizeof(float))))
+            return gcoll__error(GCOLL_ERR_NOMEM, "no memory for the residual of set %zu", b->first);
         b->data = malloc(b->bytes);
         if (!b->data)
             return gcoll__error(GCOLL_ERR_NOMEM, "no memory for fusion bucket %zu (%zu bytes)", k, b->bytes);
@@ -397,6 +426,8 @@ GCOLL_API gcoll_status_t gcoll_session_free(gcoll_session_t *session)
     pthread_mutex_lock(&l->lock);
     gcoll__comm_release(s->comm);
     pthread_mutex_unlock(&l->lock);
+    for (size_t i = 0; i < s->nsets; i++)
+        free(s->sets[i].residual);
     free(s->buckets);
     free(s->sets);
     free(s);

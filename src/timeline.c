@@ -111,6 +111,7 @@ static const char *step_name(gcoll__step_kind_t k)
     case GCOLL_STEP_REDUCE: return "reduce";
     case GCOLL_STEP_COPY: return "copy";
     case GCOLL_STEP_DIV: return "divide";
+    case GCOLL_STEP_ROUND: return "round to the wire format";
     default: return "node channel";
     }
 }
@@ -119,7 +120,7 @@ void gcoll__timeline_step(gcoll_request_t r, const gcoll__step_t *st, double t0)
 {
     int msg = st->kind == GCOLL_STEP_SEND || st->kind == GCOLL_STEP_RECV;
     double t = gcoll__timeline_now();
-    size_t bytes = st->kind == GCOLL_STEP_REDUCE || st->kind == GCOLL_STEP_DIV
+    size_t bytes = st->kind == GCOLL_STEP_REDUCE || st->kind == GCOLL_STEP_DIV || st->kind == GCOLL_STEP_ROUND
                        ? st->n * gcoll_dtype_size(r->sched->dtype) : st->n;
     char peer[24] = "";
     if (msg)

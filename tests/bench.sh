@@ -1,7 +1,8 @@
 #!/bin/sh
 # gcoll_bench end to end: every collective validated against the reference at 1 and 3 ranks
 # with a size range that is not a power of two; CSV, JSON and the plot; bad options give a
-# usage message and exit 2; membw prints its table; iallreduce and train (tiny sizes, --scale)
+# usage message and exit 2; allreduce --compress validated with its bytes-on-the-wire column;
+# membw prints its table; iallreduce and train (tiny sizes, --scale)
 # validated at 2 and 3 ranks, with their CSV and JSON.
 set -u
 BINDIR=${BINDIR:-build/default/bin}
@@ -51,9 +52,19 @@ for np in 1 3; do
 done
 echo "adasum validated beside the sum allreduce at 1 and 3 ranks, float32 and bfloat16"
 
+for c in fp16 topk:0.1; do
+    out=$(timeout 300 $MPIRUN -np 3 $B allreduce -m 4K:1M -f 16 -i 4 -x 1 -c --compress $c $([ $c = fp16 ] && echo --algo ring) 2>&1) ||
+        fail "allreduce --compress $c exited $?: $out"
+    rows=$(printf '%s\n' "$out" | grep -c ' ok  *[0-9][0-9]*$')
+    [ "$rows" = 3 ] && ! printf '%s\n' "$out" | grep -q FAIL || fail "allreduce --compress $c: $rows validated rows, want 3: $out"
+done
+# top-k 10 % of 1 MiB (256 Ki elements) at 3 ranks: 8 k (n-1) = 8 x 26214 x 2 bytes per call
+printf '%s\n' "$out" | grep -q '^ *1048576 .* 419424$' || fail "top-k 10% of 1 MiB: not 419424 bytes per call: $out"
+echo "allreduce --compress fp16 and topk:0.1 validated at 3 ranks, bytes on the wire per call"
+
 for args in "" "allsorts" "allreduce -m 8:4" "adasum -d int32" "allreduce -o adasum" "adasum --algo ring" "allreduce -f 1" "allreduce -d float8" "allreduce --bogus" \
             "allreduce --algo binomial" "bcast -r 5" "iallreduce --inplace" "iallreduce --compute busy" \
-            "iallreduce --algo binomial" "train --model vgg" "train -o max" "train --scale 0" "bcast --model bert"; do
+            "iallreduce --algo binomial" "allreduce --compress topk:2" "allreduce --compress zip" "allreduce -d int32 --compress fp16" "bcast --compress fp16" "train --model vgg" "train -o max" "train --scale 0" "bcast --model bert"; do
     out=$(timeout 60 $MPIRUN -np 2 $B $args 2>&1)
     rc=$?
     [ $rc != 0 ] || fail "'gcoll_bench $args' exited 0"

@@ -153,6 +153,13 @@ for np in 1 2 3 4 7; do
 done
 run_mpi session 4 GCOLL_FUSION_BYTES=64K GCOLL_FUSION_FIRST_BYTES=4K GCOLL_WORKER_COUNT=3
 run_mpi session 3 GCOLL_TRANSPORT_INTRA=inter GCOLL_WORKER_AFFINITY=auto
+# gradient compression: fp16/bf16 wire formats, top-k, the session's error feedback
+for np in 1 2 3 4 5; do
+    [ -z "${SAN:-}" ] || [ "$np" = 1 ] || [ "$np" = 3 ] || continue
+    run_mpi compress "$np"
+done
+[ -n "${SAN:-}" ] || run_mpi compress 3 GCOLL_TRANSPORT_INTRA=inter GCOLL_TRANSPORT_INTER=tcp GCOLL_CHUNK_BYTES=4K \
+    GCOLL_PIPELINE_DEPTH=3
 # the TCP transport alone, then every collective over it (one host, so INTRA=inter)
 for np in 2 3 4; do
     run_tp tcp "$np"
@@ -219,6 +226,10 @@ run_script "examples/gradient_session under mpirun -np 3" \
     timeout 300 $MPIRUN -np 3 "$BINDIR/gradient_session"
 run_script "examples/gradient_session over tcp, 2 progress threads" \
     timeout 300 $MPIRUN -np 4 -x GCOLL_TRANSPORT_INTRA=inter -x GCOLL_WORKER_COUNT=2 "$BINDIR/gradient_session"
+run_script "examples/train_mlp --compress topk:0.05 under mpirun -np 2: loss falls, ranks agree" \
+    timeout 300 $MPIRUN -np 2 "$BINDIR/train_mlp" --compress topk:0.05 --iters 30 --hidden 64
+[ -n "${SAN:-}" ] || run_script "examples/train_mlp --compress fp16 under mpirun -np 3: loss falls, ranks agree" \
+    timeout 300 $MPIRUN -np 3 "$BINDIR/train_mlp" --compress fp16 --iters 30 --hidden 64
 [ -n "${SAN:-}" ] || run_script "exported symbols and soname" sh tests/exports.sh
 [ -n "${SAN:-}" ] || run_script "make install, pkg-config, and a program built against it" sh tests/install.sh
 
@@ -339,6 +350,10 @@ cluster_one 240 tests/cluster/linkcut.sh cluster-linkcut cluster-linkcut
 section "MPI-free launch"
 [ -n "${SAN:-}" ] || run_script "MPI-free launch on one host: 1..4 ranks, torchrun variables, refusals" sh tests/boot.sh
 cluster_one 300 tests/cluster/boot.sh boot-cluster boot-cluster
+
+# ---- gradient compression across hosts (tests/cluster/compress.sh): hierarchical fp16/bf16 at 2 x 2
+section "gradient compression across hosts"
+cluster_one 600 tests/cluster/compress.sh compress cluster-compress-2x2
 
 if [ -n "$failures" ]; then
     echo "failures:$failures"

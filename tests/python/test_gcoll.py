@@ -147,6 +147,50 @@ def test_requests(c):
     check(np.array_equal(c.allreduce(np.ones(3, dtype=np.int64)), np.full(3, n)), "after a dropped request")
 
 
+def test_compress(c):
+    """iallreduce(compress=...) against numpy: fp16/bf16 on the wire with integer values that both
+    carry exactly; top-k as the sum of each rank's own largest-magnitude entries."""
+    n, me = c.size, c.rank
+    for kind in ("fp16", "bf16"):
+        xs = [np.arange(1001, dtype=np.float32) % 61 - 30 + r for r in range(n)]
+        got = c.iallreduce(xs[me], gcoll.SUM, compress=kind).wait()
+        check(np.array_equal(got, np.sum(xs, axis=0, dtype=np.float32)), "allreduce compress=" + kind)
+    count, density = 2003, 0.05
+    keep = int(density * count)
+    # k - 1001 + 0.25 for k a permutation of 0..2002: every magnitude distinct, no tie to break
+    xs = [np.random.default_rng(77 + r).permutation(count).astype(np.float32) - 1000.75 for r in range(n)]
+    want = np.zeros(count, dtype=np.float64)
+    for x in xs:
+        top = np.argsort(-np.abs(x.astype(np.float64)))[:keep]
+        want[top] += x[top]
+    got = c.iallreduce(xs[me], gcoll.SUM, compress="topk", topk_density=density).wait()
+    check(np.array_equal(got.astype(np.float64), want), "allreduce compress=topk density %.2f" % density)
+    # fp16 halves what the ring hands to the transport (n > 1)
+    big = np.ones(1 << 16, dtype=np.float32)
+    before = c.bytes_sent
+    c.iallreduce(big, gcoll.SUM, algorithm="ring").wait()
+    dense = c.bytes_sent - before
+    c.iallreduce(big, gcoll.SUM, algorithm="ring", compress="fp16").wait()
+    half = c.bytes_sent - before - dense
+    check(n == 1 or half * 2 == dense, "fp16 sends half the bytes: %d vs %d" % (half, dense))
+    # a session set with top-k and error feedback: over iterations everything arrives
+    s = c.session()
+    sid = s.add("w", count, gcoll.DType.FLOAT32, gcoll.SUM)
+    s.set_compress(sid, "topk", density)
+    s.commit()
+    g = np.zeros(count, dtype=np.float32)
+    total = np.zeros(count, dtype=np.float64)
+    for it in range(25):  # every entry's residual is sent within count / keep = 20 iterations
+        g[:] = xs[me] if it == 0 else 0
+        s.start(sid, g)
+        s.wait(sid)
+        total += g
+    check(np.array_equal(total, np.sum(xs, axis=0, dtype=np.float64)), "session topk with error feedback")
+    s.free()
+    raises(gcoll.InvalidArgError, lambda: c.iallreduce(np.ones(4, dtype=np.int32), compress="fp16"), "compress")
+    raises(gcoll.InvalidArgError, lambda: c.iallreduce(np.ones(4, dtype=np.float32), compress="zip"), "compress")
+
+
 def test_comms(c):
     n, me = c.size, c.rank
     sub = c.split(me % 2, -me)  # reversed order inside each half
@@ -263,6 +307,7 @@ def main():
         test_others(c)
         test_adasum(c)
         test_requests(c)
+        test_compress(c)
         test_comms(c)
         test_session(c)
         test_errors(c)

@@ -13,5 +13,6 @@ Suite *cost_suite(void);
 Suite *topo_suite(void);
 Suite *sched_suite(void);
 Suite *boot_suite(void);
+Suite *topk_suite(void);
 
 #endif

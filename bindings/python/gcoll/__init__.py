@@ -129,6 +129,9 @@ class Op(enum.IntEnum):
 
 SUM, PROD, MIN, MAX, AVG, ADASUM = Op.SUM, Op.PROD, Op.MIN, Op.MAX, Op.AVG, Op.ADASUM
 
+# gcoll_compress_t by the names iallreduce's compress= takes (README "Gradient compression")
+_COMPRESS = {None: 0, "none": 0, "fp16": 1, "bf16": 2, "topk": 3}
+
 # NumPy dtypes by (kind, itemsize): numpy has no bfloat16.
 _NP_DTYPES = {("i", 1): DType.INT8, ("u", 1): DType.UINT8, ("i", 4): DType.INT32,
               ("u", 4): DType.UINT32, ("i", 8): DType.INT64, ("u", 8): DType.UINT64,
@@ -311,10 +314,12 @@ def wait_all(requests):
     return [r.wait() for r in requests]
 
 
-def _attr(priority, name, algorithm):
-    a = _lib.Attr(int(priority), name.encode() if name is not None else None,
-                  algorithm.encode() if algorithm is not None else None)
-    return a
+def _attr(priority, name, algorithm, compress=None, topk_density=0.01):
+    if compress not in _COMPRESS:
+        raise _bad("compress: %r is not one of none, fp16, bf16, topk" % (compress,))
+    return _lib.Attr(int(priority), name.encode() if name is not None else None,
+                     algorithm.encode() if algorithm is not None else None,
+                     _COMPRESS[compress], float(topk_density))
 
 
 # ---- communicators ---------------------------------------------------------------------------
@@ -379,6 +384,13 @@ class Comm:
         out = ctypes.c_char_p()
         _check(_L.gcoll_comm_transport(self._h, ctypes.byref(out)))
         return out.value.decode()
+
+    @property
+    def bytes_sent(self):
+        """Payload bytes this rank handed to the transport for this communicator so far."""
+        out = ctypes.c_ulonglong()
+        _check(_L.gcoll_comm_bytes_sent(self._h, ctypes.byref(out)))
+        return out.value
 
     # Each collective is built once as (C arguments, buffers, result) and then run blocking or
     # nonblocking, so the two forms cannot drift apart.
@@ -467,8 +479,8 @@ class Comm:
             b.finish()
         return result
 
-    def _start(self, fn, args, bufs, result, priority, name, algorithm, keep=()):
-        attr = _attr(priority, name, algorithm)
+    def _start(self, fn, args, bufs, result, priority, name, algorithm, keep=(), attr=None):
+        attr = attr or _attr(priority, name, algorithm)
         req = Request(bufs, result, (attr,) + tuple(keep))
         _check(fn(*args, self._h, ctypes.byref(attr), ctypes.byref(req._h)))
         return req
@@ -476,8 +488,13 @@ class Comm:
     def allreduce(self, x, op=SUM, out=None):
         return self._run(_L.gcoll_allreduce, *self._allreduce(x, op, out))
 
-    def iallreduce(self, x, op=SUM, out=None, priority=0, name=None, algorithm=None):
-        return self._start(_L.gcoll_iallreduce, *self._allreduce(x, op, out), priority, name, algorithm)
+    def iallreduce(self, x, op=SUM, out=None, priority=0, name=None, algorithm=None, compress=None,
+                   topk_density=0.01):
+        """compress: None, "fp16", "bf16" (16-bit on the wire) or "topk" (the topk_density share of
+        largest-magnitude entries of each rank); fp32 SUM/AVG only."""
+        attr = _attr(priority, name, algorithm, compress, topk_density)
+        return self._start(_L.gcoll_iallreduce, *self._allreduce(x, op, out), priority, name, algorithm,
+                           attr=attr)
 
     def reduce_scatter(self, x, op=SUM, out=None):
         """x holds size blocks; this rank gets the reduction of block rank."""
@@ -561,6 +578,13 @@ class Session:
                                     int(count), code, int(op), ctypes.byref(sid)))
         self._sets.append((int(count), code))
         return sid.value
+
+    def set_compress(self, sid, compress, topk_density=0.01):
+        """Before commit: set sid (fp32, SUM or AVG) goes as "fp16", "bf16" or "topk" (with error
+        feedback: what a rank did not send joins its next gradient), or None."""
+        if compress not in _COMPRESS:
+            raise _bad("compress: %r is not one of none, fp16, bf16, topk" % (compress,))
+        _check(_L.gcoll_session_set_compress(self._h, int(sid), _COMPRESS[compress], float(topk_density)))
 
     def commit(self):
         _check(_L.gcoll_session_commit(self._h))

@@ -58,7 +58,9 @@ s = ctypes.c_char_p
 
 
 class Attr(ctypes.Structure):
-    _fields_ = [("priority", ctypes.c_int), ("name", ctypes.c_char_p), ("algorithm", ctypes.c_char_p)]
+    # gcoll_attr_t, in its C order (include/gcoll.h)
+    _fields_ = [("priority", ctypes.c_int), ("name", ctypes.c_char_p), ("algorithm", ctypes.c_char_p),
+                ("compress", ctypes.c_int), ("topk_density", ctypes.c_double)]
 
 
 class ConfigVar(ctypes.Structure):
@@ -98,6 +100,8 @@ _PROTOS = {
     "gcoll_test": (c_status, [P(c_req), P(i)]),
     "gcoll_session_create": (c_status, [c_comm, P(c_session)]),
     "gcoll_session_add": (c_status, [c_session, s, sz, i, i, P(sz)]),
+    "gcoll_session_set_compress": (c_status, [c_session, sz, i, ctypes.c_double]),
+    "gcoll_comm_bytes_sent": (c_status, [c_comm, P(ctypes.c_ulonglong)]),
     "gcoll_session_commit": (c_status, [c_session]),
     "gcoll_session_start": (c_status, [c_session, sz, vp]),
     "gcoll_session_test": (c_status, [c_session, sz, P(i)]),

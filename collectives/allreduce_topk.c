@@ -1,0 +1,290 @@
+/* Top-k sparse allreduce (attr.compress = GCOLL_COMPRESS_TOPK). Each rank keeps its
+ * k = floor(density * count) entries of largest magnitude (exact, ties to the lower index) as
+ * (uint32 index, fp32 value) pairs, a ring allgathers every rank's pairs, and every rank adds
+ * them into a zeroed dense result, rank 0's pairs first: one order everywhere, so all ranks get
+ * the same bits. GCOLL_AVG divides the result by n.
+ * Cost: selection reads the vector about once from 256 Ki entries up (a sample bounds the
+ * threshold, one pass collects the candidates above the bound, an exact radix select runs over
+ * them; see sampled_select), else
+ * twice (the radix select over everything: a histogram of the top 16 bits of |x| finds the
+ * threshold's bin, a second pass takes what lies above it and the bin's low 16 bits); then n-1
+ * ring steps of 8k bytes: a rank sends and receives 8k(n-1) bytes where a dense ring moves
+ * 8 count (n-1)/n, so sparse moves less while k <= count/n; last, one write of the dense vector
+ * and n k additions. Above that density the kept entries go dense: each rank writes its own into
+ * a zeroed vector and a ring allreduce sums those (its cost, and its order of additions: the same
+ * bits on every rank still, but not those of the rank-order sum).
+ * With a residual (the session's error feedback) it selects from x + residual and leaves in the
+ * residual what it did not send. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../src/error.h"
+#include "algo.h"
+#include "topk.h"
+
+#define BINS 65536u
+
+size_t gcoll__topk_k(size_t count, double density)
+{
+    double k = density * (double)count;
+    return k >= (double)count ? count : (size_t)k;
+}
+
+static inline uint32_t mag(float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, sizeof(u));
+    return u & 0x7fffffffu; /* |v|'s bits order like |v|, NaN above infinity */
+}
+
+/* The bin holding the need-th largest key among the counts of hist, and how many of the bins
+ * above it hold. */
+static uint32_t bin_of(const uint32_t *hist, size_t need, size_t *above)
+{
+    size_t sum = 0;
+    uint32_t b = BINS - 1;
+    for (; b > 0 && sum + hist[b] < need; b--)
+        sum += hist[b];
+    *above = sum;
+    return b;
+}
+
+/* The exact radix select over the m elements list[0..m) of v (list NULL: 0..m-1), in index
+ * order: a histogram of the keys' top 16 bits finds the bin of the k-th largest; a second pass
+ * keeps what lies above it and histograms the bin's low 16 bits; a third keeps the bin's entries
+ * above the threshold and the ties, lowest index first. Over the whole vector, the third pass
+ * reads only the bin's entries, remembered in w->cand when they fit. */
+static void radix_select(const float *v, const uint32_t *list, size_t m, size_t k, gcoll__topk_pair_t *out,
+                         const gcoll__topk_work_t *w)
+{
+    uint32_t *hi = w->hist, *lo = w->hist + BINS;
+    memset(hi, 0, BINS * sizeof(*hi));
+    memset(lo, 0, BINS * sizeof(*lo));
+    for (size_t j = 0; j < m; j++)
+        hi[mag(v[list ? list[j] : j]) >> 16]++;
+    size_t above;
+    uint32_t h = bin_of(hi, k, &above);
+    size_t need = k - above, nsel = 0, ncand = 0;
+    int kept_all = !list && hi[h] <= w->cand_cap;
+    for (size_t j = 0; j < m; j++) {
+        size_t i = list ? list[j] : j;
+        uint32_t key = mag(v[i]);
+        if (key >> 16 > h) {
+            out[nsel++] = (gcoll__topk_pair_t){(uint32_t)i, v[i]};
+        } else if (key >> 16 == h) {
+            lo[key & 0xffffu]++;
+            if (kept_all)
+                w->cand[ncand++] = (uint32_t)i;
+        }
+    }
+    size_t above_lo;
+    uint32_t l = bin_of(lo, need, &above_lo);
+    size_t ties = need - above_lo; /* entries equal to the threshold to keep, lowest index first */
+    uint32_t t = h << 16 | l;
+    size_t n = kept_all ? ncand : m;
+    for (size_t j = 0; j < n && nsel < k; j++) {
+        size_t i = kept_all ? w->cand[j] : list ? list[j] : j;
+        uint32_t key = mag(v[i]);
+        if (key >> 16 != h || key < t || (key == t && ties == 0))
+            continue;
+        ties -= key == t;
+        out[nsel++] = (gcoll__topk_pair_t){(uint32_t)i, v[i]};
+    }
+}
+
+/* Large vectors: one pass instead of two. A sample (SAMPLE_CHUNKS runs of SAMPLE_RUN entries
+ * spread over the vector) picks a bin of the keys' top 16 bits that about 1.25 k + 64 entries
+ * reach; one pass over the vector (which also adds the residual) collects the entries above that
+ * bin as candidates and histograms the bin's own by their low 16 bits. If k or more lie above,
+ * the exact radix select runs over the candidates; if the threshold lies in the bin (many equal
+ * magnitudes), the candidates and the bin's entries above the threshold and ties, lowest index
+ * first, come from one more pass that stops once it has them. Exact whatever the data: when
+ * fewer than k reach the bin, or more than w->cand_cap lie above it, it says so and the caller
+ * selects from the whole vector. Returns whether it selected; *v is then, either way, the
+ * values selected from. */
+#define SAMPLE_CHUNKS 256
+#define SAMPLE_RUN 256
+#define SAMPLED_MIN ((size_t)1 << 18)
+static int sampled_select(const float *x, float *residual, size_t count, size_t k, gcoll__topk_pair_t *out,
+                          const gcoll__topk_work_t *w, const float **v)
+{
+    uint32_t *hs = w->hist; /* the sample's histogram of the keys' top 16 bits */
+    memset(hs, 0, BINS * sizeof(*hs));
+    size_t stride = count / SAMPLE_CHUNKS;
+    for (size_t c = 0; c < SAMPLE_CHUNKS; c++)
+        for (size_t i = c * stride; i < c * stride + SAMPLE_RUN; i++)
+            hs[mag(residual ? x[i] + residual[i] : x[i]) >> 16]++;
+    double want = (1.25 * (double)k + 64) * (SAMPLE_CHUNKS * SAMPLE_RUN) / (double)count;
+    size_t acc = 0;
+    uint32_t lb = BINS - 1;
+    for (; lb > 0 && (double)(acc += hs[lb]) < want; lb--)
+        ;
+    /* candidates: the entries above the bound's bin; the bin itself only counted by low bits */
+    uint32_t *lo = w->hist + BINS;
+    memset(lo, 0, BINS * sizeof(*lo));
+    size_t nc = 0, in_bin = 0;
+    int overflow = 0;
+#define CANDIDATE(s, i)                                                                          \
+    do {                                                                                         \
+        uint32_t key_ = mag(s);                                                                  \
+        if (key_ >> 16 > lb) {                                                                   \
+            overflow |= nc == w->cand_cap;                                                       \
+            w->cand[nc] = (uint32_t)(i);                                                         \
+            nc += nc < w->cand_cap;                                                              \
+        } else if (key_ >> 16 == lb) {                                                           \
+            lo[key_ & 0xffffu]++;                                                                \
+            in_bin++;                                                                            \
+        }                                                                                        \
+    } while (0)
+    if (residual) /* two loops: the common one without the residual stays tight */
+        for (size_t i = 0; i < count; i++) {
+            residual[i] += x[i];
+            CANDIDATE(residual[i], i);
+        }
+    else
+        for (size_t i = 0; i < count; i++)
+            CANDIDATE(x[i], i);
+#undef CANDIDATE
+    *v = residual ? residual : x;
+    if (overflow || nc + in_bin < k)
+        return 0;
+    if (nc >= k) { /* the threshold lies above the bound's bin */
+        radix_select(*v, w->cand, nc, k, out, w);
+        return 1;
+    }
+    /* in the bound's bin: all candidates, then the bin's entries above the threshold and the
+     * ties, lowest index first, in one more pass that ends once it has them all */
+    size_t above_lo;
+    uint32_t l = bin_of(lo, k - nc, &above_lo), t = lb << 16 | l;
+    size_t ties = k - nc - above_lo, more = above_lo, nsel = nc;
+    for (size_t j = 0; j < nc; j++)
+        out[j] = (gcoll__topk_pair_t){w->cand[j], (*v)[w->cand[j]]};
+    for (size_t i = 0; i < count && (more || ties); i++) {
+        uint32_t key = mag((*v)[i]);
+        if (key >> 16 != lb || key < t || (key == t && !ties))
+            continue;
+        if (key == t)
+            ties--;
+        else
+            more--;
+        out[nsel++] = (gcoll__topk_pair_t){(uint32_t)i, (*v)[i]};
+    }
+    return 1;
+}
+
+void gcoll__topk_select(const float *x, float *residual, size_t count, size_t k, gcoll__topk_pair_t *out,
+                        const gcoll__topk_work_t *w)
+{
+    const float *v = NULL; /* the values selected from: x, or x + residual kept in the residual */
+    if (!(k && count >= SAMPLED_MIN && sampled_select(x, residual, count, k, out, w, &v))) {
+        if (!v && residual) /* the sampled pass did not run: add the residual here */
+            for (size_t i = 0; i < count; i++)
+                residual[i] += x[i];
+        v = v ? v : residual ? residual : x;
+        if (k)
+            radix_select(v, NULL, count, k, out, w);
+    }
+    if (residual)
+        for (size_t j = 0; j < k; j++)
+            residual[out[j].idx] = 0;
+}
+
+typedef struct {
+    const float *in;
+    float *out, *residual;
+    size_t count, k;
+    int n, rank;
+    gcoll__topk_pair_t *pairs; /* n blocks of k, rank j's at j k */
+    gcoll__topk_work_t work;
+} topk_t;
+
+static gcoll_status_t select_step(void *state, int *done)
+{
+    topk_t *t = state;
+    gcoll__topk_select(t->in, t->residual, t->count, t->k, t->pairs + (size_t)t->rank * t->k, &t->work);
+    *done = 1;
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll__topk_merge(float *out, size_t count, const gcoll__topk_pair_t *pairs, int n, size_t k)
+{
+    memset(out, 0, count * sizeof(float));
+    for (int j = 0; j < n; j++) {
+        const gcoll__topk_pair_t *p = pairs + (size_t)j * k;
+        for (size_t i = 0; i < k; i++) {
+            if (p[i].idx >= count)
+                return gcoll__error(GCOLL_ERR_TRANSPORT, "top-k allreduce: rank %d sent index %u for a vector of %zu",
+                                    j, p[i].idx, count);
+            out[p[i].idx] += p[i].val;
+        }
+    }
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t merge_step(void *state, int *done)
+{
+    topk_t *t = state;
+    GCOLL_CHECK(gcoll__topk_merge(t->out, t->count, t->pairs, t->n, t->k));
+    *done = 1;
+    return GCOLL_SUCCESS;
+}
+
+/* Dense above density 1/n: the rank's kept entries into its zeroed result, for the ring. */
+static gcoll_status_t select_dense_step(void *state, int *done)
+{
+    topk_t *t = state;
+    gcoll__topk_select(t->in, t->residual, t->count, t->k, t->pairs, &t->work);
+    memset(t->out, 0, t->count * sizeof(float)); /* in place, the input is no longer needed */
+    for (size_t i = 0; i < t->k; i++)
+        t->out[t->pairs[i].idx] = t->pairs[i].val;
+    *done = 1;
+    return GCOLL_SUCCESS;
+}
+
+static void local_who(void *state, char *buf, size_t len)
+{
+    (void)state;
+    snprintf(buf, len, "%slocal top-k work", buf[0] ? ", " : "");
+}
+
+static void stateless_rewind(void *state)
+{
+    (void)state; /* the steps keep nothing between runs */
+}
+
+void gcoll__allreduce_topk(gcoll__sched_t *s, const gcoll__coll_args_t *a)
+{
+    int n = a->size, r = a->rank, right = (r + 1) % n, left = gcoll__mod(r - 1, n);
+    size_t k = gcoll__topk_k(a->count, a->density);
+    int dense = (size_t)n * k > a->count; /* a dense ring moves less than the pairs would */
+    topk_t *t = gcoll__sched_scratch(s, sizeof(*t));
+    uint32_t *hist = gcoll__sched_scratch(s, 2 * BINS * sizeof(uint32_t));
+    size_t cap = 2 * k + 65536; /* the sampled selection's candidates (see gcoll__topk_select) */
+    uint32_t *cand = gcoll__sched_scratch(s, cap * sizeof(uint32_t));
+    gcoll__topk_pair_t *pairs = gcoll__sched_scratch(s, (dense ? 1 : (size_t)n) * k * sizeof(gcoll__topk_pair_t));
+    if (!t || !hist || !cand || !pairs)
+        return;
+    *t = (topk_t){.in = (const float *)gcoll__input(a), .out = a->recvbuf, .residual = a->residual,
+                  .count = a->count, .k = k, .n = n, .rank = r, .pairs = pairs,
+                  .work = {.hist = hist, .cand = cand, .cand_cap = cap}};
+    gcoll__sched_round(s);
+    if (dense) {
+        gcoll__sched_custom(s, select_dense_step, local_who, t);
+        gcoll__sched_custom_rewind(s, stateless_rewind);
+        gcoll__coll_args_t sum = *a;
+        sum.sendbuf = a->recvbuf; /* in place: the ring sums the dense vectors */
+        gcoll__allreduce_ring(s, &sum);
+        return;
+    }
+    gcoll__sched_custom(s, select_step, local_who, t);
+    gcoll__sched_custom_rewind(s, stateless_rewind);
+    for (int step = 0; step < n - 1 && k; step++) {
+        int sb = gcoll__mod(r - step, n), rbk = gcoll__mod(r - step - 1, n);
+        gcoll__pipe(s, right, pairs + (size_t)sb * k, k, left, pairs + (size_t)rbk * k, k, NULL, NULL,
+                    sizeof(gcoll__topk_pair_t));
+    }
+    gcoll__sched_round(s);
+    gcoll__sched_custom(s, merge_step, local_who, t);
+    gcoll__sched_custom_rewind(s, stateless_rewind);
+    gcoll__sched_avg(s, a->recvbuf, a->count);
+}

@@ -1,0 +1,38 @@
+/* Top-k selection of the sparse allreduce (allreduce_topk.c), apart for the unit tests. */
+#ifndef GCOLL_TOPK_H
+#define GCOLL_TOPK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gcoll.h"
+
+/* One kept entry as it travels: 8 bytes, no padding. */
+typedef struct {
+    uint32_t idx;
+    float val;
+} gcoll__topk_pair_t;
+
+/* What the selection needs besides its input: two 65536-entry histograms and room for the
+ * candidates of the threshold's bin (cand_cap of them; more make it scan the vector again). */
+typedef struct {
+    uint32_t *hist; /* 2 * 65536 */
+    uint32_t *cand;
+    size_t cand_cap;
+} gcoll__topk_work_t;
+
+/* The k = floor(density * count) of the allreduce (as double arithmetic, like every rank's). */
+size_t gcoll__topk_k(size_t count, double density);
+
+/* Writes to out the k entries of v = x + residual (x alone when residual is NULL) with the
+ * largest |v|, ties to the lower index, NaN above infinity; pairs in no particular order.
+ * With a residual, leaves there v minus what was kept (0 at kept entries, v elsewhere). */
+void gcoll__topk_select(const float *x, float *residual, size_t count, size_t k, gcoll__topk_pair_t *out,
+                        const gcoll__topk_work_t *w);
+
+/* out (count floats) = the sum of n blocks of k pairs, block 0 first: every rank that merges
+ * the same blocks gets the same bits. An index past count (a corrupt message) fails with
+ * GCOLL_ERR_TRANSPORT naming the block's rank. */
+gcoll_status_t gcoll__topk_merge(float *out, size_t count, const gcoll__topk_pair_t *pairs, int n, size_t k);
+
+#endif

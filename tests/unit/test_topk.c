@@ -1,0 +1,225 @@
+/* Top-k selection and sparse merge (collectives/topk.h), and the 16-bit wire conversions of
+ * every kernel table, against references written here: selection by a full sort on (|v|
+ * descending, index ascending), merging by plain loops, fp16 by the compiler's _Float16 and
+ * bf16 by integer rounding. Inputs with many ties, both zeros, infinities and NaN; the
+ * candidate buffer both large enough and too small (the third pass over the whole vector). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../collectives/topk.h"
+#include "reduce.h"
+#include "unit.h"
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+/* kind 0: spread values; 1: a few magnitudes of both signs (ties); 2: specials mixed in. */
+static float value(int kind)
+{
+    static const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-45f, -3.0f, 3.0f};
+    switch (kind) {
+    case 0: return (float)((double)(int64_t)rnd() / 9.2e18);
+    case 1: return (float)((int)(rnd() % 7) - 3);
+    default: return rnd() % 4 == 0 ? special[rnd() % 8] : (float)((double)(int64_t)rnd() / 9.2e18);
+    }
+}
+
+typedef struct {
+    uint32_t key; /* |v|'s bits: NaN above infinity, as documented */
+    size_t idx;
+} ent_t;
+
+static int by_rank(const void *pa, const void *pb)
+{
+    const ent_t *a = pa, *b = pb;
+    if (a->key != b->key)
+        return a->key > b->key ? -1 : 1;
+    return a->idx < b->idx ? -1 : 1;
+}
+
+static uint32_t mag_bits(float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    return u & 0x7fffffffu;
+}
+
+/* kind 3 and 4: large vectors whose sample (the first 256 entries of each 1/256th) misleads the
+ * sampled selection: 3 shows it only small values (too many candidates), 4 only large ones
+ * (fewer candidates than k); both must fall back to the exact select. */
+static float biased(int kind, size_t i, size_t n)
+{
+    int in_sample = i % (n / 256) < 256;
+    return (kind == 3) == in_sample ? value(0) * 1e-3f : value(0) + 2.0f;
+}
+
+typedef struct {
+    size_t k, cap; /* cap: candidate room (0: none, the whole vector scanned again) */
+} case_t;
+
+/* One input of n entries (sorted once by the reference), selected for every case. */
+static void check_select(size_t n, int kind, int with_residual, const case_t *cases, size_t ncases)
+{
+    float *x = malloc((n + 1) * sizeof(float)), *res0 = malloc((n + 1) * sizeof(float));
+    float *res = malloc((n + 1) * sizeof(float)), *v = malloc((n + 1) * sizeof(float));
+    ent_t *e = malloc((n + 1) * sizeof(ent_t));
+    gcoll__topk_pair_t *out = malloc((n + 1) * sizeof(*out));
+    uint32_t *hist = malloc(2 * 65536 * sizeof(uint32_t)), *cand = malloc((2 * n + 65536) * sizeof(uint32_t));
+    char *kept = malloc(n + 1);
+    for (size_t i = 0; i < n; i++) {
+        x[i] = kind >= 3 ? biased(kind, i, n) : value(kind);
+        res0[i] = with_residual ? value(kind == 1 ? 1 : 0) * (kind >= 3 ? 1e-4f : 1) : 0;
+        v[i] = with_residual ? x[i] + res0[i] : x[i];
+        e[i] = (ent_t){mag_bits(v[i]), i};
+    }
+    qsort(e, n, sizeof(*e), by_rank);
+    for (size_t c = 0; c < ncases; c++) {
+        size_t k = cases[c].k, bad = 0;
+        memcpy(res, res0, n * sizeof(float));
+        memset(kept, 0, n);
+        gcoll__topk_work_t w = {hist, cand, cases[c].cap};
+        gcoll__topk_select(x, with_residual ? res : NULL, n, k, out, &w);
+        for (size_t j = 0; j < k; j++)
+            kept[e[j].idx] = 1;
+        for (size_t j = 0; j < k; j++) {
+            size_t i = out[j].idx;
+            bad += i >= n || kept[i] != 1 || memcmp(&out[j].val, &v[i], 4) != 0;
+            if (i < n)
+                kept[i] = 2; /* each index once */
+        }
+        ck_assert_msg(bad == 0, "n=%zu k=%zu kind=%d cap=%zu: %zu pairs not the reference's top-k", n, k, kind,
+                      cases[c].cap, bad);
+        if (with_residual)
+            for (size_t i = 0; i < n; i++) {
+                float want = kept[i] ? 0.0f : v[i];
+                ck_assert_msg(memcmp(&want, &res[i], 4) == 0, "n=%zu k=%zu: residual[%zu] = %g, want %g", n, k, i,
+                              res[i], want);
+            }
+    }
+    free(x);
+    free(res0);
+    free(res);
+    free(v);
+    free(e);
+    free(out);
+    free(hist);
+    free(cand);
+    free(kept);
+}
+
+START_TEST(selection_matches_a_full_sort)
+{
+    static const size_t sizes[] = {1, 2, 17, 1000, 70001};
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+        size_t n = sizes[s], ks[] = {0, 1, n / 100, n / 3, n - 1, n};
+        case_t cases[12];
+        for (size_t j = 0; j < 6; j++) {
+            cases[2 * j] = (case_t){ks[j], ks[j] + 4096};
+            cases[2 * j + 1] = (case_t){ks[j], 0};
+        }
+        for (int kind = 0; kind < 3; kind++)
+            for (int r = 0; r < 2; r++)
+                check_select(n, kind, r, cases, 12);
+    }
+}
+END_TEST
+
+START_TEST(sampled_selection_on_large_vectors_is_exact)
+{
+    size_t n = ((size_t)1 << 18) + 3;
+    /* the room the allreduce gives, and (k = n/100) too little: the full select */
+    const case_t cases[] = {{1, 65538}, {n / 100, 2 * (n / 100) + 65536}, {n / 3, 2 * (n / 3) + 65536},
+                            {n / 100, n / 100}};
+    for (int kind = 0; kind < 5; kind++)
+        if (kind != 2) /* NaN and infinities: the smaller sizes have them */
+            check_select(n, kind, kind % 2, cases, kind == 0 ? 4 : 3);
+}
+END_TEST
+
+START_TEST(k_follows_the_documented_formula)
+{
+    ck_assert_uint_eq(gcoll__topk_k(1000, 0.01), 10);
+    ck_assert_uint_eq(gcoll__topk_k(99, 0.01), 0);
+    ck_assert_uint_eq(gcoll__topk_k(7, 1.0), 7);
+    ck_assert_uint_eq(gcoll__topk_k(100, 0.5), 50);
+    ck_assert_uint_eq(gcoll__topk_k(0, 0.3), 0);
+}
+END_TEST
+
+START_TEST(merge_sums_blocks_in_rank_order)
+{
+    /* three ranks, k = 2, index 1 kept by all and index 3 by two: duplicates add up */
+    gcoll__topk_pair_t p[6] = {{1, 1e8f}, {3, 2.5f}, {1, 1.0f}, {0, -4.0f}, {1, -1e8f}, {3, 0.25f}};
+    float out[5] = {9, 9, 9, 9, 9};
+    ck_assert_int_eq(gcoll__topk_merge(out, 5, p, 3, 2), GCOLL_SUCCESS);
+    float want1 = 1e8f;
+    want1 += 1.0f; /* rank order: (1e8 + 1) - 1e8 = 0 in float, where another order gives 1 */
+    want1 += -1e8f;
+    ck_assert(out[0] == -4.0f && out[1] == want1 && out[2] == 0 && out[3] == 2.75f && out[4] == 0);
+    p[5].idx = 5; /* past the vector: refused, naming the rank */
+    ck_assert_int_eq(gcoll__topk_merge(out, 5, p, 3, 2), GCOLL_ERR_TRANSPORT);
+    ck_assert_ptr_nonnull(strstr(gcoll_last_error(), "rank 2"));
+}
+END_TEST
+
+static uint16_t bf16_ref(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40); /* NaN stays NaN */
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+
+START_TEST(wire_conversions_round_to_nearest_even)
+{
+    static const gcoll__kernels_t *const tables[] = {&gcoll__kernels_generic, &gcoll__kernels_avx2,
+                                                     &gcoll__kernels_avx512};
+    const gcoll__kernels_t *k = tables[_i];
+    if (!gcoll__kernels_supported(k))
+        return;
+    enum { N = 1037 };
+    float f[N], back[N];
+    uint16_t w[N];
+    for (int i = 0; i < N; i++)
+        f[i] = i % 3 ? value(0) * 70000.0f : value(2);
+    k->to_wire[0](w, f, N);
+    k->from_wire[0](back, w, N);
+    for (int i = 0; i < N; i++) {
+        _Float16 h = (_Float16)f[i];
+        float want = (float)h;
+        ck_assert_msg(memcmp(&want, &back[i], 4) == 0 || (isnan(want) && isnan(back[i])),
+                      "%s fp16 of %g: %g, want %g", k->name, f[i], back[i], want);
+    }
+    k->to_wire[1](w, f, N);
+    k->from_wire[1](back, w, N);
+    for (int i = 0; i < N; i++) {
+        uint32_t u = (uint32_t)bf16_ref(f[i]) << 16;
+        float want;
+        memcpy(&want, &u, 4);
+        ck_assert_msg(memcmp(&want, &back[i], 4) == 0 || (isnan(want) && isnan(back[i])),
+                      "%s bf16 of %g: %g, want %g", k->name, f[i], back[i], want);
+    }
+}
+END_TEST
+
+Suite *topk_suite(void)
+{
+    Suite *s = suite_create("topk");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, selection_matches_a_full_sort);
+    tcase_add_test(tc, sampled_selection_on_large_vectors_is_exact);
+    tcase_add_test(tc, k_follows_the_documented_formula);
+    tcase_add_test(tc, merge_sums_blocks_in_rank_order);
+    tcase_add_loop_test(tc, wire_conversions_round_to_nearest_even, 0, 3);
+    suite_add_tcase(s, tc);
+    return s;
+}
