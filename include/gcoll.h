@@ -61,8 +61,9 @@ typedef struct {
     int priority;          /* higher runs first; default 0 */
     const char *name;      /* shown in logs and error messages; default NULL */
     const char *algorithm; /* force an algorithm by name (see README); NULL: the selection table */
+    void *stream;          /* a cudaStream_t: starts after the work queued on it, which then waits for the result */
 } gcoll_attr_t;
-#define GCOLL_ATTR_INIT {0, NULL, NULL}
+#define GCOLL_ATTR_INIT {0, NULL, NULL, NULL}
 
 /* Library lifetime. gcoll_init initializes MPI with MPI_THREAD_MULTIPLE if the caller has not;
  * gcoll_finalize finalizes MPI only if gcoll_init initialized it. argc/argv may be NULL. */

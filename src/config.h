@@ -58,6 +58,7 @@ typedef struct {
     int adasum;            /* GCOLL_ADASUM: 0 auto, 1 flat, 2 hierarchical */
     gcoll__link_t cost[2]; /* inside a host, to the network */
     int cost_probe[2];     /* GCOLL_COST_INTRA/INTER=auto: measure the link */
+    size_t cuda_chunk;     /* device buffers: the staged pipeline's chunk */
 } gcoll__config_t;
 
 extern gcoll__config_t gcoll__config;

@@ -211,25 +211,40 @@ static void describe(const gcoll_request_t r, char *buf, size_t len)
              r->comm->id, r->algo, r->sched->cur + 1, r->sched->nrounds);
 }
 
+gcoll_status_t gcoll__request_advance(gcoll_request_t r, unsigned *moved)
+{
+    return advance(r, moved);
+}
+
+static void cancel_round(gcoll_request_t r)
+{
+    gcoll__sched_t *s = r->sched;
+    if (s->cur >= s->nrounds)
+        return;
+    gcoll__step_t *st = s->steps + s->rounds[s->cur].first;
+    for (size_t i = 0; i < s->rounds[s->cur].count; i++)
+        if (st[i].req) {
+            r->comm->tpops->cancel(r->comm->tp, st[i].req);
+            st[i].req = NULL;
+            if (st[i].kind == GCOLL_STEP_SEND) {
+                r->sending--;
+                r->lane->inflight -= st[i].n;
+            }
+        }
+}
+
+void gcoll__request_cancel(gcoll_request_t r)
+{
+    cancel_round(r);
+}
+
 /* Ends r with status: abandons its messages in flight and fails its communicator. */
 static void fail_request(gcoll_request_t r, gcoll_status_t status, const char *why)
 {
     char what[192];
     describe(r, what, sizeof(what));
-    snprintf(r->errmsg, sizeof(r->errmsg), "%s: %s", what, why);
-    gcoll__sched_t *s = r->sched;
-    if (s->cur < s->nrounds) {
-        gcoll__step_t *st = s->steps + s->rounds[s->cur].first;
-        for (size_t i = 0; i < s->rounds[s->cur].count; i++)
-            if (st[i].req) {
-                r->comm->tpops->cancel(r->comm->tp, st[i].req);
-                st[i].req = NULL;
-                if (st[i].kind == GCOLL_STEP_SEND) {
-                    r->sending--;
-                    r->lane->inflight -= st[i].n;
-                }
-            }
-    }
+    snprintf(r->errmsg, sizeof(r->errmsg), "%s: %.189s", what, why); /* fits: 191 + 2 + 189 < 384 */
+    cancel_round(r);
     gcoll__comm_fail(r->comm, status, r->errmsg);
     r->status = status;
     r->done = 1;
