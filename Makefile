@@ -144,6 +144,11 @@ $(BINDIR)/test_cuda_fake: tests/cuda/test_cuda_fake.c tests/cuda/fake_cuda.c tes
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(FEATURES) -Itests/mpi -Ibench -Itests/cuda $< tests/cuda/fake_cuda.c $(TEST_COMMON) \
 	    -o $@ $(STLIB) $(SANFLAGS) $(LDLIBS)
 
+# Real GPU memory (skips where no GPU is visible); loads libcudart itself, with dlopen.
+$(BINDIR)/test_cuda: tests/cuda/test_cuda.c $(TEST_COMMON) tests/mpi/harness.h $(LIBDIR)/libgcoll.so
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) -Itests/mpi -Ibench $< $(TEST_COMMON) -o $@ $(PROG_LDFLAGS)
+
 UNIT_BENCH := bench/metrics.c bench/options.c bench/models.c bench/compute.c
 $(BINDIR)/unit_tests: $(UNIT_SRCS) $(UNIT_BENCH) $(STLIB) $(wildcard tests/unit/*.h bench/*.h src/*.h transports/*.h transports/*/*.h collectives/*.h)
 	@mkdir -p $(dir $@)
@@ -158,7 +163,7 @@ $(PLUGIN): examples/plugin/example_plugin.c include/gcoll_transport_plugin.h inc
 	$(MPICC) $(CFLAGS) -std=c11 $(WARN) $(SANFLAGS) -Iinclude -shared -fPIC -fvisibility=hidden $< -o $@
 
 TP_TESTS := $(patsubst tests/transport/%.c,$(BINDIR)/tp_%,$(wildcard tests/transport/*.c))
-tests: all $(BINDIR)/unit_tests $(MPI_TESTS) $(BINDIR)/test_cuda_fake $(TP_TESTS) $(PLUGIN) $(EXAMPLES) $(BINDIR)/readme_example
+tests: all $(BINDIR)/unit_tests $(MPI_TESTS) $(BINDIR)/test_cuda_fake $(BINDIR)/test_cuda $(TP_TESTS) $(PLUGIN) $(EXAMPLES) $(BINDIR)/readme_example
 
 test: tests
 	BINDIR=$(BINDIR) LIBDIR=$(LIBDIR) SAN=$(SAN) OFI=$(OFI) sh tests/run.sh

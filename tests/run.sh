@@ -10,6 +10,7 @@ LOG=${TEST_LOG:-$BINDIR/../test.log}
 : > "$LOG"
 passed=0
 failed=0
+skipped=0
 failures=""
 t0=$(date +%s)
 # section TITLE: a heading with the seconds since the start, so slow parts show in the log
@@ -260,6 +261,24 @@ fi
 
 # ---- Adasum across hosts (tests/cluster/adasum.sh): the hierarchical variant at 3 hosts x 2 ranks
 section "Adasum across hosts"
+# CUDA device buffers: the staged pipeline through the fake CUDA table, in 64 KiB chunks (its
+# slots cycle) over the node channel and over TCP; then real GPU memory, skipped (not passed)
+# where no GPU is visible.
+section "CUDA device buffers"
+for np in 1 2 3; do
+    run_mpi cuda_fake "$np" GCOLL_CUDA_STAGE_CHUNK=64K
+done
+run_mpi cuda_fake 3 TEST_QUICK=1 GCOLL_CUDA_STAGE_CHUNK=64K GCOLL_TRANSPORT_INTRA=inter
+out=$(timeout 120 $MPIRUN -np 1 -x TEST_PROBE=1 "$BINDIR/test_cuda" 2>&1)
+printf '=== cuda probe\n%s\n' "$out" >> "$LOG"
+if printf '%s\n' "$out" | grep -q '^SKIP'; then
+    skipped=$((skipped + 1))
+    printf '%s\n' "$out" | grep '^SKIP' | head -1
+else
+    run_mpi cuda 1
+    run_mpi cuda 2
+fi
+
 if [ -n "${SAN:-}" ]; then
     out="SKIP cluster Adasum under SAN=$SAN: the plain make test runs it" rc=77
 else
@@ -288,5 +307,6 @@ if [ -n "$failures" ]; then
     echo "(full output: $LOG)"
 fi
 section "done"
+[ "$skipped" = 0 ] || echo "$skipped skipped (see SKIP above)"
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
