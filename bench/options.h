@@ -30,6 +30,7 @@ typedef struct {
     const char *model;            /* train: resnet50 or bert */
     double scale;                 /* train: multiplies every tensor's element count */
     double compute_ms;            /* train: backprop compute per step; < 0: equal to communication */
+    int device;                   /* 1: buffers in GPU memory (-d cuda / --device cuda) */
 } bench_opts_t;
 
 /* 0: run; 1: help was asked for; -1: bad command line, err says why. */
