@@ -57,6 +57,10 @@ gcoll_status_t gcoll__cuda_stage_start(gcoll__coll_args_t *a, const size_t *tens
 /* gcoll_reduce_local on device buffers: the kernel on the default stream, waited for. */
 gcoll_status_t gcoll__cuda_reduce_local(void *inout, const void *in, size_t count, gcoll_dtype_t dtype, gcoll_op_t op);
 
+/* memcpy, or a CUDA copy waited for when dst or src is device memory (the gradient session's
+ * fusion buckets are host memory; a set's gradient may live on the GPU). */
+gcoll_status_t gcoll__cuda_copy(void *dst, const void *src, size_t bytes);
+
 /* Pinned host memory from a cache (allocation is slow: milliseconds); NULL when out of memory. */
 void *gcoll__cuda_pinned_get(size_t bytes);
 void gcoll__cuda_pinned_put(void *p);

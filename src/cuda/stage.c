@@ -446,3 +446,24 @@ gcoll_status_t gcoll__cuda_reduce_local(void *inout, const void *in, size_t coun
     CU(&g, e, "wait for the reduction");
     return GCOLL_SUCCESS;
 }
+
+gcoll_status_t gcoll__cuda_copy(void *dst, const void *src, size_t bytes)
+{
+    const gcoll__cuda_ops_t *cu = gcoll__cuda_get();
+    int dev = 0;
+    if (!cu || !(cu->is_device(dst, &dev) | cu->is_device(src, &dev))) {
+        memcpy(dst, src, bytes);
+        return GCOLL_SUCCESS;
+    }
+    stage_t g = {.cu = cu};
+    void *ev;
+    CU(&g, cu->set_device(dev), "set device");
+    CU(&g, cu->memcpy_async(dst, src, bytes, NULL), "copy");
+    CU(&g, cu->event_create(&ev), "event create");
+    int e = cu->event_record(ev, NULL);
+    if (!e)
+        e = cu->event_sync(ev);
+    cu->event_destroy(ev);
+    CU(&g, e, "wait for the copy");
+    return GCOLL_SUCCESS;
+}

@@ -19,13 +19,14 @@ typedef struct fop {
     const void *a, *b;
     size_t n;
     int dtype, op;
-    struct fevent *ev; /* OP_WAIT */
-    uint64_t ev_seq;
+    struct fstream *on; /* OP_WAIT: the stream and count of operations the event stood for, */
+    uint64_t seq;       /* taken when the wait is queued, as CUDA does (the event may go) */
 } fop_t;
 
 typedef struct fstream {
     fop_t *head, *tail;
     uint64_t queued, run; /* operations queued so far, and run so far */
+    struct fstream *next; /* in the list of live streams */
 } fstream_t;
 
 typedef struct fevent {
@@ -37,6 +38,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char *dev_base, *shadow;
 static size_t arena, used;
 static fstream_t default_stream;
+static fstream_t *streams = &default_stream;
 static long live_pinned, live_events, live_streams;
 
 static void die(const char *what)
@@ -126,8 +128,8 @@ static void run_one(fstream_t *s)
             die("reduce_local");
         break;
     case OP_WAIT:
-        if (o->ev->stream)
-            run_to(o->ev->stream, o->ev_seq);
+        if (o->on)
+            run_to(o->on, o->seq);
         break;
     }
     s->run++;
@@ -174,20 +176,37 @@ static int f_set_device(int device)
 }
 static int f_stream_create(void **s)
 {
-    LOCKED(live_streams++);
-    *s = calloc(1, sizeof(fstream_t));
-    return *s ? 0 : 2;
+    fstream_t *n = calloc(1, sizeof(fstream_t));
+    if (!n)
+        return 2;
+    LOCKED(live_streams++; n->next = streams; streams = n);
+    *s = n;
+    return 0;
 }
+/* Runs what s holds; waits on s queued elsewhere are then satisfied. */
 static int f_stream_destroy(void *s)
 {
-    LOCKED(run_to(s, ((fstream_t *)s)->queued); live_streams--);
-    free(s);
+    fstream_t *d = s;
+    LOCKED({
+        run_to(d, d->queued);
+        live_streams--;
+        for (fstream_t **p = &streams; *p; p = &(*p)->next)
+            if (*p == d) {
+                *p = d->next;
+                break;
+            }
+        for (fstream_t *o = streams; o; o = o->next)
+            for (fop_t *op = o->head; op; op = op->next)
+                if (op->kind == OP_WAIT && op->on == d)
+                    op->on = NULL;
+    });
+    free(d);
     return 0;
 }
 static int f_stream_wait_event(void *s, void *ev)
 {
     fevent_t *e = ev;
-    LOCKED(enqueue(s, (fop_t){.kind = OP_WAIT, .ev = e, .ev_seq = e->seq}));
+    LOCKED(enqueue(s, (fop_t){.kind = OP_WAIT, .on = e->stream, .seq = e->seq}));
     return 0;
 }
 static int f_event_create(void **ev)

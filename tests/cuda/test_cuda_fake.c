@@ -2,7 +2,7 @@
  * on a machine with no GPU: every collective and the Adasum allreduce on "device" buffers that
  * gcoll cannot touch from the host, in place and not, host and device buffers mixed, with
  * chunks small enough that the pipeline cycles its slots, several operations in flight at once,
- * and the stream attribute; results checked against bench/reference.c and bench/adasum_ref.c.
+ * the stream attribute, and the gradient session; results checked against bench/reference.c and bench/adasum_ref.c.
  * Links the static library: installing the fake is an internal call, no public switch. */
 #include <stdlib.h>
 #include <string.h>
@@ -221,6 +221,39 @@ static void adasum(gcoll_dtype_t d)
     free(res);
 }
 
+/* The gradient session with its sets' gradients in device memory, two iterations. */
+static void session(void)
+{
+    size_t c[2] = {100003, 77};
+    gcoll_op_t op[2] = {GCOLL_SUM, GCOLL_AVG};
+    float *in[2], *exp[2];
+    gcoll_session_t s;
+    size_t id[2];
+    CHECK_OK(gcoll_session_create(world, &s));
+    for (int k = 0; k < 2; k++) {
+        in[k] = xmalloc(c[k] * 4);
+        exp[k] = xmalloc(c[k] * 4);
+        ref_fill_values(in[k], c[k], h_rank, GCOLL_FLOAT32, op[k]);
+        ref_fill_expected(exp[k], 0, c[k], GCOLL_FLOAT32, op[k], h_size);
+        CHECK_OK(gcoll_session_add(s, k ? "bias" : "weight", c[k], GCOLL_FLOAT32, op[k], &id[k]));
+    }
+    CHECK_OK(gcoll_session_commit(s));
+    for (int iter = 0; iter < 2; iter++) {
+        fake_reset();
+        void *d[2] = {dev_copy(in[0], c[0] * 4), dev_copy(in[1], c[1] * 4)};
+        CHECK_OK(gcoll_session_start(s, id[1], d[1]));
+        CHECK_OK(gcoll_session_start(s, id[0], d[0]));
+        CHECK_OK(gcoll_session_wait_all(s));
+        check_dev(d[0], exp[0], c[0], 4, "session set 0 on the device");
+        check_dev(d[1], exp[1], c[1], 4, "session set 1 on the device");
+    }
+    CHECK_OK(gcoll_session_free(&s));
+    for (int k = 0; k < 2; k++) {
+        free(in[k]);
+        free(exp[k]);
+    }
+}
+
 /* gcoll_reduce_local on device buffers runs the device "kernel"; mixed buffers are refused. */
 static void reduce_local(void)
 {
@@ -263,6 +296,7 @@ int main(int argc, char **argv)
     adasum(GCOLL_FLOAT32);
     adasum(GCOLL_BFLOAT16);
     reduce_local();
+    session();
     CHECK(fake_live_events() == 0 && fake_live_streams() == 0, "CUDA events (%ld) or streams (%ld) left behind",
           fake_live_events(), fake_live_streams());
     return h_finish("cuda_fake");
