@@ -99,9 +99,16 @@ void fake_to_host(void *host, const void *dev, size_t bytes)
     memcpy(host, view(dev), bytes);
 }
 
-long fake_live_pinned(void) { return live_pinned; }
-long fake_live_events(void) { return live_events; }
-long fake_live_streams(void) { return live_streams; }
+static long live(const long *v)
+{
+    pthread_mutex_lock(&lock);
+    long n = *v;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+long fake_live_pinned(void) { return live(&live_pinned); }
+long fake_live_events(void) { return live(&live_events); }
+long fake_live_streams(void) { return live(&live_streams); }
 
 static fstream_t *S(void *s)
 {

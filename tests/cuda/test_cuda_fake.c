@@ -299,5 +299,10 @@ int main(int argc, char **argv)
     session();
     CHECK(fake_live_events() == 0 && fake_live_streams() == 0, "CUDA events (%ld) or streams (%ld) left behind",
           fake_live_events(), fake_live_streams());
-    return h_finish("cuda_fake");
+    int rc = h_finish("cuda_fake");
+    if (fake_live_pinned() != 0) { /* the cache goes at gcoll_finalize */
+        fprintf(stderr, "FAIL: %ld pinned blocks were not freed by gcoll_finalize\n", fake_live_pinned());
+        return 1;
+    }
+    return rc;
 }
