@@ -300,6 +300,8 @@ static gcoll_status_t chunk_build(stage_t *g, const gcoll__coll_args_t *a, size_
     c->send_off = c->recv_off = first * a->esize;
     c->send_bytes = nsend * a->esize;
     c->recv_bytes = nrecv * a->esize;
+    if (a->sendbuf == a->recvbuf && c->recv_bytes > c->send_bytes)
+        c->send_bytes = c->recv_bytes; /* in place: the input sits somewhere in the whole buffer */
     int send_dev = gcoll__cuda_is_device(a->sendbuf), recv_dev = gcoll__cuda_is_device(a->recvbuf);
     int root = a->rank == a->root;
     c->down = send_dev && c->send_bytes && !(a->coll == GCOLL_COLL_BCAST && !root);
@@ -367,8 +369,9 @@ static gcoll_status_t stage_setup(stage_t *g, gcoll__coll_args_t *a, const size_
     gcoll__coll_args_t first = *a;
     first.count = a->count < per ? a->count : per;
     extents(&first, &nsend, &nrecv);
-    g->slot_send = nsend * a->esize;
-    g->slot_recv = a->sendbuf == a->recvbuf ? 0 : nrecv * a->esize;
+    int inplace = a->sendbuf == a->recvbuf; /* one slot, as large as the larger side */
+    g->slot_send = (inplace && nrecv > nsend ? nrecv : nsend) * a->esize;
+    g->slot_recv = inplace ? 0 : nrecv * a->esize;
     size_t slots = g->nchunks < STAGE_SLOTS ? g->nchunks : STAGE_SLOTS;
     size_t pin_bytes = slots * (g->slot_send + g->slot_recv);
     if (pin_bytes && !(g->pin = gcoll__cuda_pinned_get(pin_bytes)))

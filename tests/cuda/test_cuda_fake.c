@@ -74,6 +74,8 @@ static void reductions(gcoll_dtype_t d, gcoll_op_t op, size_t cnt)
     dst = fake_malloc(bytes ? bytes : 1);
     CHECK_OK(gcoll_reduce_scatter(src, dst, cnt, d, op, world));
     check_dev(dst, exp + (size_t)r * bytes, cnt, es, "reduce_scatter");
+    CHECK_OK(gcoll_reduce_scatter(src, src, cnt, d, op, world)); /* in place: the result at the start */
+    check_dev(src, exp + (size_t)r * bytes, cnt, es, "reduce_scatter in place");
     free(in);
     free(exp);
 }
@@ -91,6 +93,13 @@ static void movement(size_t bytes)
     void *src = dev_copy(in, bytes), *dst = fake_malloc(all ? all : 1);
     CHECK_OK(gcoll_allgather(src, dst, bytes, GCOLL_UINT8, world));
     check_dev(dst, exp, all, 1, "allgather");
+    char *mine = xmalloc(all); /* in place: this rank's block already at its offset */
+    memset(mine, 0x33, all);
+    memcpy(mine + (size_t)r * bytes, in, bytes);
+    void *ip = dev_copy(mine, all);
+    CHECK_OK(gcoll_allgather(ip, ip, bytes, GCOLL_UINT8, world));
+    check_dev(ip, exp, all, 1, "allgather in place");
+    free(mine);
     for (int q = 0; q < n; q++) { /* block q goes to rank q */
         ref_fill_bytes(in + (size_t)q * bytes, bytes, r, (uint32_t)q + 2);
         ref_fill_bytes(exp + (size_t)q * bytes, bytes, q, (uint32_t)r + 2);
@@ -98,6 +107,8 @@ static void movement(size_t bytes)
     src = dev_copy(in, all);
     CHECK_OK(gcoll_alltoall(src, dst, bytes, GCOLL_UINT8, world));
     check_dev(dst, exp, all, 1, "alltoall");
+    CHECK_OK(gcoll_alltoall(src, src, bytes, GCOLL_UINT8, world));
+    check_dev(src, exp, all, 1, "alltoall in place");
     for (int root = 0; root < n; root += n > 1 ? n - 1 : 1) {
         ref_fill_bytes(exp, bytes, root, 9);
         if (r == root)
