@@ -58,7 +58,9 @@ s = ctypes.c_char_p
 
 
 class Attr(ctypes.Structure):
-    _fields_ = [("priority", ctypes.c_int), ("name", ctypes.c_char_p), ("algorithm", ctypes.c_char_p)]
+    # every field of gcoll_attr_t, in order: the library reads them all (stream: a cudaStream_t)
+    _fields_ = [("priority", ctypes.c_int), ("name", ctypes.c_char_p), ("algorithm", ctypes.c_char_p),
+                ("stream", ctypes.c_void_p)]
 
 
 class ConfigVar(ctypes.Structure):
