@@ -130,8 +130,7 @@ static const gcoll__cuda_ops_t *load_real(void)
     if (!ok || err || n <= 0) {
         if (ok)
             GCOLL_LOG(GCOLL_LOG_INFO, "CUDA off: %s", err ? rt.error_string(err) : "no GPU visible");
-        dlclose(h);
-        return NULL;
+        return NULL; /* left loaded: unloading would turn what the runtime allocated into leaks */
     }
     real.set_device = rt.set_device;
     real.stream_destroy = rt.stream_destroy;
