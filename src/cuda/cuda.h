@@ -37,6 +37,8 @@ typedef struct gcoll__cuda_ops {
 
 /* The table in use: NULL when there is no CUDA (decided once, on first use). */
 const gcoll__cuda_ops_t *gcoll__cuda_get(void);
+/* One line on whether CUDA is on and why (gcoll-info prints it); loads the table if needed. */
+const char *gcoll__cuda_describe(void);
 /* Tests: installs ops (a fake) in place of whatever dlopen would find; call before gcoll_init. */
 void gcoll__cuda_set_ops(const gcoll__cuda_ops_t *ops);
 

@@ -15,6 +15,7 @@
 static const gcoll__cuda_ops_t *ops;
 static const gcoll__cuda_ops_t *forced;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+static char why[256] = "off: built with CUDA=0";
 
 void gcoll__cuda_set_ops(const gcoll__cuda_ops_t *o)
 {
@@ -75,7 +76,7 @@ static int bind(void *h, void **slot, const char *sym)
 {
     *slot = dlsym(h, sym);
     if (!*slot)
-        GCOLL_LOG(GCOLL_LOG_INFO, "CUDA off: the runtime lacks %s", sym);
+        snprintf(why, sizeof(why), "off: the runtime lacks %s", sym);
     return *slot != NULL;
 }
 
@@ -107,7 +108,7 @@ static const gcoll__cuda_ops_t *load_real(void)
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !h; i++)
         h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        GCOLL_LOG(GCOLL_LOG_INFO, "CUDA off: no CUDA runtime (libcudart) found");
+        snprintf(why, sizeof(why), "off: no CUDA runtime (libcudart.so.13/12/11) found");
         return NULL;
     }
     int ok = bind(h, (void **)&rt.get_device_count, "cudaGetDeviceCount") &&
@@ -129,7 +130,7 @@ static const gcoll__cuda_ops_t *load_real(void)
     int n = 0, err = ok ? rt.get_device_count(&n) : 0;
     if (!ok || err || n <= 0) {
         if (ok)
-            GCOLL_LOG(GCOLL_LOG_INFO, "CUDA off: %s", err ? rt.error_string(err) : "no GPU visible");
+            snprintf(why, sizeof(why), "off: %s", err ? rt.error_string(err) : "no GPU visible");
         return NULL; /* left loaded: unloading would turn what the runtime allocated into leaks */
     }
     real.set_device = rt.set_device;
@@ -141,7 +142,8 @@ static const gcoll__cuda_ops_t *load_real(void)
     real.host_free = rt.host_free;
     real.error_string = rt.error_string;
     load_kernels();
-    GCOLL_LOG(GCOLL_LOG_INFO, "CUDA on: %d GPU(s), kernels %s", n, real.reduce ? "loaded" : "missing");
+    snprintf(why, sizeof(why), "on: %d GPU%s; device reductions %s", n, n == 1 ? "" : "s",
+             real.reduce ? "from libgcoll_cuda.so" : "missing (no libgcoll_cuda.so)");
     return &real;
 }
 #endif
@@ -153,6 +155,15 @@ static void load(void)
 #else
     ops = forced;
 #endif
+    if (forced)
+        snprintf(why, sizeof(why), "on: the %s table (a test's)", forced->name);
+    GCOLL_LOG(GCOLL_LOG_INFO, "CUDA %s", why);
+}
+
+const char *gcoll__cuda_describe(void)
+{
+    gcoll__cuda_get();
+    return why;
 }
 
 const gcoll__cuda_ops_t *gcoll__cuda_get(void)
