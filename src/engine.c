@@ -216,7 +216,7 @@ gcoll_status_t gcoll__request_advance(gcoll_request_t r, unsigned *moved)
     return advance(r, moved);
 }
 
-static void cancel_round(gcoll_request_t r)
+void gcoll__request_cancel(gcoll_request_t r)
 {
     gcoll__sched_t *s = r->sched;
     if (s->cur >= s->nrounds)
@@ -233,18 +233,13 @@ static void cancel_round(gcoll_request_t r)
         }
 }
 
-void gcoll__request_cancel(gcoll_request_t r)
-{
-    cancel_round(r);
-}
-
 /* Ends r with status: abandons its messages in flight and fails its communicator. */
 static void fail_request(gcoll_request_t r, gcoll_status_t status, const char *why)
 {
     char what[192];
     describe(r, what, sizeof(what));
     snprintf(r->errmsg, sizeof(r->errmsg), "%s: %.189s", what, why); /* fits: 191 + 2 + 189 < 384 */
-    cancel_round(r);
+    gcoll__request_cancel(r);
     gcoll__comm_fail(r->comm, status, r->errmsg);
     r->status = status;
     r->done = 1;
