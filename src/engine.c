@@ -184,7 +184,7 @@ static int listed_before(const gcoll__step_t *st, size_t i)
 }
 
 /* Lists the peers that the current round still waits on, e.g. "2, 5". */
-static void pending_peers(const gcoll_request_t r, char *buf, size_t len)
+void gcoll__request_peers(const gcoll_request_t r, char *buf, size_t len)
 {
     const gcoll__sched_t *s = r->sched;
     buf[0] = '\0';
@@ -264,7 +264,7 @@ static void retire(gcoll_request_t r)
 /* "2, 5" or "?", and whether that is more than one rank. */
 static int waited_for(const gcoll_request_t r, char *buf, size_t len)
 {
-    pending_peers(r, buf, len);
+    gcoll__request_peers(r, buf, len);
     if (!buf[0])
         snprintf(buf, len, "?");
     return strchr(buf, ',') != NULL;

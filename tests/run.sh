@@ -269,6 +269,8 @@ for np in 1 2 3; do
     run_mpi cuda_fake "$np" GCOLL_CUDA_STAGE_CHUNK=64K
 done
 run_mpi cuda_fake 3 TEST_QUICK=1 GCOLL_CUDA_STAGE_CHUNK=64K GCOLL_TRANSPORT_INTRA=inter
+# a staged operation that rank 0 never joins: a timeout naming it, everything released
+run_mpi cuda_fake 3 TEST_STAGED_TIMEOUT=1 TEST_QUICK=1 GCOLL_TIMEOUT=1 GCOLL_CUDA_STAGE_CHUNK=64K
 out=$(timeout 120 $MPIRUN -np 1 -x TEST_PROBE=1 "$BINDIR/test_cuda" 2>&1)
 printf '=== cuda probe\n%s\n' "$out" >> "$LOG"
 if printf '%s\n' "$out" | grep -q '^SKIP'; then

@@ -219,16 +219,14 @@ static gcoll_status_t stage_poll(void *state, int *done)
     return GCOLL_SUCCESS;
 }
 
+/* The peers the first chunk on the network waits on (none while only copies are pending). */
 static void stage_who(void *state, char *buf, size_t len)
 {
-    const stage_t *g = state;
-    static const char *const names[] = {"waiting", "copying to host", "on the network", "copying to device", "done"};
-    for (size_t k = 0; k < g->nchunks; k++)
-        if (g->chunks[k].state != CH_DONE) {
-            snprintf(buf, len, "staged chunk %zu of %zu %s", k + 1, g->nchunks, names[g->chunks[k].state]);
-            return;
-        }
-    snprintf(buf, len, "staged chunks");
+    stage_t *g = state;
+    buf[0] = '\0';
+    for (size_t k = 0; k < g->nchunks && !buf[0]; k++)
+        if (g->chunks[k].state == CH_RUN)
+            gcoll__request_peers(&g->chunks[k].req, buf, len);
 }
 
 /* Frees everything the stage holds; copies in flight finish first (they use the slots). */
