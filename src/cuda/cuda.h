@@ -30,6 +30,8 @@ typedef struct gcoll__cuda_ops {
     int (*memcpy_async)(void *dst, const void *src, size_t bytes, void *stream); /* any direction */
     int (*host_alloc)(void **p, size_t bytes); /* pinned */
     int (*host_free)(void *p);
+    int (*dev_alloc)(void **p, size_t bytes);
+    int (*dev_free)(void *p);
     const char *(*error_string)(int err);
     /* The reduction kernel (NULL when libgcoll_cuda.so is missing): dst = a op b on the device. */
     int (*reduce)(void *dst, const void *a, const void *b, size_t n, int dtype, int op, void *stream);

@@ -45,6 +45,8 @@ static struct {
     int (*memcpy_async)(void *, const void *, size_t, int, void *);
     int (*host_alloc)(void **, size_t, unsigned);
     int (*host_free)(void *);
+    int (*dev_alloc)(void **, size_t);
+    int (*dev_free)(void *);
     const char *(*error_string)(int);
 } rt;
 
@@ -126,6 +128,7 @@ static const gcoll__cuda_ops_t *load_real(void)
              bind(h, (void **)&rt.memcpy_async, "cudaMemcpyAsync") &&
              bind(h, (void **)&rt.host_alloc, "cudaHostAlloc") &&
              bind(h, (void **)&rt.host_free, "cudaFreeHost") &&
+             bind(h, (void **)&rt.dev_alloc, "cudaMalloc") && bind(h, (void **)&rt.dev_free, "cudaFree") &&
              bind(h, (void **)&rt.error_string, "cudaGetErrorString");
     int n = 0, err = ok ? rt.get_device_count(&n) : 0;
     if (!ok || err || n <= 0) {
@@ -140,6 +143,8 @@ static const gcoll__cuda_ops_t *load_real(void)
     real.event_query = rt.event_query;
     real.event_sync = rt.event_sync;
     real.host_free = rt.host_free;
+    real.dev_alloc = rt.dev_alloc;
+    real.dev_free = rt.dev_free;
     real.error_string = rt.error_string;
     load_kernels();
     snprintf(why, sizeof(why), "on: %d GPU%s; device reductions %s", n, n == 1 ? "" : "s",

@@ -1,7 +1,9 @@
 /* The host-staged pipeline for collectives on device buffers. The buffer is cut into chunks
  * (GCOLL_CUDA_STAGE_CHUNK); each chunk is copied device -> pinned host on one stream, runs the
  * host algorithm the selection table picks for its size (a request of its own, with its own tag,
- * driven from here), and its result is copied pinned host -> device on a second stream. Chunks
+ * driven from here), and its result is copied pinned host -> device on a second stream. An
+ * allreduce of two ranks instead exchanges the staged chunks, copies the peer's up and reduces
+ * on the GPU (own op peer on both ranks: the ops commute, so both get the same bits). Chunks
  * move through these stages independently, so while chunk k is on the network chunk k+1 is
  * being copied down and chunk k-1 up; STAGE_SLOTS pinned slots bound the host memory. Only the
  * element-wise collectives (allreduce, reduce, bcast) are cut; the others, and Adasum (whose
@@ -41,6 +43,10 @@ typedef struct {
     char *recvbuf;
     char *pin;                  /* STAGE_SLOTS slots of slot_send + slot_recv bytes */
     size_t slot_send, slot_recv; /* slot_recv 0: in place, the send part holds both */
+    char *dscratch;             /* GPU reduction: STAGE_SLOTS device slots for the peer's chunks */
+    int peer;                   /* GPU reduction: the other rank; -1: the host algorithm */
+    gcoll_dtype_t dtype;
+    gcoll_op_t op;
     void *s_down, *s_up;
     void *ev_start;   /* recorded on the caller's stream: the operation starts after it */
     void *user_stream;
@@ -128,6 +134,10 @@ static char *slot_recv(const stage_t *g, size_t k)
 {
     return g->slot_recv ? slot_send(g, k) + g->slot_send : slot_send(g, k);
 }
+static char *slot_dev(const stage_t *g, size_t k)
+{
+    return g->dscratch + (k % STAGE_SLOTS) * g->slot_recv;
+}
 
 /* 1 when ev has completed, 0 when not yet. */
 static gcoll_status_t ready(const stage_t *g, void *ev, int *done)
@@ -170,7 +180,13 @@ static gcoll_status_t chunk_step(stage_t *g, size_t k, int *moved)
         GCOLL_CHECK(st);
         if (!c->req.done)
             return GCOLL_SUCCESS;
-        if (c->up) {
+        if (g->peer >= 0) { /* the peer's chunk up, then own op peer into the result */
+            CU(g, g->cu->memcpy_async(slot_dev(g, k), slot_recv(g, k), c->recv_bytes, g->s_up), "copy to device");
+            CU(g, g->cu->reduce(g->recvbuf + c->recv_off, g->sendbuf + c->send_off, slot_dev(g, k),
+                                c->recv_bytes / gcoll_dtype_size(g->dtype), g->dtype, g->op, g->s_up),
+               "reduction kernel");
+            CU(g, g->cu->event_record(c->ev_up, g->s_up), "event record");
+        } else if (c->up) {
             CU(g, g->cu->memcpy_async(g->recvbuf + c->recv_off, slot_recv(g, k), c->recv_bytes, g->s_up), "copy to device");
             CU(g, g->cu->event_record(c->ev_up, g->s_up), "event record");
         }
@@ -263,6 +279,8 @@ static void stage_free(void *arg)
         cu->stream_destroy(g->s_up);
     if (g->pin)
         gcoll__cuda_pinned_put(g->pin);
+    if (g->dscratch)
+        cu->dev_free(g->dscratch);
     free(g);
 }
 
@@ -270,6 +288,17 @@ static int elementwise(const gcoll__coll_args_t *a)
 {
     return (a->coll == GCOLL_COLL_ALLREDUCE && a->op != GCOLL_ADASUM) || a->coll == GCOLL_COLL_REDUCE ||
            a->coll == GCOLL_COLL_BCAST;
+}
+
+/* Whether a reduces on the GPU: an allreduce of two ranks, both buffers on the device, an op
+ * and dtype the kernels have (AVG's division stays with the host path). */
+static int gpu_reduce(const stage_t *g, const gcoll__coll_args_t *a)
+{
+    int dev;
+    return a->coll == GCOLL_COLL_ALLREDUCE && a->size == 2 && g->cu->reduce && a->count &&
+           a->op <= GCOLL_MAX && (a->dtype == GCOLL_FLOAT32 || a->dtype == GCOLL_FLOAT64 ||
+                                  a->dtype == GCOLL_FLOAT16 || a->dtype == GCOLL_BFLOAT16) &&
+           g->cu->is_device(a->sendbuf, &dev) && g->cu->is_device(a->recvbuf, &dev);
 }
 
 /* Element counts of a's send and receive buffers. */
@@ -312,7 +341,20 @@ static gcoll_status_t chunk_build(stage_t *g, const gcoll__coll_args_t *a, size_
     const char *forced = attr ? attr->algorithm : NULL;
     gcoll__sched_t *s;
     const char *algo;
-    if (a->op == GCOLL_ADASUM && a->coll == GCOLL_COLL_ALLREDUCE) {
+    if (g->peer >= 0) { /* one round: the staged chunks cross */
+        s = gcoll__sched_new(a->dtype, a->op, (unsigned)a->size, NULL);
+        if (!s)
+            return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");
+        gcoll__sched_round(s);
+        gcoll__sched_send(s, g->peer, slot_send(g, k), c->send_bytes);
+        gcoll__sched_recv(s, g->peer, slot_recv(g, k), c->recv_bytes);
+        algo = "staged_gpu_reduce";
+        if (s->status != GCOLL_SUCCESS) {
+            gcoll__sched_free(s);
+            return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");
+        }
+        c->up = 1;
+    } else if (a->op == GCOLL_ADASUM && a->coll == GCOLL_COLL_ALLREDUCE) {
         s = gcoll__sched_new(a->dtype, GCOLL_SUM, (unsigned)a->size, NULL);
         if (!s)
             return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");
@@ -335,7 +377,7 @@ static gcoll_status_t chunk_build(stage_t *g, const gcoll__coll_args_t *a, size_
         snprintf(r->name, sizeof(r->name), "%s", attr->name);
     if (c->down && g->cu->event_create(&c->ev_down))
         return gcoll__error(GCOLL_ERR_SYSTEM, "CUDA event create failed");
-    if (c->up && g->cu->event_create(&c->ev_up))
+    if ((c->up || g->peer >= 0) && g->cu->event_create(&c->ev_up))
         return gcoll__error(GCOLL_ERR_SYSTEM, "CUDA event create failed");
     return GCOLL_SUCCESS;
 }
@@ -351,6 +393,7 @@ static gcoll_status_t stage_setup(stage_t *g, gcoll__coll_args_t *a, const size_
     g->device = dev;
     if (dev >= 0)
         CU(g, cu->set_device(dev), "set device");
+    g->peer = gpu_reduce(g, a) ? 1 - a->rank : -1;
     CU(g, cu->stream_create(&g->s_down), "stream create");
     CU(g, cu->stream_create(&g->s_up), "stream create");
     if (attr && attr->stream) {
@@ -367,9 +410,11 @@ static gcoll_status_t stage_setup(stage_t *g, gcoll__coll_args_t *a, const size_
     gcoll__coll_args_t first = *a;
     first.count = a->count < per ? a->count : per;
     extents(&first, &nsend, &nrecv);
-    int inplace = a->sendbuf == a->recvbuf; /* one slot, as large as the larger side */
+    int inplace = a->sendbuf == a->recvbuf && g->peer < 0; /* one slot, as large as the larger side */
     g->slot_send = (inplace && nrecv > nsend ? nrecv : nsend) * a->esize;
     g->slot_recv = inplace ? 0 : nrecv * a->esize;
+    if (g->peer >= 0 && cu->dev_alloc((void **)&g->dscratch, STAGE_SLOTS * g->slot_recv))
+        return gcoll__error(GCOLL_ERR_NOMEM, "no device memory for %zu bytes of staging", STAGE_SLOTS * g->slot_recv);
     size_t slots = g->nchunks < STAGE_SLOTS ? g->nchunks : STAGE_SLOTS;
     size_t pin_bytes = slots * (g->slot_send + g->slot_recv);
     if (pin_bytes && !(g->pin = gcoll__cuda_pinned_get(pin_bytes)))
@@ -403,6 +448,9 @@ gcoll_status_t gcoll__cuda_stage_start(gcoll__coll_args_t *a, const size_t *tens
         return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a staged operation");
     }
     g->cu = cu;
+    g->peer = -1;
+    g->dtype = a->dtype;
+    g->op = a->op;
     g->sendbuf = a->sendbuf;
     g->recvbuf = a->recvbuf;
     s->cleanup = stage_free;

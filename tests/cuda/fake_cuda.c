@@ -36,10 +36,10 @@ typedef struct fevent {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char *dev_base, *shadow;
-static size_t arena, used;
+static size_t arena, used, lib_used; /* the test's allocations from the bottom, gcoll's from the top */
 static fstream_t default_stream;
 static fstream_t *streams = &default_stream;
-static long live_pinned, live_events, live_streams;
+static long live_pinned, live_events, live_streams, live_dev;
 
 static void die(const char *what)
 {
@@ -75,7 +75,7 @@ void *fake_malloc(size_t bytes)
 {
     pthread_mutex_lock(&lock);
     size_t at = (used + 255) & ~(size_t)255;
-    if (at + bytes > arena)
+    if (at + bytes > arena - lib_used)
         die("device arena exhausted");
     used = at + bytes;
     pthread_mutex_unlock(&lock);
@@ -107,6 +107,7 @@ static long live(const long *v)
     return n;
 }
 long fake_live_pinned(void) { return live(&live_pinned); }
+long fake_live_device(void) { return live(&live_dev); }
 long fake_live_events(void) { return live(&live_events); }
 long fake_live_streams(void) { return live(&live_streams); }
 
@@ -267,6 +268,25 @@ static int f_host_free(void *p)
     free(p);
     return 0;
 }
+static int f_dev_alloc(void **p, size_t n)
+{
+    LOCKED({
+        size_t top = (arena - lib_used - n) & ~(size_t)255;
+        if (n > arena - lib_used || top < used)
+            die("device arena exhausted");
+        lib_used = arena - top;
+        live_dev++;
+        *p = dev_base + top;
+    });
+    return 0;
+}
+static int f_dev_free(void *p)
+{
+    if (!in_dev(p))
+        die("dev_free of memory that is not the device's");
+    LOCKED(if (--live_dev == 0) lib_used = 0);
+    return 0;
+}
 static const char *f_error_string(int err)
 {
     return err == GCOLL_CUDA_NOT_READY ? "not ready" : "fake CUDA error";
@@ -290,5 +310,6 @@ const gcoll__cuda_ops_t fake_cuda_ops = {
     .stream_destroy = f_stream_destroy, .stream_wait_event = f_stream_wait_event, .event_create = f_event_create,
     .event_destroy = f_event_destroy, .event_record = f_event_record, .event_query = f_event_query,
     .event_sync = f_event_sync, .memcpy_async = f_memcpy_async, .host_alloc = f_host_alloc,
-    .host_free = f_host_free, .error_string = f_error_string, .reduce = f_reduce,
+    .host_free = f_host_free, .dev_alloc = f_dev_alloc, .dev_free = f_dev_free, .error_string = f_error_string,
+    .reduce = f_reduce,
 };

@@ -21,6 +21,6 @@ void *fake_stream(void);          /* a stream of the caller's, for the stream at
 void fake_to_device(void *dev, const void *host, size_t bytes);
 void fake_to_host(void *host, const void *dev, size_t bytes);
 /* Resources created and not destroyed: pinned blocks, events, streams. */
-long fake_live_pinned(void), fake_live_events(void), fake_live_streams(void);
+long fake_live_pinned(void), fake_live_events(void), fake_live_streams(void), fake_live_device(void);
 
 #endif

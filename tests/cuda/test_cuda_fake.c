@@ -332,8 +332,9 @@ int main(int argc, char **argv)
         staged_timeout();
     else
         all_cases();
-    CHECK(fake_live_events() == 0 && fake_live_streams() == 0, "CUDA events (%ld) or streams (%ld) left behind",
-          fake_live_events(), fake_live_streams());
+    CHECK(fake_live_events() == 0 && fake_live_streams() == 0 && fake_live_device() == 0,
+          "CUDA events (%ld), streams (%ld) or device allocations (%ld) left behind", fake_live_events(),
+          fake_live_streams(), fake_live_device());
     int rc = h_finish("cuda_fake");
     if (fake_live_pinned() != 0) { /* the cache goes at gcoll_finalize */
         fprintf(stderr, "FAIL: %ld pinned blocks were not freed by gcoll_finalize\n", fake_live_pinned());
