@@ -80,7 +80,7 @@ GCOLL_API int gcoll_comm_rank(gcoll_comm_t comm); /* -1 for an invalid communica
 GCOLL_API int gcoll_comm_size(gcoll_comm_t comm); /* -1 for an invalid communicator */
 
 /* Blocking collectives. In-place is sendbuf == recvbuf, with MPI_IN_PLACE's meaning; count 0
- * is legal. Buffers need no alignment. */
+ * is legal. Buffers need no alignment, and may be CUDA device memory (README "CUDA device buffers"). */
 GCOLL_API gcoll_status_t gcoll_allreduce(const void *sendbuf, void *recvbuf, size_t count,
                                          gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm);
 GCOLL_API gcoll_status_t gcoll_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
