@@ -50,8 +50,35 @@ static struct {
     const char *(*error_string)(int);
 } rt;
 
+/* Asking the runtime about a pointer creates a CUDA context (hundreds of MiB of GPU memory,
+ * a fraction of a second) in a process that never used the GPU; a process that allocated device
+ * memory through the runtime has an active primary context. So pointers are all host memory
+ * until the driver reports one active (then forever: contexts outlive their buffers). */
+static struct {
+    int (*device_get)(int *, int);
+    int (*primary_state)(int, unsigned *, int *);
+} drv;
+static int ndevices, ctx_seen;
+
+static int context_active(void)
+{
+    if (__atomic_load_n(&ctx_seen, __ATOMIC_ACQUIRE))
+        return 1;
+    int seen = !drv.primary_state; /* no driver functions to ask: assume one */
+    for (int i = 0; i < ndevices && !seen; i++) {
+        int dev, active = 0;
+        unsigned flags;
+        seen = drv.device_get(&dev, i) != 0 || drv.primary_state(dev, &flags, &active) != 0 || active;
+    }
+    if (seen)
+        __atomic_store_n(&ctx_seen, 1, __ATOMIC_RELEASE);
+    return seen;
+}
+
 static int rt_is_device(const void *p, int *device)
 {
+    if (!context_active())
+        return 0;
     struct rt_ptr_attr a;
     memset(&a, 0, sizeof(a));
     if (rt.pointer_attr(&a, p) != 0) {
@@ -136,6 +163,11 @@ static const gcoll__cuda_ops_t *load_real(void)
             snprintf(why, sizeof(why), "off: %s", err ? rt.error_string(err) : "no GPU visible");
         return NULL; /* left loaded: unloading would turn what the runtime allocated into leaks */
     }
+    ndevices = n;
+    void *d = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL); /* the driver the runtime just loaded */
+    if (d && (!(*(void **)&drv.device_get = dlsym(d, "cuDeviceGet")) ||
+              !(*(void **)&drv.primary_state = dlsym(d, "cuDevicePrimaryCtxGetState"))))
+        drv.primary_state = NULL;
     real.set_device = rt.set_device;
     real.stream_destroy = rt.stream_destroy;
     real.event_destroy = rt.event_destroy;
