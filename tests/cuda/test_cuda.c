@@ -28,7 +28,6 @@ static struct {
 } rt;
 static int (*k_dots)(const void *, const void *, size_t, int, double *, void *);
 static int (*k_scaled_add)(void *, double, const void *, double, const void *, size_t, int, void *);
-static int (*k_reduce)(void *, const void *, const void *, size_t, int, int, void *);
 
 /* NULL when the runtime and a GPU are there, else why not. */
 static const char *load_cuda(void)
@@ -60,7 +59,6 @@ static const char *load_cuda(void)
     if (k) {
         *(void **)&k_dots = dlsym(k, "gcoll_cuda_kernel_adasum_dots");
         *(void **)&k_scaled_add = dlsym(k, "gcoll_cuda_kernel_scaled_add");
-        *(void **)&k_reduce = dlsym(k, "gcoll_cuda_kernel_reduce");
     }
     return NULL;
 }
@@ -183,10 +181,11 @@ static void stream_order(size_t cnt)
     free(exp);
 }
 
-/* The kernels library: Adasum's dot/norms and scaled add, and gcoll_reduce_local. */
+/* The kernels library: Adasum's dot/norms and scaled add directly, the reduction through
+ * gcoll_reduce_local. */
 static void kernels(void)
 {
-    if (!k_dots || !k_scaled_add || !k_reduce) {
+    if (!k_dots || !k_scaled_add) {
         CHECK(0, "libgcoll_cuda.so or its kernels not found: %s", dlerror());
         return;
     }
