@@ -186,7 +186,7 @@ static void stream_order(size_t cnt)
 static void kernels(void)
 {
     if (!k_dots || !k_scaled_add) {
-        CHECK(0, "libgcoll_cuda.so or its kernels not found: %s", dlerror());
+        CHECK(0, "libgcoll_cuda.so (beside libgcoll.so) or its Adasum kernels not found");
         return;
     }
     size_t n = 100003;
