@@ -43,7 +43,7 @@ typedef struct {
     char *recvbuf;
     char *pin;                  /* STAGE_SLOTS slots of slot_send + slot_recv bytes */
     size_t slot_send, slot_recv; /* slot_recv 0: in place, the send part holds both */
-    char *dscratch;             /* GPU reduction: STAGE_SLOTS device slots for the peer's chunks */
+    char *dscratch;             /* GPU reduction: a device slot per pinned slot, for the peer's chunks */
     int peer;                   /* GPU reduction: the other rank; -1: the host algorithm */
     gcoll_dtype_t dtype;
     gcoll_op_t op;
@@ -413,9 +413,9 @@ static gcoll_status_t stage_setup(stage_t *g, gcoll__coll_args_t *a, const size_
     int inplace = a->sendbuf == a->recvbuf && g->peer < 0; /* one slot, as large as the larger side */
     g->slot_send = (inplace && nrecv > nsend ? nrecv : nsend) * a->esize;
     g->slot_recv = inplace ? 0 : nrecv * a->esize;
-    if (g->peer >= 0 && cu->dev_alloc((void **)&g->dscratch, STAGE_SLOTS * g->slot_recv))
-        return gcoll__error(GCOLL_ERR_NOMEM, "no device memory for %zu bytes of staging", STAGE_SLOTS * g->slot_recv);
     size_t slots = g->nchunks < STAGE_SLOTS ? g->nchunks : STAGE_SLOTS;
+    if (g->peer >= 0 && cu->dev_alloc((void **)&g->dscratch, slots * g->slot_recv))
+        return gcoll__error(GCOLL_ERR_NOMEM, "no device memory for %zu bytes of staging", slots * g->slot_recv);
     size_t pin_bytes = slots * (g->slot_send + g->slot_recv);
     if (pin_bytes && !(g->pin = gcoll__cuda_pinned_get(pin_bytes)))
         return gcoll__error(GCOLL_ERR_NOMEM, "no pinned host memory for %zu bytes of staging", pin_bytes);
