@@ -5,9 +5,11 @@
  * allreduce of two ranks instead exchanges the staged chunks, copies the peer's up and reduces
  * on the GPU (own op peer on both ranks: the ops commute, so both get the same bits). Chunks
  * move through these stages independently, so while chunk k is on the network chunk k+1 is
- * being copied down and chunk k-1 up; STAGE_SLOTS pinned slots bound the host memory. Only the
- * element-wise collectives (allreduce, reduce, bcast) are cut; the others, and Adasum (whose
- * norms span each tensor), stage the whole buffer as one chunk. The driver is one custom step
+ * being copied down and chunk k-1 up; STAGE_SLOTS pinned slots bound the host memory. The
+ * element-wise collectives (allreduce, reduce, bcast) are cut into ranges of elements;
+ * reduce_scatter, allgather and alltoall with both buffers on the device into ranges of every
+ * rank's block (each chunk's blocks packed in its slot); in place, with a host buffer, and
+ * Adasum (whose norms span each tensor) stage the whole buffer as one chunk. The driver is one custom step
  * of the operation's schedule, so the engine, its timeouts and its priorities run it like any
  * other operation. */
 #include <pthread.h>
@@ -47,6 +49,10 @@ typedef struct {
     int peer;                   /* GPU reduction: the other rank; -1: the host algorithm */
     gcoll_dtype_t dtype;
     gcoll_op_t op;
+    /* Cut by block: the send (recv) buffer holds nblocks blocks of count elements, and chunk k's
+     * range of each is packed in its slot; 0: one contiguous range. */
+    int blk_send, blk_recv, nblocks;
+    size_t count, esize;
     void *s_down, *s_up;
     void *ev_start;   /* recorded on the caller's stream: the operation starts after it */
     void *user_stream;
@@ -149,6 +155,19 @@ static gcoll_status_t ready(const stage_t *g, void *ev, int *done)
     return GCOLL_SUCCESS;
 }
 
+/* Queues a chunk's copy of bytes: one range, or (blocked) its range of each of the nblocks
+ * blocks, the buffer's blocks count elements apart and the slot's packed; up: slot to buffer. */
+static gcoll_status_t copy(stage_t *g, char *dst, const char *src, size_t bytes, int blocked, int up, void *stream)
+{
+    size_t n = blocked ? bytes / (size_t)g->nblocks : bytes, stride = g->count * g->esize;
+    for (int q = 0; q < (blocked ? g->nblocks : 1); q++) {
+        char *d = dst + (size_t)q * (up ? stride : n);
+        const char *s = src + (size_t)q * (up ? n : stride);
+        CU(g, g->cu->memcpy_async(d, s, n, stream), up ? "copy to device" : "copy to host");
+    }
+    return GCOLL_SUCCESS;
+}
+
 static gcoll_status_t chunk_step(stage_t *g, size_t k, int *moved)
 {
     chunk_t *c = &g->chunks[k];
@@ -158,7 +177,7 @@ static gcoll_status_t chunk_step(stage_t *g, size_t k, int *moved)
         if (k != g->next || (k >= STAGE_SLOTS && g->chunks[k - STAGE_SLOTS].state != CH_DONE))
             return GCOLL_SUCCESS;
         if (c->down) {
-            CU(g, g->cu->memcpy_async(slot_send(g, k), g->sendbuf + c->send_off, c->send_bytes, g->s_down), "copy to host");
+            GCOLL_CHECK(copy(g, slot_send(g, k), g->sendbuf + c->send_off, c->send_bytes, g->blk_send, 0, g->s_down));
             CU(g, g->cu->event_record(c->ev_down, g->s_down), "event record");
         }
         g->next++;
@@ -187,7 +206,7 @@ static gcoll_status_t chunk_step(stage_t *g, size_t k, int *moved)
                "reduction kernel");
             CU(g, g->cu->event_record(c->ev_up, g->s_up), "event record");
         } else if (c->up) {
-            CU(g, g->cu->memcpy_async(g->recvbuf + c->recv_off, slot_recv(g, k), c->recv_bytes, g->s_up), "copy to device");
+            GCOLL_CHECK(copy(g, g->recvbuf + c->recv_off, slot_recv(g, k), c->recv_bytes, g->blk_recv, 1, g->s_up));
             CU(g, g->cu->event_record(c->ev_up, g->s_up), "event record");
         }
         c->state = CH_UP;
@@ -288,6 +307,15 @@ static int elementwise(const gcoll__coll_args_t *a)
 {
     return (a->coll == GCOLL_COLL_ALLREDUCE && a->op != GCOLL_ADASUM) || a->coll == GCOLL_COLL_REDUCE ||
            a->coll == GCOLL_COLL_BCAST;
+}
+
+/* Whether a is cut by block: its blocked buffers must be device memory, packed by the copies. */
+static int blockwise(const gcoll__coll_args_t *a)
+{
+    int dev;
+    return (a->coll == GCOLL_COLL_REDUCE_SCATTER || a->coll == GCOLL_COLL_ALLGATHER ||
+            a->coll == GCOLL_COLL_ALLTOALL) && a->sendbuf != a->recvbuf && a->count &&
+           gcoll__cuda_get()->is_device(a->sendbuf, &dev) && gcoll__cuda_get()->is_device(a->recvbuf, &dev);
 }
 
 /* Whether a reduces on the GPU: an allreduce of two ranks, both buffers on the device, an op
@@ -402,7 +430,15 @@ static gcoll_status_t stage_setup(stage_t *g, gcoll__coll_args_t *a, const size_
         CU(g, cu->event_record(g->ev_start, attr->stream), "event record");
         CU(g, cu->stream_wait_event(g->s_down, g->ev_start), "stream wait");
     }
-    size_t per = elementwise(a) ? gcoll__config.cuda_chunk / a->esize : a->count;
+    int blocks = blockwise(a);
+    g->nblocks = a->size;
+    g->count = a->count;
+    g->esize = a->esize;
+    g->blk_send = blocks && a->coll != GCOLL_COLL_ALLGATHER;
+    g->blk_recv = blocks && a->coll != GCOLL_COLL_REDUCE_SCATTER;
+    size_t per = elementwise(a) ? gcoll__config.cuda_chunk / a->esize
+               : blocks       ? gcoll__config.cuda_chunk / a->esize / (size_t)a->size
+                              : a->count;
     if (per == 0)
         per = 1;
     g->nchunks = a->count ? (a->count + per - 1) / per : 1;
