@@ -55,10 +55,24 @@ LIB_CFLAGS += $(shell pkg-config --cflags hwloc)
 LDLIBS += $(shell pkg-config --libs hwloc)
 endif
 
-LIB_SRCS := $(wildcard src/*.c) $(wildcard collectives/*.c) $(wildcard transports/*.c transports/*/*.c)
+LIB_SRCS := $(wildcard src/*.c src/cuda/*.c) $(wildcard collectives/*.c) $(wildcard transports/*.c transports/*/*.c)
 LIB_OBJS := $(patsubst %.c,$(OBJDIR)/%.o,$(LIB_SRCS))
 SHLIB := $(LIBDIR)/libgcoll.so.$(VERSION)
 STLIB := $(LIBDIR)/libgcoll.a
+
+# CUDA kernels: a library of their own that libgcoll loads with dlopen (src/cuda/loader.c), so
+# libgcoll itself never links libcudart. Every architecture this nvcc builds from Volta's
+# successor on (CUDA 13 dropped sm_70/72) through Hopper, plus PTX for newer GPUs.
+ifeq ($(CUDA),1)
+CUDA_LIB := $(LIBDIR)/libgcoll_cuda.so
+CUDA_ARCHS ?= 75 80 86 89 90
+NVCC_FLAGS := -O3 -std=c++17 -Iinclude -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Werror --cudart shared \
+    $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+    -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
+$(CUDA_LIB): src/cuda/kernels.cu include/gcoll.h
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -shared -o $@ $<
+endif
 
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 MPI_TESTS := $(patsubst tests/mpi/%.c,$(BINDIR)/%,$(filter-out tests/mpi/harness.c,$(wildcard tests/mpi/*.c)))
@@ -69,7 +83,7 @@ EXAMPLES := $(patsubst examples/%.c,$(BINDIR)/%,$(wildcard examples/*.c))
 
 .PHONY: all lib tests test check-san check-tsan check-valgrind run install uninstall clean distclean
 all: lib $(TOOLS) $(BENCH) $(EXAMPLES) $(LIBDIR)/libgcoll_mpi.so
-lib: $(SHLIB) $(STLIB) $(LIBDIR)/libgcoll.so
+lib: $(SHLIB) $(STLIB) $(LIBDIR)/libgcoll.so $(CUDA_LIB)
 
 # Vector kernels: the same template compiled per instruction set, chosen at run time.
 $(OBJDIR)/src/reduce_generic.o: EXTRA := -O3
@@ -124,6 +138,17 @@ $(BINDIR)/tp_%: tests/transport/%.c $(STLIB) $(wildcard tests/transport/*.h tran
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(FEATURES) -Wno-missing-prototypes $< -o $@ $(STLIB) $(SANFLAGS) $(LDLIBS)
 
+# Device buffers through the fake CUDA table: an internal hook, so the static library.
+$(BINDIR)/test_cuda_fake: tests/cuda/test_cuda_fake.c tests/cuda/fake_cuda.c tests/cuda/fake_cuda.h $(TEST_COMMON) $(STLIB) $(wildcard src/*.h src/cuda/*.h)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(FEATURES) -Itests/mpi -Ibench -Itests/cuda $< tests/cuda/fake_cuda.c $(TEST_COMMON) \
+	    -o $@ $(STLIB) $(SANFLAGS) $(LDLIBS)
+
+# Real GPU memory (skips where no GPU is visible); loads libcudart itself, with dlopen.
+$(BINDIR)/test_cuda: tests/cuda/test_cuda.c $(TEST_COMMON) tests/mpi/harness.h $(LIBDIR)/libgcoll.so
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) -Itests/mpi -Ibench $< $(TEST_COMMON) -o $@ $(PROG_LDFLAGS)
+
 UNIT_BENCH := bench/metrics.c bench/options.c bench/models.c bench/compute.c
 $(BINDIR)/unit_tests: $(UNIT_SRCS) $(UNIT_BENCH) $(STLIB) $(wildcard tests/unit/*.h bench/*.h src/*.h transports/*.h transports/*/*.h collectives/*.h)
 	@mkdir -p $(dir $@)
@@ -138,7 +163,7 @@ $(PLUGIN): examples/plugin/example_plugin.c include/gcoll_transport_plugin.h inc
 	$(MPICC) $(CFLAGS) -std=c11 $(WARN) $(SANFLAGS) -Iinclude -shared -fPIC -fvisibility=hidden $< -o $@
 
 TP_TESTS := $(patsubst tests/transport/%.c,$(BINDIR)/tp_%,$(wildcard tests/transport/*.c))
-tests: all $(BINDIR)/unit_tests $(MPI_TESTS) $(TP_TESTS) $(PLUGIN) $(EXAMPLES) $(BINDIR)/readme_example \
+tests: all $(BINDIR)/unit_tests $(MPI_TESTS) $(BINDIR)/test_cuda_fake $(BINDIR)/test_cuda $(TP_TESTS) $(PLUGIN) $(EXAMPLES) $(BINDIR)/readme_example \
     $(BINDIR)/test_interposer
 
 test: tests
@@ -189,6 +214,7 @@ install: lib gcoll.pc
 	ln -sf libgcoll.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libgcoll.so.$(SOMAJOR)
 	ln -sf libgcoll.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libgcoll.so
 	install -m 644 $(STLIB) $(DESTDIR)$(PREFIX)/lib/
+	$(if $(CUDA_LIB),install -m 755 $(CUDA_LIB) $(DESTDIR)$(PREFIX)/lib/)
 	install -m 644 gcoll.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
 
 uninstall:

@@ -12,6 +12,7 @@
 
 #include "baseline.h"
 #include "compute.h"
+#include "devbuf.h"
 #include "membw.h"
 #include "options.h"
 #include "overlap.h"
@@ -103,6 +104,11 @@ int main(int argc, char **argv)
         snprintf(err, sizeof(err), "--algo %s: not a %s algorithm of gcoll", o.algo, algo_collective(&o));
         return usage_error(rank, argv[0], err);
     }
+    if (o.device && devbuf_cuda_open(rank, err, sizeof(err)) != 0) {
+        char msg[300];
+        snprintf(msg, sizeof(msg), "-d cuda: %s", err);
+        return usage_error(rank, argv[0], msg);
+    }
     if (o.subcmd == BENCH_MEMBW) {
         if (rank == 0)
             membw_report();
@@ -120,6 +126,8 @@ int main(int argc, char **argv)
     if (rank == 0) /* the others wait, so the measurement has the core to itself */
         env.memcpy_gbps = membw_measure(-1, (size_t)64 << 20, 1, 5);
     MPI_Bcast(&env.memcpy_gbps, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (rank == 0 && o.device)
+        devbuf_pinned_gbps((size_t)64 << 20, 5, &env.h2d_gbps, &env.d2h_gbps);
 
     bench_compute_t cmp;
     int overlap = o.subcmd == BENCH_IALLREDUCE;

@@ -26,6 +26,9 @@ void bench_usage(FILE *f, const char *prog)
             "  -x WARMUP       untimed iterations per size (default: ITERS/10, at least 2)\n"
             "  -d DTYPE        int8 uint8 int32 uint32 int64 uint64 float16 bfloat16 float32 float64\n"
             "                  (default float32)\n"
+            "  -d cuda         buffers in GPU memory (also --device cuda|host), validated after a copy\n"
+            "                  to the host; no MPI baseline (it needs a CUDA-aware MPI); refused when\n"
+            "                  no GPU is visible. GCOLL_CUDA_STAGE_CHUNK=1G: stage everything first\n"
             "  -o OP           sum prod min max avg (default sum)\n"
             "  -r ROOT         root of bcast and reduce (default 0)\n"
             "  --inplace       sendbuf == recvbuf\n"
@@ -108,11 +111,11 @@ static int check_applicable(const bench_opts_t *o, const char *seen, char *err, 
         const char *name;
     } names[] = {{'m', "-m"}, {'f', "-f"}, {'r', "-r"}, {'c', "-c"}, {'d', "-d"}, {'I', "--inplace"},
                  {'B', "--baseline"}, {'A', "--algo"}, {'P', "--compute"}, {'M', "--model"},
-                 {'S', "--scale"}, {'T', "--compute-ms"}, {'Z', "--compress"}};
+                 {'S', "--scale"}, {'T', "--compute-ms"}, {'Z', "--compress"}, {'D', "-d cuda"}};
     const char *allowed = o->subcmd == BENCH_TRAIN        ? "ixoPMSTCJ"
                         : o->subcmd == BENCH_IALLREDUCE ? "mfixdocBCJAP"
-                        : o->subcmd == B_ALLREDUCE      ? "mfixdorcIBCJAZ"
-                                                        : "mfixdorcIBCJA";
+                        : o->subcmd == B_ALLREDUCE      ? "mfixdorcIBCJAZD"
+                                                        : "mfixdorcIBCJAD";
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (seen[(int)names[i].ch] && !strchr(allowed, names[i].ch))
             return fail(err, errlen, "%s does not apply to %s", names[i].name,
@@ -146,7 +149,8 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen
         {"algo", required_argument, NULL, 'A'}, {"help", no_argument, NULL, 'h'},
         {"compute", required_argument, NULL, 'P'}, {"model", required_argument, NULL, 'M'},
         {"scale", required_argument, NULL, 'S'}, {"compute-ms", required_argument, NULL, 'T'},
-        {"compress", required_argument, NULL, 'Z'}, {NULL, 0, NULL, 0}};
+        {"compress", required_argument, NULL, 'Z'}, {"device", required_argument, NULL, 'D'},
+        {NULL, 0, NULL, 0}};
     optind = 2;
     opterr = 0;
     int ch, f;
@@ -184,7 +188,17 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen
             if (parse_int(optarg, 0, 1 << 30, &o->root))
                 return fail(err, errlen, "-r '%s': expected a rank >= 0", optarg);
             break;
+        case 'D':
+            if (strcmp(optarg, "cuda") && strcmp(optarg, "host"))
+                return fail(err, errlen, "--device '%s': expected host or cuda", optarg);
+            o->device = strcmp(optarg, "cuda") == 0;
+            break;
         case 'd': {
+            if (strcmp(optarg, "cuda") == 0) { /* OSU's -d cuda: the buffers' device, not a dtype */
+                o->device = 1;
+                seen['D'] = 1;
+                break;
+            }
             int d = 0;
             while (d < GCOLL_DTYPE_COUNT && strcmp(optarg, gcoll_dtype_name((gcoll_dtype_t)d)))
                 d++;
@@ -258,5 +272,12 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen
                         gcoll_dtype_name(o->dtype));
         o->op = GCOLL_ADASUM;
     }
+    if (o->device && o->subcmd != B_ADASUM) { /* adasum's other side is gcoll's own sum */
+        if (seen['B'] && o->baseline_mpi)
+            return fail(err, errlen, "--baseline mpi: MPI on GPU buffers needs a CUDA-aware MPI; use --baseline none");
+        o->baseline_mpi = 0;
+    }
+    if (o->device && o->compress_set)
+        return fail(err, errlen, "--compress does not apply with -d cuda: gcoll refuses compression on device buffers");
     return check_applicable(o, seen, err, errlen);
 }

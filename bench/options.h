@@ -33,6 +33,7 @@ typedef struct {
     int compress_set;             /* allreduce --compress given: the bytes-on-the-wire column */
     gcoll_compress_t compress;    /* allreduce: attr.compress of the gcoll side */
     double density;               /* --compress topk:D */
+    int device;                   /* 1: buffers in GPU memory (-d cuda / --device cuda) */
 } bench_opts_t;
 
 /* 0: run; 1: help was asked for; -1: bad command line, err says why. */

@@ -55,6 +55,13 @@ void report_header(const bench_opts_t *o, const bench_env_t *env)
         printf("# adasum validated against bench/adasum_ref.c (relative error <= %g), the sum bit for bit\n",
                adasum_ref_tolerance(o->dtype));
     printf("# memcpy bandwidth of this machine: %.1f GB/s (one core, 64 MiB)\n", env->memcpy_gbps);
+    if (o->device) {
+        const char *chunk = getenv("GCOLL_CUDA_STAGE_CHUNK");
+        printf("# device buffers (cuda), staged through pinned host memory in %s chunks (GCOLL_CUDA_STAGE_CHUNK)\n",
+               chunk ? chunk : "4M");
+        printf("# pinned copy bandwidth (64 MiB): host->device %.1f GB/s, device->host %.1f GB/s: the ceiling\n",
+               env->h2d_gbps, env->d2h_gbps);
+    }
     printf("# latency in us (avg of rank averages, min and max rank average); bandwidth in GB/s\n");
     printf("%12s %11s %-19s %10s %10s %10s %8s %8s", "bytes", "count", "algorithm", "avg", "min", "max",
            "algbw", "busbw");

@@ -9,6 +9,7 @@ typedef struct {
     const char *gcoll_version, *mpi_version, *transport, *hosts;
     int nranks, nhosts;
     double memcpy_gbps;
+    double h2d_gbps, d2h_gbps; /* -d cuda: pinned copy bandwidth */
 } bench_env_t;
 
 void report_header(const bench_opts_t *o, const bench_env_t *env);

@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include "adasum_ref.h"
+#include "devbuf.h"
 #include "reference.h"
 #include "runner.h"
 
@@ -23,6 +24,7 @@ typedef struct {
     char *pristine;      /* the input, to restore before a checked iteration */
     char *expect;        /* the output this rank must see */
     char *expect_dense;  /* top-k: what the dense MPI side must see (expect is the sparse sum) */
+    char *readback;      /* -d cuda: the output copied to the host for the check */
     char *in_at;         /* where the input lives: sbuf, or rbuf (+ offset) in place */
     char *check_at;      /* where the output is read */
     size_t check_bytes;  /* 0: nothing to check on this rank */
@@ -51,13 +53,14 @@ static int prepare(ctx_t *x)
     default: x->in_bytes = x->out_bytes = blk; break;
     }
     size_t cap = (x->in_bytes > x->out_bytes ? x->in_bytes : x->out_bytes) + 1;
-    x->sbuf = malloc(cap);
-    x->rbuf = malloc(cap);
+    x->sbuf = devbuf_alloc(o->device, cap);
+    x->rbuf = devbuf_alloc(o->device, cap);
     x->pristine = malloc(x->in_bytes + 1);
-    x->expect = malloc(cap);
-    if (!x->sbuf || !x->rbuf || !x->pristine || !x->expect)
+    x->expect = calloc(1, cap);
+    x->readback = o->device ? malloc(cap) : NULL;
+    if (!x->sbuf || !x->rbuf || !x->pristine || !x->expect || (o->device && !x->readback))
         return -1;
-    memset(x->rbuf, 0, cap);
+    devbuf_put(o->device, x->rbuf, x->expect, cap); /* zeros */
     x->in_at = !ip ? x->sbuf : x->coll == B_ALLGATHER ? x->rbuf + (size_t)r * blk : x->rbuf;
     if (x->coll == B_BCAST)
         x->in_at = x->rbuf;
@@ -118,7 +121,7 @@ static int prepare(ctx_t *x)
     default:
         break;
     }
-    memcpy(x->in_at, x->pristine, x->in_bytes);
+    devbuf_put(o->device, x->in_at, x->pristine, x->in_bytes);
     return 0;
 }
 
@@ -190,11 +193,16 @@ static int run_mpi(ctx_t *x)
 /* side 0 is gcoll; side 1 the baseline (for adasum, the sum allreduce). */
 static int check(const ctx_t *x, int side)
 {
+    const char *got = x->check_at;
+    if (x->o->device) {
+        devbuf_get(1, x->readback, x->check_at, x->check_bytes);
+        got = x->readback;
+    }
     if (x->coll == B_ADASUM && side == 0) {
         size_t worst;
-        return adasum_ref_error(&x->ada, x->check_at, x->o->dtype, &worst) <= adasum_ref_tolerance(x->o->dtype);
+        return adasum_ref_error(&x->ada, got, x->o->dtype, &worst) <= adasum_ref_tolerance(x->o->dtype);
     }
-    return memcmp(x->check_at, side && x->expect_dense ? x->expect_dense : x->expect, x->check_bytes) == 0;
+    return memcmp(got, side && x->expect_dense ? x->expect_dense : x->expect, x->check_bytes) == 0;
 }
 
 /* Runs k iterations of one side; adds their time (seconds) to *t and clears *valid on a wrong
@@ -203,7 +211,7 @@ static int iterate(ctx_t *x, int mpi, int k, double *t, int *valid)
 {
     for (int i = 0; i < k; i++) {
         if (x->o->check_each)
-            memcpy(x->in_at, x->pristine, x->in_bytes);
+            devbuf_put(x->o->device, x->in_at, x->pristine, x->in_bytes);
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
         if ((mpi ? run_mpi(x) : run_gcoll(x)) != 0)
@@ -254,11 +262,11 @@ int bench_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, siz
     int valid[2] = {1, 1};
     double t[2] = {0, 0}, ignored = 0;
     for (int s = 0; s < sides; s++) {
-        memcpy(x.in_at, x.pristine, x.in_bytes);
+        devbuf_put(o->device, x.in_at, x.pristine, x.in_bytes);
         if ((s ? run_mpi(&x) : run_gcoll(&x)) != 0)
             goto out;
         valid[s] = check(&x, s);
-        memcpy(x.in_at, x.pristine, x.in_bytes);
+        devbuf_put(o->device, x.in_at, x.pristine, x.in_bytes);
         if (iterate(&x, s, warmup, &ignored, &valid[s]) != 0)
             goto out;
     }
@@ -289,10 +297,11 @@ int bench_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, siz
 out:
     if (x.have_ada)
         adasum_ref_free(&x.ada);
-    free(x.sbuf);
-    free(x.rbuf);
+    devbuf_free(o->device, x.sbuf);
+    devbuf_free(o->device, x.rbuf);
     free(x.pristine);
     free(x.expect);
     free(x.expect_dense);
+    free(x.readback);
     return rc;
 }

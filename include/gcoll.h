@@ -72,8 +72,9 @@ typedef struct {
     const char *algorithm; /* force an algorithm by name (see README); NULL: the selection table */
     gcoll_compress_t compress; /* allreduce only; default GCOLL_COMPRESS_NONE */
     double topk_density;   /* GCOLL_COMPRESS_TOPK: fraction of entries kept, in (0, 1]; default 0.01 */
+    void *stream;          /* a cudaStream_t: starts after the work queued on it, which then waits for the result */
 } gcoll_attr_t;
-#define GCOLL_ATTR_INIT {0, NULL, NULL, GCOLL_COMPRESS_NONE, 0.01}
+#define GCOLL_ATTR_INIT {0, NULL, NULL, GCOLL_COMPRESS_NONE, 0.01, NULL}
 
 /* Library lifetime. gcoll_init initializes MPI with MPI_THREAD_MULTIPLE if the caller has not;
  * gcoll_finalize finalizes MPI only if gcoll_init initialized it. argc/argv may be NULL. */
@@ -90,7 +91,7 @@ GCOLL_API int gcoll_comm_rank(gcoll_comm_t comm); /* -1 for an invalid communica
 GCOLL_API int gcoll_comm_size(gcoll_comm_t comm); /* -1 for an invalid communicator */
 
 /* Blocking collectives. In-place is sendbuf == recvbuf, with MPI_IN_PLACE's meaning; count 0
- * is legal. Buffers need no alignment. */
+ * is legal. Buffers need no alignment, and may be CUDA device memory (README "CUDA device buffers"). */
 GCOLL_API gcoll_status_t gcoll_allreduce(const void *sendbuf, void *recvbuf, size_t count,
                                          gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm);
 GCOLL_API gcoll_status_t gcoll_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,

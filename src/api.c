@@ -9,6 +9,7 @@
 #include "error.h"
 #include "request.h"
 #include "schedule.h"
+#include "cuda/cuda.h"
 #include "../collectives/adasum.h"
 #include "../collectives/select.h"
 
@@ -112,12 +113,25 @@ gcoll_status_t gcoll__build(const gcoll__coll_args_t *a, const char *forced, gco
     return GCOLL_SUCCESS;
 }
 
+/* Device buffers, or an order on a CUDA stream: the host-staged pipeline (src/cuda/stage.c). */
+static int staged(const gcoll__coll_args_t *a, const gcoll_attr_t *attr)
+{
+    return (attr && attr->stream) || gcoll__cuda_is_device(a->sendbuf) || gcoll__cuda_is_device(a->recvbuf);
+}
+
 static gcoll_status_t start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr,
                             gcoll_request_t *req, gcoll__frame_t *frame)
 {
+    GCOLL_CHECK(apply_compress(a, attr));
+    if (staged(a, attr)) {
+        /* the staged chunks would each pick their own top k, and its 2-rank path has no wire format */
+        if (a->compress != GCOLL_COMPRESS_NONE)
+            return gcoll__error(GCOLL_ERR_UNSUPPORTED, "attr->compress: not with device buffers or a CUDA stream "
+                                "(README \"CUDA device buffers\")");
+        return gcoll__cuda_stage_start(a, NULL, 0, comm, attr, req);
+    }
     gcoll__sched_t *s;
     const char *algo;
-    GCOLL_CHECK(apply_compress(a, attr));
     GCOLL_CHECK(gcoll__build(a, attr ? attr->algorithm : NULL, frame ? &frame->sched : NULL, &s, &algo));
     gcoll__start_t how = {.storage = frame ? &frame->req : NULL, .wake = !frame};
     return gcoll__request_start(comm, a->coll, algo, s, attr, req, &how);
@@ -128,6 +142,8 @@ static gcoll_status_t start_adasum(gcoll__coll_args_t *a, const size_t *tensor_c
                                    gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req,
                                    gcoll__frame_t *frame)
 {
+    if (staged(a, attr))
+        return gcoll__cuda_stage_start(a, tensor_counts, ntensors, comm, attr, req);
     gcoll__sched_t *s = gcoll__sched_new(a->dtype, GCOLL_SUM, (unsigned)a->size, frame ? &frame->sched : NULL);
     if (!s)
         return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");

@@ -453,6 +453,9 @@ static const var_def_t vars[] = {
     {"GCOLL_ADASUM", "auto|flat|hierarchical", "auto",
      "Adasum across hosts: flat over all ranks, or sum inside each host then Adasum among hosts; "
      "auto: hierarchical when some host holds several ranks", NULL, adasum_modes, &gcoll__config.adasum, 0},
+    {"GCOLL_CUDA_STAGE_CHUNK", "bytes, 64K..1G", "4M",
+     "device buffers: the chunk of the host-staged pipeline (copy down, send, copy up overlap chunk by chunk); "
+     "1G stages a whole buffer of up to 1 GiB before sending", parse_bytes, NULL, &gcoll__config.cuda_chunk, 64},
     {"GCOLL_LIBRARY", "none, or a path", "none",
      "Python package (bindings/python): the libgcoll.so it loads; none: the path recorded at install, one beside "
      "the package, then the loader's search", parse_outside_path, NULL, NULL, 0},

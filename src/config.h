@@ -65,6 +65,7 @@ typedef struct {
     char root_addr[256];       /* GCOLL_ROOT_ADDR: HOST:PORT, "" when unset */
     unsigned char job_secret[16];
     int has_job_secret;
+    size_t cuda_chunk;     /* device buffers: the staged pipeline's chunk */
 } gcoll__config_t;
 
 extern gcoll__config_t gcoll__config;

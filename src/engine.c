@@ -197,7 +197,7 @@ static int listed_before(const gcoll__step_t *st, size_t i)
 }
 
 /* Lists the peers that the current round still waits on, e.g. "2, 5". */
-static void pending_peers(const gcoll_request_t r, char *buf, size_t len)
+void gcoll__request_peers(const gcoll_request_t r, char *buf, size_t len)
 {
     const gcoll__sched_t *s = r->sched;
     buf[0] = '\0';
@@ -224,25 +224,35 @@ static void describe(const gcoll_request_t r, char *buf, size_t len)
              r->comm->id, r->algo, r->sched->cur + 1, r->sched->nrounds);
 }
 
+gcoll_status_t gcoll__request_advance(gcoll_request_t r, unsigned *moved)
+{
+    return advance(r, moved);
+}
+
+void gcoll__request_cancel(gcoll_request_t r)
+{
+    gcoll__sched_t *s = r->sched;
+    if (s->cur >= s->nrounds)
+        return;
+    gcoll__step_t *st = s->steps + s->rounds[s->cur].first;
+    for (size_t i = 0; i < s->rounds[s->cur].count; i++)
+        if (st[i].req) {
+            r->comm->tpops->cancel(r->comm->tp, st[i].req);
+            st[i].req = NULL;
+            if (st[i].kind == GCOLL_STEP_SEND) {
+                r->sending--;
+                r->lane->inflight -= st[i].n;
+            }
+        }
+}
+
 /* Ends r with status: abandons its messages in flight and fails its communicator. */
 static void fail_request(gcoll_request_t r, gcoll_status_t status, const char *why)
 {
     char what[192];
     describe(r, what, sizeof(what));
-    snprintf(r->errmsg, sizeof(r->errmsg), "%s: %s", what, why);
-    gcoll__sched_t *s = r->sched;
-    if (s->cur < s->nrounds) {
-        gcoll__step_t *st = s->steps + s->rounds[s->cur].first;
-        for (size_t i = 0; i < s->rounds[s->cur].count; i++)
-            if (st[i].req) {
-                r->comm->tpops->cancel(r->comm->tp, st[i].req);
-                st[i].req = NULL;
-                if (st[i].kind == GCOLL_STEP_SEND) {
-                    r->sending--;
-                    r->lane->inflight -= st[i].n;
-                }
-            }
-    }
+    snprintf(r->errmsg, sizeof(r->errmsg), "%s: %.189s", what, why); /* fits: 191 + 2 + 189 < 384 */
+    gcoll__request_cancel(r);
     gcoll__comm_fail(r->comm, status, r->errmsg);
     r->status = status;
     r->done = 1;
@@ -267,7 +277,7 @@ static void retire(gcoll_request_t r)
 /* "2, 5" or "?", and whether that is more than one rank. */
 static int waited_for(const gcoll_request_t r, char *buf, size_t len)
 {
-    pending_peers(r, buf, len);
+    gcoll__request_peers(r, buf, len);
     if (!buf[0])
         snprintf(buf, len, "?");
     return strchr(buf, ',') != NULL;

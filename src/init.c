@@ -16,6 +16,7 @@
 #include "timeline.h"
 #include "topo.h"
 #include "choose.h"
+#include "cuda/cuda.h"
 
 gcoll__context_t gcoll__context;
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -87,6 +88,7 @@ GCOLL_API gcoll_status_t gcoll_finalize(void)
         gcoll__context.initialized = 0;
         gcoll__comm_free_all();
         gcoll__timeline_close();
+        gcoll__cuda_release();
         gcoll__context.world = NULL;
         gcoll__transport_release();
         gcoll__topo_release();

@@ -5,6 +5,7 @@
 #include "error.h"
 #include "log.h"
 #include "reduce.h"
+#include "cuda/cuda.h"
 
 const gcoll__kernels_t *gcoll__kernels = &gcoll__kernels_generic;
 
@@ -51,6 +52,8 @@ GCOLL_API gcoll_status_t gcoll_reduce_local(void *inout, const void *in, size_t 
     if (count > SIZE_MAX / gcoll_dtype_size(dtype))
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "count %zu is too large for %s: its bytes overflow", count,
                             gcoll_dtype_name(dtype));
+    if (gcoll__cuda_is_device(inout) || gcoll__cuda_is_device(in))
+        return gcoll__cuda_reduce_local(inout, in, count, dtype, op);
     gcoll__reduce(inout, inout, in, count, dtype, op);
     return GCOLL_SUCCESS;
 }

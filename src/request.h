@@ -66,6 +66,12 @@ gcoll_status_t gcoll__compress_check(gcoll_compress_t compress, double density, 
  * the heap. */
 gcoll_status_t gcoll__build(const gcoll__coll_args_t *a, const char *forced, gcoll__sched_t *storage,
                            gcoll__sched_t **out, const char **algo_name);
+/* For requests that another operation drives (src/cuda/stage.c), outside the lane's list: runs
+ * r's schedule as far as it can, and abandons its messages in flight. Lane lock held. */
+gcoll_status_t gcoll__request_advance(gcoll_request_t r, unsigned *moved);
+void gcoll__request_cancel(gcoll_request_t r);
+/* The peers r's current round still waits on, e.g. "2, 5" ("" when none). */
+void gcoll__request_peers(const gcoll_request_t r, char *buf, size_t len);
 /* At finalize: every request in flight ends with GCOLL_ERR_ABORTED. */
 void gcoll__engine_abort_all(void);
 /* Fails comm with status and why, and ends its requests in flight now. Lane lock not held. */

@@ -26,6 +26,8 @@ void gcoll__sched_free(gcoll__sched_t *s)
 {
     if (!s)
         return;
+    if (s->cleanup)
+        s->cleanup(s->cleanup_arg);
     for (size_t i = 0; i < s->nscratch; i++)
         free(s->scratch[i]);
     free(s->scratch);

@@ -71,6 +71,8 @@ typedef struct gcoll__sched {
     size_t nstage, stage_next;
     int dry; /* built only to be priced: scratch over 1 MiB is a stand-in (builders write tables, not data) */
     gcoll_status_t status; /* first build failure (out of memory) */
+    void (*cleanup)(void *arg); /* run when the schedule is freed, before its scratch goes */
+    void *cleanup_arg;
     /* execution state */
     size_t cur;
     size_t lnext; /* the current round's next step to consider for running locally */

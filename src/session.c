@@ -24,6 +24,7 @@
 #include "lane.h"
 #include "request.h"
 #include "../collectives/adasum.h"
+#include "cuda/cuda.h"
 
 typedef struct {
     char name[64];
@@ -305,7 +306,7 @@ GCOLL_API gcoll_status_t gcoll_session_start(gcoll_session_t s, size_t id, void 
     GCOLL_CHECK(gcoll__comm_check(s->own, "the session's communicator"));
     set->started = 1;
     set->buf = buf;
-    memcpy((char *)b->data + set->offset, buf, set->count * gcoll_dtype_size(set->dtype));
+    GCOLL_CHECK(gcoll__cuda_copy((char *)b->data + set->offset, buf, set->count * gcoll_dtype_size(set->dtype)));
     if (--b->waiting == 0)
         return launch(s, b);
     return GCOLL_SUCCESS;
@@ -318,7 +319,8 @@ static gcoll_status_t complete(gcoll_session_t s, bucket_t *b, gcoll_status_t st
     if (st != GCOLL_SUCCESS)
         return st;
     for (size_t i = b->first; i < b->first + b->nsets; i++)
-        memcpy(s->sets[i].buf, (char *)b->data + s->sets[i].offset, s->sets[i].count * gcoll_dtype_size(s->sets[i].dtype));
+        GCOLL_CHECK(gcoll__cuda_copy(s->sets[i].buf, (char *)b->data + s->sets[i].offset,
+                                     s->sets[i].count * gcoll_dtype_size(s->sets[i].dtype)));
     return GCOLL_SUCCESS;
 }
 

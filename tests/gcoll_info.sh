@@ -11,7 +11,7 @@ fail() { echo "gcoll-info: $*"; sed 's/^/  | /' "$out" | head -60; exit 1; }
 env -u GCOLL_LOG_LEVEL "$BINDIR/gcoll-info" > "$out" 2>&1 || fail "exit $? with the default configuration"
 for want in '^gcoll [0-9]' '^== topology' '^== transports' '^== variables' '^NICs: [0-9]' \
     '^this process is bound to PUs ' '^between hosts: ' '^tcp: IPv4 interfaces up:' \
-    'GCOLL_TCP_IFNAME=auto takes ' '^ofi: ' '^shm: ' 'cross-memory attach: ' '^mpi: .*[0-9]'; do
+    'GCOLL_TCP_IFNAME=auto takes ' '^ofi: ' '^shm: ' 'cross-memory attach: ' '^mpi: .*[0-9]' '^cuda: \(on\|off\): '; do
     grep -q -- "$want" "$out" || fail "no line matching '$want'"
 done
 pus=$(getconf _NPROCESSORS_ONLN)

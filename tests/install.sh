@@ -7,6 +7,7 @@ make -s install PREFIX="$dest" >/dev/null
 for f in include/gcoll.h include/gcoll_mpi.h lib/libgcoll.so lib/libgcoll.so.0 lib/libgcoll.a lib/pkgconfig/gcoll.pc; do
     [ -e "$dest/$f" ] || { echo "missing after install: $f"; exit 1; }
 done
+[ ! -e lib/libgcoll_cuda.so ] || [ -e "$dest/lib/libgcoll_cuda.so" ] || { echo "missing after install: lib/libgcoll_cuda.so"; exit 1; }
 cat > "$dest/t.c" <<'C'
 #include <gcoll.h>
 #include <stdio.h>

@@ -10,6 +10,7 @@ LOG=${TEST_LOG:-$BINDIR/../test.log}
 : > "$LOG"
 passed=0
 failed=0
+skipped=0
 failures=""
 t0=$(date +%s)
 # section TITLE: a heading with the seconds since the start, so slow parts show in the log
@@ -355,10 +356,31 @@ cluster_one 300 tests/cluster/boot.sh boot-cluster boot-cluster
 section "gradient compression across hosts"
 cluster_one 600 tests/cluster/compress.sh compress cluster-compress-2x2
 
+# CUDA device buffers: the staged pipeline through the fake CUDA table, in 64 KiB chunks (its
+# slots cycle) over the node channel and over TCP; then real GPU memory, skipped (not passed)
+# where no GPU is visible.
+section "CUDA device buffers"
+for np in 1 2 3; do
+    run_mpi cuda_fake "$np" GCOLL_CUDA_STAGE_CHUNK=64K
+done
+run_mpi cuda_fake 3 TEST_QUICK=1 GCOLL_CUDA_STAGE_CHUNK=64K GCOLL_TRANSPORT_INTRA=inter
+# a staged operation that rank 0 never joins: a timeout naming it, everything released
+run_mpi cuda_fake 3 TEST_STAGED_TIMEOUT=1 TEST_QUICK=1 GCOLL_TIMEOUT=1 GCOLL_CUDA_STAGE_CHUNK=64K
+out=$(timeout 120 $MPIRUN -np 1 -x TEST_PROBE=1 "$BINDIR/test_cuda" 2>&1)
+printf '=== cuda probe\n%s\n' "$out" >> "$LOG"
+if printf '%s\n' "$out" | grep -q '^SKIP'; then
+    skipped=$((skipped + 1))
+    printf '%s\n' "$out" | grep '^SKIP' | head -1
+else
+    run_mpi cuda 1
+    run_mpi cuda 2
+fi
+
 if [ -n "$failures" ]; then
     echo "failures:$failures"
     echo "(full output: $LOG)"
 fi
 section "done"
+[ "$skipped" = 0 ] || echo "$skipped skipped (see SKIP above)"
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

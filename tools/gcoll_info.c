@@ -19,6 +19,7 @@
 #include "error.h"
 #include "tcp/tcp.h"
 #include "topo.h"
+#include "cuda/cuda.h"
 #include "select_table.h"
 
 #define MAX_LISTED 32
@@ -226,6 +227,7 @@ static void print_mpi(void)
         snprintf(version, sizeof(version), "unknown");
     version[strcspn(version, "\n")] = '\0';
     printf("mpi: %s\n", version);
+    printf("cuda: %s\n", gcoll__cuda_describe());
 }
 
 static void print_transports(int config_ok)

@@ -111,6 +111,14 @@ START_TEST(options_parse)
     ck_assert_int_eq(o.op, GCOLL_AVG);
     ck_assert_int_eq(o.compute, BENCH_COMPUTE_SLEEP);
     ck_assert_str_eq(o.json, "t.json");
+    /* OSU's -d cuda names the buffers' device; the dtype stays; no MPI baseline on GPU buffers */
+    ck_assert_int_eq(parse("b allreduce -d cuda -d float16", &o, err), 0);
+    ck_assert(o.device && !o.baseline_mpi);
+    ck_assert_int_eq(o.dtype, GCOLL_FLOAT16);
+    ck_assert_int_eq(parse("b adasum --device cuda", &o, err), 0);
+    ck_assert(o.device && o.baseline_mpi); /* adasum's other side is gcoll's own sum */
+    ck_assert_int_eq(parse("b allreduce --device host", &o, err), 0);
+    ck_assert(!o.device && o.baseline_mpi);
 }
 END_TEST
 
@@ -127,7 +135,10 @@ START_TEST(bad_options_are_refused)
                                       "b train --scale -1", "b train --scale 1e9", "b train --scale x",
                                       "b train --scale nan", "b train --compute-ms -3", "b train --compute-ms 1ms",
                                       "b train -o max", "b train -d float16", "b train -m 4:8", "b train -c",
-                                      "b train --algo ring", "b train --baseline mpi", "b train --inplace"};
+                                      "b train --algo ring", "b train --baseline mpi", "b train --inplace",
+                                      "b allreduce -d cuda --baseline mpi", "b iallreduce -d cuda",
+                                      "b train --device cuda", "b allreduce --device gpu",
+                                      "b allreduce -d cuda --compress fp16"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         bench_opts_t o;
         char err[200] = "";

@@ -58,9 +58,9 @@ s = ctypes.c_char_p
 
 
 class Attr(ctypes.Structure):
-    # gcoll_attr_t, in its C order (include/gcoll.h)
+    # every field of gcoll_attr_t, in order (include/gcoll.h): the library reads them all
     _fields_ = [("priority", ctypes.c_int), ("name", ctypes.c_char_p), ("algorithm", ctypes.c_char_p),
-                ("compress", ctypes.c_int), ("topk_density", ctypes.c_double)]
+                ("compress", ctypes.c_int), ("topk_density", ctypes.c_double), ("stream", ctypes.c_void_p)]
 
 
 class ConfigVar(ctypes.Structure):

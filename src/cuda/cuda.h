@@ -1,0 +1,74 @@
+/* CUDA device buffers. Every CUDA call gcoll makes goes through one table of functions: the
+ * real one is filled by dlopen of libcudart (and of libgcoll_cuda.so, the kernels nvcc built)
+ * on first use, so libgcoll has no link-time dependency on CUDA and runs unchanged where there
+ * is no driver or no GPU: then the table is absent and every pointer is host memory. Tests
+ * install a fake table that emulates device memory on the host (tests/transport/test_cuda_fake.c). */
+#ifndef GCOLL_CUDA_H
+#define GCOLL_CUDA_H
+
+#include <stddef.h>
+
+#include "gcoll.h"
+#include "coll.h"
+
+/* Every function returns 0 on success or the runtime's nonzero error code (error_string names
+ * it); event_query returns 0 when the event has completed, GCOLL_CUDA_NOT_READY when not yet. */
+#define GCOLL_CUDA_NOT_READY 600 /* cudaErrorNotReady */
+
+typedef struct gcoll__cuda_ops {
+    const char *name;
+    int (*is_device)(const void *p, int *device); /* 1 when p is device memory (cudaPointerGetAttributes) */
+    int (*set_device)(int device); /* the calling thread's device: progress threads run copies too */
+    int (*stream_create)(void **stream);
+    int (*stream_destroy)(void *stream);
+    int (*stream_wait_event)(void *stream, void *event);
+    int (*event_create)(void **event);
+    int (*event_destroy)(void *event);
+    int (*event_record)(void *event, void *stream);
+    int (*event_query)(void *event);
+    int (*event_sync)(void *event);
+    int (*memcpy_async)(void *dst, const void *src, size_t bytes, void *stream); /* any direction */
+    int (*host_alloc)(void **p, size_t bytes); /* pinned */
+    int (*host_free)(void *p);
+    int (*dev_alloc)(void **p, size_t bytes);
+    int (*dev_free)(void *p);
+    const char *(*error_string)(int err);
+    /* The reduction kernel (NULL when libgcoll_cuda.so is missing): dst = a op b on the device. */
+    int (*reduce)(void *dst, const void *a, const void *b, size_t n, int dtype, int op, void *stream);
+} gcoll__cuda_ops_t;
+
+/* The table in use: NULL when there is no CUDA (decided once, on first use). */
+const gcoll__cuda_ops_t *gcoll__cuda_get(void);
+/* One line on whether CUDA is on and why (gcoll-info prints it); loads the table if needed. */
+const char *gcoll__cuda_describe(void);
+/* Tests: installs ops (a fake) in place of whatever dlopen would find; call before gcoll_init. */
+void gcoll__cuda_set_ops(const gcoll__cuda_ops_t *ops);
+
+/* Whether p is device memory; 0 whenever there is no CUDA (one cached load, no call). */
+static inline int gcoll__cuda_is_device(const void *p)
+{
+    const gcoll__cuda_ops_t *c;
+    int dev;
+    return p && (c = gcoll__cuda_get()) != NULL && c->is_device(p, &dev);
+}
+
+/* Starts the collective a (whose buffers include device memory) over pinned host staging: chunks
+ * copied down, the host algorithm on each chunk, results copied up, each chunk's copies
+ * overlapping other chunks' transfers. adasum: tensor_counts/ntensors as gcoll_iadasum's. */
+gcoll_status_t gcoll__cuda_stage_start(gcoll__coll_args_t *a, const size_t *tensor_counts, size_t ntensors,
+                                       gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req);
+
+/* gcoll_reduce_local on device buffers: the kernel on the default stream, waited for. */
+gcoll_status_t gcoll__cuda_reduce_local(void *inout, const void *in, size_t count, gcoll_dtype_t dtype, gcoll_op_t op);
+
+/* memcpy, or a CUDA copy waited for when dst or src is device memory (the gradient session's
+ * fusion buckets are host memory; a set's gradient may live on the GPU). */
+gcoll_status_t gcoll__cuda_copy(void *dst, const void *src, size_t bytes);
+
+/* Pinned host memory from a cache (allocation is slow: milliseconds); NULL when out of memory. */
+void *gcoll__cuda_pinned_get(size_t bytes);
+void gcoll__cuda_pinned_put(void *p);
+/* At finalize: returns the cached pinned memory. */
+void gcoll__cuda_release(void);
+
+#endif

@@ -1,0 +1,554 @@
+/* The host-staged pipeline for collectives on device buffers. The buffer is cut into chunks
+ * (GCOLL_CUDA_STAGE_CHUNK); each chunk is copied device -> pinned host on one stream, runs the
+ * host algorithm the selection table picks for its size (a request of its own, with its own tag,
+ * driven from here), and its result is copied pinned host -> device on a second stream. An
+ * allreduce of two ranks instead exchanges the staged chunks, copies the peer's up and reduces
+ * on the GPU (own op peer on both ranks: the ops commute, so both get the same bits). Chunks
+ * move through these stages independently, so while chunk k is on the network chunk k+1 is
+ * being copied down and chunk k-1 up; STAGE_SLOTS pinned slots bound the host memory. The
+ * element-wise collectives (allreduce, reduce, bcast) are cut into ranges of elements;
+ * reduce_scatter, allgather and alltoall with both buffers on the device into ranges of every
+ * rank's block (each chunk's blocks packed in its slot); in place, with a host buffer, and
+ * Adasum (whose norms span each tensor) stage the whole buffer as one chunk. The driver is one custom step
+ * of the operation's schedule, so the engine, its timeouts and its priorities run it like any
+ * other operation. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+#include "config.h"
+#include "error.h"
+#include "lane.h"
+#include "request.h"
+#include "schedule.h"
+#include "cuda/cuda.h"
+#include "../collectives/adasum.h"
+
+#define STAGE_SLOTS 4
+
+enum { CH_IDLE, CH_DOWN, CH_RUN, CH_UP, CH_DONE };
+
+typedef struct {
+    struct gcoll_request req; /* driven by the stage, never in the lane's list */
+    int state;
+    void *ev_down, *ev_up;
+    size_t send_off, send_bytes, recv_off, recv_bytes;
+    int down, up; /* whether this chunk is copied down / up */
+} chunk_t;
+
+typedef struct {
+    const gcoll__cuda_ops_t *cu;
+    int device;
+    const char *sendbuf;
+    char *recvbuf;
+    char *pin;                  /* STAGE_SLOTS slots of slot_send + slot_recv bytes */
+    size_t slot_send, slot_recv; /* slot_recv 0: in place, the send part holds both */
+    char *dscratch;             /* GPU reduction: a device slot per pinned slot, for the peer's chunks */
+    int peer;                   /* GPU reduction: the other rank; -1: the host algorithm */
+    gcoll_dtype_t dtype;
+    gcoll_op_t op;
+    /* Cut by block: the send (recv) buffer holds nblocks blocks of count elements, and chunk k's
+     * range of each is packed in its slot; 0: one contiguous range. */
+    int blk_send, blk_recv, nblocks;
+    size_t count, esize;
+    void *s_down, *s_up;
+    void *ev_start;   /* recorded on the caller's stream: the operation starts after it */
+    void *user_stream;
+    size_t nchunks, next; /* next: the first chunk not yet started */
+    chunk_t *chunks;
+    int started;
+} stage_t;
+
+/* Pinned memory cache: a list of free blocks, each reused for requests up to its size. */
+typedef struct pinned {
+    struct pinned *next;
+    void *p;
+    size_t bytes;
+    int busy;
+} pinned_t;
+static pthread_mutex_t pin_lock = PTHREAD_MUTEX_INITIALIZER;
+static pinned_t *pins;
+
+void *gcoll__cuda_pinned_get(size_t bytes)
+{
+    const gcoll__cuda_ops_t *cu = gcoll__cuda_get();
+    pinned_t *best = NULL;
+    pthread_mutex_lock(&pin_lock);
+    for (pinned_t *b = pins; b; b = b->next)
+        if (!b->busy && b->bytes >= bytes && (!best || b->bytes < best->bytes))
+            best = b;
+    if (best)
+        best->busy = 1;
+    pthread_mutex_unlock(&pin_lock);
+    if (best)
+        return best->p;
+    pinned_t *b = calloc(1, sizeof(*b));
+    if (!b || cu->host_alloc(&b->p, bytes) != 0) {
+        free(b);
+        return NULL;
+    }
+    b->bytes = bytes;
+    b->busy = 1;
+    pthread_mutex_lock(&pin_lock);
+    b->next = pins;
+    pins = b;
+    pthread_mutex_unlock(&pin_lock);
+    return b->p;
+}
+
+void gcoll__cuda_pinned_put(void *p)
+{
+    pthread_mutex_lock(&pin_lock);
+    for (pinned_t *b = pins; b; b = b->next)
+        if (b->p == p)
+            b->busy = 0;
+    pthread_mutex_unlock(&pin_lock);
+}
+
+void gcoll__cuda_release(void)
+{
+    pthread_mutex_lock(&pin_lock);
+    const gcoll__cuda_ops_t *cu = pins ? gcoll__cuda_get() : NULL; /* no load at all when never used */
+    for (pinned_t *b = pins, *n; b; b = n) {
+        n = b->next;
+        if (cu)
+            cu->host_free(b->p);
+        free(b);
+    }
+    pins = NULL;
+    pthread_mutex_unlock(&pin_lock);
+}
+
+static gcoll_status_t cuda_fail(const stage_t *g, int err, const char *what)
+{
+    return gcoll__error(GCOLL_ERR_SYSTEM, "CUDA %s failed: %s", what, g->cu->error_string(err));
+}
+#define CU(g, call, what)                          \
+    do {                                           \
+        int e_ = (call);                           \
+        if (e_)                                    \
+            return cuda_fail((g), e_, (what));     \
+    } while (0)
+
+static char *slot_send(const stage_t *g, size_t k)
+{
+    return g->pin + (k % STAGE_SLOTS) * (g->slot_send + g->slot_recv);
+}
+static char *slot_recv(const stage_t *g, size_t k)
+{
+    return g->slot_recv ? slot_send(g, k) + g->slot_send : slot_send(g, k);
+}
+static char *slot_dev(const stage_t *g, size_t k)
+{
+    return g->dscratch + (k % STAGE_SLOTS) * g->slot_recv;
+}
+
+/* 1 when ev has completed, 0 when not yet. */
+static gcoll_status_t ready(const stage_t *g, void *ev, int *done)
+{
+    int e = g->cu->event_query(ev);
+    if (e && e != GCOLL_CUDA_NOT_READY)
+        return cuda_fail(g, e, "event query");
+    *done = !e;
+    return GCOLL_SUCCESS;
+}
+
+/* Queues a chunk's copy of bytes: one range, or (blocked) its range of each of the nblocks
+ * blocks, the buffer's blocks count elements apart and the slot's packed; up: slot to buffer. */
+static gcoll_status_t copy(stage_t *g, char *dst, const char *src, size_t bytes, int blocked, int up, void *stream)
+{
+    size_t n = blocked ? bytes / (size_t)g->nblocks : bytes, stride = g->count * g->esize;
+    for (int q = 0; q < (blocked ? g->nblocks : 1); q++) {
+        char *d = dst + (size_t)q * (up ? stride : n);
+        const char *s = src + (size_t)q * (up ? n : stride);
+        CU(g, g->cu->memcpy_async(d, s, n, stream), up ? "copy to device" : "copy to host");
+    }
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t chunk_step(stage_t *g, size_t k, int *moved)
+{
+    chunk_t *c = &g->chunks[k];
+    int done = 1;
+    switch (c->state) {
+    case CH_IDLE: /* chunks start in order, each once the chunk before it on its slot is done */
+        if (k != g->next || (k >= STAGE_SLOTS && g->chunks[k - STAGE_SLOTS].state != CH_DONE))
+            return GCOLL_SUCCESS;
+        if (c->down) {
+            GCOLL_CHECK(copy(g, slot_send(g, k), g->sendbuf + c->send_off, c->send_bytes, g->blk_send, 0, g->s_down));
+            CU(g, g->cu->event_record(c->ev_down, g->s_down), "event record");
+        }
+        g->next++;
+        c->state = CH_DOWN;
+        *moved = 1;
+        /* fall through */
+    case CH_DOWN:
+        if (c->down)
+            GCOLL_CHECK(ready(g, c->ev_down, &done));
+        if (!done)
+            return GCOLL_SUCCESS;
+        c->state = CH_RUN;
+        *moved = 1;
+        /* fall through */
+    case CH_RUN: {
+        unsigned m = 0;
+        gcoll_status_t st = gcoll__request_advance(&c->req, &m);
+        *moved |= m != 0;
+        GCOLL_CHECK(st);
+        if (!c->req.done)
+            return GCOLL_SUCCESS;
+        if (g->peer >= 0) { /* the peer's chunk up, then own op peer into the result */
+            CU(g, g->cu->memcpy_async(slot_dev(g, k), slot_recv(g, k), c->recv_bytes, g->s_up), "copy to device");
+            CU(g, g->cu->reduce(g->recvbuf + c->recv_off, g->sendbuf + c->send_off, slot_dev(g, k),
+                                c->recv_bytes / gcoll_dtype_size(g->dtype), g->dtype, g->op, g->s_up),
+               "reduction kernel");
+            CU(g, g->cu->event_record(c->ev_up, g->s_up), "event record");
+        } else if (c->up) {
+            GCOLL_CHECK(copy(g, g->recvbuf + c->recv_off, slot_recv(g, k), c->recv_bytes, g->blk_recv, 1, g->s_up));
+            CU(g, g->cu->event_record(c->ev_up, g->s_up), "event record");
+        }
+        c->state = CH_UP;
+        *moved = 1;
+    }
+        /* fall through */
+    case CH_UP:
+        if (c->up)
+            GCOLL_CHECK(ready(g, c->ev_up, &done));
+        if (done) {
+            c->state = CH_DONE;
+            *moved = 1;
+        }
+        return GCOLL_SUCCESS;
+    default:
+        return GCOLL_SUCCESS;
+    }
+}
+
+static gcoll_status_t stage_poll(void *state, int *done)
+{
+    stage_t *g = state;
+    if (g->device >= 0)
+        CU(g, g->cu->set_device(g->device), "set device"); /* progress threads run this too */
+    if (!g->started) {
+        int ok = 1;
+        if (g->ev_start)
+            GCOLL_CHECK(ready(g, g->ev_start, &ok));
+        if (!ok)
+            return GCOLL_SUCCESS;
+        g->started = 1;
+    }
+    int moved;
+    do { /* again while a chunk moves on: its next stage may be ready at once */
+        moved = 0;
+        for (size_t k = 0; k < g->nchunks; k++)
+            GCOLL_CHECK(chunk_step(g, k, &moved));
+    } while (moved);
+    for (size_t k = 0; k < g->nchunks; k++)
+        if (g->chunks[k].state != CH_DONE)
+            return GCOLL_SUCCESS;
+    if (g->user_stream && g->nchunks && g->chunks[g->nchunks - 1].up) /* later work on the stream sees the result */
+        CU(g, g->cu->stream_wait_event(g->user_stream, g->chunks[g->nchunks - 1].ev_up), "stream wait");
+    *done = 1;
+    return GCOLL_SUCCESS;
+}
+
+/* The peers the first chunk on the network waits on (none while only copies are pending). */
+static void stage_who(void *state, char *buf, size_t len)
+{
+    stage_t *g = state;
+    buf[0] = '\0';
+    for (size_t k = 0; k < g->nchunks && !buf[0]; k++)
+        if (g->chunks[k].state == CH_RUN)
+            gcoll__request_peers(&g->chunks[k].req, buf, len);
+}
+
+/* Frees everything the stage holds; copies in flight finish first (they use the slots). */
+static void stage_free(void *arg)
+{
+    stage_t *g = arg;
+    const gcoll__cuda_ops_t *cu = g->cu;
+    if (g->device >= 0)
+        cu->set_device(g->device);
+    for (size_t k = 0; g->chunks && k < g->nchunks; k++) {
+        chunk_t *c = &g->chunks[k];
+        if (c->req.sched) {
+            if (c->state == CH_RUN)
+                gcoll__request_cancel(&c->req);
+            gcoll__sched_free(c->req.sched);
+        }
+        if (c->ev_down) {
+            if (c->state == CH_DOWN)
+                cu->event_sync(c->ev_down);
+            cu->event_destroy(c->ev_down);
+        }
+        if (c->ev_up) {
+            if (c->state == CH_UP)
+                cu->event_sync(c->ev_up);
+            cu->event_destroy(c->ev_up);
+        }
+    }
+    free(g->chunks);
+    if (g->ev_start)
+        cu->event_destroy(g->ev_start);
+    if (g->s_down)
+        cu->stream_destroy(g->s_down);
+    if (g->s_up)
+        cu->stream_destroy(g->s_up);
+    if (g->pin)
+        gcoll__cuda_pinned_put(g->pin);
+    if (g->dscratch)
+        cu->dev_free(g->dscratch);
+    free(g);
+}
+
+static int elementwise(const gcoll__coll_args_t *a)
+{
+    return (a->coll == GCOLL_COLL_ALLREDUCE && a->op != GCOLL_ADASUM) || a->coll == GCOLL_COLL_REDUCE ||
+           a->coll == GCOLL_COLL_BCAST;
+}
+
+/* Whether a is cut by block: its blocked buffers must be device memory, packed by the copies. */
+static int blockwise(const gcoll__coll_args_t *a)
+{
+    int dev;
+    return (a->coll == GCOLL_COLL_REDUCE_SCATTER || a->coll == GCOLL_COLL_ALLGATHER ||
+            a->coll == GCOLL_COLL_ALLTOALL) && a->sendbuf != a->recvbuf && a->count &&
+           gcoll__cuda_get()->is_device(a->sendbuf, &dev) && gcoll__cuda_get()->is_device(a->recvbuf, &dev);
+}
+
+/* Whether a reduces on the GPU: an allreduce of two ranks, both buffers on the device, an op
+ * and dtype the kernels have (AVG's division stays with the host path). */
+static int gpu_reduce(const stage_t *g, const gcoll__coll_args_t *a)
+{
+    int dev;
+    return a->coll == GCOLL_COLL_ALLREDUCE && a->size == 2 && g->cu->reduce && a->count &&
+           a->op <= GCOLL_MAX && (a->dtype == GCOLL_FLOAT32 || a->dtype == GCOLL_FLOAT64 ||
+                                  a->dtype == GCOLL_FLOAT16 || a->dtype == GCOLL_BFLOAT16) &&
+           g->cu->is_device(a->sendbuf, &dev) && g->cu->is_device(a->recvbuf, &dev);
+}
+
+/* Element counts of a's send and receive buffers. */
+static void extents(const gcoll__coll_args_t *a, size_t *nsend, size_t *nrecv)
+{
+    size_t n = a->count, p = (size_t)a->size;
+    *nsend = *nrecv = n;
+    if (a->coll == GCOLL_COLL_REDUCE_SCATTER || a->coll == GCOLL_COLL_ALLTOALL)
+        *nsend = n * p;
+    if (a->coll == GCOLL_COLL_ALLGATHER || a->coll == GCOLL_COLL_ALLTOALL)
+        *nrecv = n * p;
+    if (a->coll == GCOLL_COLL_BARRIER)
+        *nsend = *nrecv = 0;
+}
+
+/* Builds chunk k's host operation over the staging slot (or the caller's host buffer). */
+static gcoll_status_t chunk_build(stage_t *g, const gcoll__coll_args_t *a, size_t k, size_t first, size_t n,
+                                  const size_t *tensor_counts, size_t ntensors, const gcoll_attr_t *attr,
+                                  gcoll_comm_t comm, uint64_t tag)
+{
+    chunk_t *c = &g->chunks[k];
+    gcoll__coll_args_t ca = *a;
+    size_t nsend, nrecv;
+    ca.count = n;
+    extents(&ca, &nsend, &nrecv);
+    c->send_off = c->recv_off = first * a->esize;
+    c->send_bytes = nsend * a->esize;
+    c->recv_bytes = nrecv * a->esize;
+    if (a->sendbuf == a->recvbuf && c->recv_bytes > c->send_bytes)
+        c->send_bytes = c->recv_bytes; /* in place: the input sits somewhere in the whole buffer */
+    int send_dev = gcoll__cuda_is_device(a->sendbuf), recv_dev = gcoll__cuda_is_device(a->recvbuf);
+    int root = a->rank == a->root;
+    c->down = send_dev && c->send_bytes && !(a->coll == GCOLL_COLL_BCAST && !root);
+    c->up = recv_dev && c->recv_bytes && !(a->coll == GCOLL_COLL_BCAST && root) &&
+            !(a->coll == GCOLL_COLL_REDUCE && !root);
+    if (a->sendbuf)
+        ca.sendbuf = send_dev ? slot_send(g, k) : (const char *)a->sendbuf + c->send_off;
+    if (a->recvbuf)
+        ca.recvbuf = recv_dev ? slot_recv(g, k) : (char *)a->recvbuf + c->recv_off;
+    const char *forced = attr ? attr->algorithm : NULL;
+    gcoll__sched_t *s;
+    const char *algo;
+    if (g->peer >= 0) { /* one round: the staged chunks cross */
+        s = gcoll__sched_new(a->dtype, a->op, (unsigned)a->size, NULL);
+        if (!s)
+            return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");
+        gcoll__sched_round(s);
+        gcoll__sched_send(s, g->peer, slot_send(g, k), c->send_bytes);
+        gcoll__sched_recv(s, g->peer, slot_recv(g, k), c->recv_bytes);
+        algo = "staged_gpu_reduce";
+        if (s->status != GCOLL_SUCCESS) {
+            gcoll__sched_free(s);
+            return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");
+        }
+        c->up = 1;
+    } else if (a->op == GCOLL_ADASUM && a->coll == GCOLL_COLL_ALLREDUCE) {
+        s = gcoll__sched_new(a->dtype, GCOLL_SUM, (unsigned)a->size, NULL);
+        if (!s)
+            return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");
+        gcoll_status_t st = gcoll__adasum_build(s, &ca, tensor_counts, ntensors, forced, &algo);
+        if (st != GCOLL_SUCCESS) {
+            gcoll__sched_free(s);
+            return st;
+        }
+    } else {
+        GCOLL_CHECK(gcoll__build(&ca, forced, NULL, &s, &algo));
+    }
+    struct gcoll_request *r = &c->req;
+    r->comm = comm;
+    r->lane = comm->lane;
+    r->coll = a->coll;
+    r->algo = algo;
+    r->sched = s;
+    r->seq = tag;
+    if (attr && attr->name)
+        snprintf(r->name, sizeof(r->name), "%s", attr->name);
+    if (c->down && g->cu->event_create(&c->ev_down))
+        return gcoll__error(GCOLL_ERR_SYSTEM, "CUDA event create failed");
+    if ((c->up || g->peer >= 0) && g->cu->event_create(&c->ev_up))
+        return gcoll__error(GCOLL_ERR_SYSTEM, "CUDA event create failed");
+    return GCOLL_SUCCESS;
+}
+
+/* Sets up g: streams, the start event, the slots, and every chunk's host operation. */
+static gcoll_status_t stage_setup(stage_t *g, gcoll__coll_args_t *a, const size_t *tensor_counts, size_t ntensors,
+                                  gcoll_comm_t comm, const gcoll_attr_t *attr, uint64_t *tag)
+{
+    const gcoll__cuda_ops_t *cu = g->cu;
+    int dev = -1;
+    if (!(a->sendbuf && cu->is_device(a->sendbuf, &dev)) && !(a->recvbuf && cu->is_device(a->recvbuf, &dev)))
+        dev = -1;
+    g->device = dev;
+    if (dev >= 0)
+        CU(g, cu->set_device(dev), "set device");
+    g->peer = gpu_reduce(g, a) ? 1 - a->rank : -1;
+    CU(g, cu->stream_create(&g->s_down), "stream create");
+    CU(g, cu->stream_create(&g->s_up), "stream create");
+    if (attr && attr->stream) {
+        g->user_stream = attr->stream;
+        CU(g, cu->event_create(&g->ev_start), "event create");
+        CU(g, cu->event_record(g->ev_start, attr->stream), "event record");
+        CU(g, cu->stream_wait_event(g->s_down, g->ev_start), "stream wait");
+    }
+    int blocks = blockwise(a);
+    g->nblocks = a->size;
+    g->count = a->count;
+    g->esize = a->esize;
+    g->blk_send = blocks && a->coll != GCOLL_COLL_ALLGATHER;
+    g->blk_recv = blocks && a->coll != GCOLL_COLL_REDUCE_SCATTER;
+    size_t per = elementwise(a) ? gcoll__config.cuda_chunk / a->esize
+               : blocks       ? gcoll__config.cuda_chunk / a->esize / (size_t)a->size
+                              : a->count;
+    if (per == 0)
+        per = 1;
+    g->nchunks = a->count ? (a->count + per - 1) / per : 1;
+    size_t nsend, nrecv;
+    gcoll__coll_args_t first = *a;
+    first.count = a->count < per ? a->count : per;
+    extents(&first, &nsend, &nrecv);
+    int inplace = a->sendbuf == a->recvbuf && g->peer < 0; /* one slot, as large as the larger side */
+    g->slot_send = (inplace && nrecv > nsend ? nrecv : nsend) * a->esize;
+    g->slot_recv = inplace ? 0 : nrecv * a->esize;
+    size_t slots = g->nchunks < STAGE_SLOTS ? g->nchunks : STAGE_SLOTS;
+    if (g->peer >= 0 && cu->dev_alloc((void **)&g->dscratch, slots * g->slot_recv))
+        return gcoll__error(GCOLL_ERR_NOMEM, "no device memory for %zu bytes of staging", slots * g->slot_recv);
+    size_t pin_bytes = slots * (g->slot_send + g->slot_recv);
+    if (pin_bytes && !(g->pin = gcoll__cuda_pinned_get(pin_bytes)))
+        return gcoll__error(GCOLL_ERR_NOMEM, "no pinned host memory for %zu bytes of staging", pin_bytes);
+    g->chunks = calloc(g->nchunks, sizeof(chunk_t));
+    if (!g->chunks)
+        return gcoll__error(GCOLL_ERR_NOMEM, "no memory for %zu staged chunks", g->nchunks);
+    /* every rank reserves the same tags in the same order: one per chunk */
+    pthread_mutex_lock(&comm->lane->lock);
+    *tag = comm->seq;
+    comm->seq += g->nchunks;
+    pthread_mutex_unlock(&comm->lane->lock);
+    for (size_t k = 0; k < g->nchunks; k++) {
+        size_t lo = k * per, n = a->count - lo < per ? a->count - lo : per;
+        GCOLL_CHECK(chunk_build(g, a, k, lo, n, tensor_counts, ntensors, attr, comm, *tag + k));
+    }
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll__cuda_stage_start(gcoll__coll_args_t *a, const size_t *tensor_counts, size_t ntensors,
+                                       gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req)
+{
+    const gcoll__cuda_ops_t *cu = gcoll__cuda_get();
+    if (!cu)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "attr->stream is set but CUDA is not available");
+    stage_t *g = calloc(1, sizeof(*g));
+    gcoll__sched_t *s = gcoll__sched_new(a->dtype, a->op, (unsigned)a->size, NULL);
+    if (!g || !s) {
+        free(g);
+        gcoll__sched_free(s);
+        return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a staged operation");
+    }
+    g->cu = cu;
+    g->peer = -1;
+    g->dtype = a->dtype;
+    g->op = a->op;
+    g->sendbuf = a->sendbuf;
+    g->recvbuf = a->recvbuf;
+    s->cleanup = stage_free;
+    s->cleanup_arg = g;
+    uint64_t tag = 0;
+    gcoll_status_t st = stage_setup(g, a, tensor_counts, ntensors, comm, attr, &tag);
+    if (st != GCOLL_SUCCESS) {
+        gcoll__sched_free(s);
+        return st;
+    }
+    gcoll__sched_custom(s, stage_poll, stage_who, g);
+    if (s->status != GCOLL_SUCCESS) {
+        gcoll__sched_free(s);
+        return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");
+    }
+    /* the driver sends nothing itself: it shares the first chunk's tag */
+    gcoll__start_t how = {.wake = 1, .own_tag = 1, .tag = tag};
+    return gcoll__request_start(comm, a->coll, g->chunks[0].req.algo, s, attr, req, &how);
+}
+
+gcoll_status_t gcoll__cuda_reduce_local(void *inout, const void *in, size_t count, gcoll_dtype_t dtype, gcoll_op_t op)
+{
+    const gcoll__cuda_ops_t *cu = gcoll__cuda_get();
+    int dev = 0, d_inout = cu->is_device(inout, &dev), d_in = cu->is_device(in, &dev);
+    if (d_inout != d_in)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is device memory and %s is not: both or neither",
+                            d_inout ? "inout" : "in", d_inout ? "in" : "inout");
+    if (dtype != GCOLL_FLOAT32 && dtype != GCOLL_FLOAT64 && dtype != GCOLL_FLOAT16 && dtype != GCOLL_BFLOAT16)
+        return gcoll__error(GCOLL_ERR_UNSUPPORTED, "dtype %s: device reductions take fp32, fp64, fp16, bf16",
+                            gcoll_dtype_name(dtype));
+    if (!cu->reduce)
+        return gcoll__error(GCOLL_ERR_UNSUPPORTED, "device reduction: libgcoll_cuda.so was not found beside libgcoll");
+    stage_t g = {.cu = cu};
+    void *ev;
+    CU(&g, cu->set_device(dev), "set device");
+    CU(&g, cu->reduce(inout, inout, in, count, dtype, op, NULL), "reduction kernel");
+    CU(&g, cu->event_create(&ev), "event create");
+    int e = cu->event_record(ev, NULL);
+    if (!e)
+        e = cu->event_sync(ev);
+    cu->event_destroy(ev);
+    CU(&g, e, "wait for the reduction");
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll__cuda_copy(void *dst, const void *src, size_t bytes)
+{
+    const gcoll__cuda_ops_t *cu = gcoll__cuda_get();
+    int dev = 0;
+    if (!cu || !(cu->is_device(dst, &dev) | cu->is_device(src, &dev))) {
+        memcpy(dst, src, bytes);
+        return GCOLL_SUCCESS;
+    }
+    stage_t g = {.cu = cu};
+    void *ev;
+    CU(&g, cu->set_device(dev), "set device");
+    CU(&g, cu->memcpy_async(dst, src, bytes, NULL), "copy");
+    CU(&g, cu->event_create(&ev), "event create");
+    int e = cu->event_record(ev, NULL);
+    if (!e)
+        e = cu->event_sync(ev);
+    cu->event_destroy(ev);
+    CU(&g, e, "wait for the copy");
+    return GCOLL_SUCCESS;
+}

@@ -1,0 +1,351 @@
+/* The host-staged pipeline for device buffers, driven through the fake CUDA table (fake_cuda.c)
+ * on a machine with no GPU: every collective and the Adasum allreduce on "device" buffers that
+ * gcoll cannot touch from the host, in place and not, host and device buffers mixed, with
+ * chunks small enough that the pipeline cycles its slots, several operations in flight at once,
+ * the stream attribute, and the gradient session; results checked against bench/reference.c and bench/adasum_ref.c.
+ * Links the static library: installing the fake is an internal call, no public switch. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "adasum_ref.h"
+#include "fake_cuda.h"
+#include "harness.h"
+#include "reference.h"
+
+static gcoll_comm_t world;
+static size_t big; /* elements: several GCOLL_CUDA_STAGE_CHUNK chunks in every dtype */
+
+static void *dev_copy(const void *host, size_t bytes)
+{
+    void *d = fake_malloc(bytes ? bytes : 1);
+    fake_to_device(d, host, bytes);
+    return d;
+}
+
+static void *xmalloc(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "test: out of memory\n");
+        exit(2);
+    }
+    return p;
+}
+
+/* Whether the device buffer holds exactly expect; names the first element that differs. */
+static void check_dev(const void *dev, const void *expect, size_t n, size_t es, const char *what)
+{
+    char *h = xmalloc(n * es);
+    fake_to_host(h, dev, n * es);
+    size_t bad = n;
+    for (size_t i = 0; i < n && bad == n; i++)
+        if (memcmp(h + i * es, (const char *)expect + i * es, es) != 0)
+            bad = i;
+    CHECK(bad == n, "%s: element %zu of %zu differs from the reference", what, bad, n);
+    free(h);
+}
+
+/* allreduce, reduce, reduce_scatter of dtype d with op at count elements. */
+static void reductions(gcoll_dtype_t d, gcoll_op_t op, size_t cnt)
+{
+    int n = h_size, r = h_rank;
+    size_t es = gcoll_dtype_size(d), bytes = cnt * es;
+    char what[160];
+    char *in = xmalloc(bytes * (size_t)n), *exp = xmalloc(bytes * (size_t)n);
+    ref_fill_values(in, cnt * (size_t)n, r, d, op);
+    ref_fill_expected(exp, 0, cnt * (size_t)n, d, op, n);
+    fake_reset();
+    /* allreduce: device to device, then in place */
+    void *src = dev_copy(in, bytes), *dst = fake_malloc(bytes ? bytes : 1);
+    snprintf(what, sizeof(what), "allreduce %s %s count %zu", gcoll_dtype_name(d), gcoll_op_name(op), cnt);
+    CHECK_OK(gcoll_allreduce(src, dst, cnt, d, op, world));
+    check_dev(dst, exp, cnt, es, what);
+    check_dev(src, in, cnt, es, what); /* the input stays */
+    CHECK_OK(gcoll_allreduce(src, src, cnt, d, op, world));
+    check_dev(src, exp, cnt, es, what);
+    /* reduce to the last rank; the others pass no receive buffer */
+    src = dev_copy(in, bytes);
+    dst = fake_malloc(bytes ? bytes : 1);
+    CHECK_OK(gcoll_reduce(src, r == n - 1 ? dst : NULL, cnt, d, op, n - 1, world));
+    if (r == n - 1)
+        check_dev(dst, exp, cnt, es, "reduce");
+    /* reduce_scatter: rank r gets block r of the reduction */
+    src = dev_copy(in, bytes * (size_t)n);
+    dst = fake_malloc(bytes ? bytes : 1);
+    CHECK_OK(gcoll_reduce_scatter(src, dst, cnt, d, op, world));
+    check_dev(dst, exp + (size_t)r * bytes, cnt, es, "reduce_scatter");
+    CHECK_OK(gcoll_reduce_scatter(src, src, cnt, d, op, world)); /* in place: the result at the start */
+    check_dev(src, exp + (size_t)r * bytes, cnt, es, "reduce_scatter in place");
+    free(in);
+    free(exp);
+}
+
+/* allgather, alltoall, bcast: byte patterns of (rank, salt). */
+static void movement(size_t bytes)
+{
+    int n = h_size, r = h_rank;
+    size_t all = bytes * (size_t)n;
+    char *in = xmalloc(all), *exp = xmalloc(all);
+    fake_reset();
+    ref_fill_bytes(in, bytes, r, 1);
+    for (int q = 0; q < n; q++)
+        ref_fill_bytes(exp + (size_t)q * bytes, bytes, q, 1);
+    void *src = dev_copy(in, bytes), *dst = fake_malloc(all ? all : 1);
+    CHECK_OK(gcoll_allgather(src, dst, bytes, GCOLL_UINT8, world));
+    check_dev(dst, exp, all, 1, "allgather");
+    char *mine = xmalloc(all); /* in place: this rank's block already at its offset */
+    memset(mine, 0x33, all);
+    memcpy(mine + (size_t)r * bytes, in, bytes);
+    void *ip = dev_copy(mine, all);
+    CHECK_OK(gcoll_allgather(ip, ip, bytes, GCOLL_UINT8, world));
+    check_dev(ip, exp, all, 1, "allgather in place");
+    free(mine);
+    for (int q = 0; q < n; q++) { /* block q goes to rank q */
+        ref_fill_bytes(in + (size_t)q * bytes, bytes, r, (uint32_t)q + 2);
+        ref_fill_bytes(exp + (size_t)q * bytes, bytes, q, (uint32_t)r + 2);
+    }
+    src = dev_copy(in, all);
+    CHECK_OK(gcoll_alltoall(src, dst, bytes, GCOLL_UINT8, world));
+    check_dev(dst, exp, all, 1, "alltoall");
+    CHECK_OK(gcoll_alltoall(src, src, bytes, GCOLL_UINT8, world));
+    check_dev(src, exp, all, 1, "alltoall in place");
+    for (int root = 0; root < n; root += n > 1 ? n - 1 : 1) {
+        ref_fill_bytes(exp, bytes, root, 9);
+        if (r == root)
+            memcpy(in, exp, bytes);
+        else
+            memset(in, 0x5a, bytes);
+        void *buf = dev_copy(in, bytes);
+        CHECK_OK(gcoll_bcast(buf, bytes, GCOLL_UINT8, root, world));
+        check_dev(buf, exp, bytes, 1, "bcast");
+    }
+    free(in);
+    free(exp);
+}
+
+/* Host send buffer with a device receive buffer and the reverse. */
+static void mixed(void)
+{
+    size_t es = 4, bytes = big * es;
+    float *in = xmalloc(bytes), *exp = xmalloc(bytes), *host = xmalloc(bytes);
+    ref_fill_values(in, big, h_rank, GCOLL_FLOAT32, GCOLL_SUM);
+    ref_fill_expected(exp, 0, big, GCOLL_FLOAT32, GCOLL_SUM, h_size);
+    fake_reset();
+    void *dst = fake_malloc(bytes);
+    CHECK_OK(gcoll_allreduce(in, dst, big, GCOLL_FLOAT32, GCOLL_SUM, world));
+    check_dev(dst, exp, big, es, "allreduce host to device");
+    void *src = dev_copy(in, bytes);
+    CHECK_OK(gcoll_allreduce(src, host, big, GCOLL_FLOAT32, GCOLL_SUM, world));
+    CHECK(memcmp(host, exp, bytes) == 0, "allreduce device to host: differs from the reference");
+    free(in);
+    free(exp);
+    free(host);
+}
+
+/* Three operations in flight, two on device buffers, waited for in reverse order. */
+static void overlapped(void)
+{
+    size_t bytes = big * 4;
+    float *in = xmalloc(bytes), *exp = xmalloc(bytes), *host = xmalloc(bytes);
+    ref_fill_values(in, big, h_rank, GCOLL_FLOAT32, GCOLL_MAX);
+    ref_fill_expected(exp, 0, big, GCOLL_FLOAT32, GCOLL_MAX, h_size);
+    fake_reset();
+    void *a = dev_copy(in, bytes), *b = dev_copy(in, bytes);
+    gcoll_request_t req[3];
+    CHECK_OK(gcoll_iallreduce(a, a, big, GCOLL_FLOAT32, GCOLL_MAX, world, NULL, &req[0]));
+    CHECK_OK(gcoll_iallreduce(in, host, big, GCOLL_FLOAT32, GCOLL_MAX, world, NULL, &req[1]));
+    CHECK_OK(gcoll_iallreduce(b, b, big, GCOLL_FLOAT32, GCOLL_MAX, world, NULL, &req[2]));
+    for (int i = 2; i >= 0; i--)
+        CHECK_OK(gcoll_wait(&req[i]));
+    check_dev(a, exp, big, 4, "overlapped device allreduce 1");
+    check_dev(b, exp, big, 4, "overlapped device allreduce 2");
+    CHECK(memcmp(host, exp, bytes) == 0, "overlapped host allreduce: differs from the reference");
+    free(in);
+    free(exp);
+    free(host);
+}
+
+/* The stream attribute: the input reaches the device by a copy queued on the caller's stream,
+ * which the fake runs only when something waits for it; an operation that did not start after
+ * the stream's work would reduce the zeros that were there before. */
+static void stream_order(void)
+{
+    size_t bytes = big * 4;
+    float *in = xmalloc(bytes), *exp = xmalloc(bytes), *zeros = calloc(big, 4);
+    ref_fill_values(in, big, h_rank, GCOLL_FLOAT32, GCOLL_SUM);
+    ref_fill_expected(exp, 0, big, GCOLL_FLOAT32, GCOLL_SUM, h_size);
+    fake_reset();
+    void *s = fake_stream(), *buf = dev_copy(zeros, bytes);
+    CHECK(fake_cuda_ops.memcpy_async(buf, in, bytes, s) == 0, "queue the input copy");
+    gcoll_attr_t attr = GCOLL_ATTR_INIT;
+    attr.stream = s;
+    gcoll_request_t req;
+    CHECK_OK(gcoll_iallreduce(buf, buf, big, GCOLL_FLOAT32, GCOLL_SUM, world, &attr, &req));
+    CHECK_OK(gcoll_wait(&req));
+    check_dev(buf, exp, big, 4, "allreduce ordered on a stream");
+    /* compression is refused on device buffers, saying so, and nothing starts */
+    attr.stream = NULL;
+    attr.compress = GCOLL_COMPRESS_FP16;
+    req = NULL;
+    CHECK(gcoll_iallreduce(buf, buf, big, GCOLL_FLOAT32, GCOLL_SUM, world, &attr, &req) == GCOLL_ERR_UNSUPPORTED &&
+              strstr(gcoll_last_error(), "attr->compress") && !req,
+          "compression on a device buffer: %s", gcoll_last_error());
+    fake_cuda_ops.stream_destroy(s);
+    free(in);
+    free(exp);
+    free(zeros);
+}
+
+static double adasum_value(int q, size_t i, void *ctx)
+{
+    gcoll_dtype_t d = *(gcoll_dtype_t *)ctx;
+    char enc[8];
+    ref_encode(d, ((double)ref_hash((uint32_t)q, (uint32_t)i, 77) / 4294967296.0 - 0.5) * 3, enc);
+    return adasum_decode(d, enc);
+}
+
+/* Adasum stages the whole buffer (norms span each tensor); halving is flat over the ranks, so the reference is the tree
+ * over ranks. */
+static void adasum(gcoll_dtype_t d)
+{
+    int n = h_size;
+    size_t es = gcoll_dtype_size(d), tc[3] = {1000, 7, 2993}, cnt = 4000;
+    char *in = xmalloc(cnt * es), *res = xmalloc(cnt * es);
+    for (size_t i = 0; i < cnt; i++)
+        ref_encode(d, adasum_value(h_rank, i, &d), in + i * es);
+    fake_reset();
+    void *buf = dev_copy(in, cnt * es);
+    gcoll_attr_t attr = GCOLL_ATTR_INIT;
+    attr.algorithm = "halving";
+    gcoll_request_t req;
+    CHECK_OK(gcoll_iadasum(buf, buf, cnt, d, tc, 3, world, &attr, &req));
+    CHECK_OK(gcoll_wait(&req));
+    fake_to_host(res, buf, cnt * es);
+    double *init = calloc((size_t)n * (size_t)n, sizeof(double));
+    for (int q = 0; q < n; q++)
+        init[(size_t)q * (size_t)n + (size_t)q] = 1;
+    adasum_ref_t ref;
+    if (adasum_ref_init(&ref, n, n, init, cnt, tc, 3, adasum_value, &d) != 0) {
+        CHECK(0, "adasum %s: the reference is out of memory", gcoll_dtype_name(d));
+    } else {
+        size_t worst;
+        double err = adasum_ref_error(&ref, res, d, &worst), tol = adasum_ref_tolerance(d);
+        CHECK(err <= tol, "adasum %s on the device: tensor %zu is %g off the reference, over %g",
+              gcoll_dtype_name(d), worst, err, tol);
+        adasum_ref_free(&ref);
+    }
+    free(init);
+    free(in);
+    free(res);
+}
+
+/* The gradient session with its sets' gradients in device memory, two iterations. */
+static void session(void)
+{
+    size_t c[2] = {100003, 77};
+    gcoll_op_t op[2] = {GCOLL_SUM, GCOLL_AVG};
+    float *in[2], *exp[2];
+    gcoll_session_t s;
+    size_t id[2];
+    CHECK_OK(gcoll_session_create(world, &s));
+    for (int k = 0; k < 2; k++) {
+        in[k] = xmalloc(c[k] * 4);
+        exp[k] = xmalloc(c[k] * 4);
+        ref_fill_values(in[k], c[k], h_rank, GCOLL_FLOAT32, op[k]);
+        ref_fill_expected(exp[k], 0, c[k], GCOLL_FLOAT32, op[k], h_size);
+        CHECK_OK(gcoll_session_add(s, k ? "bias" : "weight", c[k], GCOLL_FLOAT32, op[k], &id[k]));
+    }
+    CHECK_OK(gcoll_session_commit(s));
+    for (int iter = 0; iter < 2; iter++) {
+        fake_reset();
+        void *d[2] = {dev_copy(in[0], c[0] * 4), dev_copy(in[1], c[1] * 4)};
+        CHECK_OK(gcoll_session_start(s, id[1], d[1]));
+        CHECK_OK(gcoll_session_start(s, id[0], d[0]));
+        CHECK_OK(gcoll_session_wait_all(s));
+        check_dev(d[0], exp[0], c[0], 4, "session set 0 on the device");
+        check_dev(d[1], exp[1], c[1], 4, "session set 1 on the device");
+    }
+    CHECK_OK(gcoll_session_free(&s));
+    for (int k = 0; k < 2; k++) {
+        free(in[k]);
+        free(exp[k]);
+    }
+}
+
+/* gcoll_reduce_local on device buffers runs the device "kernel"; mixed buffers are refused. */
+static void reduce_local(void)
+{
+    size_t cnt = 1001;
+    float *a = xmalloc(cnt * 4), *b = xmalloc(cnt * 4), *exp = xmalloc(cnt * 4);
+    ref_fill_values(a, cnt, 0, GCOLL_FLOAT32, GCOLL_SUM);
+    ref_fill_values(b, cnt, 1, GCOLL_FLOAT32, GCOLL_SUM);
+    ref_fill_expected(exp, 0, cnt, GCOLL_FLOAT32, GCOLL_SUM, 2);
+    fake_reset();
+    void *da = dev_copy(a, cnt * 4), *db = dev_copy(b, cnt * 4);
+    CHECK_OK(gcoll_reduce_local(da, db, cnt, GCOLL_FLOAT32, GCOLL_SUM));
+    check_dev(da, exp, cnt, 4, "reduce_local on the device");
+    CHECK(gcoll_reduce_local(da, b, cnt, GCOLL_FLOAT32, GCOLL_SUM) == GCOLL_ERR_INVALID_ARG &&
+              strstr(gcoll_last_error(), "inout is device memory"),
+          "reduce_local with one device buffer: %s", gcoll_last_error());
+    free(a);
+    free(b);
+    free(exp);
+}
+
+/* A staged allreduce that rank 0 never joins: the others time out (GCOLL_TIMEOUT) naming a rank
+ * they wait on, and the chunks' requests, events and streams are all released. */
+static void staged_timeout(void)
+{
+    size_t bytes = big * 4;
+    float *in = xmalloc(bytes);
+    ref_fill_values(in, big, h_rank, GCOLL_FLOAT32, GCOLL_SUM);
+    void *buf = dev_copy(in, bytes);
+    if (h_rank != 0) {
+        gcoll_status_t st = gcoll_allreduce(buf, buf, big, GCOLL_FLOAT32, GCOLL_SUM, world);
+        CHECK(st == GCOLL_ERR_TIMEOUT && strstr(gcoll_last_error(), "no answer from rank"),
+              "allreduce without rank 0: %s: %s", gcoll_status_name(st), gcoll_last_error());
+    }
+    free(in);
+}
+
+static void all_cases(void)
+{
+    static const gcoll_dtype_t dts[] = {GCOLL_FLOAT32, GCOLL_FLOAT16, GCOLL_BFLOAT16, GCOLL_FLOAT64, GCOLL_INT32};
+    static const gcoll_op_t ops[] = {GCOLL_SUM, GCOLL_PROD, GCOLL_MIN, GCOLL_MAX, GCOLL_AVG};
+    for (size_t i = 0; i < sizeof(dts) / sizeof(dts[0]); i++)
+        for (size_t j = 0; j < sizeof(ops) / sizeof(ops[0]); j++)
+            if (!(dts[i] == GCOLL_INT32 && ops[j] == GCOLL_AVG))
+                reductions(dts[i], ops[j], j == 0 ? big : 3001);
+    reductions(GCOLL_FLOAT32, GCOLL_SUM, 1);
+    reductions(GCOLL_FLOAT32, GCOLL_SUM, 0);
+    movement(100003);
+    movement(5);
+    mixed();
+    overlapped();
+    stream_order();
+    adasum(GCOLL_FLOAT32);
+    adasum(GCOLL_BFLOAT16);
+    reduce_local();
+    session();
+}
+
+int main(int argc, char **argv)
+{
+    fake_init((size_t)256 << 20);
+    gcoll__cuda_set_ops(&fake_cuda_ops);
+    world = h_init(&argc, &argv);
+    big = getenv("TEST_QUICK") ? 40003 : 170003; /* 6+ chunks of 64K even in fp16 (the full run) */
+    if (getenv("TEST_STAGED_TIMEOUT"))
+        staged_timeout();
+    else
+        all_cases();
+    CHECK(fake_live_events() == 0 && fake_live_streams() == 0 && fake_live_device() == 0,
+          "CUDA events (%ld), streams (%ld) or device allocations (%ld) left behind", fake_live_events(),
+          fake_live_streams(), fake_live_device());
+    int rc = h_finish("cuda_fake");
+    if (fake_live_pinned() != 0) { /* the cache goes at gcoll_finalize */
+        fprintf(stderr, "FAIL: %ld pinned blocks were not freed by gcoll_finalize\n", fake_live_pinned());
+        return 1;
+    }
+    return rc;
+}
