@@ -2,7 +2,8 @@
  * runs with LD_PRELOAD=lib/libgcoll_mpi.so. It makes every call the interposer takes over, with
  * every type and op it maps, in place or not, on several communicators (world, a dup, a split,
  * MPI_COMM_SELF, and split/dup/free in a loop), plus calls it must hand to MPI (other types and
- * ops, gapped types, an inter-communicator), and checks each result against a closed form.
+ * ops, gapped types, an inter-communicator), and checks each result against a closed form and
+ * each reduction's also against the real MPI's (PMPI_*).
  * With --threads, also two threads at once on communicators of their own. Each rank prints
  * "EXPECT <report>" in the interposer's report format (the calls that GCOLL_MPI_COLLS lets it
  * take over, and the others), then after MPI_Finalize its RESULT line. */
@@ -155,6 +156,23 @@ static double fold(const type_t *ty, int o, int n, size_t i)
 
 /* ---- the reductions --------------------------------------------------------------------- */
 
+/* Each reduction's result is also compared with the real MPI's (PMPI_*, which the interposer
+ * does not see) on a copy of the same input: both exact here, so byte for byte. */
+static char *real_input(const void *input, size_t bytes)
+{
+    char *copy = malloc(bytes ? bytes : 1);
+    memcpy(copy, input, bytes);
+    return copy;
+}
+
+static void same_as_mpi(const void *got, char *real, size_t bytes, const char *label, const char *call,
+                        const type_t *ty, int o)
+{
+    check(memcmp(got, real, bytes) == 0, "%s %s %s %s: differs from the real MPI's result", label, call, ty->name,
+          op_names[o]);
+    free(real);
+}
+
 /* quick: a few types and ops at one count (the communicators made in a loop) */
 static void test_allreduce(MPI_Comm c, const char *label, int quick)
 {
@@ -171,6 +189,7 @@ static void test_allreduce(MPI_Comm c, const char *label, int quick)
                     char *in = calloc(cnt, 8), *out = calloc(cnt, 8);
                     for (size_t i = 0; i < cnt; i++)
                         put(ty, inplace ? out : in, i, val(ty, rank, i));
+                    char *real = real_input(inplace ? out : in, cnt * (size_t)ty->size);
                     int rc = MPI_Allreduce(inplace ? MPI_IN_PLACE : in, out, (int)cnt, ty->t, op_list[o], c);
                     tally(ALLREDUCE, 1);
                     size_t bad = cnt;
@@ -179,6 +198,8 @@ static void test_allreduce(MPI_Comm c, const char *label, int quick)
                             bad = i;
                     check(rc == MPI_SUCCESS && bad == cnt, "%s allreduce %s %s count %zu%s: rc %d, element %zu", label,
                           ty->name, op_names[o], cnt, inplace ? " in place" : "", rc, bad);
+                    PMPI_Allreduce(MPI_IN_PLACE, real, (int)cnt, ty->t, op_list[o], c);
+                    same_as_mpi(out, real, cnt * (size_t)ty->size, label, "allreduce", ty, o);
                     free(in);
                     free(out);
                 }
@@ -199,8 +220,11 @@ static void test_reduce_scatter_block(MPI_Comm c, const char *label)
                     char *in = calloc(all, 8), *out = calloc(all, 8);
                     for (size_t i = 0; i < all; i++)
                         put(ty, inplace ? out : in, i, val(ty, rank, i));
+                    char *real = real_input(inplace ? out : in, all * (size_t)ty->size);
                     int rc = MPI_Reduce_scatter_block(inplace ? MPI_IN_PLACE : in, out, (int)rc_, ty->t, op_list[o], c);
                     tally(REDUCE_SCATTER_BLOCK, 1);
+                    PMPI_Reduce_scatter_block(MPI_IN_PLACE, real, (int)rc_, ty->t, op_list[o], c);
+                    same_as_mpi(out, real, rc_ * (size_t)ty->size, label, "reduce_scatter_block", ty, o);
                     size_t bad = rc_;
                     for (size_t i = rc_; i-- > 0;)
                         if (get(ty, out, i) != fold(ty, o, n, (size_t)rank * rc_ + i))
@@ -229,8 +253,14 @@ static void test_reduce(MPI_Comm c, const char *label)
                         char *in = calloc(cnt, 8), *out = me ? calloc(cnt, 8) : NULL;
                         for (size_t i = 0; i < cnt; i++)
                             put(ty, ip ? out : in, i, val(ty, rank, i));
+                        char *real = real_input(ip ? out : in, cnt * (size_t)ty->size);
                         int rc = MPI_Reduce(ip ? MPI_IN_PLACE : in, out, (int)cnt, ty->t, op_list[o], root, c);
                         tally(REDUCE, 1);
+                        PMPI_Allreduce(MPI_IN_PLACE, real, (int)cnt, ty->t, op_list[o], c);
+                        if (me)
+                            same_as_mpi(out, real, cnt * (size_t)ty->size, label, "reduce", ty, o);
+                        else
+                            free(real);
                         size_t bad = cnt;
                         for (size_t i = cnt; me && i-- > 0;)
                             if (get(ty, out, i) != fold(ty, o, n, i))
