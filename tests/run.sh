@@ -231,6 +231,8 @@ run_script "examples/train_mlp --compress topk:0.05 under mpirun -np 2: loss fal
     timeout 300 $MPIRUN -np 2 "$BINDIR/train_mlp" --compress topk:0.05 --iters 30 --hidden 64
 [ -n "${SAN:-}" ] || run_script "examples/train_mlp --compress fp16 under mpirun -np 3: loss falls, ranks agree" \
     timeout 300 $MPIRUN -np 3 "$BINDIR/train_mlp" --compress fp16 --iters 30 --hidden 64
+[ -n "${SAN:-}" ] || run_script "examples/train_mlp dense over tcp, mpirun -np 4: loss falls, ranks agree" \
+    timeout 300 $MPIRUN -np 4 -x GCOLL_TRANSPORT_INTRA=inter "$BINDIR/train_mlp" --iters 30 --hidden 64
 [ -n "${SAN:-}" ] || run_script "exported symbols and soname" sh tests/exports.sh
 [ -n "${SAN:-}" ] || run_script "make install, pkg-config, and a program built against it" sh tests/install.sh
 
