@@ -47,7 +47,9 @@ gcoll_status_t gcoll__boot_from_mpi(MPI_Comm comm, gcoll__boot_t **out);
 gcoll_status_t gcoll__boot_tcp_world(int rank, int size, const char *root, gcoll__boot_t **out);
 /* The rank the launcher's variables give, for log lines before the bootstrap; -1 if none. */
 int gcoll__boot_env_rank(void);
-/* This host's identity for the TCP groups' host map: hostname, boot id and network namespace. */
+/* This host's identity: hostname, boot id and network namespace (ranks with equal keys share a
+ * loopback and shared memory); GCOLL_HOST_KEY_BYTES holds any. */
+#define GCOLL_HOST_KEY_BYTES 128 /* a Linux hostname (64), a boot id (36), an inode number (20) */
 void gcoll__boot_host_key(char *buf, size_t len);
 
 gcoll_status_t gcoll__boot_allgather(gcoll__boot_t *b, const void *mine, void *all, size_t len);

@@ -7,7 +7,6 @@
  * many out: fine for setup). A split builds a new star around each new group's rank 0, whose
  * address travels through the parent group. */
 #include <arpa/inet.h>
-#include <endian.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -25,6 +24,7 @@
 #include "config.h"
 #include "error.h"
 #include "log.h"
+#include "le.h"
 
 #define HELLO_MAGIC 0x48544247u /* "GBTH": not the tcp transport's, so neither takes the other's */
 #define ACK_MAGIC 0x41544247u   /* "GBTA" */
@@ -35,7 +35,6 @@
 #define SECRET_BYTES 16
 #define VERSION 1
 #define MAX_PEND 64      /* connections whose hello has not fully arrived */
-#define KEY_BYTES 192    /* a host key in the node split */
 #define RETRY_NS 100000000L /* between connection attempts to a root not listening yet */
 enum { F_DATA = 1, F_FAIL };
 
@@ -55,32 +54,6 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void put32(unsigned char *p, uint32_t v)
-{
-    v = htole32(v);
-    memcpy(p, &v, 4);
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-    v = htole64(v);
-    memcpy(p, &v, 8);
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return le32toh(v);
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return le64toh(v);
 }
 
 static star_t *star_new(int rank, int size)
@@ -182,11 +155,11 @@ static gcoll_status_t recv_all(int fd, void *buf, size_t len, double deadline, i
 static gcoll_status_t send_frame(star_t *s, int peer, int type, const void *data, size_t len, double deadline)
 {
     unsigned char h[FRAME_BYTES];
-    put32(h, FRAME_MAGIC);
-    put32(h + 4, (uint32_t)type);
-    put32(h + 8, s->seq);
-    put32(h + 12, 0);
-    put64(h + 16, len);
+    gcoll__put32(h, FRAME_MAGIC);
+    gcoll__put32(h + 4, (uint32_t)type);
+    gcoll__put32(h + 8, s->seq);
+    gcoll__put32(h + 12, 0);
+    gcoll__put64(h + 16, len);
     int fd = s->fd[s->b.rank == 0 ? peer : 0];
     GCOLL_CHECK(send_all(fd, h, sizeof(h), deadline, peer));
     return send_all(fd, data, len, deadline, peer);
@@ -199,14 +172,14 @@ static gcoll_status_t recv_frame(star_t *s, int peer, void *buf, size_t len, dou
     unsigned char h[FRAME_BYTES];
     int fd = s->fd[s->b.rank == 0 ? peer : 0];
     GCOLL_CHECK(recv_all(fd, h, sizeof(h), deadline, peer));
-    uint32_t type = get32(h + 4), seq = get32(h + 8);
-    uint64_t n = get64(h + 16);
-    if (get32(h) == FRAME_MAGIC && type == F_FAIL && n < 256) {
+    uint32_t type = gcoll__get32(h + 4), seq = gcoll__get32(h + 8);
+    uint64_t n = gcoll__get64(h + 16);
+    if (gcoll__get32(h) == FRAME_MAGIC && type == F_FAIL && n < 256) {
         char why[256] = "";
         GCOLL_CHECK(recv_all(fd, why, (size_t)n, deadline, peer));
         return gcoll__error(GCOLL_ERR_REMOTE, "bootstrap: rank 0 gave up: %s", why);
     }
-    if (get32(h) != FRAME_MAGIC || type != F_DATA || get32(h + 12) != 0)
+    if (gcoll__get32(h) != FRAME_MAGIC || type != F_DATA || gcoll__get32(h + 12) != 0)
         return gcoll__error(GCOLL_ERR_TRANSPORT, "bootstrap: rank %d sent a malformed frame", peer);
     if (seq != s->seq || n != len)
         return gcoll__error(GCOLL_ERR_INVALID_USAGE, "bootstrap: rank %d sent %llu bytes for setup step %u where "
@@ -328,11 +301,11 @@ static gcoll_status_t listen_on(struct in_addr addr, int *port, int backlog, int
 
 static void hello_pack(unsigned char *h, int rank, int size, uint64_t nonce)
 {
-    put32(h, HELLO_MAGIC);
-    put32(h + 4, (uint32_t)rank);
-    put32(h + 8, (uint32_t)size);
-    put32(h + 12, VERSION);
-    put64(h + 16, nonce);
+    gcoll__put32(h, HELLO_MAGIC);
+    gcoll__put32(h + 4, (uint32_t)rank);
+    gcoll__put32(h + 8, (uint32_t)size);
+    gcoll__put32(h + 12, VERSION);
+    gcoll__put64(h + 16, nonce);
     memcpy(h + 24, secret, SECRET_BYTES);
 }
 
@@ -343,12 +316,12 @@ static int hello_check(const star_t *s, const unsigned char *h, uint64_t nonce, 
     unsigned char diff = 0;
     for (int i = 0; i < SECRET_BYTES; i++) /* constant time: no hint at how much matched */
         diff |= (unsigned char)(h[24 + i] ^ secret[i]);
-    uint32_t r = get32(h + 4), n = get32(h + 8);
-    if (get32(h) != HELLO_MAGIC || diff)
+    uint32_t r = gcoll__get32(h + 4), n = gcoll__get32(h + 8);
+    if (gcoll__get32(h) != HELLO_MAGIC || diff)
         return 1;
-    if (get32(h + 12) != VERSION)
-        snprintf(why, len, "a rank runs another gcoll bootstrap version (%u, here %d)", (unsigned)get32(h + 12), VERSION);
-    else if (get64(h + 16) != nonce)
+    if (gcoll__get32(h + 12) != VERSION)
+        snprintf(why, len, "a rank runs another gcoll bootstrap version (%u, here %d)", (unsigned)gcoll__get32(h + 12), VERSION);
+    else if (gcoll__get64(h + 16) != nonce)
         snprintf(why, len, "a hello for another group arrived (a rank of an earlier job?)");
     else if (n != (uint32_t)s->b.size)
         snprintf(why, len, "rank %u says the job has %u ranks, rank 0 says %d (GCOLL_SIZE or WORLD_SIZE differ)",
@@ -367,8 +340,8 @@ static int hello_check(const star_t *s, const unsigned char *h, uint64_t nonce, 
 static void answer(int fd, int status, const char *why, double deadline)
 {
     unsigned char a[ACK_BYTES] = {0};
-    put32(a, ACK_MAGIC);
-    put32(a + 4, (uint32_t)status);
+    gcoll__put32(a, ACK_MAGIC);
+    gcoll__put32(a + 4, (uint32_t)status);
     snprintf((char *)a + 8, ACK_BYTES - 8, "%s", why);
     (void)send_all(fd, a, sizeof(a), deadline, -1);
 }
@@ -517,10 +490,10 @@ static gcoll_status_t join(star_t *s, const struct sockaddr_in *to, uint64_t non
         st = gcoll__error(GCOLL_ERR_INVALID_ARG, "bootstrap: rank 0 at %s refused this rank's hello: %s (HINT: "
                           "GCOLL_JOB_SECRET must be the same on every rank)", where,
                           gcoll__config.has_job_secret ? "a wrong job secret" : "no job secret (GCOLL_JOB_SECRET) here");
-    if (st == GCOLL_SUCCESS && (get32(a) != ACK_MAGIC || get32(a + 4) != 0)) {
+    if (st == GCOLL_SUCCESS && (gcoll__get32(a) != ACK_MAGIC || gcoll__get32(a + 4) != 0)) {
         a[ACK_BYTES - 1] = '\0';
         st = gcoll__error(GCOLL_ERR_INVALID_ARG, "bootstrap: rank 0 at %s refused rank %d: %s", where, s->b.rank,
-                          get32(a) == ACK_MAGIC ? (char *)a + 8 : "not a gcoll bootstrap answer");
+                          gcoll__get32(a) == ACK_MAGIC ? (char *)a + 8 : "not a gcoll bootstrap answer");
     }
     struct sockaddr_in me;
     socklen_t alen = sizeof(me);
@@ -568,8 +541,8 @@ static gcoll_status_t t_split(gcoll__boot_t *b, int color, int key, gcoll__boot_
     if (st == GCOLL_SUCCESS && leader == b->rank && size > 1 &&
         listen_on(s->self, &port, size, &lfd) == GCOLL_SUCCESS) {
         memcpy(me, &s->self.s_addr, 4);
-        put32(me + 4, (uint32_t)port);
-        put64(me + 8, nonce);
+        gcoll__put32(me + 4, (uint32_t)port);
+        gcoll__put64(me + 8, nonce);
     }
     if (st == GCOLL_SUCCESS)
         st = t_allgather(b, me, ad, sizeof(me));
@@ -582,9 +555,9 @@ static gcoll_status_t t_split(gcoll__boot_t *b, int color, int key, gcoll__boot_
     if (st == GCOLL_SUCCESS && sub && size > 1 && leader == b->rank) {
         st = lfd >= 0 ? serve(sub, lfd, nonce, deadline) : gcoll__error(GCOLL_ERR_SYSTEM, "%s", gcoll_last_error());
     } else if (st == GCOLL_SUCCESS && sub && size > 1) {
-        struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)get32(ad[leader] + 4))};
+        struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)gcoll__get32(ad[leader] + 4))};
         memcpy(&to.sin_addr.s_addr, ad[leader], 4);
-        st = to.sin_port ? join(sub, &to, get64(ad[leader] + 8), deadline)
+        st = to.sin_port ? join(sub, &to, gcoll__get64(ad[leader] + 8), deadline)
                          : gcoll__error(GCOLL_ERR_SYSTEM, "bootstrap: rank %d, the new group's rank 0, could not "
                                         "listen (its log says why)", leader);
     }
@@ -601,13 +574,13 @@ static gcoll_status_t t_split(gcoll__boot_t *b, int color, int key, gcoll__boot_
 
 static gcoll_status_t t_split_node(gcoll__boot_t *b, gcoll__boot_t **out)
 {
-    char mine[KEY_BYTES] = {0}, *all = malloc(KEY_BYTES * (size_t)b->size);
+    char mine[GCOLL_HOST_KEY_BYTES] = {0}, *all = malloc(GCOLL_HOST_KEY_BYTES * (size_t)b->size);
     if (!all)
         return gcoll__error(GCOLL_ERR_NOMEM, "bootstrap: no memory for the host keys");
     gcoll__boot_host_key(mine, sizeof(mine));
     gcoll_status_t st = t_allgather(b, mine, all, sizeof(mine));
     int color = 0; /* the first rank of this host */
-    while (st == GCOLL_SUCCESS && memcmp(all + (size_t)color * KEY_BYTES, mine, KEY_BYTES) != 0)
+    while (st == GCOLL_SUCCESS && memcmp(all + (size_t)color * GCOLL_HOST_KEY_BYTES, mine, GCOLL_HOST_KEY_BYTES) != 0)
         color++;
     free(all);
     return st == GCOLL_SUCCESS ? t_split(b, color, b->rank, out) : st;

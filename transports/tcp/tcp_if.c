@@ -21,7 +21,7 @@
 
 /* What each rank tells the others: where it runs and which interfaces qualify there. */
 typedef struct {
-    char host[96];
+    char host[GCOLL_HOST_KEY_BYTES];
     int ok, n;
     char names[MAX_IFS][IFNAMSIZ];
 } rank_ifs_t;
@@ -63,21 +63,6 @@ static int spec_matches(const char *spec, const char *name)
     return exclude ? !hit : hit;
 }
 
-/* Ranks in one network namespace of one booted machine can reach each other over loopback. */
-static void host_key(char *buf, size_t len)
-{
-    char boot[64] = "";
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-    if (f) {
-        if (!fgets(boot, sizeof(boot), f))
-            boot[0] = '\0';
-        fclose(f);
-    }
-    boot[strcspn(boot, "\n")] = '\0';
-    struct stat st;
-    unsigned long long ns = stat("/proc/self/ns/net", &st) == 0 ? (unsigned long long)st.st_ino : 0;
-    snprintf(buf, len, "%s/%llu", boot, ns);
-}
 
 static int has_name(const rank_ifs_t *r, const char *name)
 {
@@ -181,7 +166,7 @@ static void qualify(const gcoll__tcp_iface_t *ifs, int n, rank_ifs_t *mine)
     const char *spec = gcoll__config.tcp_ifname;
     int is_auto = strcmp(spec, "auto") == 0;
     memset(mine, 0, sizeof(*mine));
-    host_key(mine->host, sizeof(mine->host));
+    gcoll__boot_host_key(mine->host, sizeof(mine->host));
     for (int i = 0; i < n && mine->n < MAX_IFS; i++)
         if (is_auto ? !ifs[i].loopback : spec_matches(spec, ifs[i].name))
             snprintf(mine->names[mine->n++], IFNAMSIZ, "%.*s", IFNAMSIZ - 1, ifs[i].name);

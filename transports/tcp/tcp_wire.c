@@ -1,74 +1,48 @@
 /* The TCP transport's byte layout: frame headers and connection hellos, little-endian whatever
  * the host, and the check every header passes before a byte of its payload is read. */
-#include <endian.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../../src/coll.h"
 #include "../../src/error.h"
 #include "tcp.h"
+#include "../../src/le.h"
 
 #define HDR_MAGIC 0x32435447u   /* "GTC2": the header grew the operation descriptor */
 #define HELLO_MAGIC 0x48435447u /* "GTCH" */
-
-static void put32(unsigned char *p, uint32_t v)
-{
-    v = htole32(v);
-    memcpy(p, &v, 4);
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-    v = htole64(v);
-    memcpy(p, &v, 8);
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return le32toh(v);
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return le64toh(v);
-}
 
 /* Layout: magic, type + 3 zero bytes, seq, tag, len, id, aux, then the operation's descriptor:
  * collective kind + 1, dtype, op, a zero byte, root, count. */
 void gcoll__tcp_hdr_pack(unsigned char *buf, const gcoll__tcp_hdr_t *h)
 {
-    put32(buf, HDR_MAGIC);
-    put32(buf + 4, h->type);
-    put32(buf + 8, h->seq);
-    put32(buf + 12, h->tag);
-    put64(buf + 16, h->len);
-    put64(buf + 24, h->id);
-    put64(buf + 32, h->aux);
+    gcoll__put32(buf, HDR_MAGIC);
+    gcoll__put32(buf + 4, h->type);
+    gcoll__put32(buf + 8, h->seq);
+    gcoll__put32(buf + 12, h->tag);
+    gcoll__put64(buf + 16, h->len);
+    gcoll__put64(buf + 24, h->id);
+    gcoll__put64(buf + 32, h->aux);
     buf[40] = h->desc.coll;
     buf[41] = h->desc.dtype;
     buf[42] = h->desc.op;
     buf[43] = 0;
-    put32(buf + 44, (uint32_t)h->desc.root);
-    put64(buf + 48, h->desc.count);
+    gcoll__put32(buf + 44, (uint32_t)h->desc.root);
+    gcoll__put64(buf + 48, h->desc.count);
 }
 
 void gcoll__tcp_hdr_unpack(const unsigned char *buf, gcoll__tcp_hdr_t *h)
 {
-    uint32_t type = get32(buf + 4);
-    h->magic = get32(buf);
+    uint32_t type = gcoll__get32(buf + 4);
+    h->magic = gcoll__get32(buf);
     /* the three zero bytes stay in `type`, so nonzero ones make it unknown */
     h->type = type > 0xff ? 0 : (uint8_t)type;
-    h->seq = get32(buf + 8);
-    h->tag = get32(buf + 12);
-    h->len = get64(buf + 16);
-    h->id = get64(buf + 24);
-    h->aux = get64(buf + 32);
+    h->seq = gcoll__get32(buf + 8);
+    h->tag = gcoll__get32(buf + 12);
+    h->len = gcoll__get64(buf + 16);
+    h->id = gcoll__get64(buf + 24);
+    h->aux = gcoll__get64(buf + 32);
     h->desc = (gcoll__opdesc_t){.coll = buf[40], .dtype = buf[41], .op = buf[42], .pad = buf[43],
-                                .root = (int32_t)get32(buf + 44), .count = get64(buf + 48)};
+                                .root = (int32_t)gcoll__get32(buf + 44), .count = gcoll__get64(buf + 48)};
 }
 
 gcoll_status_t gcoll__tcp_hdr_check(const gcoll__tcp_hdr_t *h, uint32_t seq, char *why, size_t len)
@@ -101,10 +75,10 @@ gcoll_status_t gcoll__tcp_hdr_check(const gcoll__tcp_hdr_t *h, uint32_t seq, cha
 /* Layout: magic, rank, socket index, 4 zero bytes, the job's secret. */
 void gcoll__tcp_hello_pack(unsigned char *buf, const unsigned char *secret, int rank, int index)
 {
-    put32(buf, HELLO_MAGIC);
-    put32(buf + 4, (uint32_t)rank);
-    put32(buf + 8, (uint32_t)index);
-    put32(buf + 12, 0);
+    gcoll__put32(buf, HELLO_MAGIC);
+    gcoll__put32(buf + 4, (uint32_t)rank);
+    gcoll__put32(buf + 8, (uint32_t)index);
+    gcoll__put32(buf + 12, 0);
     memcpy(buf + 16, secret, TCP_SECRET_BYTES);
 }
 
@@ -114,14 +88,14 @@ gcoll_status_t gcoll__tcp_hello_check(const unsigned char *buf, const unsigned c
     unsigned char diff = 0;
     for (int i = 0; i < TCP_SECRET_BYTES; i++) /* constant time: no hint at how much matched */
         diff |= (unsigned char)(buf[16 + i] ^ secret[i]);
-    uint32_t r = get32(buf + 4), x = get32(buf + 8);
-    if (get32(buf) != HELLO_MAGIC)
-        snprintf(why, len, "not a gcoll hello (magic 0x%08x)", (unsigned)get32(buf));
+    uint32_t r = gcoll__get32(buf + 4), x = gcoll__get32(buf + 8);
+    if (gcoll__get32(buf) != HELLO_MAGIC)
+        snprintf(why, len, "not a gcoll hello (magic 0x%08x)", (unsigned)gcoll__get32(buf));
     else if (diff)
         snprintf(why, len, "wrong secret");
     else if (r >= (uint32_t)me) /* lower ranks connect to higher ones */
         snprintf(why, len, "rank %u may not connect to rank %d", (unsigned)r, me);
-    else if (x >= (uint32_t)nsocks || get32(buf + 12) != 0)
+    else if (x >= (uint32_t)nsocks || gcoll__get32(buf + 12) != 0)
         snprintf(why, len, "socket index %u out of range (GCOLL_TCP_NSOCKS=%d)", (unsigned)x, nsocks);
     else {
         *rank = (int)r;
@@ -134,11 +108,11 @@ gcoll_status_t gcoll__tcp_hello_check(const unsigned char *buf, const unsigned c
 /* The acceptor's answer: magic and its rank. */
 void gcoll__tcp_ack_pack(unsigned char *buf, int rank)
 {
-    put32(buf, HELLO_MAGIC ^ 0xffffffffu);
-    put32(buf + 4, (uint32_t)rank);
+    gcoll__put32(buf, HELLO_MAGIC ^ 0xffffffffu);
+    gcoll__put32(buf + 4, (uint32_t)rank);
 }
 
 int gcoll__tcp_ack_ok(const unsigned char *buf, int rank)
 {
-    return get32(buf) == (HELLO_MAGIC ^ 0xffffffffu) && get32(buf + 4) == (uint32_t)rank;
+    return gcoll__get32(buf) == (HELLO_MAGIC ^ 0xffffffffu) && gcoll__get32(buf + 4) == (uint32_t)rank;
 }
