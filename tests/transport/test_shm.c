@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "../../src/config.h"
-#include "../../src/error.h"
 #include "../../src/log.h"
 #include "shm/shm.h"
 #include "transport.h"
