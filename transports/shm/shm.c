@@ -24,7 +24,7 @@
 
 #define NAME_LEN 48
 
-/* header | ctrl[n] | slots[n][2] | rings[n][n] (each: ack line, depth cells) */
+/* header | ctrl[n] | slots[n][2] | rings[n][n] (each: acknowledgement slots, depth cells) */
 static size_t layout(const gcoll__shm_t *s, size_t *ctrl_off, size_t *slots_off, size_t *rings_off)
 {
     *ctrl_off = sizeof(gcoll__shm_hdr_t);
@@ -94,7 +94,7 @@ gcoll_status_t gcoll__shm_create(gcoll__boot_t *node, gcoll__shm_t **out)
     s->chunk_bytes = gcoll__config.shm_chunk_size;
     s->cell_bytes = (gcoll__config.shm_cell_size + 63) & ~(size_t)63;
     s->depth = gcoll__config.shm_ring_depth;
-    s->pair_bytes = GCOLL_SHM_LINE + (size_t)s->depth * (sizeof(gcoll__shm_cell_t) + s->cell_bytes);
+    s->pair_bytes = GCOLL_SHM_ACK_BYTES + (size_t)s->depth * (sizeof(gcoll__shm_cell_t) + s->cell_bytes);
     size_t ctrl_off, slots_off, rings_off, bytes = layout(s, &ctrl_off, &slots_off, &rings_off);
 
     char name[NAME_LEN] = "";

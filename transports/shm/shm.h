@@ -69,7 +69,7 @@ typedef struct gcoll__shm {
     pid_t *pids;              /* [n] */
     char *tmp;                /* two chunks of private scratch for single-copy reads, */
     size_t tmp_stride;        /* tmp_stride bytes apart */
-    char *rings;              /* [sender][receiver]: an ack line, then depth cells */
+    char *rings;              /* [sender][receiver]: acknowledgement slots, then depth cells */
     size_t cell_bytes;        /* payload bytes of one cell */
     size_t pair_bytes;        /* one ring */
     int depth;                /* cells per ring */
@@ -88,15 +88,23 @@ static inline char *gcoll__shm_slot(gcoll__shm_t *s, int rank, uint64_t seq)
     return s->slots + ((size_t)rank * 2 + (seq & 1)) * s->slot_bytes;
 }
 
-/* The ring from local rank `from` to local rank `to`: its ack counter and its cells. */
-static inline _Atomic uint64_t *gcoll__shm_ring_ack(gcoll__shm_t *s, int from, int to)
+/* Single-copy messages that one sender may have awaiting acknowledgement by one receiver. The
+ * receiver acknowledges message m (ids count from 1) by storing m in slot m % GCOLL_SHM_ACKS, in
+ * whatever order its receives read them, so the sender keeps the ids in flight within a window
+ * of GCOLL_SHM_ACKS (shm_p2p.c). */
+#define GCOLL_SHM_ACKS 64
+#define GCOLL_SHM_ACK_BYTES (GCOLL_SHM_ACKS * sizeof(uint64_t)) /* whole cache lines */
+
+/* The ring from local rank `from` to local rank `to`: its acknowledgement slots, then its cells. */
+static inline _Atomic uint64_t *gcoll__shm_ack(gcoll__shm_t *s, int from, int to, uint64_t msgid)
 {
-    return (_Atomic uint64_t *)(s->rings + ((size_t)from * (size_t)s->n + (size_t)to) * s->pair_bytes);
+    return (_Atomic uint64_t *)(s->rings + ((size_t)from * (size_t)s->n + (size_t)to) * s->pair_bytes) +
+           msgid % GCOLL_SHM_ACKS;
 }
 static inline gcoll__shm_cell_t *gcoll__shm_cell(gcoll__shm_t *s, int from, int to, uint64_t i)
 {
     size_t stride = sizeof(gcoll__shm_cell_t) + s->cell_bytes;
-    return (gcoll__shm_cell_t *)((char *)gcoll__shm_ring_ack(s, from, to) + GCOLL_SHM_LINE +
+    return (gcoll__shm_cell_t *)((char *)gcoll__shm_ack(s, from, to, 0) + GCOLL_SHM_ACK_BYTES +
                                  (size_t)(i % (uint64_t)s->depth) * stride);
 }
 

@@ -3,9 +3,12 @@
  * a cell travels inline; a larger one travels single copy (the receiver reads the sender's
  * buffer with process_vm_readv and acknowledges) where the kernel permits it, else as
  * consecutive fragments that the sender writes as cells free up, so sending and receiving
- * overlap. Messages between a pair arrive in order; a receive matches the first message with
- * its tag, and messages no receive is waiting for are copied aside (single-copy ones leave only
- * their descriptor). */
+ * overlap. Messages between a pair enter the ring in the order they were posted and a receive
+ * matches the first message with its tag, so messages with one tag match in posting order;
+ * messages no receive is waiting for are copied aside (single-copy ones leave only their
+ * descriptor). A single-copy send waits for its acknowledgement out of the queue, so the
+ * messages behind it keep flowing: the receiver may need one of those before it posts the
+ * receive that reads the large one. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +23,7 @@ struct gcoll__tp_req {
     uint32_t tag;
     char *buf;
     size_t bytes, moved; /* moved: bytes written (send) or received (recv) so far */
-    uint64_t msgid;      /* single-copy send: complete once the receiver acknowledges it */
+    uint64_t msgid;      /* single-copy send: complete once the receiver acknowledges this id */
     int started;         /* send: its first cell is in the ring */
     gcoll_status_t status;
 };
@@ -34,7 +37,8 @@ typedef struct unexpected {
 } unexpected_t;
 
 typedef struct {
-    gcoll__tp_req_t *sends, *sends_tail; /* not yet completely in the ring or acknowledged */
+    gcoll__tp_req_t *sends, *sends_tail; /* not yet completely in the ring, in posting order */
+    gcoll__tp_req_t *acks, *acks_tail;   /* single-copy sends in the ring, unacknowledged, by id */
     gcoll__tp_req_t *recvs, *recvs_tail; /* posted, in order */
     unexpected_t *unexp, *unexp_tail;
     uint64_t tail, head;                 /* cells written to / read from the peer's rings */
@@ -85,25 +89,44 @@ gcoll_status_t gcoll__shm_p2p_open(gcoll__shm_t *s, gcoll__tp_t **out)
     return GCOLL_SUCCESS;
 }
 
-/* Writes as much of the head send to `peer` into the ring as there is room for. */
+/* Completes the single-copy sends to `peer` that the receiver has acknowledged, in whatever
+ * order its receives came. */
+static void reap_acks(gcoll__shm_t *s, int peer)
+{
+    peer_t *p = &s->p2p->peers[peer];
+    for (gcoll__tp_req_t *r = p->acks, *prev = NULL, *next; r; r = next) {
+        next = r->next;
+        if (atomic_load_explicit(gcoll__shm_ack(s, s->me, peer, r->msgid), memory_order_acquire) != r->msgid) {
+            prev = r;
+            continue;
+        }
+        *(prev ? &prev->next : &p->acks) = next;
+        if (p->acks_tail == r)
+            p->acks_tail = prev;
+        r->done = 1;
+    }
+}
+
+/* Whether the next single-copy id to `peer` has an acknowledgement slot that no message in
+ * flight holds: the ids in flight lie between the oldest and the last one sent. */
+static int ack_slot_free(const peer_t *p)
+{
+    return !p->acks || p->cma_sent + 1 - p->acks->msgid < GCOLL_SHM_ACKS;
+}
+
+/* Writes the sends queued for `peer` into the ring, in posting order, as far as there is room.
+ * A large send goes single copy when an acknowledgement slot is free (else in fragments, which
+ * need no acknowledgement), and waits for its acknowledgement in p->acks. */
 static gcoll_status_t push_sends(gcoll__shm_t *s, int peer)
 {
     peer_t *p = &s->p2p->peers[peer];
+    reap_acks(s, peer);
     while (p->sends) {
         gcoll__tp_req_t *r = p->sends;
-        if (r->msgid) { /* single copy, already announced: wait for the acknowledgement */
-            if (atomic_load_explicit(gcoll__shm_ring_ack(s, s->me, peer), memory_order_acquire) < r->msgid)
-                return GCOLL_SUCCESS;
-            r->done = 1;
-            p->sends = r->next;
-            if (!p->sends)
-                p->sends_tail = NULL;
-            continue;
-        }
         gcoll__shm_cell_t *c = gcoll__shm_cell(s, s->me, peer, p->tail);
         if (atomic_load_explicit(&c->full, memory_order_acquire))
             return GCOLL_SUCCESS; /* the ring is full */
-        int cma = s->cma && r->bytes > s->cell_bytes;
+        int cma = s->cma && r->bytes > s->cell_bytes && !r->started && ack_slot_free(p);
         size_t len = cma ? 0 : (r->bytes - r->moved < s->cell_bytes ? r->bytes - r->moved : s->cell_bytes);
         c->kind = cma ? GCOLL_SHM_MSG_CMA : r->started ? GCOLL_SHM_MSG_MORE : GCOLL_SHM_MSG_FIRST;
         c->tag = r->tag;
@@ -118,15 +141,16 @@ static gcoll_status_t push_sends(gcoll__shm_t *s, int peer)
         p->tail++;
         r->started = 1;
         r->moved += len;
-        if (cma) {
-            r->msgid = c->msgid;
+        if (!cma && r->moved < r->bytes)
             continue;
-        }
-        if (r->moved == r->bytes) {
+        p->sends = r->next;
+        if (!p->sends)
+            p->sends_tail = NULL;
+        if (cma) {
+            r->msgid = p->cma_sent;
+            Q_PUSH(p->acks, p->acks_tail, r);
+        } else {
             r->done = 1;
-            p->sends = r->next;
-            if (!p->sends)
-                p->sends_tail = NULL;
         }
     }
     return GCOLL_SUCCESS;
@@ -143,7 +167,7 @@ static gcoll_status_t pull(gcoll__shm_t *s, int peer, gcoll__tp_req_t *r, uint64
 {
     gcoll_status_t st = total == r->bytes ? gcoll__shm_read(s, peer, r->buf, addr, total)
                                           : size_mismatch(peer, total, r->bytes);
-    atomic_store_explicit(gcoll__shm_ring_ack(s, peer, s->me), msgid, memory_order_release);
+    atomic_store_explicit(gcoll__shm_ack(s, peer, s->me, msgid), msgid, memory_order_release);
     ring_event(s);
     r->status = st;
     r->done = 1;
@@ -336,6 +360,7 @@ static void shm_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r)
             p->receiving = NULL;
     } else {
         unlink_req(&p->sends, &p->sends_tail, r);
+        unlink_req(&p->acks, &p->acks_tail, r);
     }
     free(r);
 }
