@@ -237,7 +237,7 @@ int main(int argc, char **argv)
     gcoll__shm_t *s = NULL;
     gcoll__tp_t *tp = NULL;
     if (size >= 2) {
-        CHECK(gcoll__shm_create(MPI_COMM_WORLD, &s) == GCOLL_SUCCESS && s, "no node channel: %s",
+        CHECK(gcoll__shm_create(world_group(), &s) == GCOLL_SUCCESS && s, "no node channel: %s",
               gcoll_last_error());
         if (s)
             CHECK(gcoll__shm_p2p_open(s, &tp) == GCOLL_SUCCESS, "open: %s", gcoll_last_error());
