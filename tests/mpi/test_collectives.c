@@ -345,6 +345,10 @@ int main(int argc, char **argv)
         if (dup)
             continue;
         for (int d = 0; d < GCOLL_DTYPE_COUNT; d++) {
+            /* the 1 Mi+3 case, most of the run's time, at 5 ranks and more for every other dtype:
+             * odd ones at 5 and 7 ranks, even ones at 8 (all of them at 1 to 4 ranks) */
+            if (c == sizeof(counts) / sizeof(counts[0]) - 1 && n >= 5 && d % 2 != n % 2)
+                continue;
             for (int op = 0; op < GCOLL_OP_COUNT; op++)
                 if (op != GCOLL_ADASUM) /* test_adasum's */
                     test_reductions((gcoll_dtype_t)d, (gcoll_op_t)op, counts[c]);
