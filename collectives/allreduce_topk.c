@@ -105,6 +105,7 @@ static void radix_select(const float *v, const uint32_t *list, size_t m, size_t 
 #define SAMPLE_CHUNKS 256
 #define SAMPLE_RUN 256
 #define SAMPLED_MIN ((size_t)1 << 18)
+#define SCAN_CHUNK 4096 /* entries per call of the scan: its masks, 1 KiB, stay on the stack */
 static int sampled_select(const float *x, float *residual, size_t count, size_t k, gcoll__topk_pair_t *out,
                           const gcoll__topk_work_t *w, const float **v)
 {
@@ -119,55 +120,53 @@ static int sampled_select(const float *x, float *residual, size_t count, size_t 
     uint32_t lb = BINS - 1;
     for (; lb > 0 && (double)(acc += hs[lb]) < want; lb--)
         ;
-    /* candidates: the entries above the bound's bin; the bin itself only counted by low bits */
+    /* candidates: the entries above the bound's bin; the bin itself only counted by low bits.
+     * The scan hands over masks a chunk at a time; their set bits are few. */
     uint32_t *lo = w->hist + BINS;
     memset(lo, 0, BINS * sizeof(*lo));
+    uint64_t a[SCAN_CHUNK / 64], m[SCAN_CHUNK / 64];
+    uint32_t bin = lb << 16, above_bin = (lb + 1) << 16; /* lb <= 0x7fff: |x| has 31 bits */
     size_t nc = 0, in_bin = 0;
-    int overflow = 0;
-#define CANDIDATE(s, i)                                                                          \
-    do {                                                                                         \
-        uint32_t key_ = mag(s);                                                                  \
-        if (key_ >> 16 > lb) {                                                                   \
-            overflow |= nc == w->cand_cap;                                                       \
-            w->cand[nc] = (uint32_t)(i);                                                         \
-            nc += nc < w->cand_cap;                                                              \
-        } else if (key_ >> 16 == lb) {                                                           \
-            lo[key_ & 0xffffu]++;                                                                \
-            in_bin++;                                                                            \
-        }                                                                                        \
-    } while (0)
-    if (residual) /* two loops: the common one without the residual stays tight */
-        for (size_t i = 0; i < count; i++) {
-            residual[i] += x[i];
-            CANDIDATE(residual[i], i);
-        }
-    else
-        for (size_t i = 0; i < count; i++)
-            CANDIDATE(x[i], i);
-#undef CANDIDATE
     *v = residual ? residual : x;
-    if (overflow || nc + in_bin < k)
+    for (size_t i0 = 0; i0 < count; i0 += SCAN_CHUNK) {
+        size_t n = count - i0 < SCAN_CHUNK ? count - i0 : SCAN_CHUNK;
+        gcoll__topk_masks(x + i0, residual ? residual + i0 : NULL, n, bin, above_bin, 0x80000000u, a, m);
+        for (size_t b = 0; b < (n + 63) / 64; b++) {
+            for (uint64_t bits = a[b]; bits; bits &= bits - 1) {
+                if (nc < w->cand_cap)
+                    w->cand[nc] = (uint32_t)(i0 + b * 64 + (size_t)__builtin_ctzll(bits));
+                nc++;
+            }
+            for (uint64_t bits = m[b]; bits; bits &= bits - 1, in_bin++)
+                lo[mag((*v)[i0 + b * 64 + (size_t)__builtin_ctzll(bits)]) & 0xffffu]++;
+        }
+    }
+    if (nc > w->cand_cap || nc + in_bin < k)
         return 0;
     if (nc >= k) { /* the threshold lies above the bound's bin */
         radix_select(*v, w->cand, nc, k, out, w);
         return 1;
     }
     /* in the bound's bin: all candidates, then the bin's entries above the threshold and the
-     * ties, lowest index first, in one more pass that ends once it has them all */
+     * ties, lowest index first, in one more scan that ends once it has them all */
     size_t above_lo;
-    uint32_t l = bin_of(lo, k - nc, &above_lo), t = lb << 16 | l;
+    uint32_t l = bin_of(lo, k - nc, &above_lo), t = bin | l;
     size_t ties = k - nc - above_lo, more = above_lo, nsel = nc;
     for (size_t j = 0; j < nc; j++)
         out[j] = (gcoll__topk_pair_t){w->cand[j], (*v)[w->cand[j]]};
-    for (size_t i = 0; i < count && (more || ties); i++) {
-        uint32_t key = mag((*v)[i]);
-        if (key >> 16 != lb || key < t || (key == t && !ties))
-            continue;
-        if (key == t)
-            ties--;
-        else
-            more--;
-        out[nsel++] = (gcoll__topk_pair_t){(uint32_t)i, (*v)[i]};
+    for (size_t i0 = 0; i0 < count && (more || ties); i0 += SCAN_CHUNK) {
+        size_t n = count - i0 < SCAN_CHUNK ? count - i0 : SCAN_CHUNK;
+        gcoll__topk_masks(*v + i0, NULL, n, t, t + 1, above_bin, a, m); /* a: above t, m: ties */
+        for (size_t b = 0; b < (n + 63) / 64; b++) {
+            for (uint64_t bits = a[b]; bits; bits &= bits - 1, more--) {
+                size_t i = i0 + b * 64 + (size_t)__builtin_ctzll(bits);
+                out[nsel++] = (gcoll__topk_pair_t){(uint32_t)i, (*v)[i]};
+            }
+            for (uint64_t bits = m[b]; bits && ties; bits &= bits - 1, ties--) {
+                size_t i = i0 + b * 64 + (size_t)__builtin_ctzll(bits);
+                out[nsel++] = (gcoll__topk_pair_t){(uint32_t)i, (*v)[i]};
+            }
+        }
     }
     return 1;
 }
@@ -193,6 +192,7 @@ typedef struct {
     const float *in;
     float *out, *residual;
     size_t count, k;
+    size_t zeroed; /* out[0..zeroed) is zero: the ring's rounds clear it while pairs travel */
     int n, rank;
     gcoll__topk_pair_t *pairs; /* n blocks of k, rank j's at j k */
     gcoll__topk_work_t work;
@@ -208,7 +208,6 @@ static gcoll_status_t select_step(void *state, int *done)
 
 gcoll_status_t gcoll__topk_merge(float *out, size_t count, const gcoll__topk_pair_t *pairs, int n, size_t k)
 {
-    memset(out, 0, count * sizeof(float));
     for (int j = 0; j < n; j++) {
         const gcoll__topk_pair_t *p = pairs + (size_t)j * k;
         for (size_t i = 0; i < k; i++) {
@@ -221,9 +220,31 @@ gcoll_status_t gcoll__topk_merge(float *out, size_t count, const gcoll__topk_pai
     return GCOLL_SUCCESS;
 }
 
+/* Clears the result up to its share, end, a slice a call: the engine polls it beside the ring
+ * round's messages, so writing 4 bytes an entry (64 MiB for 16 Mi) costs no time of its own
+ * while the link is the bound, and each call is short enough not to hold the messages up. */
+typedef struct {
+    topk_t *t;
+    size_t end;
+} zero_t;
+
+#define ZERO_SLICE ((size_t)1 << 16) /* entries: 256 KiB, a few tens of microseconds */
+
+static gcoll_status_t zero_step(void *state, int *done)
+{
+    zero_t *z = state;
+    topk_t *t = z->t;
+    size_t m = z->end - t->zeroed < ZERO_SLICE ? z->end - t->zeroed : ZERO_SLICE;
+    memset(t->out + t->zeroed, 0, m * sizeof(float));
+    t->zeroed += m;
+    *done = t->zeroed == z->end;
+    return GCOLL_SUCCESS;
+}
+
 static gcoll_status_t merge_step(void *state, int *done)
 {
     topk_t *t = state;
+    memset(t->out + t->zeroed, 0, (t->count - t->zeroed) * sizeof(float)); /* k = 0: no ring */
     GCOLL_CHECK(gcoll__topk_merge(t->out, t->count, t->pairs, t->n, t->k));
     *done = 1;
     return GCOLL_SUCCESS;
@@ -252,6 +273,11 @@ static void stateless_rewind(void *state)
     (void)state; /* the steps keep nothing between runs */
 }
 
+static void select_rewind(void *state)
+{
+    ((topk_t *)state)->zeroed = 0; /* the ring's rounds clear the result again */
+}
+
 void gcoll__allreduce_topk(gcoll__sched_t *s, const gcoll__coll_args_t *a)
 {
     int n = a->size, r = a->rank, right = (r + 1) % n, left = gcoll__mod(r - 1, n);
@@ -277,11 +303,17 @@ void gcoll__allreduce_topk(gcoll__sched_t *s, const gcoll__coll_args_t *a)
         return;
     }
     gcoll__sched_custom(s, select_step, local_who, t);
-    gcoll__sched_custom_rewind(s, stateless_rewind);
+    gcoll__sched_custom_rewind(s, select_rewind);
     for (int step = 0; step < n - 1 && k; step++) {
         int sb = gcoll__mod(r - step, n), rbk = gcoll__mod(r - step - 1, n);
         gcoll__pipe(s, right, pairs + (size_t)sb * k, k, left, pairs + (size_t)rbk * k, k, NULL, NULL,
                     sizeof(gcoll__topk_pair_t));
+        zero_t *z = gcoll__sched_scratch(s, sizeof(*z)); /* each step's round clears its share */
+        if (!z)
+            return;
+        *z = (zero_t){t, step == n - 2 ? a->count : a->count / (size_t)(n - 1) * (size_t)(step + 1)};
+        gcoll__sched_custom(s, zero_step, local_who, z);
+        gcoll__sched_custom_rewind(s, stateless_rewind);
     }
     gcoll__sched_round(s);
     gcoll__sched_custom(s, merge_step, local_who, t);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "gcoll.h"
+#include "reduce.h"
 
 /* One kept entry as it travels: 8 bytes, no padding. */
 typedef struct {
@@ -30,9 +31,20 @@ size_t gcoll__topk_k(size_t count, double density);
 void gcoll__topk_select(const float *x, float *residual, size_t count, size_t k, gcoll__topk_pair_t *out,
                         const gcoll__topk_work_t *w);
 
-/* out (count floats) = the sum of n blocks of k pairs, block 0 first: every rank that merges
+/* out (count floats, zero on entry) += the n blocks of k pairs, block 0 first: every rank that merges
  * the same blocks gets the same bits. An index past count (a corrupt message) fails with
  * GCOLL_ERR_TRANSPORT naming the block's rank. */
 gcoll_status_t gcoll__topk_merge(float *out, size_t count, const gcoll__topk_pair_t *pairs, int n, size_t k);
+
+/* The selection's scan (topk_scan.c): for n entries of v = x + residual (x alone when residual
+ * is NULL; with one, v is stored back into it), bit j of a[b] is set when entry 64 b + j's key,
+ * the bits of |v|, lies in [mid, hi), and bit j of m[b] when it lies in [lo, mid) (unsigned;
+ * lo <= mid <= hi). Bits past n are clear. gcoll__topk_masks takes any n and uses the kernel of
+ * the reduction table in use; gcoll__topk_masks_for gives a table's own, for n a multiple of 64. */
+typedef void (*gcoll__topk_masks_fn)(const float *x, float *residual, size_t n, uint32_t lo, uint32_t mid,
+                                     uint32_t hi, uint64_t *a, uint64_t *m);
+gcoll__topk_masks_fn gcoll__topk_masks_for(const gcoll__kernels_t *k);
+void gcoll__topk_masks(const float *x, float *residual, size_t n, uint32_t lo, uint32_t mid, uint32_t hi,
+                       uint64_t *a, uint64_t *m);
 
 #endif

@@ -2,7 +2,9 @@
  * every kernel table, against references written here: selection by a full sort on (|v|
  * descending, index ascending), merging by plain loops, fp16 by the compiler's _Float16 and
  * bf16 by integer rounding. Inputs with many ties, both zeros, infinities and NaN; the
- * candidate buffer both large enough and too small (the third pass over the whole vector). */
+ * candidate buffer both large enough and too small (the third pass over the whole vector). The
+ * selection runs under every kernel table the CPU has, and each table's scan is checked bit by
+ * bit against its definition. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,8 +116,20 @@ static void check_select(size_t n, int kind, int with_residual, const case_t *ca
     free(kept);
 }
 
+/* The selection under each kernel table (_i: GCOLL_REDUCE_ISA's generic, avx2, avx512), where
+ * the CPU has it: the scans differ, the answers must not. Says whether this CPU runs it. */
+static int use_isa(int i)
+{
+    static const gcoll__kernels_t *const tables[] = {&gcoll__kernels_generic, &gcoll__kernels_avx2,
+                                                     &gcoll__kernels_avx512};
+    return gcoll__kernels_supported(tables[i]) && gcoll__kernels_select(i + 1) == GCOLL_SUCCESS;
+}
+
 START_TEST(selection_matches_a_full_sort)
 {
+    const gcoll__kernels_t *was = gcoll__kernels;
+    if (!use_isa(_i))
+        return;
     static const size_t sizes[] = {1, 2, 17, 1000, 70001};
     for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
         size_t n = sizes[s], ks[] = {0, 1, n / 100, n / 3, n - 1, n};
@@ -128,11 +142,15 @@ START_TEST(selection_matches_a_full_sort)
             for (int r = 0; r < 2; r++)
                 check_select(n, kind, r, cases, 12);
     }
+    gcoll__kernels = was;
 }
 END_TEST
 
 START_TEST(sampled_selection_on_large_vectors_is_exact)
 {
+    const gcoll__kernels_t *was = gcoll__kernels;
+    if (!use_isa(_i))
+        return;
     size_t n = ((size_t)1 << 18) + 3;
     /* the room the allreduce gives, and (k = n/100) too little: the full select */
     const case_t cases[] = {{1, 65538}, {n / 100, 2 * (n / 100) + 65536}, {n / 3, 2 * (n / 3) + 65536},
@@ -140,6 +158,7 @@ START_TEST(sampled_selection_on_large_vectors_is_exact)
     for (int kind = 0; kind < 5; kind++)
         if (kind != 2) /* NaN and infinities: the smaller sizes have them */
             check_select(n, kind, kind % 2, cases, kind == 0 ? 4 : 3);
+    gcoll__kernels = was;
 }
 END_TEST
 
@@ -157,7 +176,7 @@ START_TEST(merge_sums_blocks_in_rank_order)
 {
     /* three ranks, k = 2, index 1 kept by all and index 3 by two: duplicates add up */
     gcoll__topk_pair_t p[6] = {{1, 1e8f}, {3, 2.5f}, {1, 1.0f}, {0, -4.0f}, {1, -1e8f}, {3, 0.25f}};
-    float out[5] = {9, 9, 9, 9, 9};
+    float out[5] = {0, 0, 0, 0, 0};
     ck_assert_int_eq(gcoll__topk_merge(out, 5, p, 3, 2), GCOLL_SUCCESS);
     float want1 = 1e8f;
     want1 += 1.0f; /* rank order: (1e8 + 1) - 1e8 = 0 in float, where another order gives 1 */
@@ -166,6 +185,45 @@ START_TEST(merge_sums_blocks_in_rank_order)
     p[5].idx = 5; /* past the vector: refused, naming the rank */
     ck_assert_int_eq(gcoll__topk_merge(out, 5, p, 3, 2), GCOLL_ERR_TRANSPORT);
     ck_assert_ptr_nonnull(strstr(gcoll_last_error(), "rank 2"));
+}
+END_TEST
+
+/* Each table's scan against the definition, bit by bit: keys (|v|'s bits) on both sides of
+ * every bound, bounds that leave a range empty or take all, with and without a residual. */
+START_TEST(scan_masks_match_their_definition)
+{
+    static const gcoll__kernels_t *const tables[] = {&gcoll__kernels_generic, &gcoll__kernels_avx2,
+                                                     &gcoll__kernels_avx512};
+    if (!gcoll__kernels_supported(tables[_i]))
+        return;
+    gcoll__topk_masks_fn fn = gcoll__topk_masks_for(tables[_i]);
+    enum { N = 64 * 37 };
+    static float x[N], res[N], got_res[N];
+    uint64_t a[N / 64], m[N / 64];
+    const uint32_t one = 0x3f800000u, two = 0x40000000u, inf = 0x7f800000u;
+    const uint32_t bounds[][3] = {{one, two, 0x80000000u}, {one, one + 1, two}, {0, one, one}, {0, 0, 0x80000000u},
+                                  {two, two, two},         {0, inf, 0x7fffffffu}, {inf, inf + 1, 0x80000000u}};
+    for (int r = 0; r < 2; r++)
+        for (size_t c = 0; c < sizeof(bounds) / sizeof(bounds[0]); c++) {
+            for (int i = 0; i < N; i++) {
+                x[i] = i % 5 == 0 ? value(2) : i % 5 == 1 ? value(1) * 0.5f : value(0) * 4.0f;
+                if (i % 7 == 0) /* exactly on a bound */
+                    memcpy(&x[i], &bounds[c][i % 3], 4);
+                res[i] = got_res[i] = r ? value(0) : 0;
+            }
+            fn(x, r ? got_res : NULL, N, bounds[c][0], bounds[c][1], bounds[c][2], a, m);
+            for (int i = 0; i < N; i++) {
+                float v = r ? res[i] + x[i] : x[i];
+                uint32_t key = mag_bits(v), lo = bounds[c][0], mid = bounds[c][1], hi = bounds[c][2];
+                int in_a = key >= mid && key < hi, in_m = key >= lo && key < mid;
+                ck_assert_msg((int)(a[i / 64] >> (i % 64) & 1) == in_a && (int)(m[i / 64] >> (i % 64) & 1) == in_m,
+                              "%s bounds %zu residual %d: entry %d (key %#x) a %d m %d, want %d %d", tables[_i]->name,
+                              c, r, i, key, (int)(a[i / 64] >> (i % 64) & 1), (int)(m[i / 64] >> (i % 64) & 1), in_a,
+                              in_m);
+                ck_assert_msg(!r || memcmp(&v, &got_res[i], 4) == 0 || (isnan(v) && isnan(got_res[i])),
+                              "%s: residual[%d] = %g, want %g", tables[_i]->name, i, got_res[i], v);
+            }
+        }
 }
 END_TEST
 
@@ -215,8 +273,9 @@ Suite *topk_suite(void)
     Suite *s = suite_create("topk");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, selection_matches_a_full_sort);
-    tcase_add_test(tc, sampled_selection_on_large_vectors_is_exact);
+    tcase_add_loop_test(tc, selection_matches_a_full_sort, 0, 3);
+    tcase_add_loop_test(tc, sampled_selection_on_large_vectors_is_exact, 0, 3);
+    tcase_add_loop_test(tc, scan_masks_match_their_definition, 0, 3);
     tcase_add_test(tc, k_follows_the_documented_formula);
     tcase_add_test(tc, merge_sums_blocks_in_rank_order);
     tcase_add_loop_test(tc, wire_conversions_round_to_nearest_even, 0, 3);
