@@ -17,7 +17,8 @@ static inline uint32_t key_of(float v)
     return u & 0x7fffffffu;
 }
 
-/* Any n; the vector versions leave the last n % 64 entries to it. */
+/* Any n; the vector versions leave the last n % 64 entries to it. Without vectors, a branch
+ * that is rarely taken costs less than computing both bits of every entry. */
 static void masks_generic(const float *x, float *residual, size_t n, uint32_t lo, uint32_t mid, uint32_t hi,
                           uint64_t *a, uint64_t *m)
 {
@@ -30,8 +31,12 @@ static void masks_generic(const float *x, float *residual, size_t n, uint32_t lo
             if (residual)
                 v = residual[i] += v;
             uint32_t key = key_of(v);
-            ab |= (uint64_t)(key - mid < hi - mid) << j; /* unsigned: mid <= key < hi */
-            mb |= (uint64_t)(key - lo < mid - lo) << j;
+            if (key - lo < hi - lo) { /* unsigned: lo <= key < hi, rare: the branch predicts */
+                if (key >= mid)
+                    ab |= (uint64_t)1 << j;
+                else
+                    mb |= (uint64_t)1 << j;
+            }
         }
         a[b] = ab;
         m[b] = mb;
