@@ -4,15 +4,16 @@
  * them into a zeroed dense result, rank 0's pairs first: one order everywhere, so all ranks get
  * the same bits. GCOLL_AVG divides the result by n.
  * Cost: selection reads the vector about once from 256 Ki entries up (a sample bounds the
- * threshold, one pass collects the candidates above the bound, an exact radix select runs over
- * them; see sampled_select), else
+ * threshold, one pass collects the candidates above the bound with vector compares, topk_scan.c,
+ * an exact radix select runs over them; see sampled_select), else
  * twice (the radix select over everything: a histogram of the top 16 bits of |x| finds the
  * threshold's bin, a second pass takes what lies above it and the bin's low 16 bits); then n-1
  * ring steps of 8k bytes: a rank sends and receives 8k(n-1) bytes where a dense ring moves
- * 8 count (n-1)/n, so sparse moves less while k <= count/n; last, one write of the dense vector
- * and n k additions. Above that density the kept entries go dense: each rank writes its own into
- * a zeroed vector and a ring allreduce sums those (its cost, and its order of additions: the same
- * bits on every rank still, but not those of the rank-order sum).
+ * 8 count (n-1)/n, so sparse moves less while k <= count/n; the ring's rounds clear the dense
+ * vector while the pairs travel; last, n k additions. Above that density the kept entries go
+ * dense: each rank writes its own into a zeroed vector and a ring allreduce sums those (its
+ * cost, and its order of additions: the same bits on every rank still, but not those of the
+ * rank-order sum).
  * With a residual (the session's error feedback) it selects from x + residual and leaves in the
  * residual what it did not send. */
 #include <stdio.h>

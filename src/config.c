@@ -359,7 +359,7 @@ static const var_def_t vars[] = {
      "bound on every wait: an operation not complete by then fails with GCOLL_ERR_TIMEOUT",
      parse_seconds, NULL, &gcoll__config.timeout_s, 0},
     {"GCOLL_REDUCE_ISA", "auto|generic|avx2|avx512", "auto",
-     "reduction kernels: auto picks the widest vector instructions this CPU has", NULL, isas,
+     "reduction kernels (and the top-k selection's scan): auto picks the widest vector instructions this CPU has", NULL, isas,
      &gcoll__config.reduce_isa, 0},
     {"GCOLL_TRANSPORT_INTRA", "shm|inter|mpi", "shm",
      "between ranks of one host: shared memory, the transport used between hosts, or MPI", NULL, intra,
