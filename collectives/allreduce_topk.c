@@ -1,16 +1,17 @@
 /* Top-k sparse allreduce (attr.compress = GCOLL_COMPRESS_TOPK). Each rank keeps its
  * k = floor(density * count) entries of largest magnitude (exact, ties to the lower index) as
- * (uint32 index, fp32 value) pairs, a ring allgathers every rank's pairs, and every rank adds
- * them into a zeroed dense result, rank 0's pairs first: one order everywhere, so all ranks get
- * the same bits. GCOLL_AVG divides the result by n.
+ * (index, fp32 value) pairs, encoded in 6 bytes each (gcoll__topk_encode: uint16 index gaps with
+ * an escape), a ring allgathers every rank's block, and every rank adds them into a zeroed dense
+ * result, rank 0's first: one order everywhere, so all ranks get the same bits. GCOLL_AVG
+ * divides the result by n.
  * Cost: selection reads the vector about once from 256 Ki entries up (a sample bounds the
  * threshold, one pass collects the candidates above the bound with vector compares, topk_scan.c,
  * an exact radix select runs over them; see sampled_select), else
  * twice (the radix select over everything: a histogram of the top 16 bits of |x| finds the
  * threshold's bin, a second pass takes what lies above it and the bin's low 16 bits); then n-1
- * ring steps of 8k bytes: a rank sends and receives 8k(n-1) bytes where a dense ring moves
- * 8 count (n-1)/n, so sparse moves less while k <= count/n; the ring's rounds clear the dense
- * vector while the pairs travel; last, n k additions. Above that density the kept entries go
+ * ring steps of one block, 6(k + count/65535 + 1) bytes, where a dense ring moves
+ * 8 count (n-1)/n; sparse is kept while k <= count/n; the ring's rounds clear the dense
+ * vector while the blocks travel; last, n k additions. Above that density the kept entries go
  * dense: each rank writes its own into a zeroed vector and a ring allreduce sums those (its
  * cost, and its order of additions: the same bits on every rank still, but not those of the
  * rank-order sum).
@@ -24,6 +25,8 @@
 #include "topk.h"
 
 #define BINS 65536u
+#define ENTRY 6         /* bytes of an encoded entry: uint16 gap, fp32 value */
+#define ESCAPE 0xffffu  /* a gap entry: the next index lies 65535 further on */
 
 size_t gcoll__topk_k(size_t count, double density)
 {
@@ -195,28 +198,72 @@ typedef struct {
     size_t count, k;
     size_t zeroed; /* out[0..zeroed) is zero: the ring's rounds clear it while pairs travel */
     int n, rank;
-    gcoll__topk_pair_t *pairs; /* n blocks of k, rank j's at j k */
+    gcoll__topk_pair_t *pairs; /* this rank's k (dense: the kept entries) */
+    unsigned char *wire;       /* sparse: n encoded blocks of wire_bytes, rank j's at j wire_bytes */
+    size_t wire_bytes;
     gcoll__topk_work_t work;
 } topk_t;
 
 static gcoll_status_t select_step(void *state, int *done)
 {
     topk_t *t = state;
-    gcoll__topk_select(t->in, t->residual, t->count, t->k, t->pairs + (size_t)t->rank * t->k, &t->work);
+    gcoll__topk_select(t->in, t->residual, t->count, t->k, t->pairs, &t->work);
+    gcoll__topk_encode(t->wire + (size_t)t->rank * t->wire_bytes, t->pairs, t->k, t->count);
     *done = 1;
     return GCOLL_SUCCESS;
 }
 
-gcoll_status_t gcoll__topk_merge(float *out, size_t count, const gcoll__topk_pair_t *pairs, int n, size_t k)
+size_t gcoll__topk_wire_entries(size_t count, size_t k)
 {
+    return k ? k + count / ESCAPE + 1 : 0;
+}
+
+static void put_entry(unsigned char *e, uint16_t d, float v)
+{
+    memcpy(e, &d, sizeof(d));
+    memcpy(e + sizeof(d), &v, sizeof(v));
+}
+
+void gcoll__topk_encode(void *dst, const gcoll__topk_pair_t *pairs, size_t k, size_t count)
+{
+    unsigned char *e = dst;
+    size_t split = k ? 1 : 0; /* where the second ascending run starts (k: none) */
+    while (split < k && pairs[split].idx > pairs[split - 1].idx)
+        split++;
+    size_t i = 0, j = split, next = 0; /* next: the lowest index the next entry can name */
+    while (i < split || j < k) {
+        const gcoll__topk_pair_t *p = j == k || (i < split && pairs[i].idx < pairs[j].idx) ? &pairs[i++] : &pairs[j++];
+        for (; p->idx - next >= ESCAPE; next += ESCAPE, e += ENTRY)
+            put_entry(e, ESCAPE, 0.0f);
+        put_entry(e, (uint16_t)(p->idx - next), p->val);
+        e += ENTRY;
+        next = (size_t)p->idx + 1;
+    }
+    memset(e, 0, (size_t)((unsigned char *)dst + gcoll__topk_wire_entries(count, k) * ENTRY - e));
+}
+
+gcoll_status_t gcoll__topk_merge(float *out, size_t count, const void *blocks, int n, size_t k)
+{
+    size_t entries = gcoll__topk_wire_entries(count, k);
     for (int j = 0; j < n; j++) {
-        const gcoll__topk_pair_t *p = pairs + (size_t)j * k;
-        for (size_t i = 0; i < k; i++) {
-            if (p[i].idx >= count)
-                return gcoll__error(GCOLL_ERR_TRANSPORT, "top-k allreduce: rank %d sent index %u for a vector of %zu",
-                                    j, p[i].idx, count);
-            out[p[i].idx] += p[i].val;
+        const unsigned char *e = (const unsigned char *)blocks + (size_t)j * entries * ENTRY;
+        size_t next = 0, got = 0;
+        for (size_t q = 0; q < entries && got < k; q++, e += ENTRY) {
+            uint16_t d;
+            float v;
+            memcpy(&d, e, sizeof(d));
+            memcpy(&v, e + sizeof(d), sizeof(v));
+            next += d;
+            if (d == ESCAPE)
+                continue;
+            if (next >= count)
+                return gcoll__error(GCOLL_ERR_TRANSPORT, "top-k allreduce: rank %d sent index %zu for a vector of %zu",
+                                    j, next, count);
+            out[next++] += v;
+            got++;
         }
+        if (got < k)
+            return gcoll__error(GCOLL_ERR_TRANSPORT, "top-k allreduce: rank %d sent %zu of %zu entries", j, got, k);
     }
     return GCOLL_SUCCESS;
 }
@@ -246,7 +293,7 @@ static gcoll_status_t merge_step(void *state, int *done)
 {
     topk_t *t = state;
     memset(t->out + t->zeroed, 0, (t->count - t->zeroed) * sizeof(float)); /* k = 0: no ring */
-    GCOLL_CHECK(gcoll__topk_merge(t->out, t->count, t->pairs, t->n, t->k));
+    GCOLL_CHECK(gcoll__topk_merge(t->out, t->count, t->wire, t->n, t->k));
     *done = 1;
     return GCOLL_SUCCESS;
 }
@@ -288,11 +335,14 @@ void gcoll__allreduce_topk(gcoll__sched_t *s, const gcoll__coll_args_t *a)
     uint32_t *hist = gcoll__sched_scratch(s, 2 * BINS * sizeof(uint32_t));
     size_t cap = 2 * k + 65536; /* the sampled selection's candidates (see gcoll__topk_select) */
     uint32_t *cand = gcoll__sched_scratch(s, cap * sizeof(uint32_t));
-    gcoll__topk_pair_t *pairs = gcoll__sched_scratch(s, (dense ? 1 : (size_t)n) * k * sizeof(gcoll__topk_pair_t));
-    if (!t || !hist || !cand || !pairs)
+    gcoll__topk_pair_t *pairs = gcoll__sched_scratch(s, k * sizeof(gcoll__topk_pair_t));
+    size_t wire_bytes = dense ? 0 : gcoll__topk_wire_entries(a->count, k) * ENTRY;
+    unsigned char *wire = gcoll__sched_scratch(s, (size_t)n * wire_bytes);
+    if (!t || !hist || !cand || !pairs || !wire)
         return;
     *t = (topk_t){.in = (const float *)gcoll__input(a), .out = a->recvbuf, .residual = a->residual,
                   .count = a->count, .k = k, .n = n, .rank = r, .pairs = pairs,
+                  .wire = wire, .wire_bytes = wire_bytes,
                   .work = {.hist = hist, .cand = cand, .cand_cap = cap}};
     gcoll__sched_round(s);
     if (dense) {
@@ -307,8 +357,8 @@ void gcoll__allreduce_topk(gcoll__sched_t *s, const gcoll__coll_args_t *a)
     gcoll__sched_custom_rewind(s, select_rewind);
     for (int step = 0; step < n - 1 && k; step++) {
         int sb = gcoll__mod(r - step, n), rbk = gcoll__mod(r - step - 1, n);
-        gcoll__pipe(s, right, pairs + (size_t)sb * k, k, left, pairs + (size_t)rbk * k, k, NULL, NULL,
-                    sizeof(gcoll__topk_pair_t));
+        gcoll__pipe(s, right, wire + (size_t)sb * wire_bytes, wire_bytes, left, wire + (size_t)rbk * wire_bytes,
+                    wire_bytes, NULL, NULL, 1);
         zero_t *z = gcoll__sched_scratch(s, sizeof(*z)); /* each step's round clears its share */
         if (!z)
             return;
