@@ -196,7 +196,7 @@ typedef struct {
     const float *in;
     float *out, *residual;
     size_t count, k;
-    size_t zeroed; /* out[0..zeroed) is zero: the ring's rounds clear it while pairs travel */
+    size_t zeroed; /* out[0..zeroed) is zero: the ring's rounds clear it while blocks travel */
     int n, rank;
     gcoll__topk_pair_t *pairs; /* this rank's k (dense: the kept entries) */
     unsigned char *wire;       /* sparse: n encoded blocks of wire_bytes, rank j's at j wire_bytes */
