@@ -67,8 +67,13 @@ typedef struct {
     size_t k, cap; /* cap: candidate room (0: none, the whole vector scanned again) */
 } case_t;
 
-/* One input of n entries (sorted once by the reference), selected for every case. */
-static void check_select(size_t n, int kind, int with_residual, const case_t *cases, size_t ncases)
+static const gcoll__kernels_t *const tables[] = {&gcoll__kernels_generic, &gcoll__kernels_avx2,
+                                                 &gcoll__kernels_avx512};
+
+/* One input of n entries (sorted once by the reference), selected for every case; with
+ * every_table, under each kernel table the CPU has (GCOLL_REDUCE_ISA's choices): the scans of
+ * the sampled selection differ, the answers must not. */
+static void check_select(size_t n, int kind, int with_residual, const case_t *cases, size_t ncases, int every_table)
 {
     float *x = malloc((n + 1) * sizeof(float)), *res0 = malloc((n + 1) * sizeof(float));
     float *res = malloc((n + 1) * sizeof(float)), *v = malloc((n + 1) * sizeof(float));
@@ -76,6 +81,7 @@ static void check_select(size_t n, int kind, int with_residual, const case_t *ca
     gcoll__topk_pair_t *out = malloc((n + 1) * sizeof(*out));
     uint32_t *hist = malloc(2 * 65536 * sizeof(uint32_t)), *cand = malloc((2 * n + 65536) * sizeof(uint32_t));
     char *kept = malloc(n + 1);
+    const gcoll__kernels_t *was = gcoll__kernels;
     for (size_t i = 0; i < n; i++) {
         x[i] = kind >= 3 ? biased(kind, i, n) : value(kind);
         res0[i] = with_residual ? value(kind == 1 ? 1 : 0) * (kind >= 3 ? 1e-4f : 1) : 0;
@@ -83,33 +89,38 @@ static void check_select(size_t n, int kind, int with_residual, const case_t *ca
         e[i] = (ent_t){mag_bits(v[i]), i};
     }
     qsort(e, n, sizeof(*e), by_rank);
-    for (size_t c = 0; c < ncases; c++) {
-        size_t k = cases[c].k, bad = 0;
+    for (size_t c = 0; c < ncases * (every_table ? 3 : 1); c++) {
+        if (every_table && !gcoll__kernels_supported(tables[c % 3]))
+            continue;
+        gcoll__kernels = every_table ? tables[c % 3] : was;
+        size_t k = cases[c / (every_table ? 3 : 1)].k, cap = cases[c / (every_table ? 3 : 1)].cap, bad = 0;
         memcpy(res, res0, n * sizeof(float));
         memset(kept, 0, n);
-        gcoll__topk_work_t w = {hist, cand, cases[c].cap};
+        gcoll__topk_work_t w = {hist, cand, cap};
         gcoll__topk_select(x, with_residual ? res : NULL, n, k, out, &w);
         for (size_t j = 0; j < k; j++)
             kept[e[j].idx] = 1;
         size_t descents = 0; /* the encoding takes two ascending runs at most */
         for (size_t j = 1; j < k; j++)
             descents += out[j].idx < out[j - 1].idx;
-        ck_assert_msg(descents <= 1, "n=%zu k=%zu kind=%d: pairs in %zu ascending runs", n, k, kind, descents + 1);
+        ck_assert_msg(descents <= 1, "%s n=%zu k=%zu kind=%d: pairs in %zu ascending runs", gcoll__kernels->name, n, k,
+                      kind, descents + 1);
         for (size_t j = 0; j < k; j++) {
             size_t i = out[j].idx;
             bad += i >= n || kept[i] != 1 || memcmp(&out[j].val, &v[i], 4) != 0;
             if (i < n)
                 kept[i] = 2; /* each index once */
         }
-        ck_assert_msg(bad == 0, "n=%zu k=%zu kind=%d cap=%zu: %zu pairs not the reference's top-k", n, k, kind,
-                      cases[c].cap, bad);
+        ck_assert_msg(bad == 0, "%s n=%zu k=%zu kind=%d cap=%zu: %zu pairs not the reference's top-k",
+                      gcoll__kernels->name, n, k, kind, cap, bad);
         if (with_residual)
             for (size_t i = 0; i < n; i++) {
                 float want = kept[i] ? 0.0f : v[i];
-                ck_assert_msg(memcmp(&want, &res[i], 4) == 0, "n=%zu k=%zu: residual[%zu] = %g, want %g", n, k, i,
-                              res[i], want);
+                ck_assert_msg(memcmp(&want, &res[i], 4) == 0, "%s n=%zu k=%zu: residual[%zu] = %g, want %g",
+                              gcoll__kernels->name, n, k, i, res[i], want);
             }
     }
+    gcoll__kernels = was;
     free(x);
     free(res0);
     free(res);
@@ -133,33 +144,20 @@ START_TEST(selection_matches_a_full_sort)
         }
         for (int kind = 0; kind < 3; kind++)
             for (int r = 0; r < 2; r++)
-                check_select(n, kind, r, cases, 12);
+                check_select(n, kind, r, cases, 12, 0);
     }
 }
 END_TEST
 
-/* The sampled selection under each kernel table (_i: GCOLL_REDUCE_ISA's generic, avx2, avx512),
- * where the CPU has it: the scans differ, the answers must not. Says whether this CPU runs it. */
-static int use_isa(int i)
-{
-    static const gcoll__kernels_t *const tables[] = {&gcoll__kernels_generic, &gcoll__kernels_avx2,
-                                                     &gcoll__kernels_avx512};
-    return gcoll__kernels_supported(tables[i]) && gcoll__kernels_select(i + 1) == GCOLL_SUCCESS;
-}
-
 START_TEST(sampled_selection_on_large_vectors_is_exact)
 {
-    const gcoll__kernels_t *was = gcoll__kernels;
-    if (!use_isa(_i))
-        return;
     size_t n = ((size_t)1 << 18) + 3;
     /* the room the allreduce gives, and (k = n/100) too little: the full select */
     const case_t cases[] = {{1, 65538}, {n / 100, 2 * (n / 100) + 65536}, {n / 3, 2 * (n / 3) + 65536},
                             {n / 100, n / 100}};
     for (int kind = 0; kind < 5; kind++)
         if (kind != 2) /* NaN and infinities: the smaller sizes have them */
-            check_select(n, kind, kind % 2, cases, kind == 0 ? 4 : 3);
-    gcoll__kernels = was;
+            check_select(n, kind, kind % 2, cases, kind == 0 ? 4 : 3, 1);
 }
 END_TEST
 
@@ -270,8 +268,6 @@ END_TEST
  * every bound, bounds that leave a range empty or take all, with and without a residual. */
 START_TEST(scan_masks_match_their_definition)
 {
-    static const gcoll__kernels_t *const tables[] = {&gcoll__kernels_generic, &gcoll__kernels_avx2,
-                                                     &gcoll__kernels_avx512};
     if (!gcoll__kernels_supported(tables[_i]))
         return;
     gcoll__topk_masks_fn fn = gcoll__topk_masks_for(tables[_i]);
@@ -316,8 +312,6 @@ static uint16_t bf16_ref(float f)
 
 START_TEST(wire_conversions_round_to_nearest_even)
 {
-    static const gcoll__kernels_t *const tables[] = {&gcoll__kernels_generic, &gcoll__kernels_avx2,
-                                                     &gcoll__kernels_avx512};
     const gcoll__kernels_t *k = tables[_i];
     if (!gcoll__kernels_supported(k))
         return;
@@ -351,8 +345,8 @@ Suite *topk_suite(void)
     Suite *s = suite_create("topk");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, selection_matches_a_full_sort); /* below 256 Ki: no scan, one table is enough */
-    tcase_add_loop_test(tc, sampled_selection_on_large_vectors_is_exact, 0, 3);
+    tcase_add_test(tc, selection_matches_a_full_sort);
+    tcase_add_test(tc, sampled_selection_on_large_vectors_is_exact);
     tcase_add_loop_test(tc, scan_masks_match_their_definition, 0, 3);
     tcase_add_test(tc, k_follows_the_documented_formula);
     tcase_add_test(tc, encoding_round_trips);
