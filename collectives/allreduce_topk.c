@@ -1,18 +1,20 @@
 /* Top-k sparse allreduce (attr.compress = GCOLL_COMPRESS_TOPK). Each rank keeps its
  * k = floor(density * count) entries of largest magnitude (exact, ties to the lower index) as
- * (uint32 index, fp32 value) pairs, a ring allgathers every rank's pairs, and every rank adds
- * them into a zeroed dense result, rank 0's pairs first: one order everywhere, so all ranks get
- * the same bits. GCOLL_AVG divides the result by n.
+ * (index, fp32 value) pairs, encoded in 6 bytes each (gcoll__topk_encode: uint16 index gaps with
+ * an escape), a ring allgathers every rank's block, and every rank adds them into a zeroed dense
+ * result, rank 0's first: one order everywhere, so all ranks get the same bits. GCOLL_AVG
+ * divides the result by n.
  * Cost: selection reads the vector about once from 256 Ki entries up (a sample bounds the
- * threshold, one pass collects the candidates above the bound, an exact radix select runs over
- * them; see sampled_select), else
+ * threshold, one pass collects the candidates above the bound with vector compares, topk_scan.c,
+ * an exact radix select runs over them; see sampled_select), else
  * twice (the radix select over everything: a histogram of the top 16 bits of |x| finds the
  * threshold's bin, a second pass takes what lies above it and the bin's low 16 bits); then n-1
- * ring steps of 8k bytes: a rank sends and receives 8k(n-1) bytes where a dense ring moves
- * 8 count (n-1)/n, so sparse moves less while k <= count/n; last, one write of the dense vector
- * and n k additions. Above that density the kept entries go dense: each rank writes its own into
- * a zeroed vector and a ring allreduce sums those (its cost, and its order of additions: the same
- * bits on every rank still, but not those of the rank-order sum).
+ * ring steps of one block, 6(k + count/65535 + 1) bytes, where a dense ring moves
+ * 8 count (n-1)/n; sparse is kept while k <= count/n; the ring's rounds clear the dense
+ * vector while the blocks travel; last, n k additions. Above that density the kept entries go
+ * dense: each rank writes its own into a zeroed vector and a ring allreduce sums those (its
+ * cost, and its order of additions: the same bits on every rank still, but not those of the
+ * rank-order sum).
  * With a residual (the session's error feedback) it selects from x + residual and leaves in the
  * residual what it did not send. */
 #include <stdio.h>
@@ -23,6 +25,8 @@
 #include "topk.h"
 
 #define BINS 65536u
+#define ENTRY 6         /* bytes of an encoded entry: uint16 gap, fp32 value */
+#define ESCAPE 0xffffu  /* a gap entry: the next index lies 65535 further on */
 
 size_t gcoll__topk_k(size_t count, double density)
 {
@@ -105,6 +109,7 @@ static void radix_select(const float *v, const uint32_t *list, size_t m, size_t 
 #define SAMPLE_CHUNKS 256
 #define SAMPLE_RUN 256
 #define SAMPLED_MIN ((size_t)1 << 18)
+#define SCAN_CHUNK 4096 /* entries per call of the scan: its masks, 1 KiB, stay on the stack */
 static int sampled_select(const float *x, float *residual, size_t count, size_t k, gcoll__topk_pair_t *out,
                           const gcoll__topk_work_t *w, const float **v)
 {
@@ -119,55 +124,53 @@ static int sampled_select(const float *x, float *residual, size_t count, size_t 
     uint32_t lb = BINS - 1;
     for (; lb > 0 && (double)(acc += hs[lb]) < want; lb--)
         ;
-    /* candidates: the entries above the bound's bin; the bin itself only counted by low bits */
+    /* candidates: the entries above the bound's bin; the bin itself only counted by low bits.
+     * The scan hands over masks a chunk at a time; their set bits are few. */
     uint32_t *lo = w->hist + BINS;
     memset(lo, 0, BINS * sizeof(*lo));
+    uint64_t a[SCAN_CHUNK / 64], m[SCAN_CHUNK / 64];
+    uint32_t bin = lb << 16, above_bin = (lb + 1) << 16; /* lb <= 0x7fff: |x| has 31 bits */
     size_t nc = 0, in_bin = 0;
-    int overflow = 0;
-#define CANDIDATE(s, i)                                                                          \
-    do {                                                                                         \
-        uint32_t key_ = mag(s);                                                                  \
-        if (key_ >> 16 > lb) {                                                                   \
-            overflow |= nc == w->cand_cap;                                                       \
-            w->cand[nc] = (uint32_t)(i);                                                         \
-            nc += nc < w->cand_cap;                                                              \
-        } else if (key_ >> 16 == lb) {                                                           \
-            lo[key_ & 0xffffu]++;                                                                \
-            in_bin++;                                                                            \
-        }                                                                                        \
-    } while (0)
-    if (residual) /* two loops: the common one without the residual stays tight */
-        for (size_t i = 0; i < count; i++) {
-            residual[i] += x[i];
-            CANDIDATE(residual[i], i);
-        }
-    else
-        for (size_t i = 0; i < count; i++)
-            CANDIDATE(x[i], i);
-#undef CANDIDATE
     *v = residual ? residual : x;
-    if (overflow || nc + in_bin < k)
+    for (size_t i0 = 0; i0 < count; i0 += SCAN_CHUNK) {
+        size_t n = count - i0 < SCAN_CHUNK ? count - i0 : SCAN_CHUNK;
+        gcoll__topk_masks(x + i0, residual ? residual + i0 : NULL, n, bin, above_bin, 0x80000000u, a, m);
+        for (size_t b = 0; b < (n + 63) / 64; b++) {
+            for (uint64_t bits = a[b]; bits; bits &= bits - 1) {
+                if (nc < w->cand_cap)
+                    w->cand[nc] = (uint32_t)(i0 + b * 64 + (size_t)__builtin_ctzll(bits));
+                nc++;
+            }
+            for (uint64_t bits = m[b]; bits; bits &= bits - 1, in_bin++)
+                lo[mag((*v)[i0 + b * 64 + (size_t)__builtin_ctzll(bits)]) & 0xffffu]++;
+        }
+    }
+    if (nc > w->cand_cap || nc + in_bin < k)
         return 0;
     if (nc >= k) { /* the threshold lies above the bound's bin */
         radix_select(*v, w->cand, nc, k, out, w);
         return 1;
     }
     /* in the bound's bin: all candidates, then the bin's entries above the threshold and the
-     * ties, lowest index first, in one more pass that ends once it has them all */
+     * ties, lowest index first, in one more scan that ends once it has them all */
     size_t above_lo;
-    uint32_t l = bin_of(lo, k - nc, &above_lo), t = lb << 16 | l;
+    uint32_t l = bin_of(lo, k - nc, &above_lo), t = bin | l;
     size_t ties = k - nc - above_lo, more = above_lo, nsel = nc;
     for (size_t j = 0; j < nc; j++)
         out[j] = (gcoll__topk_pair_t){w->cand[j], (*v)[w->cand[j]]};
-    for (size_t i = 0; i < count && (more || ties); i++) {
-        uint32_t key = mag((*v)[i]);
-        if (key >> 16 != lb || key < t || (key == t && !ties))
-            continue;
-        if (key == t)
-            ties--;
-        else
-            more--;
-        out[nsel++] = (gcoll__topk_pair_t){(uint32_t)i, (*v)[i]};
+    for (size_t i0 = 0; i0 < count && (more || ties); i0 += SCAN_CHUNK) {
+        size_t n = count - i0 < SCAN_CHUNK ? count - i0 : SCAN_CHUNK;
+        gcoll__topk_masks(*v + i0, NULL, n, t, t + 1, above_bin, a, m); /* a: above t, m: ties */
+        for (size_t b = 0; b < (n + 63) / 64; b++) {
+            for (uint64_t bits = a[b]; bits; bits &= bits - 1, more--) {
+                size_t i = i0 + b * 64 + (size_t)__builtin_ctzll(bits);
+                out[nsel++] = (gcoll__topk_pair_t){(uint32_t)i, (*v)[i]};
+            }
+            for (uint64_t bits = m[b]; bits && ties; bits &= bits - 1, ties--) {
+                size_t i = i0 + b * 64 + (size_t)__builtin_ctzll(bits);
+                out[nsel++] = (gcoll__topk_pair_t){(uint32_t)i, (*v)[i]};
+            }
+        }
     }
     return 1;
 }
@@ -193,38 +196,119 @@ typedef struct {
     const float *in;
     float *out, *residual;
     size_t count, k;
+    size_t zeroed; /* out[0..zeroed) is zero: the ring's rounds clear it while blocks travel */
     int n, rank;
-    gcoll__topk_pair_t *pairs; /* n blocks of k, rank j's at j k */
+    gcoll__topk_pair_t *pairs; /* this rank's k (dense: the kept entries) */
+    unsigned char *wire;       /* sparse: n encoded blocks of wire_bytes, rank j's at j wire_bytes */
+    size_t wire_bytes;
     gcoll__topk_work_t work;
 } topk_t;
 
 static gcoll_status_t select_step(void *state, int *done)
 {
     topk_t *t = state;
-    gcoll__topk_select(t->in, t->residual, t->count, t->k, t->pairs + (size_t)t->rank * t->k, &t->work);
+    gcoll__topk_select(t->in, t->residual, t->count, t->k, t->pairs, &t->work);
+    gcoll__topk_encode(t->wire + (size_t)t->rank * t->wire_bytes, t->pairs, t->k, t->count);
     *done = 1;
     return GCOLL_SUCCESS;
 }
 
-gcoll_status_t gcoll__topk_merge(float *out, size_t count, const gcoll__topk_pair_t *pairs, int n, size_t k)
+size_t gcoll__topk_wire_entries(size_t count, size_t k)
 {
-    memset(out, 0, count * sizeof(float));
-    for (int j = 0; j < n; j++) {
-        const gcoll__topk_pair_t *p = pairs + (size_t)j * k;
-        for (size_t i = 0; i < k; i++) {
-            if (p[i].idx >= count)
-                return gcoll__error(GCOLL_ERR_TRANSPORT, "top-k allreduce: rank %d sent index %u for a vector of %zu",
-                                    j, p[i].idx, count);
-            out[p[i].idx] += p[i].val;
-        }
+    return k ? k + count / ESCAPE + 1 : 0;
+}
+
+static void put_entry(unsigned char *e, uint16_t d, float v)
+{
+    memcpy(e, &d, sizeof(d));
+    memcpy(e + sizeof(d), &v, sizeof(v));
+}
+
+void gcoll__topk_encode(void *dst, const gcoll__topk_pair_t *pairs, size_t k, size_t count)
+{
+    unsigned char *e = dst;
+    size_t split = k ? 1 : 0; /* where the second ascending run starts (k: none) */
+    while (split < k && pairs[split].idx > pairs[split - 1].idx)
+        split++;
+    size_t i = 0, j = split, next = 0; /* next: the lowest index the next entry can name */
+    while (i < split || j < k) {
+        const gcoll__topk_pair_t *p = j == k || (i < split && pairs[i].idx < pairs[j].idx) ? &pairs[i++] : &pairs[j++];
+        for (; p->idx - next >= ESCAPE; next += ESCAPE, e += ENTRY)
+            put_entry(e, ESCAPE, 0.0f);
+        put_entry(e, (uint16_t)(p->idx - next), p->val);
+        e += ENTRY;
+        next = (size_t)p->idx + 1;
     }
+    memset(e, 0, (size_t)((unsigned char *)dst + gcoll__topk_wire_entries(count, k) * ENTRY - e));
+}
+
+/* The merge's adds land all over the vector, each on a cache line of its own, and waiting for
+ * each line in turn was most of its time: a second cursor, this many entries ahead, asks for
+ * the lines early. */
+#define PREFETCH 32
+
+gcoll_status_t gcoll__topk_merge(float *out, size_t count, const void *blocks, int n, size_t k)
+{
+    size_t entries = gcoll__topk_wire_entries(count, k);
+    for (int j = 0; j < n; j++) {
+        const unsigned char *block = (const unsigned char *)blocks + (size_t)j * entries * ENTRY, *e = block;
+        size_t next = 0, got = 0, ahead = 0, next_ahead = 0;
+        for (size_t q = 0; q < entries && got < k; q++, e += ENTRY) {
+            for (; ahead < entries && ahead < q + PREFETCH; ahead++) {
+                uint16_t d;
+                memcpy(&d, block + ahead * ENTRY, sizeof(d));
+                next_ahead += d;
+                if (d == ESCAPE)
+                    continue;
+                if (next_ahead < count)
+                    __builtin_prefetch(out + next_ahead, 1);
+                next_ahead++;
+            }
+            uint16_t d;
+            float v;
+            memcpy(&d, e, sizeof(d));
+            memcpy(&v, e + sizeof(d), sizeof(v));
+            next += d;
+            if (d == ESCAPE)
+                continue;
+            if (next >= count)
+                return gcoll__error(GCOLL_ERR_TRANSPORT, "top-k allreduce: rank %d sent index %zu for a vector of %zu",
+                                    j, next, count);
+            out[next++] += v;
+            got++;
+        }
+        if (got < k)
+            return gcoll__error(GCOLL_ERR_TRANSPORT, "top-k allreduce: rank %d sent %zu of %zu entries", j, got, k);
+    }
+    return GCOLL_SUCCESS;
+}
+
+/* Clears the result up to its share, end, a slice a call: the engine polls it beside the ring
+ * round's messages, so writing 4 bytes an entry (64 MiB for 16 Mi) costs no time of its own
+ * while the link is the bound, and each call is short enough not to hold the messages up. */
+typedef struct {
+    topk_t *t;
+    size_t end;
+} zero_t;
+
+#define ZERO_SLICE ((size_t)1 << 16) /* entries: 256 KiB, a few tens of microseconds */
+
+static gcoll_status_t zero_step(void *state, int *done)
+{
+    zero_t *z = state;
+    topk_t *t = z->t;
+    size_t m = z->end - t->zeroed < ZERO_SLICE ? z->end - t->zeroed : ZERO_SLICE;
+    memset(t->out + t->zeroed, 0, m * sizeof(float));
+    t->zeroed += m;
+    *done = t->zeroed == z->end;
     return GCOLL_SUCCESS;
 }
 
 static gcoll_status_t merge_step(void *state, int *done)
 {
     topk_t *t = state;
-    GCOLL_CHECK(gcoll__topk_merge(t->out, t->count, t->pairs, t->n, t->k));
+    memset(t->out + t->zeroed, 0, (t->count - t->zeroed) * sizeof(float)); /* k = 0: no ring */
+    GCOLL_CHECK(gcoll__topk_merge(t->out, t->count, t->wire, t->n, t->k));
     *done = 1;
     return GCOLL_SUCCESS;
 }
@@ -252,6 +336,11 @@ static void stateless_rewind(void *state)
     (void)state; /* the steps keep nothing between runs */
 }
 
+static void select_rewind(void *state)
+{
+    ((topk_t *)state)->zeroed = 0; /* the ring's rounds clear the result again */
+}
+
 void gcoll__allreduce_topk(gcoll__sched_t *s, const gcoll__coll_args_t *a)
 {
     int n = a->size, r = a->rank, right = (r + 1) % n, left = gcoll__mod(r - 1, n);
@@ -261,11 +350,14 @@ void gcoll__allreduce_topk(gcoll__sched_t *s, const gcoll__coll_args_t *a)
     uint32_t *hist = gcoll__sched_scratch(s, 2 * BINS * sizeof(uint32_t));
     size_t cap = 2 * k + 65536; /* the sampled selection's candidates (see gcoll__topk_select) */
     uint32_t *cand = gcoll__sched_scratch(s, cap * sizeof(uint32_t));
-    gcoll__topk_pair_t *pairs = gcoll__sched_scratch(s, (dense ? 1 : (size_t)n) * k * sizeof(gcoll__topk_pair_t));
-    if (!t || !hist || !cand || !pairs)
+    gcoll__topk_pair_t *pairs = gcoll__sched_scratch(s, k * sizeof(gcoll__topk_pair_t));
+    size_t wire_bytes = dense ? 0 : gcoll__topk_wire_entries(a->count, k) * ENTRY;
+    unsigned char *wire = gcoll__sched_scratch(s, (size_t)n * wire_bytes);
+    if (!t || !hist || !cand || !pairs || !wire)
         return;
     *t = (topk_t){.in = (const float *)gcoll__input(a), .out = a->recvbuf, .residual = a->residual,
                   .count = a->count, .k = k, .n = n, .rank = r, .pairs = pairs,
+                  .wire = wire, .wire_bytes = wire_bytes,
                   .work = {.hist = hist, .cand = cand, .cand_cap = cap}};
     gcoll__sched_round(s);
     if (dense) {
@@ -277,11 +369,17 @@ void gcoll__allreduce_topk(gcoll__sched_t *s, const gcoll__coll_args_t *a)
         return;
     }
     gcoll__sched_custom(s, select_step, local_who, t);
-    gcoll__sched_custom_rewind(s, stateless_rewind);
+    gcoll__sched_custom_rewind(s, select_rewind);
     for (int step = 0; step < n - 1 && k; step++) {
         int sb = gcoll__mod(r - step, n), rbk = gcoll__mod(r - step - 1, n);
-        gcoll__pipe(s, right, pairs + (size_t)sb * k, k, left, pairs + (size_t)rbk * k, k, NULL, NULL,
-                    sizeof(gcoll__topk_pair_t));
+        gcoll__pipe(s, right, wire + (size_t)sb * wire_bytes, wire_bytes, left, wire + (size_t)rbk * wire_bytes,
+                    wire_bytes, NULL, NULL, 1);
+        zero_t *z = gcoll__sched_scratch(s, sizeof(*z)); /* each step's round clears its share */
+        if (!z)
+            return;
+        *z = (zero_t){t, step == n - 2 ? a->count : a->count / (size_t)(n - 1) * (size_t)(step + 1)};
+        gcoll__sched_custom(s, zero_step, local_who, z);
+        gcoll__sched_custom_rewind(s, stateless_rewind);
     }
     gcoll__sched_round(s);
     gcoll__sched_custom(s, merge_step, local_who, t);
