@@ -2,8 +2,8 @@
 # Automatic choice against the same algorithm forced (README "Auto against forced"): gcoll_bench
 # allreduce with GCOLL_ALLREDUCE unset (A) and with GCOLL_ALLREDUCE naming, per size, the algorithm
 # that A picked (B), in ABBA order, so that a drift of the machine's load touches both alike. Per
-# size: the median of each side's runs (gcoll_bench's average over its iterations), B's median,
-# A / B, and the runs in which A picked another algorithm than the first A did.
+# size, the median over each side's runs of gcoll_bench's median call and of its average, A / B
+# for both, and the runs in which A picked another algorithm than the first A did.
 # Environment:
 #   AB_HOSTS (2), AB_RANKS ranks per host (2); AB_HOSTS=1 runs mpirun on this machine, with
 #            GCOLL_TRANSPORT_INTRA=inter (tcp between the ranks, as between hosts) unless set
@@ -33,17 +33,22 @@ if [ -z "${AB_INNER:-}" ]; then
 fi
 
 B=$BINDIR/gcoll_bench
-dir=${CLUSTER_DIR:-$(mktemp -d)}
 if [ "$hosts" = 1 ]; then
+    dir=$(mktemp -d) || die "no temporary directory"
+    trap 'rm -rf "$dir"' EXIT
+    where="one host, GCOLL_TRANSPORT_INTRA=${GCOLL_TRANSPORT_INTRA:-inter}"
     export GCOLL_TRANSPORT_INTRA=${GCOLL_TRANSPORT_INTRA:-inter}
     launch=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$ranks")
 else
+    dir=$CLUSTER_DIR
+    where="$hosts hosts, links $rate, GCOLL_TRANSPORT_INTER=$transport"
     "$CLUSTER_SHAPE" "$rate" || die "cannot shape the links to $rate"
     export GCOLL_TRANSPORT_INTER=$transport
     launch=("$CLUSTER_MPIRUN" --ranks-per-host "$ranks")
 fi
 
-# one run; rows "side rep bytes algorithm avg_us" (gcoll_bench's CSV: bytes $6, algorithm $8, gcoll_avg_us $10)
+# one run; rows "side rep bytes algorithm avg_us median_us" (gcoll_bench's CSV: bytes $6, algorithm $8,
+# gcoll_avg_us $10, gcoll_med_us $22)
 run() { # SIDE REP [GCOLL_ALLREDUCE]
     local out=$dir/ab.csv
     rm -f "$out"
@@ -54,11 +59,11 @@ run() { # SIDE REP [GCOLL_ALLREDUCE]
         tail -5 "$out.log" >&2
         return 1
     fi
-    awk -F, -v s="$1" -v r="$2" 'NR > 1 { print s, r, $6, $8, $10 }' "$out"
+    awk -F, -v s="$1" -v r="$2" 'NR > 1 { print s, r, $6, $8, $10, $22 }' "$out"
 }
 
 raw=$dir/ab.raw
-echo "# auto against forced: $hosts host(s) x $ranks ranks, ${rate} links, sizes $sizes x$factor, -i $iters" \
+echo "# auto against forced: $ranks ranks per host, $where; sizes $sizes x$factor, -i $iters" \
     "-x $warmup, $reps ABBA groups; $(date -u '+%Y-%m-%d %H:%M UTC'); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 run A 1 > "$raw" || exit 1
 # the forced side's table: each size's first pick, on a range of that size alone
@@ -82,17 +87,22 @@ function median(list,   n, i, j, t, v) {
 }
 {
     key = $1 SUBSEP $3
-    vals[key] = vals[key] " " $5
+    avg[key] = avg[key] " " $5
+    med[key] = med[key] " " $6
     if (!($3 in pick)) { pick[$3] = $4; sizes[++ns] = $3 }
     if ($1 == "A" && $4 != pick[$3]) other[$3]++
 }
 END {
-    print "| bytes | algorithm | auto us (runs) | forced us (runs) | auto / forced | auto runs with another pick |"
-    print "|---|---|---|---|---|---|"
+    print "| bytes | algorithm | auto median call us | forced median call us | auto / forced | auto avg us | forced avg us | auto / forced (avg) | auto runs with another pick |"
+    print "|---|---|---|---|---|---|---|---|---|"
     for (i = 1; i <= ns; i++) {
-        b = sizes[i]; a = median(vals["A" SUBSEP b]); f = median(vals["B" SUBSEP b])
-        printf("| %d | %s | %.1f (%s) | %.1f (%s) | %.2f | %d |\n", b, pick[b], a, substr(vals["A" SUBSEP b], 2),
-            f, substr(vals["B" SUBSEP b], 2), (f > 0 ? a / f : 0), other[b])
+        b = sizes[i]; ka = "A" SUBSEP b; kb = "B" SUBSEP b
+        am = median(med[ka]); bm = median(med[kb]); aa = median(avg[ka]); ba = median(avg[kb])
+        printf("| %d | %s | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f | %d |\n", b, pick[b], am, bm, (bm > 0 ? am / bm : 0),
+            aa, ba, (ba > 0 ? aa / ba : 0), other[b])
     }
 }' "$raw"
+echo "# medians over the runs of each side: of gcoll_bench's median call (a call as long as its slowest rank) and of its average"
+echo "# per run (auto median call):$(awk '$1 == "A" { printf " %s", $6 }' "$raw")"
+echo "# per run (forced median call):$(awk '$1 == "B" { printf " %s", $6 }' "$raw")"
 exit $status
