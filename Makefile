@@ -2,6 +2,9 @@
 # `make run` runs the benchmark demo; `make SAN=address|thread` builds a sanitizer variant under build/.
 # Missing Debian packages are installed first by scripts/install-deps.sh.
 
+# `make` alone builds all, whichever rule comes first below (the CUDA library's does, where nvcc is).
+.DEFAULT_GOAL := all
+
 PREFIX ?= /usr/local
 MPICC ?= mpicc
 SAN ?=

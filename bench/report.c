@@ -100,7 +100,8 @@ static int write_csv(const bench_opts_t *o, const bench_env_t *env)
     const char *b = ada(o) ? "sum" : "mpi";
     fprintf(f, "collective,dtype,op,inplace,ranks,bytes,count,algorithm,iters,gcoll_avg_us,gcoll_min_us,"
                "gcoll_max_us,gcoll_algbw_GBps,gcoll_busbw_GBps,%s_avg_us,%s_min_us,%s_max_us,"
-               "%s_algbw_GBps,%s_busbw_GBps,%s,valid\n", b, b, b, b, b, ada(o) ? "adasum_over_sum" : "mpi_over_gcoll");
+               "%s_algbw_GBps,%s_busbw_GBps,%s,valid,gcoll_med_us,%s_med_us\n", b, b, b, b, b,
+               ada(o) ? "adasum_over_sum" : "mpi_over_gcoll", b);
     for (size_t i = 0; i < nrows; i++) {
         const bench_row_t *r = &rows[i];
         fprintf(f, "%s,%s,%s,%d,%d,%zu,%zu,%s,%d,%.3f,%.3f,%.3f,%.4f,%.4f,", bench_coll_name((bench_coll_t)o->subcmd),
@@ -112,7 +113,10 @@ static int write_csv(const bench_opts_t *o, const bench_env_t *env)
                     bench_algbw(r->bytes, r->m.avg), busbw(o, env, r, r->m.avg), ratio(o, r));
         else
             fprintf(f, ",,,,,,");
-        fprintf(f, "%s\n", valid_text(o, r));
+        fprintf(f, "%s,%.3f,", valid_text(o, r), r->g_med);
+        if (o->baseline_mpi)
+            fprintf(f, "%.3f", r->m_med);
+        fprintf(f, "\n");
     }
     return fclose(f);
 }
@@ -132,12 +136,14 @@ static int write_json(const bench_opts_t *o, const bench_env_t *env)
     for (size_t i = 0; i < nrows; i++) {
         const bench_row_t *r = &rows[i];
         fprintf(f, "%s\n    {\"bytes\": %zu, \"count\": %zu, \"algorithm\": \"%s\", \"iters\": %d, "
-                   "\"gcoll\": {\"avg_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, \"busbw_GBps\": %.4f}",
-                i ? "," : "", r->bytes, r->count, r->algo, r->iters, r->g.avg, r->g.min, r->g.max,
+                   "\"gcoll\": {\"avg_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, \"median_us\": %.3f, "
+                   "\"busbw_GBps\": %.4f}",
+                i ? "," : "", r->bytes, r->count, r->algo, r->iters, r->g.avg, r->g.min, r->g.max, r->g_med,
                 busbw(o, env, r, r->g.avg));
         if (o->baseline_mpi)
-            fprintf(f, ", \"%s\": {\"avg_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, \"busbw_GBps\": %.4f}",
-                    ada(o) ? "sum" : "mpi", r->m.avg, r->m.min, r->m.max, busbw(o, env, r, r->m.avg));
+            fprintf(f, ", \"%s\": {\"avg_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, \"median_us\": %.3f, "
+                       "\"busbw_GBps\": %.4f}",
+                    ada(o) ? "sum" : "mpi", r->m.avg, r->m.min, r->m.max, r->m_med, busbw(o, env, r, r->m.avg));
         fprintf(f, ", \"valid\": \"%s\"}", valid_text(o, r));
     }
     fprintf(f, "\n  ]\n}\n");

@@ -30,6 +30,8 @@ typedef struct {
     size_t check_bytes;  /* 0: nothing to check on this rank */
     adasum_ref_t ada;    /* adasum: the reference of the gcoll side (the sum side checks expect) */
     int have_ada;
+    double *calls[2];    /* each timed call's seconds per side, in call order (alike on every rank) */
+    int ncalls[2];
 } ctx_t;
 
 /* Rank q's input at element i, for the Adasum reference (ctx: the dtype). */
@@ -205,9 +207,10 @@ static int check(const ctx_t *x, int side)
     return memcmp(got, side && x->expect_dense ? x->expect_dense : x->expect, x->check_bytes) == 0;
 }
 
-/* Runs k iterations of one side; adds their time (seconds) to *t and clears *valid on a wrong
- * result when checking each. Restoring the input is outside the timed region. */
-static int iterate(ctx_t *x, int mpi, int k, double *t, int *valid)
+/* Runs k iterations of one side; adds their time (seconds) to *t, keeps each call's time when
+ * timed (not in warmup), and clears *valid on a wrong result when checking each. Restoring the
+ * input is outside the timed region. */
+static int iterate(ctx_t *x, int mpi, int k, double *t, int *valid, int timed)
 {
     for (int i = 0; i < k; i++) {
         if (x->o->check_each)
@@ -216,7 +219,10 @@ static int iterate(ctx_t *x, int mpi, int k, double *t, int *valid)
         double t0 = MPI_Wtime();
         if ((mpi ? run_mpi(x) : run_gcoll(x)) != 0)
             return -1;
-        *t += MPI_Wtime() - t0;
+        double dt = MPI_Wtime() - t0;
+        *t += dt;
+        if (timed && x->calls[mpi])
+            x->calls[mpi][x->ncalls[mpi]++] = dt;
         if (x->o->check_each && !check(x, mpi))
             *valid = 0;
     }
@@ -230,6 +236,31 @@ static bench_lat_t gather_latency(const ctx_t *x, double my_avg_us)
     bench_lat_t s = x->rank == 0 ? bench_summarize(all, x->n) : (bench_lat_t){0, 0, 0};
     free(all);
     return s;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median call of one side in microseconds, a call taking as long as its slowest rank: robust
+ * where a loaded machine deschedules a rank now and then and a few calls take milliseconds,
+ * which the average carries. 0 without the samples (no memory). */
+static double median_call(const ctx_t *x, int side)
+{
+    int n = x->ncalls[side], have = x->calls[side] != NULL, all = 0;
+    MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    if (!all || n == 0)
+        return 0;
+    double *slowest = x->rank == 0 ? malloc(sizeof(double) * (size_t)n) : NULL;
+    MPI_Reduce(x->calls[side], slowest, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (!slowest)
+        return 0;
+    qsort(slowest, (size_t)n, sizeof(double), cmp_double);
+    double med = (n % 2 ? slowest[n / 2] : (slowest[n / 2 - 1] + slowest[n / 2]) / 2) * 1e6;
+    free(slowest);
+    return med;
 }
 
 static int all_true(int v)
@@ -258,6 +289,8 @@ int bench_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, siz
     if (!row->algo && gcoll_comm_algorithm(comm, bench_coll_name(x.coll), count, o->dtype, &row->algo))
         row->algo = "?";
 
+    for (int s = 0; s < sides; s++)
+        x.calls[s] = malloc(sizeof(double) * (size_t)(row->iters > 0 ? row->iters : 1));
     /* validate once, up front, unless every iteration is checked */
     int valid[2] = {1, 1};
     double t[2] = {0, 0}, ignored = 0;
@@ -267,7 +300,7 @@ int bench_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, siz
             goto out;
         valid[s] = check(&x, s);
         devbuf_put(o->device, x.in_at, x.pristine, x.in_bytes);
-        if (iterate(&x, s, warmup, &ignored, &valid[s]) != 0)
+        if (iterate(&x, s, warmup, &ignored, &valid[s], 0) != 0)
             goto out;
     }
     /* timed blocks, alternating which side goes first */
@@ -278,7 +311,7 @@ int bench_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, siz
             int s = sides == 2 ? (b + j) % 2 : 0;
             unsigned long long b0 = 0, b1 = 0;
             gcoll_comm_bytes_sent(comm, &b0);
-            if (iterate(&x, s, k, &t[s], &valid[s]) != 0)
+            if (iterate(&x, s, k, &t[s], &valid[s], 1) != 0)
                 goto out;
             gcoll_comm_bytes_sent(comm, &b1);
             wire += s == 0 ? b1 - b0 : 0;
@@ -288,15 +321,19 @@ int bench_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, siz
     MPI_Allreduce(&mine, &row->wire_bytes, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     row->wire_bytes /= x.n;
     row->g = gather_latency(&x, t[0] * 1e6 / row->iters);
+    row->g_med = median_call(&x, 0);
     row->g_valid = all_true(valid[0]);
     if (sides == 2) {
         row->m = gather_latency(&x, t[1] * 1e6 / row->iters);
+        row->m_med = median_call(&x, 1);
         row->m_valid = all_true(valid[1]);
     }
     rc = 0;
 out:
     if (x.have_ada)
         adasum_ref_free(&x.ada);
+    free(x.calls[0]);
+    free(x.calls[1]);
     devbuf_free(o->device, x.sbuf);
     devbuf_free(o->device, x.rbuf);
     free(x.pristine);

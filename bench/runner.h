@@ -13,6 +13,7 @@ typedef struct {
     bench_lat_t g, m;     /* microseconds, OSU style */
     int g_valid, m_valid; /* 1: every checked result matched the reference */
     double wire_bytes;    /* gcoll's payload bytes per call, mean over ranks (gcoll_comm_bytes_sent) */
+    double g_med, m_med;  /* the median call in microseconds, a call as long as its slowest rank (0: unknown) */
 } bench_row_t;
 
 /* Collective over comm; the summary in row is valid on rank 0. Returns 0, or -1 after printing

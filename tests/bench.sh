@@ -34,6 +34,10 @@ out=$(timeout 300 $MPIRUN -np 2 $B allreduce -m 4:64K -i 10 -d bfloat16 -o avg -
     --csv "$tmp/r.csv" --json "$tmp/r.json" 2>&1) || fail "bf16 avg in place exited $?: $out"
 printf '%s\n' "$out" | grep -q 'average bus bandwidth over 15 sizes' || fail "no footer: $out"
 [ "$(grep -c ',ring,' "$tmp/r.csv")" = 15 ] || fail "CSV rows: $(cat "$tmp/r.csv")"
+# the median call of both sides: the last two columns, and in the JSON each side's median_us
+awk -F, 'NR > 1 && !($22 > 0 && $23 > 0) { bad = 1 } END { exit bad }' "$tmp/r.csv" ||
+    fail "CSV median columns: $(cat "$tmp/r.csv")"
+[ "$(grep -o '"median_us"' "$tmp/r.json" | wc -l)" = 30 ] || fail "JSON median_us: $(cat "$tmp/r.json")"
 grep -q '"rows": \[' "$tmp/r.json" && [ "$(grep -c '"valid": "ok"' "$tmp/r.json")" = 15 ] || fail "JSON: $(cat "$tmp/r.json")"
 sh bench/plot "$tmp/r.csv" "$tmp/r.png" >/dev/null && [ -s "$tmp/r.png" ] || fail "plot produced no PNG"
 echo "CSV, JSON and PNG written for bfloat16 avg in place with --algo ring"

@@ -1,10 +1,14 @@
 /* The cost model: predictions checked against the alpha-beta formulas of the algorithms written
  * out by hand, and the picks that follow from them. */
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
+#include "request.h"
+#include "schedule.h"
 #include "unit.h"
 #include "../collectives/cost.h"
 #include "../collectives/select.h"
@@ -245,6 +249,176 @@ START_TEST(cost_variables_parse)
 }
 END_TEST
 
+/* ---- the built-in choice builds what forcing its pick builds (issue 6) ---- */
+
+/* Where a step's pointer lies: in a user buffer, the schedule's arena or one of its heap scratch
+ * blocks (the one with the nearest base below it), as a region number and an offset, so that two
+ * schedules built from the same arguments compare equal whatever their own scratch addresses. */
+static void locate(const gcoll__sched_t *s, const void *p, const char *send, const char *recv, size_t len,
+                   int *region, size_t *off)
+{
+    const char *c = p, *best = NULL;
+    *region = -1;
+    *off = 0;
+    if (!p)
+        return;
+    if (c >= send && c < send + len) {
+        *region = 0;
+        *off = (size_t)(c - send);
+        return;
+    }
+    if (c >= recv && c < recv + len) {
+        *region = 1;
+        *off = (size_t)(c - recv);
+        return;
+    }
+    if (c >= s->arena && c < s->arena + sizeof(s->arena)) {
+        *region = 2;
+        *off = (size_t)(c - s->arena);
+        return;
+    }
+    for (size_t i = 0; i < s->nscratch; i++) {
+        const char *b = s->scratch[i];
+        if (b <= c && (!best || b > best)) {
+            best = b;
+            *region = 3 + (int)i;
+        }
+    }
+    *off = best ? (size_t)(c - best) : (size_t)(uintptr_t)c;
+}
+
+/* Empty when x and y are the same program (rounds, steps, peers, sizes, buffers); else the first
+ * difference. */
+static const char *sched_diff(const gcoll__sched_t *x, const gcoll__sched_t *y, const char *send,
+                              const char *recv, size_t len)
+{
+    static char why[160];
+    why[0] = '\0';
+    if (x->nrounds != y->nrounds || x->nsteps != y->nsteps) {
+        snprintf(why, sizeof(why), "%zu rounds, %zu steps against %zu, %zu", x->nrounds, x->nsteps, y->nrounds,
+                 y->nsteps);
+        return why;
+    }
+    for (size_t k = 0; k < x->nrounds; k++)
+        if (x->rounds[k].first != y->rounds[k].first || x->rounds[k].count != y->rounds[k].count) {
+            snprintf(why, sizeof(why), "round %zu differs", k);
+            return why;
+        }
+    for (size_t i = 0; i < x->nsteps; i++) {
+        const gcoll__step_t *a = &x->steps[i], *b = &y->steps[i];
+        const void *pa[] = {a->dst, a->a, a->b, a->wire}, *pb[] = {b->dst, b->a, b->b, b->wire};
+        int same = a->kind == b->kind && a->peer == b->peer && a->n == b->n && a->fn == b->fn;
+        for (int j = 0; j < 4 && same; j++) {
+            int ra, rb;
+            size_t oa, ob;
+            locate(x, pa[j], send, recv, len, &ra, &oa);
+            locate(y, pb[j], send, recv, len, &rb, &ob);
+            same = ra == rb && oa == ob;
+        }
+        if (!same) {
+            snprintf(why, sizeof(why), "step %zu: kind %d peer %d n %zu against kind %d peer %d n %zu (or its buffers)",
+                     i, (int)a->kind, a->peer, a->n, (int)b->kind, b->peer, b->n);
+            return why;
+        }
+    }
+    if (x->divisor != y->divisor || x->wire != y->wire || memcmp(&x->desc, &y->desc, sizeof(x->desc)) != 0)
+        return "divisor, wire format or descriptor differs";
+    return why;
+}
+
+/* The per-collective selection variable: GCOLL_ALLREDUCE, GCOLL_REDUCE_SCATTER, ... */
+static void table_var(int coll, char *buf, size_t len)
+{
+    snprintf(buf, len, "GCOLL_%s", gcoll__coll_name(coll));
+    for (char *c = buf; *c; c++)
+        *c = (char)(*c >= 'a' && *c <= 'z' ? *c - 'a' + 'A' : *c);
+}
+
+/* One layout: for every collective, size and rank, the schedule of the built-in choice (no
+ * GCOLL_<COLL>, no attr.algorithm) against the schedule of its pick forced both ways
+ * (GCOLL_<COLL>=pick, and attr.algorithm = pick); counts the distinct allreduce picks. */
+static void auto_equals_forced_on(const gcoll__nodemap_t *map, int n, unsigned *allreduce_picks)
+{
+    /* the largest vector, and room for the odd counts' last elements */
+    const size_t max_bytes = (size_t)4 << 20, len = 2 * max_bytes;
+    char *send = malloc(len), *recv = malloc(len);
+    ck_assert(send && recv);
+    for (int coll = 0; coll < GCOLL_COLL_COUNT; coll++) {
+        char var[48];
+        table_var(coll, var, sizeof(var));
+        for (size_t bytes = 4; bytes <= max_bytes; bytes *= 8) {
+            for (int rank = 0; rank < n; rank++) {
+                int per_rank = coll == GCOLL_COLL_REDUCE_SCATTER || coll == GCOLL_COLL_ALLGATHER ||
+                               coll == GCOLL_COLL_ALLTOALL;
+                /* odd counts too: 3 elements past the power of two */
+                size_t count = coll == GCOLL_COLL_BARRIER ? 0 : bytes / 4 / (per_rank ? (size_t)n : 1) + 3;
+                gcoll__coll_args_t a = {.coll = (gcoll__coll_t)coll, .sendbuf = send, .recvbuf = recv,
+                                        .count = count, .dtype = GCOLL_FLOAT32, .op = GCOLL_SUM, .root = n - 1,
+                                        .rank = rank, .size = n, .esize = 4, .map = map, .links = &links};
+                if (coll == GCOLL_COLL_BCAST)
+                    a.sendbuf = recv; /* bcast is in place */
+                unsetenv(var);
+                ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+                gcoll__sched_t *s_auto, *s_table, *s_attr;
+                const char *pick, *name;
+                ck_assert_int_eq(gcoll__build(&a, NULL, NULL, &s_auto, &pick), GCOLL_SUCCESS);
+                setenv(var, pick, 1);
+                ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+                ck_assert_int_eq(gcoll__build(&a, NULL, NULL, &s_table, &name), GCOLL_SUCCESS);
+                ck_assert_str_eq(name, pick);
+                unsetenv(var);
+                ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+                ck_assert_int_eq(gcoll__build(&a, pick, NULL, &s_attr, &name), GCOLL_SUCCESS);
+                ck_assert_str_eq(name, pick);
+                const char *d1 = sched_diff(s_auto, s_table, send, recv, len);
+                ck_assert_msg(!d1[0], "%s %zu B rank %d of %d (%d hosts): auto and %s=%s differ: %s",
+                              gcoll__coll_name(coll), count * 4, rank, n, map->nhosts, var, pick, d1);
+                const char *d2 = sched_diff(s_auto, s_attr, send, recv, len);
+                ck_assert_msg(!d2[0], "%s %zu B rank %d of %d (%d hosts): auto and attr.algorithm %s differ: %s",
+                              gcoll__coll_name(coll), count * 4, rank, n, map->nhosts, pick, d2);
+                if (coll == GCOLL_COLL_ALLREDUCE)
+                    *allreduce_picks |= 1u << gcoll__algo_find(coll, pick);
+                gcoll__sched_free(s_auto);
+                gcoll__sched_free(s_table);
+                gcoll__sched_free(s_attr);
+            }
+        }
+    }
+    free(send);
+    free(recv);
+}
+
+START_TEST(auto_builds_what_forcing_its_pick_builds)
+{
+    /* the layouts of the selection's cases: one host without the node channel (as with
+     * GCOLL_TRANSPORT_INTRA=inter), 2 x 2, 4 x 1, 3 x 2, and 2 hosts of unequal rank counts */
+    static int h1[3] = {0, 0, 0}, l1[3] = {0, 1, 2}, f1[2] = {0, 3}, b1[3] = {0, 1, 2};
+    static int h4[4] = {0, 1, 2, 3}, l4[4] = {0}, f4[5] = {0, 1, 2, 3, 4}, b4[4] = {0, 1, 2, 3};
+    static int h6[6] = {0, 0, 1, 1, 2, 2}, l6[6] = {0, 1, 0, 1, 0, 1}, f6[4] = {0, 2, 4, 6}, b6[6] = {0, 1, 2, 3, 4, 5};
+    static int hu[3] = {0, 0, 1}, lu[3] = {0, 1, 0}, fu[3] = {0, 2, 3}, bu[3] = {0, 1, 2};
+    const gcoll__nodemap_t one = {1, 1, h1, l1, f1, b1}, four = {4, 1, h4, l4, f4, b4},
+                           six = {3, 1, h6, l6, f6, b6}, uneven = {2, 0, hu, lu, fu, bu};
+    struct {
+        const gcoll__nodemap_t *map;
+        int n;
+    } layouts[] = {{&one, 3}, {&map2x2, 4}, {&four, 4}, {&six, 6}, {&uneven, 3}};
+    unsigned picks = 0;
+    /* the transports' own figures, then a shaped network whose short exchanges burst */
+    for (int links_set = 0; links_set < 2; links_set++)
+        for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
+            set_links(1e-6, 5e9, links_set ? 50e-6 : 12e-6, links_set ? 0.125e9 : 1e9);
+            if (links_set)
+                links.inter.burst_Bps = 1.5e9;
+            auto_equals_forced_on(layouts[i].map, layouts[i].n, &picks);
+        }
+    /* the comparison saw the algorithms the choice moves between */
+    int distinct = 0;
+    for (unsigned p = picks; p; p &= p - 1)
+        distinct++;
+    ck_assert_msg(distinct >= 3, "only %d distinct allreduce picks", distinct);
+}
+END_TEST
+
 Suite *cost_suite(void)
 {
     Suite *s = suite_create("cost");
@@ -258,5 +432,9 @@ Suite *cost_suite(void)
     tcase_add_test(tc, burst_moves_small_picks_and_ties_go_to_fewer_rounds);
     tcase_add_test(tc, cost_variables_parse);
     suite_add_tcase(s, tc);
+    TCase *same = tcase_create("auto_equals_forced");
+    tcase_add_checked_fixture(same, load_defaults, NULL);
+    tcase_add_test(same, auto_builds_what_forcing_its_pick_builds);
+    suite_add_tcase(s, same);
     return s;
 }
