@@ -240,7 +240,7 @@ int main(int argc, char **argv)
         CHECK(gcoll__shm_create(world_group(), &s) == GCOLL_SUCCESS && s, "no node channel: %s",
               gcoll_last_error());
         if (s)
-            CHECK(gcoll__shm_p2p_open(s, &tp) == GCOLL_SUCCESS, "open: %s", gcoll_last_error());
+            CHECK(gcoll__shm_p2p_open(s, NULL, NULL, &tp) == GCOLL_SUCCESS, "open: %s", gcoll_last_error());
     }
     if (tp) {
         if (!s->cma && rank == 0) /* every path below still runs, through fragments */
