@@ -200,6 +200,8 @@ run_mpi timeout 3 GCOLL_TIMEOUT=1 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
 # rank, naming both sides: over the node channel, tcp and ofi; GCOLL_TIMEOUT makes a hang a failure
 for np in 2 3; do
     run_mpi mismatch "$np" GCOLL_TIMEOUT=10
+    # every case on the node channel's point-to-point rings (issue 9)
+    run_mpi mismatch "$np" GCOLL_TIMEOUT=10 GCOLL_ALLREDUCE=ring GCOLL_ALLGATHER=ring GCOLL_BCAST=binomial
     [ -n "${SAN:-}" ] || run_mpi mismatch "$np" GCOLL_TIMEOUT=10 GCOLL_TRANSPORT_INTRA=inter "$TCP"
     [ -n "${SAN:-}" ] || [ "${OFI:-0}" != 1 ] ||
         run_mpi mismatch "$np" GCOLL_TIMEOUT=10 GCOLL_TRANSPORT_INTRA=inter GCOLL_TRANSPORT_INTER=ofi

@@ -83,9 +83,22 @@ static int rank_of(const gcoll__shm_t *s, int local)
     return s->p2p->ranks ? s->p2p->ranks[local] : local;
 }
 
+/* The endpoint has just failed with p2p->why: its notice tells every peer, so that ranks which
+ * would only wait for this one fail at once instead of at GCOLL_TIMEOUT. */
+static void tell_peers(gcoll__shm_t *s)
+{
+    gcoll__shm_p2p_t *p2p = s->p2p;
+    GCOLL_LOG(GCOLL_LOG_WARN, "shm: %s", p2p->why);
+    gcoll__shm_ctrl_t *c = &s->ctrl[s->me];
+    size_t n = strnlen(p2p->why, sizeof(c->why) - 1);
+    memcpy(c->why, p2p->why, n);
+    c->why[n] = '\0';
+    atomic_store_explicit(&c->mismatch, 1, memory_order_release);
+    ring_event(s); /* wakes the peers that sleep on the channel */
+}
+
 /* This rank's operation under tag (mine) differs from the one whose message came from local
- * rank peer: the endpoint fails, and its notice tells every peer, so that ranks which would
- * only wait for this one fail at once instead of at GCOLL_TIMEOUT. Returns the failure. */
+ * rank peer: the endpoint fails. Returns the failure. */
 static gcoll_status_t found_mismatch(gcoll__shm_t *s, int peer, uint32_t tag, const gcoll__opdesc_t *mine,
                                      const gcoll__opdesc_t *theirs)
 {
@@ -93,15 +106,20 @@ static gcoll_status_t found_mismatch(gcoll__shm_t *s, int peer, uint32_t tag, co
     if (!p2p->failed) {
         p2p->failed = gcoll__opdesc_mismatch(tag, mine, rank_of(s, s->me), theirs, rank_of(s, peer));
         snprintf(p2p->why, sizeof(p2p->why), "%s", gcoll_last_error());
-        GCOLL_LOG(GCOLL_LOG_WARN, "shm: %s", p2p->why);
-        gcoll__shm_ctrl_t *c = &s->ctrl[s->me];
-        size_t n = strnlen(p2p->why, sizeof(c->why) - 1);
-        memcpy(c->why, p2p->why, n);
-        c->why[n] = '\0';
-        atomic_store_explicit(&c->mismatch, 1, memory_order_release);
-        ring_event(s); /* wakes the peers that sleep on the channel */
+        tell_peers(s);
     }
     return gcoll__error(p2p->failed, "%s", p2p->why);
+}
+
+/* The transport table's mismatch: the other endpoint of a route found or was told of one. */
+static void shm_mismatch(gcoll__tp_t *tp, const char *why)
+{
+    gcoll__shm_p2p_t *p2p = tp->ch->p2p;
+    if (p2p->failed)
+        return;
+    p2p->failed = GCOLL_ERR_INVALID_USAGE;
+    snprintf(p2p->why, sizeof(p2p->why), "%.*s", GCOLL_SHM_NOTICE - 1, why);
+    tell_peers(tp->ch);
 }
 
 /* Local rank peer has published a mismatch notice: this endpoint fails with its text, made
@@ -151,6 +169,12 @@ gcoll_status_t gcoll__shm_p2p_open(gcoll__shm_t *s, const gcoll__optab_t *optab,
     }
     if (!tp || !s->p2p || !s->p2p->peers || (ranks && !s->p2p->ranks)) {
         free(tp);
+        if (s->p2p) { /* the channel's destroy frees s->p2p itself */
+            free(s->p2p->peers);
+            free(s->p2p->ranks);
+            s->p2p->peers = NULL;
+            s->p2p->ranks = NULL;
+        }
         return gcoll__error(GCOLL_ERR_NOMEM, "shm: no memory for the point-to-point endpoint");
     }
     if (ranks)
@@ -311,10 +335,7 @@ static gcoll_status_t drain(gcoll__shm_t *s, int peer)
                 }
             }
         } else {
-            if (s->p2p->optab) { /* before anything of the message is read */
-                gcoll__opdesc_t theirs = c->desc;
-                GCOLL_CHECK(check_desc(s, peer, c->tag, &theirs));
-            }
+            GCOLL_CHECK(check_desc(s, peer, c->tag, &c->desc)); /* before any of its data is read */
             gcoll__tp_req_t *r = take_recv(p, c->tag);
             if (r && c->kind == GCOLL_SHM_MSG_CMA) {
                 pull(s, peer, r, c->addr, c->total, c->msgid);
@@ -494,5 +515,6 @@ const gcoll__transport_t gcoll__transport_shm = {
     .test = shm_test,
     .cancel = shm_cancel,
     .dead_peer = shm_dead_peer,
+    .mismatch = shm_mismatch,
     .close = shm_close,
 };
