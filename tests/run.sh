@@ -128,7 +128,8 @@ run_mpi collectives 4 TEST_QUICK=1 GCOLL_SHM_CHUNK_SIZE=4K GCOLL_SHM_RING_CELL_S
 run_mpi collectives 5 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=mpi
 # the node channel's point-to-point rings alone: a single-copy message that waits for its receive
 # holds back no later message to that peer (issue 9), out-of-order acknowledgements, more large
-# messages in flight than acknowledgement slots; then the same through fragments
+# messages in flight than acknowledgement slots; mismatch detection's three paths; then the same
+# through fragments
 run_tp shm 3
 run_tp shm 8
 [ -n "${SAN:-}" ] || run_tp shm 2 GCOLL_SHM_SINGLE_COPY=off
