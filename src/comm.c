@@ -153,6 +153,21 @@ static void free_layout(layout_t *l)
     free(l->local);
 }
 
+/* The node channel's point-to-point endpoint, whose messages carry and check the descriptors
+ * of the communicator's operations and name ranks by their place in it. */
+static gcoll_status_t open_shm_p2p(gcoll_comm_t c, const layout_t *l, gcoll__shm_t *shm, gcoll__tp_t **tp)
+{
+    int *ranks = malloc(sizeof(int) * (size_t)l->nlocal);
+    if (!ranks)
+        return gcoll__error(GCOLL_ERR_NOMEM, "no memory for the node's ranks");
+    for (int p = 0; p < c->size; p++)
+        if (l->host[p] == l->host[c->rank])
+            ranks[l->local[p]] = p;
+    gcoll_status_t st = gcoll__shm_p2p_open(shm, &c->optab, ranks, tp);
+    free(ranks);
+    return st;
+}
+
 /* "1, 2, 5" of the peers whose route is ep (at most len bytes). */
 static void list_peers(gcoll_comm_t c, const gcoll__route_peer_t *peers, int ep, char *buf, size_t len)
 {
@@ -174,7 +189,7 @@ static gcoll_status_t open_local(gcoll_comm_t c, const layout_t *l, gcoll__route
         GCOLL_CHECK(gcoll__shm_create(l->node, &c->node_shm));
     if (c->node_shm) {
         ep->ops = &gcoll__transport_shm;
-        return gcoll__shm_p2p_open(c->node_shm, &ep->tp);
+        return open_shm_p2p(c, l, c->node_shm, &ep->tp);
     }
     if (l->nlocal > 1 && intra == 2 && gcoll__context.transport != &gcoll__transport_mpi) {
         ep->ops = &gcoll__transport_mpi;
@@ -244,7 +259,7 @@ static gcoll_status_t connect_comm(gcoll_comm_t c)
         st = gcoll__shm_create(l.node, &c->shm);
     if (st == GCOLL_SUCCESS && c->shm) {
         c->tpops = &gcoll__transport_shm;
-        st = gcoll__shm_p2p_open(c->shm, &c->tp);
+        st = open_shm_p2p(c, &l, c->shm, &c->tp);
     } else if (st == GCOLL_SUCCESS && gcoll__context.boot_mode == GCOLL_BOOT_MPI &&
                (c->size == 1 || (l.nhosts == 1 && gcoll__config.transport_intra == 2))) {
         /* a lone rank sends nothing: MPI's endpoint costs no sockets (without MPI, the inter-node one) */

@@ -128,7 +128,8 @@ run_mpi collectives 4 TEST_QUICK=1 GCOLL_SHM_CHUNK_SIZE=4K GCOLL_SHM_RING_CELL_S
 run_mpi collectives 5 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=mpi
 # the node channel's point-to-point rings alone: a single-copy message that waits for its receive
 # holds back no later message to that peer (issue 9), out-of-order acknowledgements, more large
-# messages in flight than acknowledgement slots; then the same through fragments
+# messages in flight than acknowledgement slots; mismatch detection's three paths; then the same
+# through fragments
 run_tp shm 3
 run_tp shm 8
 [ -n "${SAN:-}" ] || run_tp shm 2 GCOLL_SHM_SINGLE_COPY=off
@@ -200,6 +201,8 @@ run_mpi timeout 3 GCOLL_TIMEOUT=1 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
 # rank, naming both sides: over the node channel, tcp and ofi; GCOLL_TIMEOUT makes a hang a failure
 for np in 2 3; do
     run_mpi mismatch "$np" GCOLL_TIMEOUT=10
+    # every case on the node channel's point-to-point rings (issue 9)
+    run_mpi mismatch "$np" GCOLL_TIMEOUT=10 GCOLL_ALLREDUCE=ring GCOLL_ALLGATHER=ring GCOLL_BCAST=binomial
     [ -n "${SAN:-}" ] || run_mpi mismatch "$np" GCOLL_TIMEOUT=10 GCOLL_TRANSPORT_INTRA=inter "$TCP"
     [ -n "${SAN:-}" ] || [ "${OFI:-0}" != 1 ] ||
         run_mpi mismatch "$np" GCOLL_TIMEOUT=10 GCOLL_TRANSPORT_INTRA=inter GCOLL_TRANSPORT_INTER=ofi

@@ -54,6 +54,11 @@ typedef struct gcoll__transport {
      * engine asks when an operation has stalled. Returns the peer (this endpoint's numbering)
      * with the evidence in why, or -1. NULL: the transport cannot tell, GCOLL_TIMEOUT ends the wait. */
     int (*dead_peer)(gcoll__tp_t *tp, char *why, size_t len);
+    /* Fails the endpoint with a mismatch that another endpoint of the communicator found or was
+     * told of (why: its message), and tells the peers this one reaches, as its own mismatch
+     * notice would: a route's ranks of one host and of the others all learn of it. NULL: those
+     * peers learn of it from a stalled exchange or GCOLL_TIMEOUT. */
+    void (*mismatch)(gcoll__tp_t *tp, const char *why);
     void (*close)(gcoll__tp_t *tp);
 } gcoll__transport_t;
 

@@ -4,8 +4,12 @@
  * to the same peer (the receiver may need one of those before it posts that receive: issue 9's
  * deadlock); acknowledgements that come out of order complete only their own sends; more
  * single-copy messages in flight than the acknowledgement window; per-tag order over mixed
- * sizes. A wait that would hang ends after WAIT_S seconds as a failure, and the test posts what
- * is missing so that it still ends. Prints "RESULT shm np=N passed=N failed=N". */
+ * sizes. Then mismatch detection on the three paths where a message's operation descriptor is
+ * compared (on arrival; at a receive, and at a send, under the tag of a message that came before
+ * the operation started): the ranks whose peer differs get GCOLL_ERR_INVALID_USAGE naming both
+ * sides, the others get it from the notice. A wait that would hang ends after WAIT_S seconds as
+ * a failure, and the test posts what is missing so that it still ends. Prints "RESULT shm np=N
+ * passed=N failed=N". */
 #include <mpi.h>
 #include <sched.h>
 #include <stdint.h>
@@ -222,6 +226,131 @@ static void test_order_per_tag(gcoll__tp_t *tp, size_t cell)
     }
 }
 
+/* ---- mismatch detection: every rank's operation under tag 7 is a count of 1000, the last
+ * rank's 999; each path runs on a fresh endpoint (a mismatch fails it for good), whose local
+ * ranks are named 100 + i (the communicator ranks the messages must use) ---- */
+
+#define ODD_TAG 7
+
+static gcoll__opdesc_t desc_of(int r)
+{
+    return (gcoll__opdesc_t){.coll = 1, .dtype = GCOLL_FLOAT32, .op = GCOLL_SUM, .root = -1,
+                             .count = r == size - 1 ? 999 : 1000};
+}
+
+static gcoll__tp_t *open_checked(gcoll__shm_t **s, const gcoll__optab_t *optab)
+{
+    int *ranks = malloc(sizeof(int) * (size_t)size);
+    for (int i = 0; i < size; i++)
+        ranks[i] = 100 + i;
+    gcoll__tp_t *tp = NULL;
+    *s = NULL;
+    if (gcoll__shm_create(world_group(), s) != GCOLL_SUCCESS || !*s ||
+        gcoll__shm_p2p_open(*s, optab, ranks, &tp) != GCOLL_SUCCESS)
+        tp = NULL;
+    free(ranks);
+    CHECK(tp, "mismatch: no endpoint: %s", gcoll_last_error());
+    return tp;
+}
+
+/* The endpoint's failure as this rank sees it (st, with gcoll_last_error() the message): it must
+ * be the mismatch, naming both sides, with the odd rank by its communicator rank. */
+static void check_failure(const char *path, gcoll_status_t st)
+{
+    const char *msg = gcoll_last_error();
+    char odd[32];
+    snprintf(odd, sizeof(odd), "rank %d", 100 + size - 1);
+    CHECK(st == GCOLL_ERR_INVALID_USAGE && strstr(msg, "does not match") && strstr(msg, "count 999") &&
+              strstr(msg, "count 1000") && strstr(msg, odd),
+          "mismatch %s: got %s: %s", path, gcoll_status_name(st), msg);
+}
+
+/* A rank that found nothing itself learns of it from the notice: a receive that no one sends
+ * to fails. */
+static void check_told(gcoll__tp_t *tp, const char *path)
+{
+    static char byte;
+    gcoll__tp_req_t *r = NULL;
+    gcoll_status_t st = T->irecv(tp, from, 9, &byte, 1, &r);
+    if (st == GCOLL_SUCCESS) {
+        int left = wait_until(tp, &r, &st, 1, now() + WAIT_S);
+        if (left) {
+            T->cancel(tp, r);
+            st = GCOLL_ERR_TIMEOUT;
+        }
+    }
+    check_failure(path, st);
+}
+
+/* Path 1: the message arrives after the receiver's operation started: compared on arrival. */
+static void test_mismatch_on_arrival(void)
+{
+    gcoll__optab_t *optab = calloc(1, sizeof(*optab));
+    gcoll__opdesc_t d = desc_of(rank);
+    gcoll__optab_put(optab, ODD_TAG, &d);
+    gcoll__shm_t *s;
+    gcoll__tp_t *tp = open_checked(&s, optab);
+    if (tp) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        char out[64] = {0}, in[64];
+        gcoll__tp_req_t *r[2] = {NULL, NULL};
+        gcoll_status_t st[2] = {0};
+        CHECK(T->isend(tp, to, ODD_TAG, out, sizeof(out), &r[0]) == GCOLL_SUCCESS, "isend: %s", gcoll_last_error());
+        CHECK(T->irecv(tp, from, ODD_TAG, in, sizeof(in), &r[1]) == GCOLL_SUCCESS, "irecv: %s", gcoll_last_error());
+        wait_all(tp, r, st, 2, "mismatch on arrival");
+        if (desc_of(from).count != d.count)
+            check_failure("on arrival (the receive)", st[1]);
+        check_told(tp, "on arrival");
+        MPI_Barrier(MPI_COMM_WORLD);
+        T->close(tp);
+    }
+    gcoll__shm_destroy(s);
+    free(optab);
+}
+
+/* Paths 2 and 3: the message arrives before the receiver's operation starts (so it is set
+ * aside unchecked), then the receiver receives (send_back 0) or sends back (1) under its tag. */
+static void test_mismatch_early(int send_back)
+{
+    const char *path = send_back ? "sent before, then a send under its tag" : "sent before, then a receive";
+    gcoll__optab_t *optab = calloc(1, sizeof(*optab));
+    gcoll__shm_t *s;
+    gcoll__tp_t *tp = open_checked(&s, optab);
+    if (tp) {
+        char out[64] = {0}, in[64], out2[64] = {0}, in2[64];
+        gcoll__tp_req_t *r[3] = {NULL, NULL, NULL};
+        gcoll_status_t st[3] = {0};
+        /* the message carries this rank's operation, which has ended by the time its peer's
+         * arrives here (sends only write to the ring: nothing arrives before the wait below) */
+        gcoll__opdesc_t d = desc_of(rank), none = {0};
+        gcoll__optab_put(optab, ODD_TAG, &d);
+        CHECK(T->isend(tp, to, ODD_TAG, out, sizeof(out), &r[0]) == GCOLL_SUCCESS, "isend: %s", gcoll_last_error());
+        gcoll__optab_put(optab, ODD_TAG, &none);
+        CHECK(T->isend(tp, to, ODD_TAG + 1, out2, sizeof(out2), &r[1]) == GCOLL_SUCCESS, "isend: %s",
+              gcoll_last_error());
+        /* the tag-7 message ahead of it is set aside on the way */
+        CHECK(T->irecv(tp, from, ODD_TAG + 1, in2, sizeof(in2), &r[2]) == GCOLL_SUCCESS, "irecv: %s",
+              gcoll_last_error());
+        wait_all(tp, r, st, 3, path);
+        CHECK(st[0] == GCOLL_SUCCESS && st[1] == GCOLL_SUCCESS && st[2] == GCOLL_SUCCESS,
+              "mismatch %s: the unchecked exchange failed: %s", path, gcoll_last_error());
+        MPI_Barrier(MPI_COMM_WORLD); /* every rank holds its early message */
+        gcoll__optab_put(optab, ODD_TAG, &d);
+        gcoll__tp_req_t *q = NULL;
+        gcoll_status_t got = send_back ? T->isend(tp, from, ODD_TAG, out, sizeof(out), &q)
+                                       : T->irecv(tp, from, ODD_TAG, in, sizeof(in), &q);
+        if (desc_of(from).count != d.count)
+            check_failure(path, got);
+        else if (got == GCOLL_SUCCESS && q)
+            wait_all(tp, &q, &got, 1, path);
+        check_told(tp, path);
+        MPI_Barrier(MPI_COMM_WORLD);
+        T->close(tp);
+    }
+    gcoll__shm_destroy(s);
+    free(optab);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -240,7 +369,7 @@ int main(int argc, char **argv)
         CHECK(gcoll__shm_create(world_group(), &s) == GCOLL_SUCCESS && s, "no node channel: %s",
               gcoll_last_error());
         if (s)
-            CHECK(gcoll__shm_p2p_open(s, &tp) == GCOLL_SUCCESS, "open: %s", gcoll_last_error());
+            CHECK(gcoll__shm_p2p_open(s, NULL, NULL, &tp) == GCOLL_SUCCESS, "open: %s", gcoll_last_error());
     }
     if (tp) {
         if (!s->cma && rank == 0) /* every path below still runs, through fragments */
@@ -255,6 +384,11 @@ int main(int argc, char **argv)
         T->close(tp);
     }
     gcoll__shm_destroy(s);
+    if (size >= 2) {
+        test_mismatch_on_arrival();
+        test_mismatch_early(0);
+        test_mismatch_early(1);
+    }
     long mine[2] = {passed, failed}, all[2];
     MPI_Allreduce(mine, all, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)

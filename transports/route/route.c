@@ -5,6 +5,7 @@
  * low bit of its pointer: transports return malloc'd requests, aligned to at least 8 bytes,
  * so routing adds no allocation to the message path. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "../../src/error.h"
@@ -45,12 +46,26 @@ static gcoll__tp_req_t *unmark(gcoll__tp_req_t *r)
     return (gcoll__tp_req_t *)((uintptr_t)r & ~(uintptr_t)1);
 }
 
+/* A mismatch that endpoint e found or was told of reaches the ranks behind the other one too
+ * (otherwise the ranks of one host would learn of what another host found only at GCOLL_TIMEOUT).
+ * Returns st. */
+static gcoll_status_t spread(gcoll__tp_t *tp, int e, gcoll_status_t st)
+{
+    gcoll__route_ep_t *other = &tp->ep[!e];
+    if (st != GCOLL_ERR_INVALID_USAGE || !other->tp || !other->ops->mismatch)
+        return st;
+    char why[400];
+    snprintf(why, sizeof(why), "%s", gcoll_last_error());
+    other->ops->mismatch(other->tp, why);
+    return gcoll__error(st, "%s", why); /* the other endpoint's failing may have set another */
+}
+
 static gcoll_status_t route_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes,
                                   gcoll__tp_req_t **req)
 {
     gcoll__route_peer_t p = tp->peers[peer];
     gcoll__route_ep_t *e = &tp->ep[p.ep];
-    GCOLL_CHECK(e->ops->isend(e->tp, p.index, tag, buf, bytes, req));
+    GCOLL_CHECK(spread(tp, p.ep, e->ops->isend(e->tp, p.index, tag, buf, bytes, req)));
     *req = mark(*req, p.ep);
     return GCOLL_SUCCESS;
 }
@@ -60,7 +75,7 @@ static gcoll_status_t route_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void 
 {
     gcoll__route_peer_t p = tp->peers[peer];
     gcoll__route_ep_t *e = &tp->ep[p.ep];
-    GCOLL_CHECK(e->ops->irecv(e->tp, p.index, tag, buf, bytes, req));
+    GCOLL_CHECK(spread(tp, p.ep, e->ops->irecv(e->tp, p.index, tag, buf, bytes, req)));
     *req = mark(*req, p.ep);
     return GCOLL_SUCCESS;
 }
@@ -68,7 +83,7 @@ static gcoll_status_t route_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void 
 static gcoll_status_t route_test(gcoll__tp_t *tp, gcoll__tp_req_t *req, int *done)
 {
     gcoll__route_ep_t *e = &tp->ep[owner(req)];
-    return e->ops->test(e->tp, unmark(req), done);
+    return spread(tp, owner(req), e->ops->test(e->tp, unmark(req), done));
 }
 
 static void route_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *req)

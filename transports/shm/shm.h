@@ -20,6 +20,7 @@
 /* One rank's public state. Each counter holds the sequence number of the last operation
  * (or round) that reached that point, and sits on its own cache line. */
 #define GCOLL_SHM_INLINE 24 /* input bytes that ride on the arrive line */
+#define GCOLL_SHM_NOTICE 384 /* text of a mismatch notice */
 
 typedef struct {
     _Alignas(GCOLL_SHM_LINE) _Atomic uint64_t arrive; /* inputs (slot data, addresses) published */
@@ -34,6 +35,11 @@ typedef struct {
     } op[2];
     _Alignas(GCOLL_SHM_LINE) _Atomic uint64_t ready;  /* done with the peers' data for this op */
     _Alignas(GCOLL_SHM_LINE) _Atomic uint64_t rings;  /* bumped on every ring event of this rank */
+    /* Set once, after why, when this rank's point-to-point endpoint found that the ranks' calls
+     * differ: every peer reads it in its ring progress, so none waits on a ring that will not
+     * move, and no ring needs room for the notice. */
+    _Alignas(GCOLL_SHM_LINE) _Atomic uint32_t mismatch;
+    char why[GCOLL_SHM_NOTICE];
 } gcoll__shm_ctrl_t;
 
 typedef struct {
@@ -50,7 +56,9 @@ typedef struct {
     uint64_t total;  /* bytes of the whole message */
     uint64_t addr;   /* the sender's buffer, for a single-copy message */
     uint64_t msgid;  /* the sender's count of single-copy messages to this receiver */
+    gcoll__opdesc_t desc; /* the sender's operation of tag (first cell of a message; zero: unknown) */
 } gcoll__shm_cell_t;
+_Static_assert(sizeof(gcoll__shm_cell_t) == GCOLL_SHM_LINE, "a ring cell's header is one line");
 
 enum { GCOLL_SHM_MSG_FIRST = 1, GCOLL_SHM_MSG_MORE = 2, GCOLL_SHM_MSG_CMA = 3 };
 
@@ -111,8 +119,12 @@ static inline gcoll__shm_cell_t *gcoll__shm_cell(gcoll__shm_t *s, int from, int 
 struct gcoll__tp;
 struct gcoll__transport;
 extern const struct gcoll__transport gcoll__transport_shm;
-/* The point-to-point endpoint over the channel's rings (the transport table's tp). */
-gcoll_status_t gcoll__shm_p2p_open(gcoll__shm_t *s, struct gcoll__tp **tp);
+/* The point-to-point endpoint over the channel's rings (the transport table's tp). optab: the
+ * communicator's operations by tag, whose descriptors the messages carry and are checked
+ * against (NULL: nothing is checked). ranks[i]: local rank i's communicator rank, for the
+ * messages that name ranks (copied; NULL: the local ranks). */
+gcoll_status_t gcoll__shm_p2p_open(gcoll__shm_t *s, const gcoll__optab_t *optab, const int *ranks,
+                                   struct gcoll__tp **tp);
 
 /* Publishes a counter value and wakes sleepers. */
 void gcoll__shm_set(gcoll__shm_t *s, _Atomic uint64_t *counter, uint64_t v);

@@ -8,11 +8,17 @@
  * messages no receive is waiting for are copied aside (single-copy ones leave only their
  * descriptor). A single-copy send waits for its acknowledgement out of the queue, so the
  * messages behind it keep flowing: the receiver may need one of those before it posts the
- * receive that reads the large one. */
+ * receive that reads the large one.
+ * Mismatch detection: a message's first cell carries the descriptor of the sender's operation
+ * of its tag, which the receiver compares with its own as the message arrives, or, when its
+ * operation had not started yet, as it receives or sends under that tag; a difference fails the
+ * endpoint here and, through this rank's notice in the channel, at every peer. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../src/error.h"
+#include "../../src/log.h"
 #include "../queue.h"
 #include "../transport.h"
 #include "shm.h"
@@ -25,6 +31,7 @@ struct gcoll__tp_req {
     size_t bytes, moved; /* moved: bytes written (send) or received (recv) so far */
     uint64_t msgid;      /* single-copy send: complete once the receiver acknowledges this id */
     int started;         /* send: its first cell is in the ring */
+    gcoll__opdesc_t desc; /* send: the operation of its tag, for the receiver to check */
     gcoll_status_t status;
 };
 
@@ -33,6 +40,7 @@ typedef struct unexpected {
     uint32_t tag, kind;
     size_t total, have;
     uint64_t addr, msgid;
+    gcoll__opdesc_t desc; /* the sender's operation of tag */
     char *data; /* copied payload (inline and fragments) */
 } unexpected_t;
 
@@ -50,6 +58,12 @@ typedef struct {
 struct gcoll__shm_p2p {
     peer_t *peers;
     uint64_t events; /* this rank's ring events, published for sleepers */
+    const gcoll__optab_t *optab; /* the communicator's operations by tag (NULL: unchecked) */
+    int *ranks;                  /* communicator rank of each local rank (NULL: the same) */
+    /* GCOLL_SUCCESS, or GCOLL_ERR_INVALID_USAGE once the ranks' calls were found to differ:
+     * then every request and call fails with why */
+    gcoll_status_t failed;
+    char why[GCOLL_SHM_NOTICE + 32];
 };
 
 /* Tells sleeping peers that a ring moved. */
@@ -61,6 +75,76 @@ static void ring_event(gcoll__shm_t *s)
 struct gcoll__tp {
     gcoll__shm_t *ch;
 };
+
+/* ---- mismatch detection ---- */
+
+static int rank_of(const gcoll__shm_t *s, int local)
+{
+    return s->p2p->ranks ? s->p2p->ranks[local] : local;
+}
+
+/* The endpoint has just failed with p2p->why: its notice tells every peer, so that ranks which
+ * would only wait for this one fail at once instead of at GCOLL_TIMEOUT. */
+static void tell_peers(gcoll__shm_t *s)
+{
+    gcoll__shm_p2p_t *p2p = s->p2p;
+    GCOLL_LOG(GCOLL_LOG_WARN, "shm: %s", p2p->why);
+    gcoll__shm_ctrl_t *c = &s->ctrl[s->me];
+    size_t n = strnlen(p2p->why, sizeof(c->why) - 1);
+    memcpy(c->why, p2p->why, n);
+    c->why[n] = '\0';
+    atomic_store_explicit(&c->mismatch, 1, memory_order_release);
+    ring_event(s); /* wakes the peers that sleep on the channel */
+}
+
+/* This rank's operation under tag (mine) differs from the one whose message came from local
+ * rank peer: the endpoint fails. Returns the failure. */
+static gcoll_status_t found_mismatch(gcoll__shm_t *s, int peer, uint32_t tag, const gcoll__opdesc_t *mine,
+                                     const gcoll__opdesc_t *theirs)
+{
+    gcoll__shm_p2p_t *p2p = s->p2p;
+    if (!p2p->failed) {
+        p2p->failed = gcoll__opdesc_mismatch(tag, mine, rank_of(s, s->me), theirs, rank_of(s, peer));
+        snprintf(p2p->why, sizeof(p2p->why), "%s", gcoll_last_error());
+        tell_peers(s);
+    }
+    return gcoll__error(p2p->failed, "%s", p2p->why);
+}
+
+/* The transport table's mismatch: the other endpoint of a route found or was told of one. */
+static void shm_mismatch(gcoll__tp_t *tp, const char *why)
+{
+    gcoll__shm_p2p_t *p2p = tp->ch->p2p;
+    if (p2p->failed)
+        return;
+    p2p->failed = GCOLL_ERR_INVALID_USAGE;
+    snprintf(p2p->why, sizeof(p2p->why), "%.*s", GCOLL_SHM_NOTICE - 1, why);
+    tell_peers(tp->ch);
+}
+
+/* Local rank peer has published a mismatch notice: this endpoint fails with its text, made
+ * printable (another process wrote it). */
+static void notice_arrived(gcoll__shm_t *s, int peer)
+{
+    gcoll__shm_p2p_t *p2p = s->p2p;
+    char text[GCOLL_SHM_NOTICE];
+    memcpy(text, s->ctrl[peer].why, sizeof(text));
+    text[sizeof(text) - 1] = '\0';
+    for (char *c = text; *c; c++)
+        if (*c < 0x20 || *c > 0x7e)
+            *c = '?';
+    p2p->failed = GCOLL_ERR_INVALID_USAGE;
+    snprintf(p2p->why, sizeof(p2p->why), "rank %d reports: %s", rank_of(s, peer), text);
+    GCOLL_LOG(GCOLL_LOG_WARN, "shm: %s", p2p->why);
+}
+
+/* Compares the descriptor of a message from local rank peer with this rank's operation of its
+ * tag, if that has started (else it is compared when it does: a receive or send under the tag). */
+static gcoll_status_t check_desc(gcoll__shm_t *s, int peer, uint32_t tag, const gcoll__opdesc_t *theirs)
+{
+    const gcoll__opdesc_t *mine = gcoll__optab_find(s->p2p->optab, tag);
+    return gcoll__opdesc_agree(mine, theirs) ? GCOLL_SUCCESS : found_mismatch(s, peer, tag, mine, theirs);
+}
 
 static void unlink_req(gcoll__tp_req_t **head, gcoll__tp_req_t **tail, gcoll__tp_req_t *r)
 {
@@ -74,16 +158,28 @@ static void unlink_req(gcoll__tp_req_t **head, gcoll__tp_req_t **tail, gcoll__tp
         }
 }
 
-gcoll_status_t gcoll__shm_p2p_open(gcoll__shm_t *s, gcoll__tp_t **out)
+gcoll_status_t gcoll__shm_p2p_open(gcoll__shm_t *s, const gcoll__optab_t *optab, const int *ranks,
+                                   gcoll__tp_t **out)
 {
     gcoll__tp_t *tp = calloc(1, sizeof(*tp));
     s->p2p = calloc(1, sizeof(*s->p2p));
-    if (s->p2p)
+    if (s->p2p) {
         s->p2p->peers = calloc((size_t)s->n, sizeof(peer_t));
-    if (!tp || !s->p2p || !s->p2p->peers) {
+        s->p2p->ranks = ranks ? malloc((size_t)s->n * sizeof(int)) : NULL;
+    }
+    if (!tp || !s->p2p || !s->p2p->peers || (ranks && !s->p2p->ranks)) {
         free(tp);
+        if (s->p2p) { /* the channel's destroy frees s->p2p itself */
+            free(s->p2p->peers);
+            free(s->p2p->ranks);
+            s->p2p->peers = NULL;
+            s->p2p->ranks = NULL;
+        }
         return gcoll__error(GCOLL_ERR_NOMEM, "shm: no memory for the point-to-point endpoint");
     }
+    if (ranks)
+        memcpy(s->p2p->ranks, ranks, (size_t)s->n * sizeof(int));
+    s->p2p->optab = optab;
     tp->ch = s;
     *out = tp;
     return GCOLL_SUCCESS;
@@ -134,6 +230,7 @@ static gcoll_status_t push_sends(gcoll__shm_t *s, int peer)
         c->total = r->bytes;
         c->addr = (uint64_t)(uintptr_t)r->buf;
         c->msgid = cma ? ++p->cma_sent : 0;
+        c->desc = r->desc;
         if (len) /* empty messages (a barrier's) may come with a NULL buffer */
             memcpy((char *)(c + 1), r->buf + r->moved, len);
         atomic_store_explicit(&c->full, 1, memory_order_release);
@@ -238,6 +335,7 @@ static gcoll_status_t drain(gcoll__shm_t *s, int peer)
                 }
             }
         } else {
+            GCOLL_CHECK(check_desc(s, peer, c->tag, &c->desc)); /* before any of its data is read */
             gcoll__tp_req_t *r = take_recv(p, c->tag);
             if (r && c->kind == GCOLL_SHM_MSG_CMA) {
                 pull(s, peer, r, c->addr, c->total, c->msgid);
@@ -261,7 +359,7 @@ static gcoll_status_t drain(gcoll__shm_t *s, int peer)
                 if (!u)
                     return gcoll__error(GCOLL_ERR_NOMEM, "shm transport: no memory for an unexpected message");
                 *u = (unexpected_t){.tag = c->tag, .kind = c->kind, .total = c->total, .addr = c->addr,
-                                    .msgid = c->msgid, .data = u->data};
+                                    .msgid = c->msgid, .desc = c->desc, .data = u->data};
                 if (c->kind != GCOLL_SHM_MSG_CMA) {
                     if (c->len)
                         memcpy(u->data, payload, c->len);
@@ -279,9 +377,14 @@ static gcoll_status_t drain(gcoll__shm_t *s, int peer)
 
 static gcoll_status_t progress(gcoll__shm_t *s)
 {
+    gcoll__shm_p2p_t *p2p = s->p2p;
     for (int q = 0; q < s->n; q++) {
         if (q == s->me)
             continue;
+        if (!p2p->failed && atomic_load_explicit(&s->ctrl[q].mismatch, memory_order_acquire))
+            notice_arrived(s, q);
+        if (p2p->failed)
+            return gcoll__error(p2p->failed, "%s", p2p->why);
         GCOLL_CHECK(drain(s, q));
         GCOLL_CHECK(push_sends(s, q));
     }
@@ -302,8 +405,19 @@ static gcoll_status_t new_req(int peer, uint32_t tag, const void *buf, size_t by
 static gcoll_status_t shm_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes,
                                 gcoll__tp_req_t **out)
 {
+    gcoll__shm_p2p_t *p2p = tp->ch->p2p;
+    if (p2p->failed)
+        return gcoll__error(p2p->failed, "%s", p2p->why);
+    peer_t *p = &p2p->peers[peer];
+    const gcoll__opdesc_t *op = gcoll__optab_find(p2p->optab, tag);
+    /* a message the peer sent under this tag before this operation started (where both only
+     * send, as two roots do, nothing else would compare them) */
+    for (unexpected_t *u = op ? p->unexp : NULL; u; u = u->next)
+        if (u->tag == tag)
+            GCOLL_CHECK(check_desc(tp->ch, peer, tag, &u->desc));
     GCOLL_CHECK(new_req(peer, tag, buf, bytes, 0, out));
-    peer_t *p = &tp->ch->p2p->peers[peer];
+    if (op)
+        (*out)->desc = *op;
     Q_PUSH(p->sends, p->sends_tail, *out);
     return push_sends(tp->ch, peer);
 }
@@ -313,7 +427,14 @@ static gcoll_status_t shm_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *b
                                 gcoll__tp_req_t **out)
 {
     gcoll__shm_t *s = tp->ch;
+    if (s->p2p->failed)
+        return gcoll__error(s->p2p->failed, "%s", s->p2p->why);
     peer_t *p = &s->p2p->peers[peer];
+    for (unexpected_t *u = p->unexp; u; u = u->next)
+        if (u->tag == tag) { /* it arrived before this operation started: compared now */
+            GCOLL_CHECK(check_desc(s, peer, tag, &u->desc));
+            break;
+        }
     GCOLL_CHECK(new_req(peer, tag, buf, bytes, 1, out));
     gcoll__tp_req_t *r = *out;
     for (unexpected_t *u = p->unexp; u; u = u->next) {
@@ -375,8 +496,10 @@ static void shm_close(gcoll__tp_t *tp)
             free(u);
         }
     }
-    if (p2p)
+    if (p2p) {
         free(p2p->peers);
+        free(p2p->ranks);
+    }
     free(tp);
 }
 
@@ -392,5 +515,6 @@ const gcoll__transport_t gcoll__transport_shm = {
     .test = shm_test,
     .cancel = shm_cancel,
     .dead_peer = shm_dead_peer,
+    .mismatch = shm_mismatch,
     .close = shm_close,
 };

@@ -329,16 +329,11 @@ static void fail_all(gcoll__tp_t *tp)
     }
 }
 
-/* This rank's operation under tag differs from the one whose message arrived from p: tells
- * every peer (a MISMATCH frame, so that ranks which would only wait for this one fail at once
- * instead of at GCOLL_TIMEOUT) and fails the endpoint. */
-static void found_mismatch(gcoll__tp_t *tp, tcp_peer_t *p, uint32_t tag, const gcoll__opdesc_t *mine,
-                           const gcoll__opdesc_t *theirs)
+/* The endpoint has just failed with tp->mismatch_why: tells every peer (a MISMATCH frame, so
+ * that ranks which would only wait for this one fail at once instead of at GCOLL_TIMEOUT) and
+ * fails every request. */
+static void tell_peers(gcoll__tp_t *tp)
 {
-    if (tp->mismatch)
-        return;
-    tp->mismatch = gcoll__opdesc_mismatch(tag, mine, tp->rank, theirs, p->rank);
-    snprintf(tp->mismatch_why, sizeof(tp->mismatch_why), "%s", gcoll_last_error());
     GCOLL_LOG(GCOLL_LOG_WARN, "tcp: %s", tp->mismatch_why);
     for (int q = 0; q < tp->size; q++) {
         tcp_peer_t *to = &tp->peers[q];
@@ -352,6 +347,27 @@ static void found_mismatch(gcoll__tp_t *tp, tcp_peer_t *p, uint32_t tag, const g
         send_ctrl(tp, to, f);
     }
     fail_all(tp);
+}
+
+/* This rank's operation under tag differs from the one whose message arrived from p. */
+static void found_mismatch(gcoll__tp_t *tp, tcp_peer_t *p, uint32_t tag, const gcoll__opdesc_t *mine,
+                           const gcoll__opdesc_t *theirs)
+{
+    if (tp->mismatch)
+        return;
+    tp->mismatch = gcoll__opdesc_mismatch(tag, mine, tp->rank, theirs, p->rank);
+    snprintf(tp->mismatch_why, sizeof(tp->mismatch_why), "%s", gcoll_last_error());
+    tell_peers(tp);
+}
+
+/* The transport table's mismatch: the other endpoint of a route found or was told of one. */
+static void tcp_mismatch(gcoll__tp_t *tp, const char *why)
+{
+    if (tp->mismatch)
+        return;
+    tp->mismatch = GCOLL_ERR_INVALID_USAGE;
+    snprintf(tp->mismatch_why, sizeof(tp->mismatch_why), "%.*s", TCP_NOTICE_MAX, why);
+    tell_peers(tp);
 }
 
 /* A peer's MISMATCH frame has arrived in p->notice: this endpoint fails with its text, made
@@ -999,5 +1015,6 @@ const gcoll__transport_t gcoll__transport_tcp = {
     .dereg_mem = NULL,
     .wait = tcp_wait,
     .dead_peer = tcp_dead_peer,
+    .mismatch = tcp_mismatch,
     .close = tcp_close,
 };
