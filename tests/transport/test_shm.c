@@ -22,35 +22,17 @@
 #include "shm/shm.h"
 #include "transport.h"
 #include "tp_check.h"
+#include "tp_data.h"
 
 #define WAIT_S 5.0
 
 static const gcoll__transport_t *T = &gcoll__transport_shm;
 static int to, from;
 
-/* Bytes that depend on the message's identity and position, with no short period. */
-static void fill(unsigned char *b, size_t n, unsigned seed)
-{
-    uint32_t s = seed * 2654435761u + 1;
-    for (size_t i = 0; i < n; i++) {
-        s = s * 1664525u + 1013904223u;
-        b[i] = (unsigned char)(s >> 24);
-    }
-}
-
 /* Whether b holds what fill(seed) writes. */
 static int intact(const unsigned char *b, size_t n, unsigned seed)
 {
-    unsigned char *want = malloc(n ? n : 1);
-    fill(want, n, seed);
-    int same = memcmp(b, want, n) == 0;
-    free(want);
-    return same;
-}
-
-static unsigned seed_of(int src, int dst, uint32_t tag, size_t bytes)
-{
-    return (unsigned)src * 7919u + (unsigned)dst * 104729u + tag * 31u + (unsigned)bytes;
+    return first_diff(b, n, seed) == n;
 }
 
 /* Tests every request until all are done (each slot set to NULL, its status in st) or `until`

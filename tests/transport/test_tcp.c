@@ -18,36 +18,11 @@
 #include "../../src/log.h"
 #include "tcp/tcp.h"
 #include "tp_check.h"
+#include "tp_data.h"
 
 static const gcoll__transport_t *T = &gcoll__transport_tcp;
 static unsigned char *addrs; /* every rank's published address, from the last open_tp */
 
-
-/* Bytes that depend on the message's identity and position, with no short period. */
-static void fill(unsigned char *b, size_t n, unsigned seed)
-{
-    uint32_t s = seed * 2654435761u + 1;
-    for (size_t i = 0; i < n; i++) {
-        s = s * 1664525u + 1013904223u;
-        b[i] = (unsigned char)(s >> 24);
-    }
-}
-
-static size_t first_diff(const unsigned char *b, size_t n, unsigned seed)
-{
-    unsigned char *want = malloc(n ? n : 1);
-    fill(want, n, seed);
-    size_t i = 0;
-    while (i < n && b[i] == want[i])
-        i++;
-    free(want);
-    return i;
-}
-
-static unsigned seed_of(int src, int dst, uint32_t tag, size_t bytes)
-{
-    return (unsigned)src * 7919u + (unsigned)dst * 104729u + tag * 31u + (unsigned)bytes;
-}
 
 static gcoll__tp_t *open_tp(void)
 {
