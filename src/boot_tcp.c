@@ -165,6 +165,19 @@ static gcoll_status_t send_frame(star_t *s, int peer, int type, const void *data
     return send_all(fd, data, len, deadline, peer);
 }
 
+static int is_failure(const unsigned char *h)
+{
+    return gcoll__get32(h) == FRAME_MAGIC && gcoll__get32(h + 4) == F_FAIL && gcoll__get64(h + 16) < 256;
+}
+
+/* Reads the reason of a failure frame whose header is h and makes it the error. */
+static gcoll_status_t failure_reason(int fd, const unsigned char *h, double deadline)
+{
+    char why[256] = "";
+    GCOLL_CHECK(recv_all(fd, why, (size_t)gcoll__get64(h + 16), deadline, 0));
+    return gcoll__error(GCOLL_ERR_REMOTE, "bootstrap: rank 0 gave up: %s", why);
+}
+
 /* Receives the frame of the current operation into buf, which it must fill exactly; a failure
  * rank 0 reports comes back as the error. */
 static gcoll_status_t recv_frame(star_t *s, int peer, void *buf, size_t len, double deadline)
@@ -174,11 +187,8 @@ static gcoll_status_t recv_frame(star_t *s, int peer, void *buf, size_t len, dou
     GCOLL_CHECK(recv_all(fd, h, sizeof(h), deadline, peer));
     uint32_t type = gcoll__get32(h + 4), seq = gcoll__get32(h + 8);
     uint64_t n = gcoll__get64(h + 16);
-    if (gcoll__get32(h) == FRAME_MAGIC && type == F_FAIL && n < 256) {
-        char why[256] = "";
-        GCOLL_CHECK(recv_all(fd, why, (size_t)n, deadline, peer));
-        return gcoll__error(GCOLL_ERR_REMOTE, "bootstrap: rank 0 gave up: %s", why);
-    }
+    if (is_failure(h))
+        return failure_reason(fd, h, deadline);
     if (gcoll__get32(h) != FRAME_MAGIC || type != F_DATA || gcoll__get32(h + 12) != 0)
         return gcoll__error(GCOLL_ERR_TRANSPORT, "bootstrap: rank %d sent a malformed frame", peer);
     if (seq != s->seq || n != len)
@@ -187,6 +197,18 @@ static gcoll_status_t recv_frame(star_t *s, int peer, void *buf, size_t len, dou
                             "communicator calls in the same order)", peer, (unsigned long long)n, (unsigned)seq,
                             len, (unsigned)s->seq);
     return recv_all(fd, buf, len, deadline, peer);
+}
+
+/* A send to rank 0 fails when rank 0 has given up and closed the connection; the reason it sent
+ * first may be waiting in this rank's receive queue, and is the error worth reporting. */
+static gcoll_status_t send_failed(star_t *s, gcoll_status_t st)
+{
+    unsigned char h[FRAME_BYTES];
+    char first[sizeof(s->why)];
+    snprintf(first, sizeof(first), "%s", gcoll_last_error());
+    if (st == GCOLL_ERR_REMOTE && recv_all(s->fd[0], h, sizeof(h), now() + 1, 0) == GCOLL_SUCCESS && is_failure(h))
+        return failure_reason(s->fd[0], h, now() + 1);
+    return gcoll__error(st, "%s", first);
 }
 
 /* Rank 0 gives up on the group: it tells every other rank why (briefly: they may be gone too)
@@ -220,8 +242,7 @@ static gcoll_status_t t_allgather(gcoll__boot_t *b, const void *mine, void *all,
     gcoll_status_t st = GCOLL_SUCCESS;
     if (b->rank != 0) {
         st = send_frame(s, 0, F_DATA, mine, len, deadline);
-        if (st == GCOLL_SUCCESS)
-            st = recv_frame(s, 0, all, len * (size_t)b->size, deadline);
+        st = st == GCOLL_SUCCESS ? recv_frame(s, 0, all, len * (size_t)b->size, deadline) : send_failed(s, st);
         return st == GCOLL_SUCCESS ? st : give_up(s, st);
     }
     for (int r = 1; r < b->size && st == GCOLL_SUCCESS; r++)
@@ -245,6 +266,8 @@ static gcoll_status_t t_bcast(gcoll__boot_t *b, void *buf, size_t len, int root)
                 st = send_frame(s, r, F_DATA, buf, len, deadline);
     } else if (b->rank == root) {
         st = send_frame(s, 0, F_DATA, buf, len, deadline);
+        if (st != GCOLL_SUCCESS)
+            st = send_failed(s, st);
     } else {
         st = recv_frame(s, 0, buf, len, deadline);
     }

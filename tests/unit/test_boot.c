@@ -17,6 +17,16 @@
 
 #define NRANKS 4
 
+/* A failed check in a forked rank is printed with its line, so that a failure names its check. */
+#define BAD_IF(cond)                                                                                   \
+    do {                                                                                               \
+        if (cond) {                                                                                    \
+            bad++;                                                                                     \
+            fprintf(stderr, "rank %d: check at line %d failed: %s (%s)\n", r, __LINE__, #cond,          \
+                    gcoll_last_error());                                                               \
+        }                                                                                              \
+    } while (0)
+
 /* Runs rank r of the job; returns the number of checks that failed (the exit status). */
 static int rank_main(int r, const char *root)
 {
@@ -25,46 +35,46 @@ static int rank_main(int r, const char *root)
         return 100;
     int bad = b->rank != r || b->size != NRANKS;
     unsigned char mine[3] = {(unsigned char)r, (unsigned char)(r * 7), 0x5a}, all[3 * NRANKS];
-    bad += gcoll__boot_allgather(b, mine, all, sizeof(mine)) != GCOLL_SUCCESS;
+    BAD_IF(gcoll__boot_allgather(b, mine, all, sizeof(mine)) != GCOLL_SUCCESS);
     for (int q = 0; q < NRANKS; q++)
-        bad += all[3 * q] != q || all[3 * q + 1] != q * 7 || all[3 * q + 2] != 0x5a;
+        BAD_IF(all[3 * q] != q || all[3 * q + 1] != q * 7 || all[3 * q + 2] != 0x5a);
     for (int root_rank = 0; root_rank < NRANKS; root_rank++) {
         int v = r == root_rank ? 1000 + root_rank : -1;
-        bad += gcoll__boot_bcast(b, &v, sizeof(v), root_rank) != GCOLL_SUCCESS || v != 1000 + root_rank;
+        BAD_IF(gcoll__boot_bcast(b, &v, sizeof(v), root_rank) != GCOLL_SUCCESS || v != 1000 + root_rank);
     }
     int lo = r + 10, hi = r + 10;
-    bad += gcoll__boot_min_int(b, &lo) != GCOLL_SUCCESS || lo != 10;
-    bad += gcoll__boot_max_int(b, &hi) != GCOLL_SUCCESS || hi != NRANKS + 9;
+    BAD_IF(gcoll__boot_min_int(b, &lo) != GCOLL_SUCCESS || lo != 10);
+    BAD_IF(gcoll__boot_max_int(b, &hi) != GCOLL_SUCCESS || hi != NRANKS + 9);
     /* even and odd ranks, keys reversed; the last rank joins none */
     int color = r == NRANKS - 1 ? -1 : r % 2;
-    bad += gcoll__boot_split(b, color, -r, &sub) != GCOLL_SUCCESS;
+    BAD_IF(gcoll__boot_split(b, color, -r, &sub) != GCOLL_SUCCESS);
     if (color < 0) {
-        bad += sub != NULL;
+        BAD_IF(sub != NULL);
     } else {
         int size = 0, rank = 0;
         for (int q = 0; q < NRANKS - 1; q++) {
             size += q % 2 == color;
             rank += q % 2 == color && q > r;
         }
-        bad += !sub || sub->size != size || sub->rank != rank;
+        BAD_IF(!sub || sub->size != size || sub->rank != rank);
         int parents[NRANKS];
-        bad += !sub || gcoll__boot_allgather(sub, &r, parents, sizeof(int)) != GCOLL_SUCCESS;
+        BAD_IF(!sub || gcoll__boot_allgather(sub, &r, parents, sizeof(int)) != GCOLL_SUCCESS);
         for (int q = NRANKS - 2, i = 0; sub && q >= 0; q--) /* the highest parent rank first */
             if (q % 2 == color)
-                bad += parents[i++] != q;
+                BAD_IF(parents[i++] != q);
     }
-    bad += gcoll__boot_split_node(b, &node) != GCOLL_SUCCESS || !node || node->size != NRANKS || node->rank != r;
-    bad += gcoll__boot_dup(b, &dup) != GCOLL_SUCCESS || !dup || dup->size != NRANKS || dup->rank != r;
-    bad += !dup || gcoll__boot_barrier(dup) != GCOLL_SUCCESS;
+    BAD_IF(gcoll__boot_split_node(b, &node) != GCOLL_SUCCESS || !node || node->size != NRANKS || node->rank != r);
+    BAD_IF(gcoll__boot_dup(b, &dup) != GCOLL_SUCCESS || !dup || dup->size != NRANKS || dup->rank != r);
+    BAD_IF(!dup || gcoll__boot_barrier(dup) != GCOLL_SUCCESS);
     /* rank 1 takes another step than the others: everyone fails, and the group stays failed */
     char big[8] = {0}, out[8 * NRANKS];
     gcoll_status_t st = gcoll__boot_allgather(b, big, out, r == 1 ? 4 : 8);
-    bad += st == GCOLL_SUCCESS;
+    BAD_IF(st == GCOLL_SUCCESS);
     if (r == 0)
-        bad += !strstr(gcoll_last_error(), "rank 1 sent 4 bytes for setup step");
+        BAD_IF(!strstr(gcoll_last_error(), "rank 1 sent 4 bytes for setup step"));
     else
-        bad += !strstr(gcoll_last_error(), "rank 0 gave up");
-    bad += gcoll__boot_barrier(b) == GCOLL_SUCCESS || !strstr(gcoll_last_error(), "failed earlier");
+        BAD_IF(!strstr(gcoll_last_error(), "rank 0 gave up"));
+    BAD_IF(gcoll__boot_barrier(b) == GCOLL_SUCCESS || !strstr(gcoll_last_error(), "failed earlier"));
     gcoll__boot_free(dup);
     gcoll__boot_free(node);
     gcoll__boot_free(sub);
