@@ -191,8 +191,8 @@ static void reap_orphans(gcoll__tp_t *tp)
     }
 }
 
-/* Lets go of r's inner operations: a receive's payload is cancelled, a send's control message
- * and payload are left to finish (the payload is the caller's, who gave up on it). */
+/* Lets go of r's inner operations: its payload's is cancelled (the buffer is the caller's, who
+ * gave up on it), a send's control message is left to finish (its buffer is ours). */
 static void drop_inner(gcoll__tp_t *tp, gcoll__tp_req_t *r)
 {
     if (r->data)
@@ -465,21 +465,21 @@ static gcoll_status_t frame_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void 
     blk_t **u = &p->unexp;
     while (*u && get_hdr(*u).tag != tag)
         u = &(*u)->next;
-    hdr_t h;
     int early = *u != NULL;
     if (early) { /* its header came first: the payload is posted only for a message that matches */
         blk_t *b = *u;
         *u = b->next;
         if (p->unexp_tail == &b->next)
             p->unexp_tail = u;
-        h = get_hdr(b);
+        hdr_t h = get_hdr(b);
         link_live(tp, r);
         if (agrees(tp, peer, &h)) /* else the mismatch failed r with the others */
             deliver(tp, r, b);
         put_blk(tp, b);
-        *out = r;
-        if (r->state != R_WAIT_DATA)
+        if (r->state != R_WAIT_DATA) {
+            *out = r;
             return GCOLL_SUCCESS;
+        }
     }
     if (bytes > INLINE_MAX) {
         gcoll_status_t st = tp->inner->irecv(tp->in, peer, DATA_TAG(tag), buf, bytes, &r->data);
