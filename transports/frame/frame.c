@@ -8,10 +8,11 @@
  * fail the receive before its header could be read). A control message is a data header (tag,
  * descriptor, size) with the payload inline when it fits, or a mismatch notice. A larger payload
  * follows as a message of its own under the operation's tag, zero-copy: the receive posts it as
- * soon as it is posted itself. Every control message is read as it arrives (a few receives stay
- * posted per peer) and matched here to the receives by tag, so a message that no receive asks for
- * (two ranks that both think they are a broadcast's root) is checked too. A rank that finds a
- * mismatch tells every peer with a notice, and fails every request, as tcp does.
+ * soon as it is posted itself. Every control message is read in order (a few receives stay
+ * posted per peer; tests read the streams) and matched here to the receives by tag, so a message
+ * that no receive asks for (two ranks that both think they are a broadcast's root) is checked
+ * too. A rank that finds a mismatch tells every peer with a notice, and fails every request, as
+ * tcp does.
  * Inner tags: the control stream is 1, a payload's is its operation's tag shifted left by one, so a
  * transport that keeps only the low bits of a tag (MPI below MPI_TAG_UB) never confuses them. */
 #include <stdarg.h>
