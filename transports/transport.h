@@ -59,6 +59,10 @@ typedef struct gcoll__transport {
      * notice would: a route's ranks of one host and of the others all learn of it. NULL: those
      * peers learn of it from a stalled exchange or GCOLL_TIMEOUT. */
     void (*mismatch)(gcoll__tp_t *tp, const char *why);
+    /* Advances the endpoint without a request of this rank's own, so that a mismatch a peer
+     * reports reaches a rank that waits only on another endpoint of its route; returns the
+     * mismatch the endpoint found or was told of, else success. NULL: it has nothing to read. */
+    gcoll_status_t (*check)(gcoll__tp_t *tp);
     void (*close)(gcoll__tp_t *tp);
 } gcoll__transport_t;
 

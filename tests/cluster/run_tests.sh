@@ -6,8 +6,10 @@
 # (the test's checks, plus one for "every host's veth carried traffic"), and per host count and
 # ranks per host a check that MPI sees each namespace as its own node:
 #   RESULT cluster-nodes-<hosts>x<rph> passed=N failed=M
-# and at 2 hosts x 2 ranks the soak (tests/mpi/test_soak.c, quick, over tcp):
+# and at 2 hosts x 2 ranks the soak (tests/mpi/test_soak.c, quick, over tcp) and mismatched calls
+# (tests/mpi/test_mismatch.c, over tcp and ofi):
 #   RESULT cluster-soak-2x2 passed=N failed=M
+#   RESULT cluster-mismatch-<tcp|ofi>-2x2 passed=N failed=M
 # A transport that is not built fails its runs (passed=0 failed=1) with its error shown.
 # Exit: 0 all passed, 1 something failed, 77 (with a "SKIP cluster:" line) where namespaces
 # cannot be made here.
@@ -84,6 +86,23 @@ if [ "${1:-}" = --inner ]; then
         echo "RESULT cluster-soak-2x2 passed=$p failed=$f"
         [ "$f" = 0 ] || failed=1
     fi
+    # mismatched calls at 2 hosts x 2 ranks (tests/mpi/test_mismatch.c), every case on the shm
+    # rings inside a host: each rank of both hosts ends in GCOLL_ERR_INVALID_USAGE naming both
+    # sides, over tcp and ofi between the hosts, before GCOLL_TIMEOUT
+    for mt in $kill_over; do
+        [ "$CLUSTER_HOSTS" = 2 ] || break
+        out=$(GCOLL_TRANSPORT_INTER=$mt GCOLL_TIMEOUT=10 GCOLL_ALLREDUCE=ring GCOLL_ALLGATHER=ring \
+            GCOLL_BCAST=binomial timeout "$limit" "$CLUSTER_MPIRUN" --ranks-per-host 2 "$BINDIR/test_mismatch" 2>&1)
+        rc=$?
+        printf '%s\n' "$out" | grep -E '^(not ok|FAIL)' | head -10 | cut -c1-200 | sed 's/^/# /'
+        line=$(printf '%s\n' "$out" | grep '^RESULT mismatch ' | tail -1)
+        p=$(printf '%s' "$line" | sed -n 's/.*passed=\([0-9]*\).*/\1/p')
+        f=$(printf '%s' "$line" | sed -n 's/.*failed=\([0-9]*\).*/\1/p')
+        [ -n "$line" ] || { p=0 f=1; echo "# cluster-mismatch-$mt-2x2: no result (exit $rc)"; }
+        [ "$rc" = 0 ] || [ -z "$line" ] || { f=$((f + 1)); echo "# cluster-mismatch-$mt-2x2: exit $rc"; }
+        echo "RESULT cluster-mismatch-$mt-2x2 passed=$p failed=$f"
+        [ "$f" = 0 ] || failed=1
+    done
     for t in $transports; do
         for rph in $rphs; do
             name=cluster-$t-$CLUSTER_HOSTS"x"$rph

@@ -145,6 +145,15 @@ static void send_notice(gcoll__tp_t *tp, int q)
     tp->notices_out++;
 }
 
+/* The endpoint has just failed with tp->mismatch_why: every peer is told. */
+static void tell_peers(gcoll__tp_t *tp)
+{
+    GCOLL_LOG(GCOLL_LOG_WARN, "ofi: %s", tp->mismatch_why);
+    for (int q = 0; q < tp->size && !tp->mr_local; q++)
+        if (q != tp->rank)
+            send_notice(tp, q);
+}
+
 /* r's message came from an operation other than r's own under its tag (its descriptor, or a
  * longer message, whose error entry carries no CQ data, says so): r fails, every peer is told,
  * and the endpoint fails every request from now on. */
@@ -162,11 +171,21 @@ static void found_mismatch(gcoll__tp_t *tp, gcoll__tp_req_t *r, const gcoll__opd
                  "than %zu bytes from rank %d: another collective or count there", a, tp->rank, r->bytes, r->peer);
         gcoll__error(tp->mismatch, "%s", tp->mismatch_why);
     }
-    GCOLL_LOG(GCOLL_LOG_WARN, "ofi: %s", tp->mismatch_why);
     req_fail(r, tp->mismatch, "%s", tp->mismatch_why);
-    for (int q = 0; q < tp->size && !tp->mr_local; q++)
-        if (q != tp->rank)
-            send_notice(tp, q);
+    tell_peers(tp);
+}
+
+static void flush_notices(gcoll__tp_t *tp);
+
+/* The transport table's mismatch: the other endpoint of a route found or was told of one. */
+static void ofi_mismatch(gcoll__tp_t *tp, const char *why)
+{
+    if (tp->mismatch)
+        return;
+    tp->mismatch = GCOLL_ERR_INVALID_USAGE;
+    snprintf(tp->mismatch_why, sizeof(tp->mismatch_why), "%s", why);
+    tell_peers(tp);
+    flush_notices(tp); /* the route's caller goes on to fail: the notices must leave first */
 }
 
 /* A peer's notice: the endpoint fails with its text, made printable (it came over the wire). */
@@ -199,7 +218,7 @@ static gcoll_status_t post_notice_recv(gcoll__tp_t *tp)
     n->is_recv = 1;
     n->peer = -1;
     uint64_t ignore = tp->directed ? 0 : ~(uint64_t)0xffffffffu; /* the sender's rank above the tag */
-    ssize_t rc = fi_trecv(tp->ep, tp->notice, sizeof(tp->notice) - 1, NULL, FI_ADDR_UNSPEC, GCOLL_OFI_NOTICE_TAG,
+    ssize_t rc = fi_trecv(tp->ep, tp->notice, sizeof(tp->notice), NULL, FI_ADDR_UNSPEC, GCOLL_OFI_NOTICE_TAG,
                           ignore, &n->ctx);
     if (rc) {
         free(n);
@@ -486,6 +505,13 @@ static void flush_notices(gcoll__tp_t *tp)
 
 static void ofi_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r);
 
+static gcoll_status_t ofi_check(gcoll__tp_t *tp)
+{
+    GCOLL_CHECK(progress(tp));
+    flush_notices(tp);
+    return tp->mismatch ? gcoll__error(tp->mismatch, "%s", tp->mismatch_why) : GCOLL_SUCCESS;
+}
+
 static gcoll_status_t ofi_test(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done)
 {
     *done = 0;
@@ -614,6 +640,8 @@ const gcoll__transport_t gcoll__transport_ofi = {
     .test = ofi_test,
     .cancel = ofi_cancel,
     .dead_peer = ofi_dead_peer,
+    .mismatch = ofi_mismatch,
+    .check = ofi_check,
     .reg_mem = ofi_reg_mem,
     .dereg_mem = ofi_dereg_mem,
     .close = gcoll__ofi_close,

@@ -503,6 +503,11 @@ static void shm_close(gcoll__tp_t *tp)
     free(tp);
 }
 
+static gcoll_status_t shm_check(gcoll__tp_t *tp)
+{
+    return progress(tp->ch); /* reads the peers' notices first */
+}
+
 static int shm_dead_peer(gcoll__tp_t *tp, char *why, size_t len)
 {
     return gcoll__shm_dead_peer(tp->ch, why, len);
@@ -516,5 +521,6 @@ const gcoll__transport_t gcoll__transport_shm = {
     .cancel = shm_cancel,
     .dead_peer = shm_dead_peer,
     .mismatch = shm_mismatch,
+    .check = shm_check,
     .close = shm_close,
 };

@@ -784,6 +784,12 @@ static int tcp_dead_peer(gcoll__tp_t *tp, char *why, size_t len)
     return -1;
 }
 
+static gcoll_status_t tcp_check(gcoll__tp_t *tp)
+{
+    GCOLL_CHECK(progress(tp));
+    return tp->mismatch ? gcoll__error(tp->mismatch, "%s", tp->mismatch_why) : GCOLL_SUCCESS;
+}
+
 static gcoll_status_t tcp_test(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done)
 {
     gcoll_status_t st = r->done ? GCOLL_SUCCESS : progress(tp);
@@ -1016,5 +1022,6 @@ const gcoll__transport_t gcoll__transport_tcp = {
     .wait = tcp_wait,
     .dead_peer = tcp_dead_peer,
     .mismatch = tcp_mismatch,
+    .check = tcp_check,
     .close = tcp_close,
 };
