@@ -588,6 +588,21 @@ static gcoll_status_t frame_test(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done)
     return r->state >= R_DONE ? finish(tp, r, done) : GCOLL_SUCCESS;
 }
 
+/* The transport table's check: a route's rank that waits only on its other endpoint reads one
+ * stream of this one per call, in turn (a notice, or a message no receive asks for). */
+static gcoll_status_t frame_check(gcoll__tp_t *tp)
+{
+    if (tp->orphans)
+        reap_orphans(tp);
+    if (!tp->mismatch && tp->size > 1) {
+        tp->rr = (tp->rr + 1) % (unsigned)tp->size;
+        if ((int)tp->rr == tp->rank)
+            tp->rr = (tp->rr + 1) % (unsigned)tp->size;
+        poll_peer(tp, (int)tp->rr, NULL);
+    }
+    return tp->mismatch ? gcoll__error(tp->mismatch, "%s", tp->why) : GCOLL_SUCCESS;
+}
+
 static void frame_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r)
 {
     if (r->is_recv && r->state == R_WAIT_HDR)
@@ -705,7 +720,7 @@ static gcoll_status_t plugin_create(const gcoll__bootstrap_t *boot, gcoll__tp_t 
     {                                                                                                          \
         .name = NAME, .create = CREATE, .addr_len = frame_addr_len, .addr = frame_addr, .connect = frame_connect, \
         .isend = frame_isend, .irecv = frame_irecv, .test = frame_test, .cancel = frame_cancel,                 \
-        .mismatch = frame_mismatch, .close = frame_close                                                       \
+        .mismatch = frame_mismatch, .check = frame_check, .close = frame_close                                 \
     }
 
 const gcoll__transport_t gcoll__transport_mpi = FRAMED("mpi", mpi_create);
