@@ -14,6 +14,11 @@
  *   Messages between one pair with one tag arrive in posting order. A receive may be posted
  *   before or after the message arrives and must match its size exactly: any other size fails
  *   the receive. Zero-byte messages are legal.
+ * - gcoll frames the messages itself (they carry what mismatch detection needs): between each
+ *   pair, tag 1 carries a stream of fixed-size control messages, and a larger payload travels
+ *   under its operation's number shifted left by one. A plugin that carries fewer than 32 bits
+ *   of tag keeps the low ones (tag & (2^k - 1), as the example does), never a remainder
+ *   by another number, so the two never meet.
  * - test is the only progress call: it must move all of the endpoint's traffic, set *done, and
  *   once it reports done (or returns an error) the request is the plugin's to free.
  *   cancel abandons a request that will not complete; the plugin frees it and never touches its

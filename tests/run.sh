@@ -198,7 +198,8 @@ run_mpi collectives 4 TEST_QUICK=1 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
 run_mpi errors 3 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
 run_mpi timeout 3 GCOLL_TIMEOUT=1 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
 # mismatched calls (collectives, counts, dtypes, roots) end in GCOLL_ERR_INVALID_USAGE on every
-# rank, naming both sides: over the node channel, tcp and ofi; GCOLL_TIMEOUT makes a hang a failure
+# rank, naming both sides: over the node channel, tcp, ofi, mpi and the plugin (framed by
+# transports/frame/frame.c); GCOLL_TIMEOUT makes a hang a failure
 for np in 2 3; do
     run_mpi mismatch "$np" GCOLL_TIMEOUT=10
     # every case on the node channel's point-to-point rings (issue 9)
@@ -206,6 +207,9 @@ for np in 2 3; do
     [ -n "${SAN:-}" ] || run_mpi mismatch "$np" GCOLL_TIMEOUT=10 GCOLL_TRANSPORT_INTRA=inter "$TCP"
     [ -n "${SAN:-}" ] || [ "${OFI:-0}" != 1 ] ||
         run_mpi mismatch "$np" GCOLL_TIMEOUT=10 GCOLL_TRANSPORT_INTRA=inter GCOLL_TRANSPORT_INTER=ofi
+    # the sanitizers see the frame's code over mpi; the plugin adds only its loader to it
+    run_mpi mismatch "$np" GCOLL_TIMEOUT=10 GCOLL_TRANSPORT_INTRA=inter GCOLL_TRANSPORT_INTER=mpi
+    [ -n "${SAN:-}" ] || run_mpi mismatch "$np" GCOLL_TIMEOUT=10 "$PLUGIN" GCOLL_TRANSPORT_INTRA=inter
 done
 
 # ---- soak (tests/mpi/test_soak.c): mixed collectives of random sizes, dtypes, ops and

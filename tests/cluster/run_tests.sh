@@ -7,9 +7,9 @@
 # ranks per host a check that MPI sees each namespace as its own node:
 #   RESULT cluster-nodes-<hosts>x<rph> passed=N failed=M
 # and at 2 hosts x 2 ranks the soak (tests/mpi/test_soak.c, quick, over tcp) and mismatched calls
-# (tests/mpi/test_mismatch.c, over tcp and ofi):
+# (tests/mpi/test_mismatch.c, over tcp, ofi and mpi):
 #   RESULT cluster-soak-2x2 passed=N failed=M
-#   RESULT cluster-mismatch-<tcp|ofi>-2x2 passed=N failed=M
+#   RESULT cluster-mismatch-<tcp|ofi|mpi>-2x2 passed=N failed=M
 # A transport that is not built fails its runs (passed=0 failed=1) with its error shown.
 # Exit: 0 all passed, 1 something failed, 77 (with a "SKIP cluster:" line) where namespaces
 # cannot be made here.
@@ -88,8 +88,9 @@ if [ "${1:-}" = --inner ]; then
     fi
     # mismatched calls at 2 hosts x 2 ranks (tests/mpi/test_mismatch.c), every case on the shm
     # rings inside a host: each rank of both hosts ends in GCOLL_ERR_INVALID_USAGE naming both
-    # sides, over tcp and ofi between the hosts, before GCOLL_TIMEOUT
-    for mt in $kill_over; do
+    # sides, over tcp, ofi and mpi (framed, transports/frame/frame.c) between the hosts, before
+    # GCOLL_TIMEOUT
+    for mt in $kill_over mpi; do
         [ "$CLUSTER_HOSTS" = 2 ] || break
         out=$(GCOLL_TRANSPORT_INTER=$mt GCOLL_TIMEOUT=10 GCOLL_ALLREDUCE=ring GCOLL_ALLGATHER=ring \
             GCOLL_BCAST=binomial timeout "$limit" "$CLUSTER_MPIRUN" --ranks-per-host 2 "$BINDIR/test_mismatch" 2>&1)

@@ -1,13 +1,14 @@
 /* The MPI transport: point-to-point messages over a private duplicate of the communicator's
- * bootstrap MPI communicator, so gcoll's traffic never matches the application's. */
+ * bootstrap MPI communicator, so gcoll's traffic never matches the application's. Raw bytes:
+ * the core uses it framed (transports/frame/frame.c), which checks what its messages carry. */
 #include <stdlib.h>
 
 #include "../../src/error.h"
-#include "../transport.h"
+#include "../frame/frame.h"
 
 struct gcoll__tp {
     MPI_Comm comm;
-    int tag_ub;
+    uint32_t tag_mask; /* the low bits of a tag that MPI carries: the frame's inner tags keep their parity */
 };
 
 struct gcoll__tp_req {
@@ -43,7 +44,11 @@ static gcoll_status_t mpi_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **o
     MPI_Comm_set_errhandler(tp->comm, MPI_ERRORS_RETURN);
     int *ub, flag = 0;
     MPI_Comm_get_attr(tp->comm, MPI_TAG_UB, &ub, &flag);
-    tp->tag_ub = flag ? *ub : 32767;
+    /* the largest 2^k - 1 within MPI_TAG_UB (at least 32767 by the standard) */
+    uint32_t limit = flag && *ub > 0 ? (uint32_t)*ub : 32767;
+    tp->tag_mask = 1;
+    while (tp->tag_mask <= limit / 2)
+        tp->tag_mask = tp->tag_mask * 2 + 1;
     *out = tp;
     return GCOLL_SUCCESS;
 }
@@ -80,7 +85,7 @@ static gcoll_status_t post(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, s
     r->bytes = bytes;
     r->peer = peer;
     r->is_recv = is_recv;
-    int mtag = (int)(tag % ((uint32_t)tp->tag_ub + 1));
+    int mtag = (int)(tag & tp->tag_mask);
     int rc = is_recv ? MPI_Irecv(buf, (int)bytes, MPI_BYTE, peer, mtag, tp->comm, &r->mreq)
                      : MPI_Isend(buf, (int)bytes, MPI_BYTE, peer, mtag, tp->comm, &r->mreq);
     if (rc != MPI_SUCCESS) {
@@ -147,7 +152,7 @@ static void mpi_close(gcoll__tp_t *tp)
     free(tp);
 }
 
-const gcoll__transport_t gcoll__transport_mpi = {
+const gcoll__transport_t gcoll__transport_mpi_raw = {
     .name = "mpi",
     .create = mpi_create,
     .addr_len = mpi_addr_len,

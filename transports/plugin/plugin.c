@@ -1,7 +1,7 @@
 /* The loader of external transports (include/gcoll_transport_plugin.h): opens the shared object
  * named by GCOLL_TRANSPORT_PLUGIN, finds its versioned entry point, checks the table, and
- * adapts it to the internal transport interface. Errors from the plugin carry its own reason,
- * prefixed with its name. */
+ * adapts it to the internal transport interface (raw bytes: the core uses it framed, see
+ * transports/frame/frame.c). Errors from the plugin carry its own reason, prefixed with its name. */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -9,6 +9,7 @@
 #include "gcoll_transport_plugin.h"
 #include "../../src/error.h"
 #include "../../src/log.h"
+#include "../frame/frame.h"
 #include "plugin.h"
 
 static void *handle;
@@ -157,7 +158,7 @@ static void p_close(gcoll__tp_t *tp)
     free(tp);
 }
 
-const gcoll__transport_t gcoll__transport_plugin = {
+const gcoll__transport_t gcoll__transport_plugin_raw = {
     .name = "plugin",
     .create = p_create,
     .addr_len = p_addr_len,

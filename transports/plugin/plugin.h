@@ -4,6 +4,7 @@
 
 #include "../transport.h"
 
+/* The loaded plugin, framed (transports/frame/frame.c builds it). */
 extern const gcoll__transport_t gcoll__transport_plugin;
 
 gcoll_status_t gcoll__plugin_load(const char *path); /* the error names GCOLL_TRANSPORT_PLUGIN */
