@@ -7,7 +7,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "../../src/error.h"
 #include "route.h"
@@ -93,42 +92,6 @@ static void route_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *req)
     e->ops->cancel(e->tp, unmark(req));
 }
 
-static long route_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-/* A waiter sleeps until either endpoint has activity. Neither one's sleep wakes for the other
- * (the rings signal a futex, tcp its sockets), so it sleeps on each in turn for a slice of
- * ROUTE_SLICE_US, and returns as soon as one of them returns well before its slice is up: a
- * message on either side is noticed within about a slice, and a waiter on 4 ranks sharing 2
- * cores gives its core away instead of yielding in a loop. An endpoint without a wait of its
- * own (MPI) is looked at by the pass after each slice. */
-#define ROUTE_SLICE_US 50
-static gcoll_status_t route_wait(gcoll__tp_t *tp, long usec)
-{
-    int sleepers = 0;
-    for (int e = 0; e < 2; e++)
-        sleepers += tp->ep[e].tp && tp->ep[e].ops->wait;
-    long end = route_now_us() + usec;
-    for (long left = usec; sleepers && left > 0;) {
-        for (int e = 0; e < 2 && left > 0; e++) {
-            gcoll__route_ep_t *ep = &tp->ep[e];
-            if (!ep->tp || !ep->ops->wait)
-                continue;
-            long slice = left < ROUTE_SLICE_US ? left : ROUTE_SLICE_US, t0 = route_now_us();
-            GCOLL_CHECK(ep->ops->wait(ep->tp, slice));
-            long t1 = route_now_us();
-            if (t1 - t0 < slice / 2 || sleepers == 1)
-                return GCOLL_SUCCESS;
-            left = end - t1;
-        }
-    }
-    return GCOLL_SUCCESS;
-}
-
 /* Asks both endpoints; a dead peer is named by its communicator rank. */
 static int route_dead_peer(gcoll__tp_t *tp, char *why, size_t len)
 {
@@ -157,7 +120,6 @@ const gcoll__transport_t gcoll__transport_route = {
     .irecv = route_irecv,
     .test = route_test,
     .cancel = route_cancel,
-    .wait = route_wait,
     .dead_peer = route_dead_peer,
     .close = route_close,
 };

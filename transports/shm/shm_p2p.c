@@ -74,7 +74,6 @@ static void ring_event(gcoll__shm_t *s)
 
 struct gcoll__tp {
     gcoll__shm_t *ch;
-    _Atomic uint32_t ticket; /* the node's counters as shm_wait last saw them */
 };
 
 /* ---- mismatch detection ---- */
@@ -504,19 +503,6 @@ static void shm_close(gcoll__tp_t *tp)
     free(tp);
 }
 
-/* Sleeps on the channel until a ring of the node moves or usec pass (a route's waiter: a
- * communicator on one host sleeps on the channel itself, with the ticket it took before its last
- * progress pass). Here the ticket is the one the previous wait took, before that pass: whatever
- * moved since, the pass's own events included, returns at once, so no event is slept through, at
- * the price of one more pass after each. Called without the lane's lock. */
-static gcoll_status_t shm_wait(gcoll__tp_t *tp, long usec)
-{
-    uint32_t now = gcoll__shm_ticket(tp->ch);
-    if (atomic_exchange(&tp->ticket, now) == now)
-        gcoll__shm_sleep(tp->ch, now, usec);
-    return GCOLL_SUCCESS;
-}
-
 static int shm_dead_peer(gcoll__tp_t *tp, char *why, size_t len)
 {
     return gcoll__shm_dead_peer(tp->ch, why, len);
@@ -528,7 +514,6 @@ const gcoll__transport_t gcoll__transport_shm = {
     .irecv = shm_irecv,
     .test = shm_test,
     .cancel = shm_cancel,
-    .wait = shm_wait,
     .dead_peer = shm_dead_peer,
     .mismatch = shm_mismatch,
     .close = shm_close,

@@ -756,20 +756,14 @@ static gcoll_status_t progress(gcoll__tp_t *tp)
     return GCOLL_SUCCESS;
 }
 
-/* Called without the context lock: touches nothing that a progress pass changes. The timeout
- * counts in microseconds (epoll_pwait2): a route sleeps here in short slices, taking turns with
- * the node's rings, which a millisecond's rounding would make a millisecond each. Kernels before
- * 5.11 lack it: epoll_wait, rounded up to a millisecond so that a short wait still sleeps. */
+/* Called without the context lock: touches nothing that a progress pass changes. epoll counts
+ * in milliseconds: round up, so a short wait still sleeps rather than spins. */
 static gcoll_status_t tcp_wait(gcoll__tp_t *tp, long usec)
 {
     struct epoll_event ev;
     if (atomic_load_explicit(&tp->leftover, memory_order_relaxed))
         return GCOLL_SUCCESS;
-    struct timespec ts = {usec / 1000000, (usec % 1000000) * 1000};
-    int n = epoll_pwait2(tp->sleepfd, &ev, 1, &ts, NULL);
-    if (n < 0 && errno == ENOSYS)
-        n = epoll_wait(tp->sleepfd, &ev, 1, (int)((usec + 999) / 1000));
-    if (n < 0 && errno != EINTR)
+    if (epoll_wait(tp->sleepfd, &ev, 1, (int)((usec + 999) / 1000)) < 0 && errno != EINTR)
         return gcoll__error(GCOLL_ERR_SYSTEM, "tcp: epoll_wait failed: %s", strerror(errno));
     return GCOLL_SUCCESS;
 }
