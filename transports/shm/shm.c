@@ -269,10 +269,14 @@ static gcoll_status_t cma(gcoll__shm_t *s, int peer, void *local, uint64_t remot
         struct iovec l = {local, bytes}, r = {(void *)(uintptr_t)remote, bytes};
         ssize_t got = write ? process_vm_writev(s->pids[peer], &l, 1, &r, 1, 0)
                             : process_vm_readv(s->pids[peer], &l, 1, &r, 1, 0);
+        if (got <= 0 && errno == ESRCH) /* named by communicator rank: the engine may not see it gone yet */
+            return gcoll__error(GCOLL_ERR_REMOTE, "shm: rank %d's process (pid %d on this host) has exited: "
+                                "process_vm_%sv: %s", gcoll__shm_rank_of(s, peer), (int)s->pids[peer],
+                                write ? "write" : "read", strerror(ESRCH));
         if (got <= 0)
-            return gcoll__error(errno == ESRCH ? GCOLL_ERR_REMOTE : GCOLL_ERR_TRANSPORT,
-                                "shm: process_vm_%sv with local rank %d (pid %d) failed: %s",
-                                write ? "write" : "read", peer, (int)s->pids[peer], strerror(errno));
+            return gcoll__error(GCOLL_ERR_TRANSPORT, "shm: process_vm_%sv with rank %d (pid %d) failed: %s",
+                                write ? "write" : "read", gcoll__shm_rank_of(s, peer), (int)s->pids[peer],
+                                strerror(errno));
         local = (char *)local + got;
         remote += (uint64_t)got;
         bytes -= (size_t)got;

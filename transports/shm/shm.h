@@ -135,6 +135,8 @@ int gcoll__shm_all_ready(gcoll__shm_t *s, uint64_t seq);
  * after the ticket was taken, or timeout_us passes, and returns at once if one already has. */
 uint32_t gcoll__shm_ticket(gcoll__shm_t *s);
 void gcoll__shm_sleep(gcoll__shm_t *s, uint32_t ticket, long timeout_us);
+/* The communicator rank of local rank `local`, for messages that name ranks. */
+int gcoll__shm_rank_of(const gcoll__shm_t *s, int local);
 /* Lists local ranks whose arrive (or ready, if ready) is below seq, as "1, 3". */
 void gcoll__shm_laggards(gcoll__shm_t *s, uint64_t seq, int ready, char *buf, size_t len);
 

@@ -78,9 +78,9 @@ struct gcoll__tp {
 
 /* ---- mismatch detection ---- */
 
-static int rank_of(const gcoll__shm_t *s, int local)
+int gcoll__shm_rank_of(const gcoll__shm_t *s, int local)
 {
-    return s->p2p->ranks ? s->p2p->ranks[local] : local;
+    return s->p2p && s->p2p->ranks ? s->p2p->ranks[local] : local;
 }
 
 /* The endpoint has just failed with p2p->why: its notice tells every peer, so that ranks which
@@ -104,7 +104,8 @@ static gcoll_status_t found_mismatch(gcoll__shm_t *s, int peer, uint32_t tag, co
 {
     gcoll__shm_p2p_t *p2p = s->p2p;
     if (!p2p->failed) {
-        p2p->failed = gcoll__opdesc_mismatch(tag, mine, rank_of(s, s->me), theirs, rank_of(s, peer));
+        p2p->failed =
+            gcoll__opdesc_mismatch(tag, mine, gcoll__shm_rank_of(s, s->me), theirs, gcoll__shm_rank_of(s, peer));
         snprintf(p2p->why, sizeof(p2p->why), "%s", gcoll_last_error());
         tell_peers(s);
     }
@@ -134,7 +135,7 @@ static void notice_arrived(gcoll__shm_t *s, int peer)
         if (*c < 0x20 || *c > 0x7e)
             *c = '?';
     p2p->failed = GCOLL_ERR_INVALID_USAGE;
-    snprintf(p2p->why, sizeof(p2p->why), "rank %d reports: %s", rank_of(s, peer), text);
+    snprintf(p2p->why, sizeof(p2p->why), "rank %d reports: %s", gcoll__shm_rank_of(s, peer), text);
     GCOLL_LOG(GCOLL_LOG_WARN, "shm: %s", p2p->why);
 }
 
