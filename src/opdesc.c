@@ -44,3 +44,10 @@ gcoll_status_t gcoll__opdesc_mismatch(uint32_t tag, const gcoll__opdesc_t *mine,
                         "(or counts, dtypes, ops, roots) in the same order",
                         a, me, b, peer);
 }
+
+void gcoll__opdesc_printable(char *text)
+{
+    for (char *c = text; *c; c++)
+        if (*c < 0x20 || *c > 0x7e)
+            *c = '?';
+}

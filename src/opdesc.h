@@ -58,6 +58,9 @@ static inline int gcoll__opdesc_agree(const gcoll__opdesc_t *a, const gcoll__opd
 gcoll__opdesc_t gcoll__opdesc_of(int coll, gcoll_dtype_t dtype, gcoll_op_t op, size_t count, int root);
 /* "allreduce #7 (float32 sum, count 1000)", "bcast #7 (int32, count 16, root 1)", "barrier #7". */
 void gcoll__opdesc_str(const gcoll__opdesc_t *d, uint32_t tag, char *buf, size_t len);
+/* A peer's mismatch notice came from another process: its text, up to its NUL, is made
+ * printable in place. */
+void gcoll__opdesc_printable(char *text);
 /* Records the mismatch for gcoll_last_error ("<mine> on rank <me> does not match <theirs> from
  * rank <peer>") and returns GCOLL_ERR_INVALID_USAGE. */
 gcoll_status_t gcoll__opdesc_mismatch(uint32_t tag, const gcoll__opdesc_t *mine, int me,

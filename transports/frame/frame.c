@@ -296,9 +296,7 @@ static void notice_arrived(gcoll__tp_t *tp, int peer, blk_t *b)
         return;
     char *text = (char *)b->b + HDR_BYTES;
     text[INLINE_MAX - 1] = '\0';
-    for (char *c = text; *c; c++)
-        if (*c < 0x20 || *c > 0x7e)
-            *c = '?';
+    gcoll__opdesc_printable(text);
     tp->mismatch = GCOLL_ERR_INVALID_USAGE;
     snprintf(tp->why, sizeof(tp->why), "rank %d reports: %s", peer, text);
     GCOLL_LOG(GCOLL_LOG_WARN, "%s: %s", tp->inner->name, tp->why);

@@ -195,9 +195,7 @@ static void notice_arrived(gcoll__tp_t *tp, const struct fi_cq_tagged_entry *e)
         return;
     size_t len = e->len < sizeof(tp->notice) - 1 ? e->len : sizeof(tp->notice) - 1;
     tp->notice[len] = '\0'; /* the text ends at its own NUL, or here */
-    for (size_t i = 0; tp->notice[i]; i++)
-        if (tp->notice[i] < 0x20 || tp->notice[i] > 0x7e)
-            tp->notice[i] = '?';
+    gcoll__opdesc_printable(tp->notice);
     int from = e->flags & FI_REMOTE_CQ_DATA && e->data < (uint64_t)tp->size ? (int)e->data : -1;
     tp->mismatch = GCOLL_ERR_INVALID_USAGE;
     if (from >= 0)

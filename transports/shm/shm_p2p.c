@@ -131,9 +131,7 @@ static void notice_arrived(gcoll__shm_t *s, int peer)
     char text[GCOLL_SHM_NOTICE];
     memcpy(text, s->ctrl[peer].why, sizeof(text));
     text[sizeof(text) - 1] = '\0';
-    for (char *c = text; *c; c++)
-        if (*c < 0x20 || *c > 0x7e)
-            *c = '?';
+    gcoll__opdesc_printable(text);
     p2p->failed = GCOLL_ERR_INVALID_USAGE;
     snprintf(p2p->why, sizeof(p2p->why), "rank %d reports: %s", gcoll__shm_rank_of(s, peer), text);
     GCOLL_LOG(GCOLL_LOG_WARN, "shm: %s", p2p->why);
