@@ -69,10 +69,10 @@ STLIB := $(LIBDIR)/libgcoll.a
 ifeq ($(CUDA),1)
 CUDA_LIB := $(LIBDIR)/libgcoll_cuda.so
 CUDA_ARCHS ?= 75 80 86 89 90
-NVCC_FLAGS := -O3 -std=c++17 -Iinclude -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Werror --cudart shared \
+NVCC_FLAGS := -O3 -std=c++17 -Iinclude -Isrc -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Werror --cudart shared \
     $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
     -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
-$(CUDA_LIB): src/cuda/kernels.cu include/gcoll.h
+$(CUDA_LIB): src/cuda/kernels.cu src/cuda/rt_abi.h include/gcoll.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -shared -o $@ $<
 endif

@@ -5,8 +5,15 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <stddef.h>
 
 #include "gcoll.h"
+#include "cuda/rt_abi.h"
+
+static_assert(sizeof(gcoll__cuda_ptr_attr) >= sizeof(cudaPointerAttributes) &&
+                  offsetof(gcoll__cuda_ptr_attr, type) == offsetof(cudaPointerAttributes, type) &&
+                  offsetof(gcoll__cuda_ptr_attr, device) == offsetof(cudaPointerAttributes, device),
+              "src/cuda/rt_abi.h no longer matches this toolkit's struct cudaPointerAttributes");
 
 #define GCOLL_CUDA_EXPORT extern "C" __attribute__((visibility("default")))
 

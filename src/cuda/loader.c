@@ -11,6 +11,7 @@
 #include "config.h"
 #include "log.h"
 #include "cuda/cuda.h"
+#include "cuda/rt_abi.h"
 
 static const gcoll__cuda_ops_t *ops;
 static const gcoll__cuda_ops_t *forced;
@@ -23,15 +24,9 @@ void gcoll__cuda_set_ops(const gcoll__cuda_ops_t *o)
 }
 
 #if GCOLL_HAVE_CUDA
-struct rt_ptr_attr { /* struct cudaPointerAttributes, CUDA 11 and later */
-    int type;        /* cudaMemoryType: 0 unregistered, 1 host, 2 device, 3 managed */
-    int device;
-    void *device_ptr, *host_ptr;
-};
-
 static struct {
     int (*get_device_count)(int *);
-    int (*pointer_attr)(struct rt_ptr_attr *, const void *);
+    int (*pointer_attr)(struct gcoll__cuda_ptr_attr *, const void *);
     int (*get_last_error)(void);
     int (*set_device)(int);
     int (*stream_create)(void **, unsigned);
@@ -79,7 +74,7 @@ static int rt_is_device(const void *p, int *device)
 {
     if (!context_active())
         return 0;
-    struct rt_ptr_attr a;
+    struct gcoll__cuda_ptr_attr a;
     memset(&a, 0, sizeof(a));
     if (rt.pointer_attr(&a, p) != 0) {
         rt.get_last_error(); /* runtimes before 11 fail on plain host memory: clear the error */

@@ -424,12 +424,15 @@ static gcoll_status_t stage_setup(stage_t *g, gcoll__coll_args_t *a, const size_
     g->peer = gpu_reduce(g, a) ? 1 - a->rank : -1;
     CU(g, cu->stream_create(&g->s_down), "stream create");
     CU(g, cu->stream_create(&g->s_up), "stream create");
-    if (attr && attr->stream) {
-        g->user_stream = attr->stream;
-        CU(g, cu->event_create(&g->ev_start), "event create");
-        CU(g, cu->event_record(g->ev_start, attr->stream), "event record");
-        CU(g, cu->stream_wait_event(g->s_down, g->ev_start), "stream wait");
-    }
+    /* The copies start after the work queued before the call on the caller's stream, or without
+     * one on the legacy default stream: a cudaMemcpy from pageable memory may return before its
+     * bytes reached the device (seen on an H200: a 4-byte input read stale), and the staging
+     * streams, being non-blocking, are not ordered after it by themselves. */
+    g->user_stream = attr ? attr->stream : NULL;
+    CU(g, cu->event_create(&g->ev_start), "event create");
+    CU(g, cu->event_record(g->ev_start, g->user_stream), "event record");
+    CU(g, cu->stream_wait_event(g->s_down, g->ev_start), "stream wait");
+    CU(g, cu->stream_wait_event(g->s_up, g->ev_start), "stream wait");
     int blocks = blockwise(a);
     g->nblocks = a->size;
     g->count = a->count;

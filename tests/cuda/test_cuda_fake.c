@@ -183,6 +183,12 @@ static void stream_order(void)
     CHECK_OK(gcoll_iallreduce(buf, buf, big, GCOLL_FLOAT32, GCOLL_SUM, world, &attr, &req));
     CHECK_OK(gcoll_wait(&req));
     check_dev(buf, exp, big, 4, "allreduce ordered on a stream");
+    /* without the attribute, after the copies queued on the default stream before the call (a
+     * real cudaMemcpy from pageable memory can return before its bytes reach the device) */
+    fake_to_device(buf, zeros, bytes);
+    CHECK(fake_cuda_ops.memcpy_async(buf, in, bytes, NULL) == 0, "queue the input copy on the default stream");
+    CHECK_OK(gcoll_allreduce(buf, buf, big, GCOLL_FLOAT32, GCOLL_SUM, world));
+    check_dev(buf, exp, big, 4, "allreduce ordered after the default stream");
     /* compression is refused on device buffers, saying so, and nothing starts */
     attr.stream = NULL;
     attr.compress = GCOLL_COMPRESS_FP16;
