@@ -1,4 +1,5 @@
-/* The OFI transport tested on its own under mpirun (2 to 4 ranks): the registration cache
+/* The OFI transport tested on its own under mpirun (2 to 4 ranks), raw (without the framing
+ * of transports/frame, which the collective and mismatch tests run over): the registration cache
  * against counting callbacks, provider choice errors, messages of every size checked byte for
  * byte with guard bytes, many tags, receives before and after their sends, all-to-all, wrong
  * sizes, cancel, explicit registration, two endpoints side by side.
@@ -15,10 +16,11 @@
 
 #include "../../src/config.h"
 #include "../../src/error.h"
+#include "frame/frame.h"
 #include "transport.h"
 #include "tp_check.h"
 
-static const gcoll__transport_t *const T = &gcoll__transport_ofi;
+static const gcoll__transport_t *const T = &gcoll__transport_ofi_raw;
 
 
 #if GCOLL_HAVE_OFI

@@ -1,4 +1,5 @@
-/* Mismatch detection for transports that carry raw tagged bytes (the MPI transport, plugins):
+/* Mismatch detection for transports that carry raw tagged bytes (the MPI transport, libfabric,
+ * plugins):
  * a wrapper around such an inner transport whose messages say which operation sent them, so
  * that ranks which call different collectives, counts, dtypes or roots get
  * GCOLL_ERR_INVALID_USAGE naming both sides (opdesc.h) instead of garbage or a hang.
@@ -32,6 +33,7 @@
 #define CTL_DEPTH 4    /* control receives posted per peer */
 #define POLL_OTHERS 8  /* every this many tests read control streams no receive waits on */
 #define FLUSH_S 0.1    /* how long close lets notices and abandoned control messages go out */
+#define NOTICE_FLUSH_S 1.0 /* how long a rank that found a mismatch drives its notices out */
 #define MAGIC 0x52464347u /* "GCFR" */
 #define CTL_TAG 1u
 #define DATA_TAG(tag) ((uint32_t)(tag) << 1)
@@ -192,6 +194,23 @@ static void reap_orphans(gcoll__tp_t *tp)
     }
 }
 
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* A provider that progresses only when called (tcp;ofi_rxm) would hold the notices while this
+ * rank fails its requests and goes on to other work, and its peers wait: they are driven out
+ * here, for a bounded time. */
+static void flush_orphans(gcoll__tp_t *tp, double seconds)
+{
+    double until = now_s() + seconds;
+    while (tp->orphans && now_s() < until)
+        reap_orphans(tp);
+}
+
 /* Lets go of r's inner operations: its payload's is cancelled (the buffer is the caller's, who
  * gave up on it), a send's control message is left to finish (its buffer is ours). */
 static void drop_inner(gcoll__tp_t *tp, gcoll__tp_req_t *r)
@@ -267,6 +286,7 @@ static void tell_peers(gcoll__tp_t *tp)
             put_blk(tp, b);
     }
     fail_all(tp, tp->mismatch, tp->why);
+    flush_orphans(tp, NOTICE_FLUSH_S);
 }
 
 static void found_mismatch(gcoll__tp_t *tp, int peer, uint32_t tag, const gcoll__opdesc_t *mine,
@@ -430,8 +450,9 @@ static gcoll_status_t refused(gcoll__tp_t *tp, int peer)
 {
     if (tp->mismatch)
         return gcoll__error(tp->mismatch, "%s", tp->why);
-    if (peer < 0 || peer >= tp->size || peer == tp->rank)
-        return gcoll__error(GCOLL_ERR_INTERNAL, "%s transport: no peer %d", tp->inner->name, peer);
+    if (peer < 0 || peer >= tp->size || peer == tp->rank) /* the control streams join distinct ranks */
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s transport: peer %d is not another rank of this endpoint (0..%d)",
+                            tp->inner->name, peer, tp->size - 1);
     if (tp->peers[peer].failed)
         return gcoll__error(tp->peers[peer].failed, "%s transport: the control stream from rank %d failed earlier",
                             tp->inner->name, peer);
@@ -660,20 +681,11 @@ static gcoll_status_t frame_connect(gcoll__tp_t *tp, const void *all)
     return GCOLL_SUCCESS;
 }
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static void frame_close(gcoll__tp_t *tp)
 {
     while (tp->live)
         frame_cancel(tp, tp->live);
-    double until = now_s() + FLUSH_S; /* a notice should reach its peer before the endpoint goes */
-    while (tp->orphans && now_s() < until)
-        reap_orphans(tp);
+    flush_orphans(tp, FLUSH_S); /* a notice should reach its peer before the endpoint goes */
     for (orphan_t *o = tp->orphans, *next; o; o = next) {
         next = o->next;
         tp->inner->cancel(tp->in, o->in);
@@ -713,13 +725,37 @@ static gcoll_status_t plugin_create(const gcoll__bootstrap_t *boot, gcoll__tp_t 
     return frame_create(&gcoll__transport_plugin_raw, boot, tp);
 }
 
-/* Neither inner transport registers memory, waits or tells of dead peers: none of those pass through. */
-#define FRAMED(NAME, CREATE)                                                                                    \
+static gcoll_status_t ofi_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **tp)
+{
+    return frame_create(&gcoll__transport_ofi_raw, boot, tp);
+}
+
+/* ofi registers memory (the payloads go zero-copy, so registering the caller's buffer still
+ * pays) and tells of dead peers: those pass through to it. */
+static gcoll_status_t frame_reg_mem(gcoll__tp_t *tp, void *buf, size_t bytes, void **handle)
+{
+    return tp->inner->reg_mem(tp->in, buf, bytes, handle);
+}
+
+static void frame_dereg_mem(gcoll__tp_t *tp, void *handle)
+{
+    tp->inner->dereg_mem(tp->in, handle);
+}
+
+static int frame_dead_peer(gcoll__tp_t *tp, char *why, size_t len)
+{
+    return tp->inner->dead_peer(tp->in, why, len);
+}
+
+/* MPI and plugins register no memory, wait on nothing and tell of no dead peers: those stay NULL. */
+#define FRAMED(NAME, CREATE, ...)                                                                               \
     {                                                                                                          \
         .name = NAME, .create = CREATE, .addr_len = frame_addr_len, .addr = frame_addr, .connect = frame_connect, \
         .isend = frame_isend, .irecv = frame_irecv, .test = frame_test, .cancel = frame_cancel,                 \
-        .mismatch = frame_mismatch, .check = frame_check, .close = frame_close                                 \
+        .mismatch = frame_mismatch, .check = frame_check, .close = frame_close, __VA_ARGS__                    \
     }
 
 const gcoll__transport_t gcoll__transport_mpi = FRAMED("mpi", mpi_create);
 const gcoll__transport_t gcoll__transport_plugin = FRAMED("plugin", plugin_create);
+const gcoll__transport_t gcoll__transport_ofi = FRAMED("ofi", ofi_create, .reg_mem = frame_reg_mem,
+                                                       .dereg_mem = frame_dereg_mem, .dead_peer = frame_dead_peer);

@@ -3,7 +3,7 @@
  * completion queue from test(). Rank 0 picks the provider (ofi_setup.c) and every rank opens
  * that one. Buffers are registered through ofi_mr.c when the provider asks for FI_MR_LOCAL. */
 #include "../../src/error.h"
-#include "../transport.h"
+#include "../frame/frame.h"
 
 #if GCOLL_HAVE_OFI
 
@@ -25,7 +25,6 @@ struct gcoll__tp_req {
     struct fi_context2 ctx; /* the provider's scratch space while the operation is posted */
     gcoll__tp_req_t *next;  /* a retry queue, or the orphans */
     int peer, is_recv, phase, orphan;
-    int notice; /* a mismatch notice to a peer */
     uint64_t tag;
     void *buf;
     size_t bytes;
@@ -79,8 +78,6 @@ static void unlink_orphan(gcoll__tp_t *tp, gcoll__tp_req_t *r)
 /* The operation is over on the provider's side: its buffer and context are ours again. */
 static void finished(gcoll__tp_t *tp, gcoll__tp_req_t *r)
 {
-    if (r->notice)
-        tp->notices_out--;
     release_mr(tp, r);
     r->phase = DONE;
     if (r->orphan) {
@@ -89,168 +86,10 @@ static void finished(gcoll__tp_t *tp, gcoll__tp_req_t *r)
     }
 }
 
-/* ---- mismatch detection ---- */
-
-/* The descriptor in 64 bits of CQ data: kind 4, dtype 4, op 3, root + 1 in 16, count in 37. A
- * root or count beyond its field saturates, so two such that differ go unnoticed. 0: unknown. */
-static uint64_t pack_desc(const gcoll__opdesc_t *d)
-{
-    if (!d || !d->coll)
-        return 0;
-    uint64_t root = d->root + 1 > 0xffff ? 0xffff : (uint64_t)(d->root + 1);
-    uint64_t count = d->count > (1ull << 37) - 1 ? (1ull << 37) - 1 : d->count;
-    return (uint64_t)(d->coll & 0xf) | (uint64_t)(d->dtype & 0xf) << 4 | (uint64_t)(d->op & 0x7) << 8 |
-           root << 11 | count << 27;
-}
-
-static gcoll__opdesc_t unpack_desc(uint64_t v)
-{
-    unsigned dtype = (v >> 4) & 0xf, op = (v >> 8) & 0x7;
-    return (gcoll__opdesc_t){.coll = v & 0xf,
-                             .dtype = dtype == 0xf ? GCOLL_OPDESC_NONE : (uint8_t)dtype,
-                             .op = op == 0x7 ? GCOLL_OPDESC_NONE : (uint8_t)op,
-                             .root = (int32_t)((v >> 11) & 0xffff) - 1,
-                             .count = v >> 27};
-}
-
-/* Best effort: a notice the provider will not take now is dropped, and that peer learns of the
- * mismatch from its own receives or at GCOLL_TIMEOUT. The request is an orphan from the start:
- * its completion (or close) frees it. */
-static void send_notice(gcoll__tp_t *tp, int q)
-{
-    gcoll__tp_req_t *n = calloc(1, sizeof(*n));
-    if (!n)
-        return;
-    n->peer = q;
-    size_t len = strlen(tp->mismatch_why) + 1;
-    uint64_t tag = ofi_wire_tag(tp, tp->rank, GCOLL_OFI_NOTICE_TAG);
-    ssize_t rc;
-    for (int tries = 0;; tries++) {
-        rc = tp->cq_data ? fi_tsenddata(tp->ep, tp->mismatch_why, len, NULL, (uint64_t)tp->rank, tp->peers[q], tag,
-                                        &n->ctx)
-                         : fi_tsend(tp->ep, tp->mismatch_why, len, NULL, tp->peers[q], tag, &n->ctx);
-        if (rc != -FI_EAGAIN || tries == POST_TRIES * 64)
-            break;
-        fi_cq_read(tp->cq, NULL, 0); /* progress only: completions stay queued for drain_cq */
-    }
-    if (rc) {
-        GCOLL_LOG(GCOLL_LOG_DEBUG, "ofi: no mismatch notice to rank %d: %s", q, fi_strerror((int)-rc));
-        free(n);
-        return;
-    }
-    n->orphan = 1;
-    n->notice = 1;
-    n->next = tp->orphans;
-    tp->orphans = n;
-    tp->notices_out++;
-}
-
-/* The endpoint has just failed with tp->mismatch_why: every peer is told. */
-static void tell_peers(gcoll__tp_t *tp)
-{
-    GCOLL_LOG(GCOLL_LOG_WARN, "ofi: %s", tp->mismatch_why);
-    for (int q = 0; q < tp->size && !tp->mr_local; q++)
-        if (q != tp->rank)
-            send_notice(tp, q);
-}
-
-/* r's message came from an operation other than r's own under its tag (its descriptor, or a
- * longer message, whose error entry carries no CQ data, says so): r fails, every peer is told,
- * and the endpoint fails every request from now on. */
-static void found_mismatch(gcoll__tp_t *tp, gcoll__tp_req_t *r, const gcoll__opdesc_t *mine, uint64_t theirs)
-{
-    if (theirs) {
-        gcoll__opdesc_t d = unpack_desc(theirs);
-        tp->mismatch = gcoll__opdesc_mismatch((uint32_t)r->tag, mine, tp->rank, &d, r->peer);
-        snprintf(tp->mismatch_why, sizeof(tp->mismatch_why), "%s", gcoll_last_error());
-    } else {
-        char a[96];
-        gcoll__opdesc_str(mine, (uint32_t)r->tag, a, sizeof(a));
-        tp->mismatch = GCOLL_ERR_INVALID_USAGE;
-        snprintf(tp->mismatch_why, sizeof(tp->mismatch_why), "%s on rank %d does not match the message of more "
-                 "than %zu bytes from rank %d: another collective or count there", a, tp->rank, r->bytes, r->peer);
-        gcoll__error(tp->mismatch, "%s", tp->mismatch_why);
-    }
-    req_fail(r, tp->mismatch, "%s", tp->mismatch_why);
-    tell_peers(tp);
-}
-
-static void flush_notices(gcoll__tp_t *tp);
-
-/* The transport table's mismatch: the other endpoint of a route found or was told of one. */
-static void ofi_mismatch(gcoll__tp_t *tp, const char *why)
-{
-    if (tp->mismatch)
-        return;
-    tp->mismatch = GCOLL_ERR_INVALID_USAGE;
-    snprintf(tp->mismatch_why, sizeof(tp->mismatch_why), "%s", why);
-    tell_peers(tp);
-    flush_notices(tp); /* the route's caller goes on to fail: the notices must leave first */
-}
-
-/* A peer's notice: the endpoint fails with its text, made printable (it came over the wire). */
-static void notice_arrived(gcoll__tp_t *tp, const struct fi_cq_tagged_entry *e)
-{
-    if (tp->mismatch)
-        return;
-    size_t len = e->len < sizeof(tp->notice) - 1 ? e->len : sizeof(tp->notice) - 1;
-    tp->notice[len] = '\0'; /* the text ends at its own NUL, or here */
-    gcoll__opdesc_printable(tp->notice);
-    int from = e->flags & FI_REMOTE_CQ_DATA && e->data < (uint64_t)tp->size ? (int)e->data : -1;
-    tp->mismatch = GCOLL_ERR_INVALID_USAGE;
-    if (from >= 0)
-        snprintf(tp->mismatch_why, sizeof(tp->mismatch_why), "rank %d reports: %.280s", from, tp->notice);
-    else
-        snprintf(tp->mismatch_why, sizeof(tp->mismatch_why), "a peer reports: %.280s", tp->notice);
-    GCOLL_LOG(GCOLL_LOG_WARN, "ofi: %s", tp->mismatch_why);
-}
-
-/* Posted at connect, from any rank; an orphan from the start, so close frees it if no notice came. */
-static gcoll_status_t post_notice_recv(gcoll__tp_t *tp)
-{
-    if (tp->mr_local) /* its buffer would need a registration: such providers go without notices */
-        return GCOLL_SUCCESS;
-    gcoll__tp_req_t *n = calloc(1, sizeof(*n));
-    if (!n)
-        return gcoll__error(GCOLL_ERR_NOMEM, "ofi transport: no memory for the notice receive");
-    n->is_recv = 1;
-    n->peer = -1;
-    uint64_t ignore = tp->directed ? 0 : ~(uint64_t)0xffffffffu; /* the sender's rank above the tag */
-    ssize_t rc = fi_trecv(tp->ep, tp->notice, sizeof(tp->notice), NULL, FI_ADDR_UNSPEC, GCOLL_OFI_NOTICE_TAG,
-                          ignore, &n->ctx);
-    if (rc) {
-        free(n);
-        return gcoll__ofi_fail("fi_trecv (the notice receive)", (int)rc, tp->prov);
-    }
-    n->orphan = 1;
-    n->next = tp->orphans;
-    tp->orphans = n;
-    tp->notice_req = n;
-    return GCOLL_SUCCESS;
-}
-
-/* Compares what a receive's message says of its operation with r's own (before its size: a
- * mismatch often comes with another size, and this names the cause). */
-static gcoll_status_t check_desc(gcoll__tp_t *tp, gcoll__tp_req_t *r, uint64_t flags, uint64_t data)
-{
-    const gcoll__opdesc_t *mine;
-    if (!r->is_recv || r->orphan || !(flags & FI_REMOTE_CQ_DATA) || !data || tp->mismatch ||
-        !(mine = gcoll__optab_find(tp->optab, (uint32_t)r->tag)) || pack_desc(mine) == data)
-        return GCOLL_SUCCESS;
-    found_mismatch(tp, r, mine, data);
-    return GCOLL_ERR_INVALID_USAGE;
-}
-
 static void on_completion(gcoll__tp_t *tp, const struct fi_cq_tagged_entry *e)
 {
     gcoll__tp_req_t *r = e->op_context;
-    if (r == tp->notice_req) {
-        notice_arrived(tp, e);
-        tp->notice_req = NULL;
-        finished(tp, r);
-        return;
-    }
-    if (check_desc(tp, r, e->flags, e->data) == GCOLL_SUCCESS && r->is_recv && e->len != r->bytes && !r->orphan)
+    if (r->is_recv && e->len != r->bytes && !r->orphan)
         req_fail(r, GCOLL_ERR_TRANSPORT,
                  "ofi transport: received %zu bytes from rank %d (tag %u), expected %zu", e->len,
                  r->peer, (unsigned)r->tag, r->bytes);
@@ -270,18 +109,11 @@ static gcoll_status_t on_error(gcoll__tp_t *tp, const struct fi_cq_err_entry *e)
     char detail[256];
     const char *text = fi_cq_strerror(tp->cq, e->prov_errno, e->err_data, detail, sizeof(detail));
     gcoll__tp_req_t *r = e->op_context;
-    const gcoll__opdesc_t *mine;
     if (!r) /* an injected send has no request to carry its failure */
         return gcoll__error(GCOLL_ERR_TRANSPORT, "ofi transport: an injected send failed: %s (%s)",
                             fi_strerror(e->err), text ? text : "");
-    if (r == tp->notice_req)
-        tp->notice_req = NULL;
     if (r->orphan || e->err == FI_ECANCELED)
         r->phase = DONE;
-    else if (check_desc(tp, r, e->flags, e->data) != GCOLL_SUCCESS)
-        r->phase = DONE; /* failed with the mismatch, which explains the error */
-    else if (e->err == FI_ETRUNC && !tp->mismatch && (mine = gcoll__optab_find(tp->optab, (uint32_t)r->tag)))
-        found_mismatch(tp, r, mine, 0); /* schedules of one operation agree on sizes: this is another's */
     else if (e->err == FI_ETRUNC)
         req_fail(r, GCOLL_ERR_TRANSPORT,
                  "ofi transport: a message from rank %d (tag %u) is %zu bytes longer than the %zu "
@@ -332,11 +164,9 @@ static gcoll_status_t drain_cq(gcoll__tp_t *tp)
 static ssize_t issue(gcoll__tp_t *tp, gcoll__tp_req_t *r)
 {
     fi_addr_t addr = tp->peers[r->peer];
-    uint64_t data = tp->cq_data && !r->is_recv ? pack_desc(gcoll__optab_find(tp->optab, (uint32_t)r->tag)) : 0;
     if (!r->is_recv && r->bytes <= tp->inject_size) {
         /* Small sends are copied out at once and produce no completion. */
-        ssize_t rc = data ? fi_tinjectdata(tp->ep, r->buf, r->bytes, data, addr, r->tag)
-                          : fi_tinject(tp->ep, r->buf, r->bytes, addr, r->tag);
+        ssize_t rc = fi_tinject(tp->ep, r->buf, r->bytes, addr, r->tag);
         if (rc == 0)
             r->phase = DONE;
         return rc;
@@ -352,8 +182,7 @@ static ssize_t issue(gcoll__tp_t *tp, gcoll__tp_req_t *r)
     void *desc = r->mr ? gcoll__ofi_mr_desc(r->mr) : NULL;
     ssize_t rc = r->is_recv ? fi_trecv(tp->ep, r->buf, r->bytes, desc, tp->directed ? addr : FI_ADDR_UNSPEC,
                                        r->tag, 0, &r->ctx)
-                   : data ? fi_tsenddata(tp->ep, r->buf, r->bytes, desc, data, addr, r->tag, &r->ctx)
-                          : fi_tsend(tp->ep, r->buf, r->bytes, desc, addr, r->tag, &r->ctx);
+                            : fi_tsend(tp->ep, r->buf, r->bytes, desc, addr, r->tag, &r->ctx);
     if (rc == 0)
         r->phase = POSTED;
     return rc;
@@ -407,8 +236,6 @@ static gcoll_status_t post(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, s
     if (peer < 0 || peer >= tp->size)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "ofi transport: peer %d is not a rank of this endpoint (0..%d)",
                             peer, tp->size - 1);
-    if (tp->mismatch)
-        return gcoll__error(tp->mismatch, "%s", tp->mismatch_why);
     if (bytes > tp->max_msg_size)
         return gcoll__error(GCOLL_ERR_UNSUPPORTED,
                             "ofi transport: a message of %zu bytes %s rank %d exceeds provider %s's "
@@ -489,27 +316,6 @@ static gcoll_status_t progress(gcoll__tp_t *tp)
     return drain_cq(tp);
 }
 
-/* A provider that progresses only when called (tcp;ofi_rxm) would hold the notices while this
- * rank goes on to other work and its peers wait: they are driven out here, for a bounded time. */
-#define NOTICE_FLUSH_S 1.0
-static double now_s(void);
-static void flush_notices(gcoll__tp_t *tp)
-{
-    double until = tp->notices_out ? now_s() + NOTICE_FLUSH_S : 0;
-    while (tp->notices_out > 0 && now_s() < until)
-        if (drain_cq(tp) != GCOLL_SUCCESS)
-            return;
-}
-
-static void ofi_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r);
-
-static gcoll_status_t ofi_check(gcoll__tp_t *tp)
-{
-    GCOLL_CHECK(progress(tp));
-    flush_notices(tp);
-    return tp->mismatch ? gcoll__error(tp->mismatch, "%s", tp->mismatch_why) : GCOLL_SUCCESS;
-}
-
 static gcoll_status_t ofi_test(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done)
 {
     *done = 0;
@@ -525,21 +331,11 @@ static gcoll_status_t ofi_test(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done)
             *done = 1;
             return st;
         }
-        flush_notices(tp);
-        if (r->phase != DONE && tp->mismatch) { /* no exchange on this communicator can be trusted */
-            *done = 1;
-            gcoll_status_t mst = gcoll__error(tp->mismatch, "%s", tp->mismatch_why);
-            ofi_cancel(tp, r);
-            return mst;
-        }
         if (r->phase != DONE)
             return GCOLL_SUCCESS;
     }
     *done = 1;
-    /* after a mismatch, a failure is its consequence (a message of another size): say so */
-    gcoll_status_t st = r->status == GCOLL_SUCCESS ? GCOLL_SUCCESS
-                        : tp->mismatch        ? gcoll__error(tp->mismatch, "%s", tp->mismatch_why)
-                                              : gcoll__error(r->status, "%s", r->errmsg);
+    gcoll_status_t st = r->status == GCOLL_SUCCESS ? GCOLL_SUCCESS : gcoll__error(r->status, "%s", r->errmsg);
     free(r);
     return st;
 }
@@ -621,25 +417,18 @@ static int ofi_dead_peer(gcoll__tp_t *tp, char *why, size_t len)
     return -1;
 }
 
-static gcoll_status_t ofi_connect(gcoll__tp_t *tp, const void *all_addrs)
-{
-    GCOLL_CHECK(gcoll__ofi_connect(tp, all_addrs));
-    return post_notice_recv(tp);
-}
-
-const gcoll__transport_t gcoll__transport_ofi = {
+/* Raw: frame.c wraps it into gcoll__transport_ofi, whose messages say which operation sent them. */
+const gcoll__transport_t gcoll__transport_ofi_raw = {
     .name = "ofi",
     .create = gcoll__ofi_create,
     .addr_len = gcoll__ofi_addr_len,
     .addr = gcoll__ofi_addr,
-    .connect = ofi_connect,
+    .connect = gcoll__ofi_connect,
     .isend = ofi_isend,
     .irecv = ofi_irecv,
     .test = ofi_test,
     .cancel = ofi_cancel,
     .dead_peer = ofi_dead_peer,
-    .mismatch = ofi_mismatch,
-    .check = ofi_check,
     .reg_mem = ofi_reg_mem,
     .dereg_mem = ofi_dereg_mem,
     .close = gcoll__ofi_close,
@@ -654,6 +443,6 @@ static gcoll_status_t ofi_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **t
     return gcoll__error(GCOLL_ERR_UNSUPPORTED, "ofi transport: built without libfabric (OFI=0)");
 }
 
-const gcoll__transport_t gcoll__transport_ofi = {.name = "ofi", .create = ofi_create};
+const gcoll__transport_t gcoll__transport_ofi_raw = {.name = "ofi", .create = ofi_create};
 
 #endif

@@ -41,17 +41,6 @@ struct gcoll__tp {
     gcoll__tp_req_t *queue[2], *queue_tail[2];
     gcoll__tp_req_t *orphans;            /* cancelled, but the provider may still hold them */
     char prov[64];
-    /* Mismatch detection (opdesc.h): sends carry their operation's descriptor, packed, as remote
-     * CQ data where the provider offers 8 bytes of it; a receive compares it with its own. A rank
-     * that finds a mismatch tells every peer with a notice (tag GCOLL_OFI_NOTICE_TAG), which a
-     * receive posted at connect waits for. */
-    const gcoll__optab_t *optab;
-    int cq_data;               /* the provider carries 8 bytes of remote CQ data */
-    gcoll_status_t mismatch;   /* GCOLL_ERR_INVALID_USAGE once found or told: every request fails */
-    char mismatch_why[320];
-    char notice[320];          /* where the notice receive lands */
-    gcoll__tp_req_t *notice_req;
-    int notices_out;           /* notices sent and not yet complete */
     /* Failure detection: each peer's pid and pid space (liveness.h), from the addresses, so a
      * peer on this machine is checked by its pid; a peer whose connection failed a message. */
     int32_t *pids;
@@ -60,8 +49,6 @@ struct gcoll__tp {
     int lost;                  /* a peer whose messages failed with a connection error, or -1 */
     char lost_why[320];
 };
-
-#define GCOLL_OFI_NOTICE_TAG 0xffffffffu /* no operation's: issue counts stay far below it */
 
 /* The 64-bit libfabric tag: the core's 32-bit tag below, and the sender's rank above it when
  * the provider cannot match receives on their source address. */

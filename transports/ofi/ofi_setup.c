@@ -265,7 +265,6 @@ static gcoll_status_t open_provider(gcoll__tp_t *tp, const char *prov, uint32_t 
     tp->next_key = 1;
     tp->max_msg_size = info->ep_attr->max_msg_size;
     tp->inject_size = info->tx_attr->inject_size;
-    tp->cq_data = info->domain_attr->cq_data_size >= 8;
     const gcoll__ofi_mr_ops_t ops = {mr_reg, mr_dereg, tp};
     return gcoll__ofi_mrcache_create(MR_CACHE_ENTRIES, &ops, &tp->mrc);
 }
@@ -449,7 +448,6 @@ gcoll_status_t gcoll__ofi_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **o
                             first_bad, c.prov, why.msg);
     }
     tp->name_max = (size_t)longest;
-    tp->optab = boot->optab;
     if (tp->rank == 0)
         announce(tp, c.msg);
     *out = tp;
