@@ -39,6 +39,10 @@ typedef struct gcoll__transport {
                             gcoll__tp_req_t **req);
     gcoll_status_t (*irecv)(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
                             gcoll__tp_req_t **req);
+    /* A receive of at most bytes: a shorter message completes it too, and its length is in *got
+     * once test reports it done (a longer one fails it). NULL: receives take exact sizes only. */
+    gcoll_status_t (*irecv_upto)(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes, size_t *got,
+                                 gcoll__tp_req_t **req);
     /* Sets *done; a finished request is freed. An error also frees it. */
     gcoll_status_t (*test)(gcoll__tp_t *tp, gcoll__tp_req_t *req, int *done);
     /* Abandons a request that will not complete (timeout, abort) and frees it. */

@@ -1,7 +1,8 @@
 /* The OFI transport tested on its own under mpirun (2 to 4 ranks), raw (without the framing
  * of transports/frame, which the collective and mismatch tests run over): the registration cache
  * against counting callbacks, provider choice errors, messages of every size checked byte for
- * byte with guard bytes, many tags, receives before and after their sends, all-to-all, wrong
+ * byte with guard bytes, many tags, receives before and after their sends, all-to-all, receives
+ * that take shorter messages (irecv_upto), wrong
  * sizes, cancel, explicit registration, two endpoints side by side.
  * Last line on rank 0: "RESULT ofi passed=N failed=M". */
 #include <mpi.h>
@@ -337,6 +338,34 @@ static void test_alltoall(gcoll__tp_t *tp)
     free(req), free(st), free(buf);
 }
 
+/* irecv_upto: a receive of 5000 bytes takes a message of 3000 (and of 0) from the next rank,
+ * reports the length and leaves the rest of the buffer as it was. */
+static void test_upto(gcoll__tp_t *tp)
+{
+    int to = (rank + 1) % size, from = (rank - 1 + size) % size;
+    unsigned char *sb = malloc(3000), *rb = malloc(5000), *rb0 = malloc(16);
+    fill(sb, 3000, rank, to, 4100);
+    memset(rb, 0xee, 5000);
+    memset(rb0, 0xee, 16);
+    size_t got = 1, got0 = 1;
+    gcoll__tp_req_t *req[4] = {NULL};
+    gcoll_status_t st[4] = {GCOLL_SUCCESS};
+    CHECK(T->irecv_upto(tp, from, 4100, rb, 5000, &got, &req[0]) == GCOLL_SUCCESS, "irecv_upto: %s", gcoll_last_error());
+    CHECK(T->irecv_upto(tp, from, 4101, rb0, 16, &got0, &req[1]) == GCOLL_SUCCESS, "irecv_upto: %s", gcoll_last_error());
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(T->isend(tp, to, 4100, sb, 3000, &req[2]) == GCOLL_SUCCESS, "isend: %s", gcoll_last_error());
+    CHECK(T->isend(tp, to, 4101, sb, 0, &req[3]) == GCOLL_SUCCESS, "isend: %s", gcoll_last_error());
+    wait_all(tp, req, st, NULL, 4);
+    size_t tail = 3000;
+    while (tail < 5000 && rb[tail] == 0xee)
+        tail++;
+    CHECK(st[0] == GCOLL_SUCCESS && got == 3000 && verify(rb, 3000, from, rank, 4100) == 3000 && tail == 5000,
+          "upto: status %d, length %zu (3000), tail intact to %zu", (int)st[0], got, tail);
+    CHECK(st[1] == GCOLL_SUCCESS && got0 == 0 && rb0[0] == 0xee, "upto, empty: status %d, length %zu", (int)st[1], got0);
+    free(sb), free(rb), free(rb0);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 /* More sends in flight than the provider's transmit queue holds (rendezvous-sized messages stay
  * there until their receive is posted): posts meet -FI_EAGAIN and wait in the retry queue, and
  * every message still arrives, in order. Message i is the window at offset i of one buffer, so
@@ -548,6 +577,7 @@ int main(int argc, char **argv)
         test_sizes(tp);
         test_tags(tp);
         test_alltoall(tp);
+        test_upto(tp);
         test_flood(tp);
         test_wrong_sizes();
         test_cancel(tp);

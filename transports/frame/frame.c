@@ -27,9 +27,11 @@
 #include "../plugin/plugin.h"
 #include "frame.h"
 
-#define CTL_BYTES 256 /* a control message: header and inline payload */
+#define CTL_BYTES 256 /* a control message (header and inline payload) of a transport of exact sizes */
+#define CTL_MAX 8192  /* the most a control message carries where receives take shorter messages */
+#define CTL_MPI 4096  /* over MPI: Open MPI's shared-memory eager limit, above which a message costs a handshake */
 #define HDR_BYTES 40
-#define INLINE_MAX (CTL_BYTES - HDR_BYTES)
+#define INLINE_MAX (CTL_BYTES - HDR_BYTES) /* also the longest notice, on every transport */
 #define CTL_DEPTH 4    /* control receives posted per peer */
 #define POLL_OTHERS 8  /* every this many tests read control streams no receive waits on */
 #define FLUSH_S 0.1    /* how long close lets notices and abandoned control messages go out */
@@ -43,7 +45,8 @@ enum { R_WAIT_HDR, R_WAIT_DATA, R_DONE, R_FAILED };
 
 typedef struct blk {
     struct blk *next;
-    unsigned char b[CTL_BYTES];
+    size_t len; /* how much of b a received control message filled */
+    unsigned char b[CTL_MAX];
 } blk_t;
 
 /* A control send whose framed request is gone (a notice, or a request failed or cancelled): its
@@ -87,6 +90,10 @@ struct gcoll__tp {
     gcoll__tp_req_t *live;
     blk_t *pool;
     orphan_t *orphans;
+    /* Control messages: CTL_BYTES each over a transport of exact sizes; where receives take
+     * shorter messages (irecv_upto), as long as their header and inline payload, up to CTL_MAX,
+     * so that messages up to inline_max bytes travel as one */
+    size_t ctl_bytes, inline_max;
     /* GCOLL_ERR_INVALID_USAGE once this endpoint found or was told of a mismatch: every request
      * fails with why, which is also its notices' text */
     gcoll_status_t mismatch;
@@ -315,7 +322,8 @@ static void notice_arrived(gcoll__tp_t *tp, int peer, blk_t *b)
     if (tp->mismatch)
         return;
     char *text = (char *)b->b + HDR_BYTES;
-    text[INLINE_MAX - 1] = '\0';
+    size_t n = b->len > HDR_BYTES ? b->len - HDR_BYTES : 0;
+    text[n < INLINE_MAX - 1 ? n : INLINE_MAX - 1] = '\0';
     gcoll__opdesc_printable(text);
     tp->mismatch = GCOLL_ERR_INVALID_USAGE;
     snprintf(tp->why, sizeof(tp->why), "rank %d reports: %s", peer, text);
@@ -342,7 +350,10 @@ static void deliver(gcoll__tp_t *tp, gcoll__tp_req_t *r, const blk_t *b)
     if (h.bytes != r->bytes) {
         fail_req(tp, r, GCOLL_ERR_TRANSPORT, "%s transport: rank %d sent %llu bytes with tag %u; the receive expects %zu",
                  tp->inner->name, r->peer, (unsigned long long)h.bytes, (unsigned)r->tag, r->bytes);
-    } else if (r->bytes <= INLINE_MAX) {
+    } else if (r->bytes <= tp->inline_max && b->len < HDR_BYTES + r->bytes) {
+        fail_req(tp, r, GCOLL_ERR_TRANSPORT, "%s transport: rank %d's control message of %zu bytes is too short for "
+                 "the %zu bytes it announces", tp->inner->name, r->peer, b->len, r->bytes);
+    } else if (r->bytes <= tp->inline_max) {
         if (r->bytes)
             memcpy(r->buf, b->b + HDR_BYTES, r->bytes);
         r->state = R_DONE;
@@ -368,7 +379,7 @@ static int on_control(gcoll__tp_t *tp, int q, blk_t *b)
 {
     peer_t *p = &tp->peers[q];
     hdr_t h = get_hdr(b);
-    if (h.magic != MAGIC || (h.type != T_DATA && h.type != T_NOTICE)) {
+    if (b->len < HDR_BYTES || h.magic != MAGIC || (h.type != T_DATA && h.type != T_NOTICE)) {
         char why[160];
         snprintf(why, sizeof(why), "%s transport: rank %d sent a control message that is not one of gcoll's",
                  tp->inner->name, q);
@@ -399,7 +410,10 @@ static gcoll_status_t post_ctl(gcoll__tp_t *tp, int q, unsigned slot)
     blk_t *b = get_blk(tp);
     if (!b)
         return gcoll__error(GCOLL_ERR_NOMEM, "%s transport: no memory for a control buffer", tp->inner->name);
-    gcoll_status_t st = tp->inner->irecv(tp->in, q, CTL_TAG, b->b, CTL_BYTES, &p->ctl[slot]);
+    b->len = CTL_BYTES;
+    gcoll_status_t st = tp->inner->irecv_upto
+                            ? tp->inner->irecv_upto(tp->in, q, CTL_TAG, b->b, tp->ctl_bytes, &b->len, &p->ctl[slot])
+                            : tp->inner->irecv(tp->in, q, CTL_TAG, b->b, CTL_BYTES, &p->ctl[slot]);
     if (st != GCOLL_SUCCESS) {
         put_blk(tp, b);
         p->ctl[slot] = NULL;
@@ -505,7 +519,7 @@ static gcoll_status_t frame_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void 
             return GCOLL_SUCCESS;
         }
     }
-    if (bytes > INLINE_MAX) {
+    if (bytes > tp->inline_max) {
         gcoll_status_t st = tp->inner->irecv(tp->in, peer, DATA_TAG(tag), buf, bytes, &r->data);
         if (st != GCOLL_SUCCESS) {
             r->data = NULL;
@@ -537,16 +551,18 @@ static gcoll_status_t frame_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const
         return gcoll__error(GCOLL_ERR_NOMEM, "%s transport: no memory for a message", tp->inner->name);
     }
     put_hdr(b, T_DATA, tag, gcoll__optab_find(tp->optab, tag), bytes);
-    if (bytes <= INLINE_MAX && bytes)
+    int inl = bytes <= tp->inline_max;
+    if (inl && bytes)
         memcpy(b->b + HDR_BYTES, buf, bytes);
-    gcoll_status_t st = tp->inner->isend(tp->in, peer, CTL_TAG, b->b, CTL_BYTES, &r->hdr);
+    size_t len = tp->inner->irecv_upto ? HDR_BYTES + (inl ? bytes : 0) : CTL_BYTES;
+    gcoll_status_t st = tp->inner->isend(tp->in, peer, CTL_TAG, b->b, len, &r->hdr);
     if (st != GCOLL_SUCCESS) {
         put_blk(tp, b);
         free(r);
         return st;
     }
     r->blk = b;
-    if (bytes > INLINE_MAX && (st = tp->inner->isend(tp->in, peer, DATA_TAG(tag), buf, bytes, &r->data)) != GCOLL_SUCCESS) {
+    if (!inl && (st = tp->inner->isend(tp->in, peer, DATA_TAG(tag), buf, bytes, &r->data)) != GCOLL_SUCCESS) {
         /* the header is out: the receiver fails when the payload does not come, as on a lost link */
         r->data = NULL;
         orphan(tp, r->hdr, b);
@@ -633,7 +649,9 @@ static void frame_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r)
 
 /* ---- set-up and close ---- */
 
-static gcoll_status_t frame_create(const gcoll__transport_t *inner, const gcoll__bootstrap_t *boot, gcoll__tp_t **out)
+/* ctl_max: the longest control message for an inner transport whose receives take shorter ones. */
+static gcoll_status_t frame_create(const gcoll__transport_t *inner, const gcoll__bootstrap_t *boot, size_t ctl_max,
+                                   gcoll__tp_t **out)
 {
     gcoll__tp_t *tp = calloc(1, sizeof(*tp));
     if (tp)
@@ -644,6 +662,8 @@ static gcoll_status_t frame_create(const gcoll__transport_t *inner, const gcoll_
     }
     tp->inner = inner;
     tp->optab = boot->optab;
+    tp->ctl_bytes = inner->irecv_upto ? ctl_max : CTL_BYTES;
+    tp->inline_max = tp->ctl_bytes - HDR_BYTES;
     tp->rank = boot->rank;
     tp->size = boot->size;
     tp->rr = (unsigned)boot->rank;
@@ -717,17 +737,17 @@ static void frame_close(gcoll__tp_t *tp)
 
 static gcoll_status_t mpi_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **tp)
 {
-    return frame_create(&gcoll__transport_mpi_raw, boot, tp);
+    return frame_create(&gcoll__transport_mpi_raw, boot, CTL_MPI, tp);
 }
 
 static gcoll_status_t plugin_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **tp)
 {
-    return frame_create(&gcoll__transport_plugin_raw, boot, tp);
+    return frame_create(&gcoll__transport_plugin_raw, boot, CTL_BYTES, tp);
 }
 
 static gcoll_status_t ofi_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **tp)
 {
-    return frame_create(&gcoll__transport_ofi_raw, boot, tp);
+    return frame_create(&gcoll__transport_ofi_raw, boot, CTL_MAX, tp);
 }
 
 /* ofi registers memory (the payloads go zero-copy, so registering the caller's buffer still

@@ -28,6 +28,7 @@ struct gcoll__tp_req {
     uint64_t tag;
     void *buf;
     size_t bytes;
+    size_t *got; /* irecv_upto: where the length goes */
     gcoll__ofi_mr_entry_t *mr;
     gcoll_status_t status;
     char errmsg[320];
@@ -89,7 +90,9 @@ static void finished(gcoll__tp_t *tp, gcoll__tp_req_t *r)
 static void on_completion(gcoll__tp_t *tp, const struct fi_cq_tagged_entry *e)
 {
     gcoll__tp_req_t *r = e->op_context;
-    if (r->is_recv && e->len != r->bytes && !r->orphan)
+    if (r->got)
+        *r->got = e->len; /* a longer message failed it with FI_ETRUNC instead */
+    else if (r->is_recv && e->len != r->bytes && !r->orphan)
         req_fail(r, GCOLL_ERR_TRANSPORT,
                  "ofi transport: received %zu bytes from rank %d (tag %u), expected %zu", e->len,
                  r->peer, (unsigned)r->tag, r->bytes);
@@ -231,7 +234,7 @@ static gcoll_status_t flush_queue(gcoll__tp_t *tp, int q)
 }
 
 static gcoll_status_t post(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes, int is_recv,
-                           gcoll__tp_req_t **out)
+                           size_t *got, gcoll__tp_req_t **out)
 {
     if (peer < 0 || peer >= tp->size)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "ofi transport: peer %d is not a rank of this endpoint (0..%d)",
@@ -248,6 +251,7 @@ static gcoll_status_t post(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, s
     r->is_recv = is_recv;
     r->buf = buf;
     r->bytes = bytes;
+    r->got = got;
     r->tag = ofi_wire_tag(tp, is_recv ? peer : tp->rank, tag);
     r->phase = QUEUED;
     int later = 1;
@@ -276,19 +280,26 @@ static gcoll_status_t post(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, s
 static gcoll_status_t ofi_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes,
                                 gcoll__tp_req_t **req)
 {
-    return post(tp, peer, tag, (void *)buf, bytes, 0, req);
+    return post(tp, peer, tag, (void *)buf, bytes, 0, NULL, req);
 }
 
 static gcoll_status_t ofi_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
                                 gcoll__tp_req_t **req)
 {
-    return post(tp, peer, tag, buf, bytes, 1, req);
+    return post(tp, peer, tag, buf, bytes, 1, NULL, req);
+}
+
+static gcoll_status_t ofi_irecv_upto(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes, size_t *got,
+                                     gcoll__tp_req_t **req)
+{
+    return post(tp, peer, tag, buf, bytes, 1, got, req);
 }
 
 /* Leaves a posted request to the completion queue: freed when its completion comes, or at close. */
 static void orphan(gcoll__tp_t *tp, gcoll__tp_req_t *r)
 {
     r->orphan = 1;
+    r->got = NULL; /* its owner is gone */
     r->next = tp->orphans;
     tp->orphans = r;
 }
@@ -426,6 +437,7 @@ const gcoll__transport_t gcoll__transport_ofi_raw = {
     .connect = gcoll__ofi_connect,
     .isend = ofi_isend,
     .irecv = ofi_irecv,
+    .irecv_upto = ofi_irecv_upto,
     .test = ofi_test,
     .cancel = ofi_cancel,
     .dead_peer = ofi_dead_peer,
