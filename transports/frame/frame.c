@@ -46,7 +46,7 @@ enum { R_WAIT_HDR, R_WAIT_DATA, R_DONE, R_FAILED };
 typedef struct blk {
     struct blk *next;
     size_t len; /* how much of b a received control message filled */
-    unsigned char b[CTL_MAX];
+    unsigned char b[];  /* the endpoint's ctl_bytes */
 } blk_t;
 
 /* A control send whose framed request is gone (a notice, or a request failed or cancelled): its
@@ -109,7 +109,17 @@ static blk_t *get_blk(gcoll__tp_t *tp)
         tp->pool = b->next;
         return b;
     }
-    return calloc(1, sizeof(*b)); /* zeroed: the unused tail of a control message goes out as it is */
+    return calloc(1, sizeof(*b) + tp->ctl_bytes);
+}
+
+/* A control message of a transport of exact sizes goes out whole: the bytes past what it
+ * carries are zeroed, so that no earlier message's bytes leave with it. */
+static size_t ctl_len(const gcoll__tp_t *tp, blk_t *b, size_t used)
+{
+    if (tp->inner->irecv_upto)
+        return used;
+    memset(b->b + used, 0, CTL_BYTES - used);
+    return CTL_BYTES;
 }
 
 static void put_blk(gcoll__tp_t *tp, blk_t *b)
@@ -287,7 +297,7 @@ static void tell_peers(gcoll__tp_t *tp)
         memcpy(b->b + HDR_BYTES, tp->why, n);
         b->b[HDR_BYTES + n] = '\0';
         gcoll__tp_req_t *in;
-        if (tp->inner->isend(tp->in, q, CTL_TAG, b->b, CTL_BYTES, &in) == GCOLL_SUCCESS)
+        if (tp->inner->isend(tp->in, q, CTL_TAG, b->b, ctl_len(tp, b, HDR_BYTES + n + 1), &in) == GCOLL_SUCCESS)
             orphan(tp, in, b);
         else
             put_blk(tp, b);
@@ -410,7 +420,7 @@ static gcoll_status_t post_ctl(gcoll__tp_t *tp, int q, unsigned slot)
     blk_t *b = get_blk(tp);
     if (!b)
         return gcoll__error(GCOLL_ERR_NOMEM, "%s transport: no memory for a control buffer", tp->inner->name);
-    b->len = CTL_BYTES;
+    b->len = tp->inner->irecv_upto ? 0 : CTL_BYTES; /* 0 until a completion reports a length */
     gcoll_status_t st = tp->inner->irecv_upto
                             ? tp->inner->irecv_upto(tp->in, q, CTL_TAG, b->b, tp->ctl_bytes, &b->len, &p->ctl[slot])
                             : tp->inner->irecv(tp->in, q, CTL_TAG, b->b, CTL_BYTES, &p->ctl[slot]);
@@ -554,8 +564,8 @@ static gcoll_status_t frame_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const
     int inl = bytes <= tp->inline_max;
     if (inl && bytes)
         memcpy(b->b + HDR_BYTES, buf, bytes);
-    size_t len = tp->inner->irecv_upto ? HDR_BYTES + (inl ? bytes : 0) : CTL_BYTES;
-    gcoll_status_t st = tp->inner->isend(tp->in, peer, CTL_TAG, b->b, len, &r->hdr);
+    gcoll_status_t st = tp->inner->isend(tp->in, peer, CTL_TAG, b->b, ctl_len(tp, b, HDR_BYTES + (inl ? bytes : 0)),
+                                         &r->hdr);
     if (st != GCOLL_SUCCESS) {
         put_blk(tp, b);
         free(r);
@@ -706,19 +716,23 @@ static void frame_close(gcoll__tp_t *tp)
     while (tp->live)
         frame_cancel(tp, tp->live);
     flush_orphans(tp, FLUSH_S); /* a notice should reach its peer before the endpoint goes */
+    for (orphan_t *o = tp->orphans; o; o = o->next)
+        tp->inner->cancel(tp->in, o->in);
+    for (int q = 0; q < tp->size; q++)
+        for (unsigned i = 0; i < CTL_DEPTH; i++)
+            if (tp->peers[q].ctl[i])
+                tp->inner->cancel(tp->in, tp->peers[q].ctl[i]);
+    /* a cancelled operation may still hold its buffer until the inner endpoint is closed */
+    tp->inner->close(tp->in);
     for (orphan_t *o = tp->orphans, *next; o; o = next) {
         next = o->next;
-        tp->inner->cancel(tp->in, o->in);
         free(o->blk);
         free(o);
     }
     for (int q = 0; q < tp->size; q++) {
         peer_t *p = &tp->peers[q];
-        for (unsigned i = 0; i < CTL_DEPTH; i++) {
-            if (p->ctl[i])
-                tp->inner->cancel(tp->in, p->ctl[i]);
+        for (unsigned i = 0; i < CTL_DEPTH; i++)
             free(p->ctl_buf[i]);
-        }
         for (blk_t *b = p->unexp, *next; b; b = next) {
             next = b->next;
             free(b);
@@ -728,7 +742,6 @@ static void frame_close(gcoll__tp_t *tp)
         next = b->next;
         free(b);
     }
-    tp->inner->close(tp->in);
     free(tp->peers);
     free(tp);
 }

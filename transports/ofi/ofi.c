@@ -115,8 +115,11 @@ static gcoll_status_t on_error(gcoll__tp_t *tp, const struct fi_cq_err_entry *e)
     if (!r) /* an injected send has no request to carry its failure */
         return gcoll__error(GCOLL_ERR_TRANSPORT, "ofi transport: an injected send failed: %s (%s)",
                             fi_strerror(e->err), text ? text : "");
-    if (r->orphan || e->err == FI_ECANCELED)
+    if (r->orphan)
         r->phase = DONE;
+    else if (e->err == FI_ECANCELED) /* ofi_cancel's own (it frees r), or the provider's: not a completion */
+        req_fail(r, GCOLL_ERR_TRANSPORT, "ofi transport: the provider cancelled a %s rank %d (tag %u)", op_name(r),
+                 r->peer, (unsigned)r->tag);
     else if (e->err == FI_ETRUNC)
         req_fail(r, GCOLL_ERR_TRANSPORT,
                  "ofi transport: a message from rank %d (tag %u) is %zu bytes longer than the %zu "
