@@ -54,7 +54,7 @@ typedef struct {
     int blk_send, blk_recv, nblocks;
     size_t count, esize;
     void *s_down, *s_up;
-    void *ev_start;   /* recorded on the caller's stream: the operation starts after it */
+    void *ev_start;   /* recorded on the caller's stream (else the legacy default stream): the operation starts after it */
     void *user_stream;
     size_t nchunks, next; /* next: the first chunk not yet started */
     chunk_t *chunks;
@@ -232,9 +232,8 @@ static gcoll_status_t stage_poll(void *state, int *done)
     if (g->device >= 0)
         CU(g, g->cu->set_device(g->device), "set device"); /* progress threads run this too */
     if (!g->started) {
-        int ok = 1;
-        if (g->ev_start)
-            GCOLL_CHECK(ready(g, g->ev_start, &ok));
+        int ok;
+        GCOLL_CHECK(ready(g, g->ev_start, &ok));
         if (!ok)
             return GCOLL_SUCCESS;
         g->started = 1;
