@@ -232,7 +232,7 @@ static gcoll_status_t stage_poll(void *state, int *done)
     if (g->device >= 0)
         CU(g, g->cu->set_device(g->device), "set device"); /* progress threads run this too */
     if (!g->started) {
-        int ok;
+        int ok = 0;
         GCOLL_CHECK(ready(g, g->ev_start, &ok));
         if (!ok)
             return GCOLL_SUCCESS;
