@@ -391,6 +391,18 @@ static const var_def_t vars[] = {
      "interfaces for TCP: eth0,ib (those), ^docker,lo (all but those), =eth0 (exactly); auto prefers "
      "a non-loopback interface every host has",
      parse_iflist, NULL, gcoll__config.tcp_ifname, sizeof(gcoll__config.tcp_ifname)},
+    /* 256K: what a sender may queue ahead of its receiver. Small enough that a receiver copies
+     * the bytes out while they are still in cache: 4 hosts x 1 on 2 cores, unshaped, 64 MiB
+     * allreduce 114-145 ms against 175-191 with 4M (README "Socket buffers"); a link whose
+     * bandwidth x round trip passes it needs more. */
+    {"GCOLL_TCP_SNDBUF", "auto, or bytes 4K..1G", "256K",
+     "SO_SNDBUF of every TCP socket: bytes a sender queues ahead of its receiver; auto leaves it to the "
+     "kernel's autotuning (net.ipv4.tcp_wmem); raise it where bandwidth x round trip is larger",
+     parse_auto_bytes, NULL, &gcoll__config.tcp_sndbuf, 4},
+    {"GCOLL_TCP_RCVBUF", "auto, or bytes 4K..1G", "4M",
+     "SO_RCVBUF of every TCP socket (the window a receiver offers); auto leaves it to the kernel's "
+     "autotuning (net.ipv4.tcp_rmem)",
+     parse_auto_bytes, NULL, &gcoll__config.tcp_rcvbuf, 4},
     {"GCOLL_OFI_PROVIDER", "auto, or a libfabric provider name", "auto",
      "libfabric provider for ofi: auto takes the best RDM provider fi_getinfo offers, a real NIC before "
      "tcp;ofi_rxm",

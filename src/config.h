@@ -44,6 +44,8 @@ typedef struct {
     int shm_ring_depth;    /* cells per ring */
     int tcp_nsocks;        /* sockets per peer, striped for large messages */
     char tcp_ifname[256];  /* "auto", or a list: "eth0,eth1", "^lo,docker" */
+    size_t tcp_sndbuf;     /* SO_SNDBUF of every socket; 0: the kernel's autotuning */
+    size_t tcp_rcvbuf;     /* SO_RCVBUF likewise */
     char ofi_provider[64]; /* "auto", or a libfabric provider name such as "tcp;ofi_rxm" */
     size_t chunk_bytes;    /* pipeline slice of the point-to-point algorithms */
     int pipeline_depth;    /* slices in flight per round */

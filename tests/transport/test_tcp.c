@@ -2,7 +2,7 @@
  * many sizes checked byte for byte, receives posted before and after arrival, tags interleaved
  * and posted out of order, all-to-all traffic, size mismatches, intruders on the listening
  * socket, malformed frames (the header check directly, and a bad frame on a live connection),
- * and a peer that closes. Prints "RESULT tcp np=N passed=N failed=N". */
+ * a peer that closes, and the socket buffers GCOLL_TCP_SNDBUF / GCOLL_TCP_RCVBUF ask for. Prints "RESULT tcp np=N passed=N failed=N". */
 #include <arpa/inet.h>
 #include <mpi.h>
 #include <stdarg.h>
@@ -382,6 +382,58 @@ static void test_header_check(void)
 /* On a fresh endpoint: rank 0 writes a frame with a bad magic into its socket to rank 1; rank
  * 1's receive from rank 0 fails with a message naming rank 0 and the defect, while rank 1 and
  * rank 2 still talk. Then rank 0 closes, and rank 1's next receive from it fails too. */
+/* The kernel's cap on a buffer size (net.core.wmem_max / rmem_max). */
+static long proc_long(const char *path)
+{
+    long v = -1;
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (fscanf(f, "%ld", &v) != 1)
+            v = -1;
+        fclose(f);
+    }
+    return v;
+}
+
+/* Every socket to every peer has GCOLL_TCP_SNDBUF / GCOLL_TCP_RCVBUF as set (Linux reports
+ * twice what it grants, and grants at most the sysctl's cap). */
+static void check_buffers(long snd, long rcv, const char *what)
+{
+    long caps[2] = {proc_long("/proc/sys/net/core/wmem_max"), proc_long("/proc/sys/net/core/rmem_max")};
+    CHECK(caps[0] > 0 && caps[1] > 0, "%s: cannot read net.core.wmem_max / rmem_max", what);
+    char var[2][32];
+    snprintf(var[0], sizeof(var[0]), "%ld", snd);
+    snprintf(var[1], sizeof(var[1]), "%ld", rcv);
+    setenv("GCOLL_TCP_SNDBUF", var[0], 1);
+    setenv("GCOLL_TCP_RCVBUF", var[1], 1);
+    CHECK(gcoll__config_load() == GCOLL_SUCCESS, "%s: config: %s", what, gcoll_last_error());
+    gcoll__tp_t *tp = open_tp();
+    if (!tp)
+        return;
+    int opts[2] = {SO_SNDBUF, SO_RCVBUF};
+    long want[2] = {snd, rcv};
+    for (int q = 0; q < size; q++)
+        for (int i = 0; q != rank && i < tp->nsocks; i++)
+            for (int k = 0; k < 2; k++) {
+                int got = 0;
+                socklen_t len = sizeof(got);
+                long expect = 2 * (want[k] < caps[k] ? want[k] : caps[k]);
+                int ok = getsockopt(tp->peers[q].socks[i].ev.fd, SOL_SOCKET, opts[k], &got, &len) == 0;
+                CHECK(ok && got == expect, "%s: peer %d socket %d: %s is %d, not %ld", what, q, i,
+                      k ? "SO_RCVBUF" : "SO_SNDBUF", got, expect);
+            }
+    T->close(tp);
+    unsetenv("GCOLL_TCP_SNDBUF");
+    unsetenv("GCOLL_TCP_RCVBUF");
+    gcoll__config_load();
+}
+
+static void test_buffers(void)
+{
+    check_buffers(256 << 10, 4 << 20, "the defaults' values");
+    check_buffers(64 << 10, 96 << 10, "64K / 96K");
+}
+
 static void test_live_faults(void)
 {
     gcoll__tp_t *tp = open_tp();
@@ -494,6 +546,7 @@ int main(int argc, char **argv)
             T->close(tp);
         }
         test_live_faults();
+        test_buffers();
     }
     long mine[2] = {passed, failed}, all[2];
     MPI_Allreduce(mine, all, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);

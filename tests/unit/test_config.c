@@ -35,6 +35,12 @@ START_TEST(defaults_load)
     ck_assert(gcoll__config.timeout_s == 300);
     ck_assert_int_eq(gcoll__config.log_level, 1);
     ck_assert_int_eq(gcoll__config.algo[GCOLL_COLL_ALLREDUCE].nranges, 0);
+    ck_assert_uint_eq(gcoll__config.tcp_sndbuf, 256 << 10);
+    ck_assert_uint_eq(gcoll__config.tcp_rcvbuf, 4 << 20);
+    setenv("GCOLL_TCP_SNDBUF", "auto", 1);
+    ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+    ck_assert_uint_eq(gcoll__config.tcp_sndbuf, 0);
+    unsetenv("GCOLL_TCP_SNDBUF");
 }
 END_TEST
 
@@ -49,6 +55,9 @@ START_TEST(malformed_values_name_the_variable)
     expect_bad("GCOLL_TRANSPORT_INTER", "carrier-pigeon", "auto|tcp|ofi|mpi");
     expect_bad("GCOLL_TCP_NSOCKS", "0", "from 1 to 1024");
     expect_bad("GCOLL_TCP_NSOCKS", "two", "from 1 to 1024");
+    expect_bad("GCOLL_TCP_SNDBUF", "1K", "auto, or bytes");
+    expect_bad("GCOLL_TCP_SNDBUF", "0", "auto, or bytes");
+    expect_bad("GCOLL_TCP_RCVBUF", "big", "auto, or bytes");
     expect_bad("GCOLL_TCP_IFNAME", "eth0,,eth1", "interface names");
     expect_bad("GCOLL_TCP_IFNAME", "^", "interface names");
     expect_bad("GCOLL_TCP_IFNAME", "eth0 eth1", "interface names");

@@ -19,7 +19,6 @@
 #include "../../src/log.h"
 #include "tcp.h"
 
-#define SOCKBUF_BYTES (4 << 20)
 #define HELLO_WAIT_MAX 10.0 /* seconds an incoming connection has to send its hello */
 #define SOCK_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
 
@@ -49,14 +48,18 @@ static void format_addr(const struct sockaddr_in *a, char *buf, size_t len)
     snprintf(buf, len, "%s:%u", ip, (unsigned)ntohs(a->sin_port));
 }
 
-/* Large buffers keep a fast link busy; said once when the kernel grants less. */
+/* GCOLL_TCP_SNDBUF / GCOLL_TCP_RCVBUF (0: the kernel's autotuning); said once when the kernel
+ * grants less. */
 static void set_buffers(int fd, int rank, int say)
 {
     int opts[2] = {SO_SNDBUF, SO_RCVBUF};
+    size_t sizes[2] = {gcoll__config.tcp_sndbuf, gcoll__config.tcp_rcvbuf};
     const char *names[2] = {"SO_SNDBUF (net.core.wmem_max)", "SO_RCVBUF (net.core.rmem_max)"};
     for (int i = 0; i < 2; i++) {
-        int want = SOCKBUF_BYTES, got = 0;
+        int want = (int)sizes[i], got = 0; /* at most 1G, so it fits */
         socklen_t len = sizeof(got);
+        if (!want)
+            continue;
         setsockopt(fd, SOL_SOCKET, opts[i], &want, sizeof(want));
         /* Linux reports twice what it grants, for its bookkeeping */
         if (say && getsockopt(fd, SOL_SOCKET, opts[i], &got, &len) == 0 && got / 2 < want)
