@@ -20,7 +20,10 @@
 #define COPY_BPS 7e9
 /* Messages a rank posts in one round overlap on the wire, but each beyond the first adds half a
  * latency of its own (the software cost of a message, which a loaded host pays in full:
- * measured, a 1-to-3 fan-out of 8 B at 4 hosts costs about as much as two rounds of 1-to-1). */
+ * measured, a 1-to-3 fan-out of 8 B at 4 hosts costs about as much as two rounds of 1-to-1).
+ * The messages that leave one host in a round count alike, whichever of its ranks posts them:
+ * they share the host's network stack (2 hosts x 2 ranks: a 4 B allreduce that sends one message
+ * out of each host took 17.0 us, recursive doubling's two per host 19.2 us). */
 #define EXTRA_MSG 0.5
 /* Predictions this close to the least count as a tie (below the model's own accuracy). */
 #define TIE 0.01
@@ -54,14 +57,16 @@ static double burst_rate(const gcoll__link_t *l)
 
 typedef struct {
     double *out;  /* per host: bytes leaving it over the network */
+    int *msgs;    /* per host: messages leaving it */
     double intra; /* the busiest rank's bytes inside its host */
     double red, copy;
-    int nin, nout; /* the most messages one rank posts inside, across */
+    int nin, nout; /* the most messages one rank posts inside, across (per host: msgs) */
 } round_t;
 
 typedef struct {
     round_t *r;
     double *outs;
+    int *msgs;
     size_t n, cap;
     int nhosts;
 } rounds_t;
@@ -74,11 +79,15 @@ static round_t *round_at(rounds_t *rs, size_t k)
         if (r)
             rs->r = r;
         double *o = r ? realloc(rs->outs, cap * (size_t)rs->nhosts * sizeof(double)) : NULL;
-        if (!o)
+        if (o)
+            rs->outs = o;
+        int *mg = o ? realloc(rs->msgs, cap * (size_t)rs->nhosts * sizeof(int)) : NULL;
+        if (!mg)
             return NULL;
-        rs->outs = o;
+        rs->msgs = mg;
         memset(rs->r + rs->cap, 0, (cap - rs->cap) * sizeof(*r));
         memset(o + rs->cap * (size_t)rs->nhosts, 0, (cap - rs->cap) * (size_t)rs->nhosts * sizeof(double));
+        memset(mg + rs->cap * (size_t)rs->nhosts, 0, (cap - rs->cap) * (size_t)rs->nhosts * sizeof(int));
         rs->cap = cap;
     }
     if (k >= rs->n)
@@ -96,6 +105,7 @@ static int add_rank(rounds_t *rs, const gcoll__sched_t *s, const gcoll__coll_arg
         if (!r)
             return 0;
         double *out = rs->outs + k * (size_t)rs->nhosts, in = 0, red = 0, copy = 0;
+        int *msgs = rs->msgs + k * (size_t)rs->nhosts;
         int nin = 0, nout = 0;
         /* local steps listed before the round's last receive run while later messages are on
          * the wire (the engine starts each as soon as the steps before it are done): only
@@ -112,6 +122,7 @@ static int add_rank(rounds_t *rs, const gcoll__sched_t *s, const gcoll__coll_arg
             case GCOLL_STEP_SEND:
                 if (!m || m->host[st->peer] != host) {
                     out[host] += (double)st->n;
+                    msgs[host]++;
                     nout++;
                 } else {
                     in += (double)st->n;
@@ -178,11 +189,15 @@ double gcoll__cost_predict_parts(int idx, const gcoll__coll_args_t *a, const gco
     for (size_t k = 0; ok && k < rs.n; k++) {
         const round_t *r = &rs.r[k];
         const double *out = rs.outs + k * (size_t)rs.nhosts;
+        const int *msgs = rs.msgs + k * (size_t)rs.nhosts;
         double busiest = 0;
-        for (int h = 0; h < rs.nhosts; h++)
+        int nout = r->nout;
+        for (int h = 0; h < rs.nhosts; h++) {
             busiest = out[h] > busiest ? out[h] : busiest;
+            nout = msgs[h] > nout ? msgs[h] : nout;
+        }
         double across = busiest / inter_burst, inside = r->intra / intra_burst;
-        t += round_lat(links, r->nin, r->nout) + (across > inside ? across : inside) + r->red / REDUCE_BPS +
+        t += round_lat(links, r->nin, nout) + (across > inside ? across : inside) + r->red / REDUCE_BPS +
              r->copy / COPY_BPS;
         intra_total += r->intra;
     }
@@ -201,6 +216,7 @@ double gcoll__cost_predict_parts(int idx, const gcoll__coll_args_t *a, const gco
     double floor = floor_across > floor_inside ? floor_across : floor_inside;
     free(rs.r);
     free(rs.outs);
+    free(rs.msgs);
     if (rounds_s)
         *rounds_s = ok ? t : -1;
     return ok ? (t > floor ? t : floor) : -1;

@@ -132,16 +132,16 @@ static double floor_of(double bytes, double bw)
 START_TEST(burst_prices_rounds_sustained_bounds_the_whole)
 {
     /* 2 hosts x 2 ranks, network 10 us, 0.125 GB/s sustained, 1.5 GB/s burst. Recursive
-     * doubling: round 1 inside a host (S each way), round 2 across (S from each rank: 2S leave
-     * each host), both reduce S. Rounds at the burst rate; the whole at least 2S past the
-     * first 16 KiB at the sustained rate. */
+     * doubling: round 1 inside a host (S each way), round 2 across (S from each rank: 2S and two
+     * messages leave each host, a latency and a half), both reduce S. Rounds at the burst rate;
+     * the whole at least 2S past the first 16 KiB at the sustained rate. */
     set_links(1e-6, 5e9, 10e-6, 0.125e9);
     links.inter.burst_Bps = 1.5e9;
     size_t counts[] = {2, 256, 16384};
     for (int i = 0; i < 3; i++) {
         gcoll__coll_args_t a = allreduce(counts[i], 4, &map2x2);
         double S = counts[i] * 4.0;
-        double rounds = 1e-6 + S / 5e9 + S / REDUCE_BPS + 10e-6 + 2 * S / 1.5e9 + S / REDUCE_BPS;
+        double rounds = 1e-6 + S / 5e9 + S / REDUCE_BPS + 15e-6 + 2 * S / 1.5e9 + S / REDUCE_BPS;
         double want = max2(rounds, floor_of(2 * S, 0.125e9)), got_rounds = 0;
         double got = gcoll__cost_predict_parts(gcoll__algo_find(GCOLL_COLL_ALLREDUCE, "recursive_doubling"), &a,
                                                &links, &got_rounds);
@@ -167,6 +167,30 @@ START_TEST(burst_prices_rounds_sustained_bounds_the_whole)
     double unset = predict("recursive_doubling", &a);
     links.inter.burst_Bps = 0.125e9;
     ck_assert(fabs(unset - predict("recursive_doubling", &a)) < 1e-12);
+}
+END_TEST
+
+START_TEST(small_hierarchical_goes_through_one_rank_per_host)
+{
+    /* the sweep's links (README "Selection targets, measured"): up to 16 KiB hierarchical sends
+     * the vector to the host's first rank (one message inside, S reduced), those allreduce it
+     * (one message out of each host, S reduced), and send it back: one network message per host
+     * where recursive doubling sends two, so it is the pick */
+    set_links(1e-6, 9.4e9, 7.1e-6, 0.12e9);
+    links.intra.burst_Bps = 11.8e9;
+    links.inter.burst_Bps = 1.544e9;
+    size_t counts[] = {1, 4, 256, 1024, 4096};
+    for (int i = 0; i < 5; i++) {
+        gcoll__coll_args_t a = allreduce(counts[i], 4, &map2x2);
+        double S = counts[i] * 4.0;
+        double want = 2 * (1e-6 + S / 11.8e9) + S / REDUCE_BPS + 7.1e-6 + S / 1.544e9 + S / REDUCE_BPS;
+        double got = predict("hierarchical", &a);
+        ck_assert_msg(fabs(got - want) < 1e-3 * want, "hierarchical %zu B: predicted %g s, formula %g s", (size_t)S,
+                      got, want);
+        ck_assert_msg(got < predict("recursive_doubling", &a), "%zu B: hierarchical %g s, recursive doubling %g s",
+                      (size_t)S, got, predict("recursive_doubling", &a));
+        ck_assert_str_eq(gcoll__algo_get(gcoll__cost_pick(&a, &links))->name, "hierarchical");
+    }
 }
 END_TEST
 
@@ -429,6 +453,7 @@ Suite *cost_suite(void)
     tcase_add_test(tc, host_links_are_shared);
     tcase_add_test(tc, picks_follow_predictions);
     tcase_add_test(tc, burst_prices_rounds_sustained_bounds_the_whole);
+    tcase_add_test(tc, small_hierarchical_goes_through_one_rank_per_host);
     tcase_add_test(tc, burst_moves_small_picks_and_ties_go_to_fewer_rounds);
     tcase_add_test(tc, cost_variables_parse);
     suite_add_tcase(s, tc);
