@@ -11,7 +11,7 @@
  * their vectors (one intra-host step), it reduces them, allreduces the whole vector with the
  * other hosts' first ranks and sends the result back (one step). The host's link carries the
  * same bytes either way; what a small vector gains is one network message per host instead of
- * L (2 hosts x 2 ranks on 2 cores, 16 B-4 KiB: 17-20 us against 24-34 split). */
+ * L (2 hosts x 2 ranks on 2 cores, forced, 16 B-4 KiB: 17-23 us against 24-34 split). */
 #include "select.h"
 
 /* Up to this many bytes the vector goes through one rank per host: a few microseconds of

@@ -393,7 +393,7 @@ static const var_def_t vars[] = {
      parse_iflist, NULL, gcoll__config.tcp_ifname, sizeof(gcoll__config.tcp_ifname)},
     /* 256K: what a sender may queue ahead of its receiver. Small enough that a receiver copies
      * the bytes out while they are still in cache: 4 hosts x 1 on 2 cores, unshaped, 64 MiB
-     * allreduce 114-145 ms against 175-191 with 4M (README "Socket buffers"); a link whose
+     * allreduce 124-139 ms against 181-187 with 4M (README "Socket buffers"); a link whose
      * bandwidth x round trip passes it needs more. */
     {"GCOLL_TCP_SNDBUF", "auto, or bytes 4K..1G", "256K",
      "SO_SNDBUF of every TCP socket: bytes a sender queues ahead of its receiver; auto leaves it to the "
