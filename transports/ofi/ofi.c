@@ -99,12 +99,14 @@ static void on_completion(gcoll__tp_t *tp, const struct fi_cq_tagged_entry *e)
     finished(tp, r);
 }
 
-/* Errors a provider reports when the peer's end went away (tcp;ofi_rxm: the socket's). */
+/* Errors a provider reports when the peer's end went away (tcp;ofi_rxm: the socket's). A
+ * cancellation that ofi_cancel did not ask for is one of them: tcp;ofi_rxm cancels what is posted
+ * to a peer whose connection it tears down (seen when a peer is killed mid-allreduce). */
 static int connection_lost(int err)
 {
     return err == FI_ECONNRESET || err == FI_ECONNREFUSED || err == FI_ECONNABORTED || err == FI_ENOTCONN ||
            err == FI_EHOSTUNREACH || err == FI_ENETUNREACH || err == FI_EIO || err == FI_ESHUTDOWN ||
-           err == FI_ETIMEDOUT || err == EPIPE;
+           err == FI_ETIMEDOUT || err == EPIPE || err == FI_ECANCELED;
 }
 
 static gcoll_status_t on_error(gcoll__tp_t *tp, const struct fi_cq_err_entry *e)
@@ -115,11 +117,8 @@ static gcoll_status_t on_error(gcoll__tp_t *tp, const struct fi_cq_err_entry *e)
     if (!r) /* an injected send has no request to carry its failure */
         return gcoll__error(GCOLL_ERR_TRANSPORT, "ofi transport: an injected send failed: %s (%s)",
                             fi_strerror(e->err), text ? text : "");
-    if (r->orphan)
+    if (r->orphan) /* ofi_cancel's own cancellation */
         r->phase = DONE;
-    else if (e->err == FI_ECANCELED) /* ofi_cancel's own (it frees r), or the provider's: not a completion */
-        req_fail(r, GCOLL_ERR_TRANSPORT, "ofi transport: the provider cancelled a %s rank %d (tag %u)", op_name(r),
-                 r->peer, (unsigned)r->tag);
     else if (e->err == FI_ETRUNC)
         req_fail(r, GCOLL_ERR_TRANSPORT,
                  "ofi transport: a message from rank %d (tag %u) is %zu bytes longer than the %zu "
