@@ -56,17 +56,15 @@ static double burst_rate(const gcoll__link_t *l)
 }
 
 typedef struct {
-    double *out;  /* per host: bytes leaving it over the network */
-    int *msgs;    /* per host: messages leaving it */
     double intra; /* the busiest rank's bytes inside its host */
     double red, copy;
-    int nin, nout; /* the most messages one rank posts inside, across (per host: msgs) */
+    int nin; /* the most messages one rank posts inside its host (across: rounds_t.msgs, per host) */
 } round_t;
 
 typedef struct {
     round_t *r;
-    double *outs;
-    int *msgs;
+    double *outs; /* [round][host]: bytes leaving the host */
+    int *msgs;    /* [round][host]: messages leaving the host */
     size_t n, cap;
     int nhosts;
 } rounds_t;
@@ -106,7 +104,7 @@ static int add_rank(rounds_t *rs, const gcoll__sched_t *s, const gcoll__coll_arg
             return 0;
         double *out = rs->outs + k * (size_t)rs->nhosts, in = 0, red = 0, copy = 0;
         int *msgs = rs->msgs + k * (size_t)rs->nhosts;
-        int nin = 0, nout = 0;
+        int nin = 0;
         /* local steps listed before the round's last receive run while later messages are on
          * the wire (the engine starts each as soon as the steps before it are done): only
          * those after it add to the round */
@@ -123,7 +121,6 @@ static int add_rank(rounds_t *rs, const gcoll__sched_t *s, const gcoll__coll_arg
                 if (!m || m->host[st->peer] != host) {
                     out[host] += (double)st->n;
                     msgs[host]++;
-                    nout++;
                 } else {
                     in += (double)st->n;
                     nin++;
@@ -145,7 +142,6 @@ static int add_rank(rounds_t *rs, const gcoll__sched_t *s, const gcoll__coll_arg
         r->red = red > r->red ? red : r->red;
         r->copy = copy > r->copy ? copy : r->copy;
         r->nin = nin > r->nin ? nin : r->nin;
-        r->nout = nout > r->nout ? nout : r->nout;
     }
     return 1;
 }
@@ -191,7 +187,7 @@ double gcoll__cost_predict_parts(int idx, const gcoll__coll_args_t *a, const gco
         const double *out = rs.outs + k * (size_t)rs.nhosts;
         const int *msgs = rs.msgs + k * (size_t)rs.nhosts;
         double busiest = 0;
-        int nout = r->nout;
+        int nout = 0; /* at least any one rank's, since its host counts them too */
         for (int h = 0; h < rs.nhosts; h++) {
             busiest = out[h] > busiest ? out[h] : busiest;
             nout = msgs[h] > nout ? msgs[h] : nout;

@@ -54,7 +54,8 @@ typedef struct {
     int blk_send, blk_recv, nblocks;
     size_t count, esize;
     void *s_down, *s_up;
-    void *ev_start;   /* recorded on the caller's stream (else the legacy default stream): the operation starts after it */
+    void *ev_start;   /* recorded on the caller's stream, else the legacy default stream: the
+                       * operation starts after it */
     void *user_stream;
     size_t nchunks, next; /* next: the first chunk not yet started */
     chunk_t *chunks;

@@ -2,7 +2,8 @@
  * many sizes checked byte for byte, receives posted before and after arrival, tags interleaved
  * and posted out of order, all-to-all traffic, size mismatches, intruders on the listening
  * socket, malformed frames (the header check directly, and a bad frame on a live connection),
- * a peer that closes, and the socket buffers GCOLL_TCP_SNDBUF / GCOLL_TCP_RCVBUF ask for. Prints "RESULT tcp np=N passed=N failed=N". */
+ * a peer that closes, and the socket buffers GCOLL_TCP_SNDBUF / GCOLL_TCP_RCVBUF ask for.
+ * Prints "RESULT tcp np=N passed=N failed=N". */
 #include <arpa/inet.h>
 #include <mpi.h>
 #include <stdarg.h>
@@ -379,9 +380,6 @@ static void test_header_check(void)
           "hello with a wrong secret: '%s'", why);
 }
 
-/* On a fresh endpoint: rank 0 writes a frame with a bad magic into its socket to rank 1; rank
- * 1's receive from rank 0 fails with a message naming rank 0 and the defect, while rank 1 and
- * rank 2 still talk. Then rank 0 closes, and rank 1's next receive from it fails too. */
 /* The kernel's cap on a buffer size (net.core.wmem_max / rmem_max). */
 static long proc_long(const char *path)
 {
@@ -434,6 +432,9 @@ static void test_buffers(void)
     check_buffers(64 << 10, 96 << 10, "64K / 96K");
 }
 
+/* On a fresh endpoint: rank 0 writes a frame with a bad magic into its socket to rank 1; rank
+ * 1's receive from rank 0 fails with a message naming rank 0 and the defect, while rank 1 and
+ * rank 2 still talk. Then rank 0 closes, and rank 1's next receive from it fails too. */
 static void test_live_faults(void)
 {
     gcoll__tp_t *tp = open_tp();
