@@ -54,14 +54,16 @@ static const char *algo_collective(const bench_opts_t *o)
     return o->subcmd == BENCH_IALLREDUCE ? "allreduce" : bench_coll_name((bench_coll_t)o->subcmd);
 }
 
-static int algo_known(const bench_opts_t *o)
+static int algo_known(const bench_opts_t *o, const char *name)
 {
     const char *const *names;
     size_t n;
+    if (strcmp(name, "auto") == 0)
+        return bench_algo_by_table(o);
     if (gcoll_algorithms(algo_collective(o), &names, &n) != GCOLL_SUCCESS)
         return 0;
     for (size_t i = 0; i < n; i++)
-        if (strcmp(names[i], o->algo) == 0)
+        if (strcmp(names[i], name) == 0)
             return 1;
     return 0;
 }
@@ -100,10 +102,11 @@ int main(int argc, char **argv)
         snprintf(err, sizeof(err), "-r %d: the root must be below the rank count %d", o.root, n);
         return usage_error(rank, argv[0], err);
     }
-    if (o.algo && o.subcmd != BENCH_MEMBW && !algo_known(&o)) {
-        snprintf(err, sizeof(err), "--algo %s: not a %s algorithm of gcoll", o.algo, algo_collective(&o));
-        return usage_error(rank, argv[0], err);
-    }
+    for (int a = 0; a < o.nalgos && o.subcmd != BENCH_MEMBW; a++)
+        if (!algo_known(&o, o.algos[a])) {
+            snprintf(err, sizeof(err), "--algo %s: not a %s algorithm of gcoll", o.algos[a], algo_collective(&o));
+            return usage_error(rank, argv[0], err);
+        }
     if (o.device && devbuf_cuda_open(rank, err, sizeof(err)) != 0) {
         char msg[300];
         snprintf(msg, sizeof(msg), "-d cuda: %s", err);
@@ -167,12 +170,15 @@ int main(int argc, char **argv)
             all_valid &= orow.g_valid && (!o.baseline_mpi || orow.m_valid);
             continue;
         }
-        bench_row_t row = {0};
-        if (bench_run_size(&o, world, mpi_side ? &bl : NULL, count, &row) != 0)
+        bench_row_t rows[BENCH_MAX_ALGOS] = {{0}};
+        int nrows = bench_run_size(&o, world, mpi_side ? &bl : NULL, count, rows);
+        if (nrows < 0)
             MPI_Abort(MPI_COMM_WORLD, 1);
-        if (rank == 0)
-            report_row(&o, &env, &row);
-        all_valid &= row.g_valid && (!o.baseline_mpi || row.m_valid);
+        for (int i = 0; i < nrows; i++) {
+            if (rank == 0)
+                report_row(&o, &env, &rows[i]);
+            all_valid &= rows[i].g_valid && (!o.baseline_mpi || rows[i].m_valid);
+        }
         if (o.subcmd == B_BARRIER)
             break; /* one row: a barrier has no size */
     }

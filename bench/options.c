@@ -37,7 +37,9 @@ void bench_usage(FILE *f, const char *prog)
             "                  (adasum: mpi means gcoll's sum allreduce)\n"
             "  --csv FILE      also write the rows as CSV\n"
             "  --json FILE     also write the rows as JSON\n"
-            "  --algo NAME     force a gcoll algorithm (see gcoll-info / the README)\n"
+            "  --algo LIST     gcoll algorithms, comma-separated (see gcoll-info / the README), and\n"
+            "                  auto for the selection's own choice: one row each per size, the\n"
+            "                  algorithms interleaved block by block in the same run\n"
             "  --compress C    allreduce: none, fp16, bf16 or topk:DENSITY (float32, sum or avg; the\n"
             "                  MPI side stays dense) and a column of gcoll's bytes on the wire per call\n"
             "  -h              this help\n"
@@ -102,6 +104,30 @@ static int parse_double(const char *s, double *out)
     return 0;
 }
 
+int bench_algo_by_table(const bench_opts_t *o)
+{
+    return o->subcmd < B_NCOLL && o->subcmd != B_ADASUM && !o->compress_set;
+}
+
+/* "ring,auto" -> two names, pointing into a copy of the argument. */
+static int parse_algos(const char *arg, bench_opts_t *o)
+{
+    static char copy[512];
+    if (strlen(arg) >= sizeof(copy))
+        return -1;
+    strcpy(copy, arg);
+    o->algo = arg;
+    o->nalgos = 0;
+    for (char *p = copy, *comma; p; p = comma ? comma + 1 : NULL) {
+        if ((comma = strchr(p, ',')))
+            *comma = '\0';
+        if (!*p || o->nalgos == BENCH_MAX_ALGOS)
+            return -1;
+        o->algos[o->nalgos++] = p;
+    }
+    return 0;
+}
+
 /* An option the subcommand would ignore is refused, so that no run measures something else
  * than its command line says. */
 static int check_applicable(const bench_opts_t *o, const char *seen, char *err, size_t errlen)
@@ -123,6 +149,9 @@ static int check_applicable(const bench_opts_t *o, const char *seen, char *err, 
                         : o->subcmd == BENCH_MEMBW ? "membw" : bench_coll_name((bench_coll_t)o->subcmd));
     if (o->subcmd == BENCH_TRAIN && o->op != GCOLL_SUM && o->op != GCOLL_AVG)
         return fail(err, errlen, "-o %s: train reduces gradients with sum or avg", gcoll_op_name(o->op));
+    if (o->nalgos > 1 && !bench_algo_by_table(o))
+        return fail(err, errlen, "--algo '%s': %s takes one algorithm", o->algo,
+                    o->compress_set ? "--compress" : o->subcmd == BENCH_IALLREDUCE ? "iallreduce" : "adasum");
     if (o->compress != GCOLL_COMPRESS_NONE && (o->dtype != GCOLL_FLOAT32 || (o->op != GCOLL_SUM && o->op != GCOLL_AVG)))
         return fail(err, errlen, "--compress: takes -d float32 and -o sum or avg");
     return 0;
@@ -227,7 +256,11 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen
             break;
         case 'C': o->csv = optarg; break;
         case 'J': o->json = optarg; break;
-        case 'A': o->algo = optarg; break;
+        case 'A':
+            if (parse_algos(optarg, o) != 0)
+                return fail(err, errlen, "--algo '%s': expected 1 to %d comma-separated names", optarg,
+                            BENCH_MAX_ALGOS);
+            break;
         case 'P':
             if (strcmp(optarg, "spin") && strcmp(optarg, "sleep"))
                 return fail(err, errlen, "--compute '%s': expected spin or sleep", optarg);

@@ -12,6 +12,7 @@
 #define BENCH_MEMBW B_NCOLL /* the subcommand that measures the machine, not a collective */
 #define BENCH_IALLREDUCE (B_NCOLL + 1) /* overlap of a nonblocking allreduce with computation */
 #define BENCH_TRAIN (B_NCOLL + 2)      /* a training step's backprop and gradient exchange */
+#define BENCH_MAX_ALGOS 8              /* names in one --algo list */
 
 typedef struct {
     int subcmd;                 /* a bench_coll_t, or BENCH_MEMBW */
@@ -25,7 +26,10 @@ typedef struct {
     int inplace;
     int check_each;             /* -c: validate every iteration, not only once per size */
     int baseline_mpi;
-    const char *csv, *json, *algo;
+    const char *csv, *json;
+    const char *algo;             /* --algo as given (NULL: not given) */
+    const char *algos[BENCH_MAX_ALGOS]; /* its comma-separated names, measured side by side */
+    int nalgos;
     bench_compute_mode_t compute; /* iallreduce and train */
     const char *model;            /* train: resnet50 or bert */
     double scale;                 /* train: multiplies every tensor's element count */
@@ -36,6 +40,10 @@ typedef struct {
     int device;                   /* 1: buffers in GPU memory (-d cuda / --device cuda) */
 } bench_opts_t;
 
+/* Whether --algo forces through the communicator's selection table (gcoll_comm_set_algorithm),
+ * so that the blocking call runs and a list of names and "auto" are allowed; otherwise it
+ * forces one name through attr.algorithm (adasum, --compress, iallreduce). */
+int bench_algo_by_table(const bench_opts_t *o);
 /* 0: run; 1: help was asked for; -1: bad command line, err says why. */
 int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen);
 void bench_usage(FILE *f, const char *prog);

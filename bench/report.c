@@ -41,9 +41,10 @@ void report_header(const bench_opts_t *o, const bench_env_t *env)
         printf(" beside %s", ada(o) ? "gcoll_allreduce sum on the same buffers" : env->mpi_version);
     printf("\n# %d ranks on %d host%s (%s), transport %s, algorithm %s\n", env->nranks, env->nhosts,
            env->nhosts == 1 ? "" : "s", env->hosts, env->transport, o->algo ? o->algo : "by size (column)");
-    printf("# dtype %s, op %s, %s, validation %s, %d blocks alternating gcoll and %s per size\n",
+    printf("# dtype %s, op %s, %s, validation %s; per size %s%s take turns in blocks of iterations\n",
            gcoll_dtype_name(o->dtype), gcoll_op_name(o->op), o->inplace ? "in place" : "out of place",
-           o->check_each ? "every iteration" : "once per size", 4, ada(o) ? "the sum" : "MPI");
+           o->check_each ? "every iteration" : "once per size", o->nalgos > 1 ? "the --algo list" : "gcoll",
+           !o->baseline_mpi ? " alone:" : ada(o) ? " and the sum" : " and MPI");
     if (o->compress_set) {
         static const char *const cname[] = {"none", "fp16", "bf16", "topk"};
         printf("# gcoll compression %s", cname[o->compress]);

@@ -11,7 +11,8 @@
 #include "reference.h"
 #include "runner.h"
 
-#define NBLOCKS 4 /* the two sides alternate in this many blocks per size */
+#define NBLOCKS 4 /* the sides alternate in at least this many blocks per size */
+#define MAX_SIDES (BENCH_MAX_ALGOS + 1) /* gcoll's algorithms, then the baseline */
 
 typedef struct {
     const bench_opts_t *o;
@@ -30,8 +31,9 @@ typedef struct {
     size_t check_bytes;  /* 0: nothing to check on this rank */
     adasum_ref_t ada;    /* adasum: the reference of the gcoll side (the sum side checks expect) */
     int have_ada;
-    double *calls[2];    /* each timed call's seconds per side, in call order (alike on every rank) */
-    int ncalls[2];
+    int ng;              /* gcoll's sides: side s < ng runs algorithm s of --algo; side ng the baseline */
+    double *calls[MAX_SIDES]; /* each timed call's seconds per side, in call order (alike on every rank) */
+    int ncalls[MAX_SIDES];
 } ctx_t;
 
 /* Rank q's input at element i, for the Adasum reference (ctx: the dtype). */
@@ -165,11 +167,26 @@ static gcoll_status_t run_forced(ctx_t *x, const void *sb, void *rb)
     return st == GCOLL_SUCCESS ? gcoll_wait(&req) : st;
 }
 
+/* Side s of gcoll: its --algo name in the communicator's table ("auto": none), so that the
+ * blocking call runs it; every rank sets the same before the same call. */
+static int use_side(const ctx_t *x, int s)
+{
+    if (s >= x->ng || !x->o->nalgos || !bench_algo_by_table(x->o))
+        return 0;
+    const char *name = x->o->algos[s];
+    gcoll_status_t st = gcoll_comm_set_algorithm(x->comm, bench_coll_name(x->coll),
+                                                 strcmp(name, "auto") == 0 ? NULL : name);
+    if (st != GCOLL_SUCCESS)
+        fprintf(stderr, "gcoll_bench [rank %d]: --algo %s: %s\n", x->rank, name, gcoll_last_error());
+    return st == GCOLL_SUCCESS ? 0 : -1;
+}
+
 static int run_gcoll(ctx_t *x)
 {
     /* in place is sendbuf == recvbuf for every collective, wherever the input sits inside it */
     const void *sb = x->o->inplace ? x->rbuf : x->sbuf;
-    gcoll_status_t st = x->o->algo || x->o->compress ? run_forced(x, sb, x->rbuf) : run_blocking(x, sb, x->rbuf);
+    int forced = (x->o->algo && !bench_algo_by_table(x->o)) || x->o->compress;
+    gcoll_status_t st = forced ? run_forced(x, sb, x->rbuf) : run_blocking(x, sb, x->rbuf);
     if (st != GCOLL_SUCCESS)
         fprintf(stderr, "gcoll_bench [rank %d]: %s: %s\n", x->rank, gcoll_status_name(st), gcoll_last_error());
     return st == GCOLL_SUCCESS ? 0 : -1;
@@ -192,9 +209,10 @@ static int run_mpi(ctx_t *x)
     return rc == MPI_SUCCESS ? 0 : -1;
 }
 
-/* side 0 is gcoll; side 1 the baseline (for adasum, the sum allreduce). */
+/* side ng is the baseline (for adasum, the sum allreduce); the others are gcoll's. */
 static int check(const ctx_t *x, int side)
 {
+    side = side == x->ng;
     const char *got = x->check_at;
     if (x->o->device) {
         devbuf_get(1, x->readback, x->check_at, x->check_bytes);
@@ -210,8 +228,11 @@ static int check(const ctx_t *x, int side)
 /* Runs k iterations of one side; adds their time (seconds) to *t, keeps each call's time when
  * timed (not in warmup), and clears *valid on a wrong result when checking each. Restoring the
  * input is outside the timed region. */
-static int iterate(ctx_t *x, int mpi, int k, double *t, int *valid, int timed)
+static int iterate(ctx_t *x, int side, int k, double *t, int *valid, int timed)
 {
+    int mpi = side == x->ng;
+    if (k > 0 && use_side(x, side) != 0)
+        return -1;
     for (int i = 0; i < k; i++) {
         if (x->o->check_each)
             devbuf_put(x->o->device, x->in_at, x->pristine, x->in_bytes);
@@ -221,9 +242,9 @@ static int iterate(ctx_t *x, int mpi, int k, double *t, int *valid, int timed)
             return -1;
         double dt = MPI_Wtime() - t0;
         *t += dt;
-        if (timed && x->calls[mpi])
-            x->calls[mpi][x->ncalls[mpi]++] = dt;
-        if (x->o->check_each && !check(x, mpi))
+        if (timed && x->calls[side])
+            x->calls[side][x->ncalls[side]++] = dt;
+        if (x->o->check_each && !check(x, side))
             *valid = 0;
     }
     return 0;
@@ -270,70 +291,98 @@ static int all_true(int v)
     return r;
 }
 
-int bench_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, size_t count, bench_row_t *row)
+/* The row's algorithm: the name forced, or the selection's pick ("auto:PICK" when --algo
+ * asked for auto beside forced ones). */
+static void name_row(const ctx_t *x, int side, bench_row_t *row)
+{
+    const bench_opts_t *o = x->o;
+    const char *name = o->nalgos ? o->algos[side] : NULL, *pick = NULL;
+    if (name && strcmp(name, "auto") != 0) {
+        snprintf(row->algo, sizeof(row->algo), "%s", name);
+        return;
+    }
+    if (o->compress) { /* the selection table's answer is for uncompressed calls */
+        snprintf(row->algo, sizeof(row->algo), "%s", o->compress == GCOLL_COMPRESS_TOPK ? "topk" : "auto(16-bit wire)");
+        return;
+    }
+    if (use_side(x, side) != 0 || gcoll_comm_algorithm(x->comm, bench_coll_name(x->coll), x->count, o->dtype, &pick))
+        pick = "?";
+    snprintf(row->algo, sizeof(row->algo), "%s%s", name ? "auto:" : "", pick);
+}
+
+int bench_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, size_t count, bench_row_t *rows)
 {
     ctx_t x = {.o = o, .coll = (bench_coll_t)o->subcmd, .comm = comm, .bl = bl, .count = count,
-               .es = gcoll_dtype_size(o->dtype), .rank = gcoll_comm_rank(comm), .n = gcoll_comm_size(comm)};
-    int rc = -1, sides = o->baseline_mpi ? 2 : 1;
+               .es = gcoll_dtype_size(o->dtype), .rank = gcoll_comm_rank(comm), .n = gcoll_comm_size(comm),
+               .ng = o->nalgos > 1 ? o->nalgos : 1};
+    int rc = -1, sides = x.ng + (o->baseline_mpi ? 1 : 0);
     if (prepare(&x) != 0) {
         fprintf(stderr, "gcoll_bench [rank %d]: out of memory at %zu elements\n", x.rank, count);
         goto out;
     }
+    bench_row_t *row = &rows[0];
     row->count = count;
     row->bytes = bench_bytes_for(x.coll, count, x.es, x.n);
     row->iters = o->iters ? o->iters : bench_default_iters(row->bytes);
     int warmup = o->warmup >= 0 ? o->warmup : bench_default_warmup(row->iters);
-    row->algo = o->algo;
-    if (!row->algo && o->compress) /* the selection table's answer is for uncompressed calls */
-        row->algo = o->compress == GCOLL_COMPRESS_TOPK ? "topk" : "auto(16-bit wire)";
-    if (!row->algo && gcoll_comm_algorithm(comm, bench_coll_name(x.coll), count, o->dtype, &row->algo))
-        row->algo = "?";
 
     for (int s = 0; s < sides; s++)
         x.calls[s] = malloc(sizeof(double) * (size_t)(row->iters > 0 ? row->iters : 1));
     /* validate once, up front, unless every iteration is checked */
-    int valid[2] = {1, 1};
-    double t[2] = {0, 0}, ignored = 0;
+    int valid[MAX_SIDES];
+    double t[MAX_SIDES] = {0}, ignored = 0;
     for (int s = 0; s < sides; s++) {
         devbuf_put(o->device, x.in_at, x.pristine, x.in_bytes);
-        if ((s ? run_mpi(&x) : run_gcoll(&x)) != 0)
+        if (use_side(&x, s) != 0 || (s == x.ng ? run_mpi(&x) : run_gcoll(&x)) != 0)
             goto out;
         valid[s] = check(&x, s);
         devbuf_put(o->device, x.in_at, x.pristine, x.in_bytes);
         if (iterate(&x, s, warmup, &ignored, &valid[s], 0) != 0)
             goto out;
     }
-    /* timed blocks, alternating which side goes first */
-    unsigned long long wire = 0;
-    for (int b = 0; b < NBLOCKS; b++) {
-        int k = row->iters / NBLOCKS + (b < row->iters % NBLOCKS);
+    /* timed blocks, each side in turn, the first one rotating */
+    unsigned long long wire[MAX_SIDES] = {0};
+    int nblocks = sides > NBLOCKS ? sides : NBLOCKS;
+    for (int b = 0; b < nblocks; b++) {
+        int k = row->iters / nblocks + (b < row->iters % nblocks);
         for (int j = 0; j < sides; j++) {
-            int s = sides == 2 ? (b + j) % 2 : 0;
+            int s = (b + j) % sides;
             unsigned long long b0 = 0, b1 = 0;
             gcoll_comm_bytes_sent(comm, &b0);
             if (iterate(&x, s, k, &t[s], &valid[s], 1) != 0)
                 goto out;
             gcoll_comm_bytes_sent(comm, &b1);
-            wire += s == 0 ? b1 - b0 : 0;
+            wire[s] += b1 - b0;
         }
     }
-    double mine = (double)wire / row->iters;
-    MPI_Allreduce(&mine, &row->wire_bytes, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    row->wire_bytes /= x.n;
-    row->g = gather_latency(&x, t[0] * 1e6 / row->iters);
-    row->g_med = median_call(&x, 0);
-    row->g_valid = all_true(valid[0]);
-    if (sides == 2) {
-        row->m = gather_latency(&x, t[1] * 1e6 / row->iters);
-        row->m_med = median_call(&x, 1);
-        row->m_valid = all_true(valid[1]);
+    bench_lat_t m = {0, 0, 0};
+    double m_med = 0;
+    int m_valid = 1;
+    if (o->baseline_mpi) {
+        m = gather_latency(&x, t[x.ng] * 1e6 / row->iters);
+        m_med = median_call(&x, x.ng);
+        m_valid = all_true(valid[x.ng]);
     }
-    rc = 0;
+    for (int s = 0; s < x.ng; s++) {
+        bench_row_t *r = &rows[s];
+        *r = (bench_row_t){.bytes = row->bytes, .count = count, .iters = row->iters, .m = m, .m_med = m_med,
+                           .m_valid = m_valid};
+        name_row(&x, s, r);
+        double mine = (double)wire[s] / r->iters;
+        MPI_Allreduce(&mine, &r->wire_bytes, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        r->wire_bytes /= x.n;
+        r->g = gather_latency(&x, t[s] * 1e6 / r->iters);
+        r->g_med = median_call(&x, s);
+        r->g_valid = all_true(valid[s]);
+    }
+    rc = x.ng;
 out:
+    if (o->nalgos && bench_algo_by_table(o)) /* leave the communicator as the run found it */
+        gcoll_comm_set_algorithm(comm, bench_coll_name(x.coll), NULL);
     if (x.have_ada)
         adasum_ref_free(&x.ada);
-    free(x.calls[0]);
-    free(x.calls[1]);
+    for (int s = 0; s < MAX_SIDES; s++)
+        free(x.calls[s]);
     devbuf_free(o->device, x.sbuf);
     devbuf_free(o->device, x.rbuf);
     free(x.pristine);

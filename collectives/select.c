@@ -171,12 +171,12 @@ gcoll_status_t gcoll__algo_select(const gcoll__coll_args_t *a, const char *force
             return gcoll__error(GCOLL_ERR_INVALID_ARG, "attr->algorithm '%s' is not a %s algorithm: accepts %s",
                                 forced, gcoll__coll_name(a->coll), gcoll__algo_list(a->coll));
     } else {
-        const gcoll__algo_table_t *t = &gcoll__config.algo[a->coll];
+        const gcoll__algo_table_t *t = a->table ? a->table : &gcoll__config.algo[a->coll];
         for (int i = 0; i < t->nranges && idx < 0; i++)
             if (bytes >= t->range[i].lo && (bytes < t->range[i].hi || t->range[i].hi == SIZE_MAX))
                 idx = t->range[i].algo;
         asked = idx >= 0 ? algos[idx].name : NULL;
-        from = "the selection table";
+        from = a->table ? "the communicator's selection table" : "the selection table";
     }
     if (idx >= 0 && !usable(idx, a)) {
         GCOLL_LOG(GCOLL_LOG_INFO, "%s: %s cannot serve %zu bytes on this communicator (%s); using the built-in "

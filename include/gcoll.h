@@ -188,6 +188,12 @@ typedef struct {
 GCOLL_API size_t gcoll_config_count(void);
 GCOLL_API gcoll_status_t gcoll_config_var(size_t index, gcoll_config_var_t *var);
 
+/* Gives comm a selection table of its own for a collective ("allreduce", ...), in the syntax of
+ * GCOLL_<COLLECTIVE> ("ring", "direct:0-1K;ring:1K-max"; "auto": the built-in choice), which
+ * replaces that variable's for calls on comm issued after it returns; NULL goes back to the
+ * variable's. Every rank of comm sets the same table before the same call (as with the
+ * variable); not while another thread issues calls on comm. */
+GCOLL_API gcoll_status_t gcoll_comm_set_algorithm(gcoll_comm_t comm, const char *collective, const char *table);
 /* The algorithm the selection table picks for a collective ("allreduce", ...) of count elements
  * of dtype on comm (count as in the collective's own call), and the transport comm uses.
  * "adasum" names the Adasum algorithm that GCOLL_ADASUM picks ("adasum/halving", ...). */

@@ -35,6 +35,7 @@ gcoll_status_t gcoll__check_common(gcoll__coll_args_t *a, gcoll_comm_t comm, int
     a->shm = comm->shm;
     a->map = &comm->map;
     a->links = &comm->links;
+    a->table = a->coll < GCOLL_COLL_COUNT && comm->own_table[a->coll] ? &comm->table[a->coll] : NULL;
     a->esize = gcoll_dtype_size(a->dtype);
     /* The whole vector of any collective is at most count * size elements. */
     if (a->count > SIZE_MAX / a->esize / (size_t)a->size)
@@ -400,6 +401,28 @@ GCOLL_API gcoll_status_t gcoll_comm_algorithm(gcoll_comm_t comm, const char *col
     const gcoll__algo_t *algo;
     GCOLL_CHECK(gcoll__algo_select(&a, NULL, &algo));
     *algorithm = algo->name;
+    return GCOLL_SUCCESS;
+}
+
+GCOLL_API gcoll_status_t gcoll_comm_set_algorithm(gcoll_comm_t comm, const char *collective, const char *table)
+{
+    GCOLL_CHECK(gcoll__comm_check(comm, "comm"));
+    if (!collective)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "collective is NULL");
+    int coll = -1;
+    for (int c = 0; c < GCOLL_COLL_COUNT; c++)
+        if (strcmp(collective, gcoll__coll_name(c)) == 0)
+            coll = c;
+    if (coll < 0)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "collective '%s' is unknown", collective);
+    if (!table) {
+        comm->own_table[coll] = 0;
+        return GCOLL_SUCCESS;
+    }
+    gcoll__algo_table_t t;
+    GCOLL_CHECK(gcoll__parse_algo_table("table", table, &t, coll));
+    comm->table[coll] = t;
+    comm->own_table[coll] = 1;
     return GCOLL_SUCCESS;
 }
 

@@ -39,6 +39,8 @@ typedef struct {
     struct gcoll__shm *shm; /* the node's shared-memory channel when every rank shares a host */
     const gcoll__nodemap_t *map; /* NULL inside a sub-group (see gcoll__sched_t.peermap) */
     struct gcoll__links *links;  /* the communicator's cost-model links and picks */
+    /* the communicator's own selection table (gcoll_comm_set_algorithm); NULL: GCOLL_<COLL>'s */
+    const struct gcoll__algo_table *table;
     /* allreduce compression (gcoll_attr_t); residual: TOPK error feedback, count floats or NULL */
     gcoll_compress_t compress;
     double density;

@@ -7,6 +7,7 @@
 
 #include "boot.h"
 #include "coll.h"
+#include "config.h"
 #include "../collectives/cost.h"
 #include "gcoll.h"
 #include "transport.h"
@@ -35,6 +36,9 @@ struct gcoll_comm {
     uint64_t bytes_sent;      /* payload handed to the transport (gcoll_comm_bytes_sent); lane lock */
     struct gcoll_comm *next; /* the registry of live handles */
     gcoll__optab_t optab;    /* its recent operations' descriptors, for mismatch detection */
+    /* gcoll_comm_set_algorithm's tables, where own_table is set; else GCOLL_<COLL>'s */
+    gcoll__algo_table_t table[GCOLL_COLL_COUNT];
+    unsigned char own_table[GCOLL_COLL_COUNT];
 };
 
 /* Builds a communicator over the bootstrap group boot (collective over it), which it takes: it

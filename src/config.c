@@ -142,11 +142,11 @@ gcoll_status_t gcoll__parse_size(const char *s, size_t *out)
 }
 
 /* "algo:lo-hi;algo:lo-hi" or a bare "algo" for the whole range; "auto" is the built-in choice. */
-static gcoll_status_t parse_algo_table(const char *var, const char *s, void *out, int coll)
+gcoll_status_t gcoll__parse_algo_table(const char *var, const char *s, gcoll__algo_table_t *out, int coll)
 {
     gcoll__algo_table_t t = {0};
     if (strcmp(s, "auto") == 0) {
-        *(gcoll__algo_table_t *)out = t;
+        *out = t;
         return GCOLL_SUCCESS;
     }
     char buf[512];
@@ -188,8 +188,13 @@ static gcoll_status_t parse_algo_table(const char *var, const char *s, void *out
     }
     if (t.nranges == 0)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is empty: accepts auto or algo:LO-HI;...", var);
-    *(gcoll__algo_table_t *)out = t;
+    *out = t;
     return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t parse_algo_var(const char *var, const char *s, void *out, int coll)
+{
+    return gcoll__parse_algo_table(var, s, out, coll);
 }
 
 /* A link for the cost model: auto (measured), builtin, or LATENCY_US:GB_PER_S[:BURST_GB_PER_S]
@@ -348,7 +353,7 @@ static gcoll_status_t parse_secret(const char *var, const char *s, void *out, in
 static const char *const boot_modes[] = {"auto", "mpi", "env", NULL};
 
 #define ALGO_VAR(NAME, COLL, DEF_DESC)                                                    \
-    {"GCOLL_" NAME, "auto, or ALGO[:LO-HI][;...]", "auto", DEF_DESC, parse_algo_table,   \
+    {"GCOLL_" NAME, "auto, or ALGO[:LO-HI][;...]", "auto", DEF_DESC, parse_algo_var,   \
      NULL, &gcoll__config.algo[COLL], COLL}
 
 static const var_def_t vars[] = {

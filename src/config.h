@@ -16,7 +16,7 @@ typedef struct {
 } gcoll__algo_range_t;
 
 #define GCOLL_MAX_RANGES 16
-typedef struct {
+typedef struct gcoll__algo_table {
     int nranges; /* 0: the built-in choice everywhere */
     gcoll__algo_range_t range[GCOLL_MAX_RANGES];
 } gcoll__algo_table_t;
@@ -82,6 +82,8 @@ void gcoll__config_dump(void); /* at info level: every variable, its value and i
 
 /* Strict parsers, shared with the benchmark's option parsing through their public twins. */
 gcoll_status_t gcoll__parse_size(const char *s, size_t *out); /* "64K", "1M", "max" */
+/* A selection table of collective coll in GCOLL_<COLL>'s syntax; messages begin with what. */
+gcoll_status_t gcoll__parse_algo_table(const char *what, const char *s, gcoll__algo_table_t *out, int coll);
 
 /* GCOLL_MPI_COLLS (src/mpi_colls.c): all, none, or a list of call names, into an unsigned mask. */
 gcoll_status_t gcoll__parse_mpi_colls(const char *var, const char *s, void *out, int arg);

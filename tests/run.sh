@@ -109,6 +109,10 @@ done
 for np in 1 2 3 5 8; do
     run_mpi split "$np"
 done
+for np in 1 2 3 4; do
+    run_mpi select "$np"
+done
+run_mpi select 3 GCOLL_TRANSPORT_INTRA=inter
 for np in 3 5; do
     run_mpi timeout "$np" GCOLL_TIMEOUT=1
 done

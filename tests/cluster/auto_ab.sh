@@ -10,22 +10,19 @@
 #   AB_RATE tbf rate of every cluster link (1gbit; none), AB_SIZES MIN:MAX (4:4K), AB_FACTOR (4),
 #   AB_ITERS timed iterations (200), AB_WARMUP (2), AB_REPS ABBA groups (3),
 #   AB_TRANSPORT GCOLL_TRANSPORT_INTER (tcp), BINDIR (build/default/bin)
-#   AB_FORCE env (GCOLL_ALLREDUCE), or attr: gcoll_bench --algo, i.e. attr.algorithm on the
-#            nonblocking call (needs one pick at every size)
 # Every other GCOLL_* variable of the caller (GCOLL_COST_INTER=builtin, ...) reaches both sides.
 # Exit: 0; 1 when a run failed; 77 where the cluster cannot be made here.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 hosts=${AB_HOSTS:-2} ranks=${AB_RANKS:-2} rate=${AB_RATE:-1gbit} sizes=${AB_SIZES:-4:4K}
 factor=${AB_FACTOR:-4} iters=${AB_ITERS:-200} warmup=${AB_WARMUP:-2} reps=${AB_REPS:-3}
-transport=${AB_TRANSPORT:-tcp} force=${AB_FORCE:-env}
+transport=${AB_TRANSPORT:-tcp}
 
 die() { echo "auto_ab.sh: $*" >&2; exit 1; }
 for v in "$hosts" "$ranks" "$factor" "$iters" "$reps"; do
     case $v in '' | *[!0-9]* | 0) die "AB_HOSTS, AB_RANKS, AB_FACTOR, AB_ITERS and AB_REPS take integers >= 1 ('$v')" ;; esac
 done
 [ -n "${GCOLL_ALLREDUCE:-}" ] && die "GCOLL_ALLREDUCE is set: the script sets it for the forced side"
-case $force in env | attr) ;; *) die "AB_FORCE='$force': accepts env or attr" ;; esac
 
 if [ -z "${AB_INNER:-}" ]; then
     BINDIR=$(cd "${BINDIR:-build/default/bin}" 2>/dev/null && pwd) || die "no BINDIR: build first"
@@ -52,13 +49,12 @@ fi
 
 # one run; rows "side rep bytes algorithm avg_us median_us" (gcoll_bench's CSV: bytes $6, algorithm $8,
 # gcoll_avg_us $10, gcoll_med_us $22)
-run() { # SIDE REP [GCOLL_ALLREDUCE table | --algo NAME]
-    local out=$dir/ab.csv extra=()
+run() { # SIDE REP [GCOLL_ALLREDUCE table]
+    local out=$dir/ab.csv
     rm -f "$out"
-    case ${3:-} in --algo\ *) extra=(--algo "${3#--algo }") ;; esac
-    if ! (if [ -n "${3:-}" ] && [ ${#extra[@]} = 0 ]; then export GCOLL_ALLREDUCE=$3; fi
+    if ! (if [ -n "${3:-}" ]; then export GCOLL_ALLREDUCE=$3; fi
         exec timeout 600 "${launch[@]}" "$B" allreduce -m "$sizes" -f "$factor" -i "$iters" -x "$warmup" \
-            --baseline none --csv "$out" "${extra[@]}") > "$out.log" 2>&1 || [ ! -s "$out" ]; then
+            --baseline none --csv "$out") > "$out.log" 2>&1 || [ ! -s "$out" ]; then
         echo "# FAILED: side $1, run $2:" >&2
         tail -5 "$out.log" >&2
         return 1
@@ -72,13 +68,7 @@ echo "# auto against forced: $ranks ranks per host, $where; sizes $sizes x$facto
 run A 1 > "$raw" || exit 1
 # the forced side's table: each size's first pick, on a range of that size alone
 table=$(awk '{ printf("%s%s:%s-%s", (NR > 1 ? ";" : ""), $4, $3, $3 + 1) }' "$raw")
-if [ "$force" = attr ]; then
-    [ "$(awk '{ print $4 }' "$raw" | sort -u | wc -l)" = 1 ] || die "AB_FORCE=attr: auto picked several algorithms"
-    table="--algo $(awk 'NR == 1 { print $4 }' "$raw")"
-    echo "# forced side: gcoll_bench $table (attr.algorithm, nonblocking)"
-else
-    echo "# forced side: GCOLL_ALLREDUCE='$table'"
-fi
+echo "# forced side: GCOLL_ALLREDUCE='$table'"
 status=0
 for ((rep = 1; rep <= reps; rep++)); do
     [ "$rep" = 1 ] || run A "$rep" >> "$raw" || status=1

@@ -1,15 +1,17 @@
 #!/bin/bash
 # The allreduce algorithm sweep of the README's "Selection targets, measured": on a namespace
-# cluster (tests/cluster/cluster.sh), per size, the median time of SWEEP_REPS runs of gcoll_bench
-# for every algorithm forced through GCOLL_ALLREDUCE and for the automatic choice, the auto pick,
-# the best forced algorithm and auto / best. Runs interleave (rep by rep, algorithm by algorithm),
-# so that a change of load during the sweep touches every column alike.
+# cluster (tests/cluster/cluster.sh), per size, the median over SWEEP_REPS runs of gcoll_bench's
+# median call for every algorithm forced and for the automatic choice, the auto pick, the best
+# forced algorithm and auto / best. Each run measures them all, `gcoll_bench --algo auto,ALGOS`:
+# the algorithms take turns block by block in one process, each forced through the
+# communicator's selection table and run by the blocking gcoll_allreduce, so that how this run's
+# ranks happen to share the cores, and any change of load, touch every column alike.
 # Environment:
 #   SWEEP_HOSTS (2), SWEEP_RANKS ranks per host (2), SWEEP_RATE tbf rate of every link (1gbit; none)
 #   SWEEP_SIZES MIN:MAX in bytes with K/M/G (4:64M), SWEEP_FACTOR size step (4)
 #   SWEEP_ALGOS forced algorithms ("ring recursive_doubling rabenseifner direct hierarchical");
 #               the automatic choice always runs
-#   SWEEP_REPS runs per algorithm (5), SWEEP_ITERS timed iterations up to 256 KiB and above ("200 5")
+#   SWEEP_REPS runs (5), SWEEP_ITERS timed iterations per algorithm up to 256 KiB and above ("200 5")
 #   SWEEP_TRANSPORT GCOLL_TRANSPORT_INTER (tcp), BINDIR (build/default/bin),
 #   SWEEP_CSV (build/bench/sweep-HOSTSxRANKS-RATE.csv)
 # Output: the links the first run measured, a markdown table on stdout, and the CSV: bytes,
@@ -64,15 +66,11 @@ parts=()
 "$CLUSTER_SHAPE" "$rate" || die "cannot shape the links to $rate"
 export GCOLL_TRANSPORT_INTER=$transport
 B=$BINDIR/gcoll_bench
-run() { # ALGO PART CSV: one gcoll_bench run; GCOLL_ALLREDUCE unset for auto
-    local algo=$1 part=$2 out=$3
-    if [ "$algo" = auto ]; then
-        timeout 900 "$CLUSTER_MPIRUN" --ranks-per-host "$ranks" "$B" allreduce -m $part -f "$factor" -x 2 \
-            --baseline none --csv "$out" > "$out.log" 2>&1
-    else
-        GCOLL_ALLREDUCE=$algo timeout 900 "$CLUSTER_MPIRUN" --ranks-per-host "$ranks" "$B" allreduce -m $part \
-            -f "$factor" -x 2 --baseline none --csv "$out" > "$out.log" 2>&1
-    fi
+run() { # PART CSV: one gcoll_bench run of every algorithm
+    local part=$1 out=$2 list
+    list=auto,$(echo $algos | tr ' ' ',')
+    timeout 900 "$CLUSTER_MPIRUN" --ranks-per-host "$ranks" "$B" allreduce -m $part -f "$factor" -x 2 \
+        --algo "$list" --baseline none --csv "$out" > "$out.log" 2>&1
 }
 
 echo "# sweep: $hosts hosts x $ranks ranks, links ${rate}, GCOLL_TRANSPORT_INTER=$transport, sizes $sizes x$factor," \
@@ -85,19 +83,19 @@ raw=$CLUSTER_DIR/sweep.raw
 status=0
 t0=$(date +%s)
 for ((rep = 1; rep <= reps; rep++)); do
-    for algo in auto $algos; do
-        for part in "${parts[@]}"; do
-            out=$CLUSTER_DIR/run.csv
-            rm -f "$out"
-            if ! run "$algo" "$part" "$out" || [ ! -s "$out" ]; then
-                echo "# FAILED: $algo, -m $part, run $rep:" >&2
-                tail -5 "$out.log" >&2
-                status=1
-                continue
-            fi
-            # rows: algo,rep,bytes,pick,us (gcoll_bench's CSV: bytes $6, algorithm $8, gcoll_avg_us $10)
-            awk -F, -v a="$algo" -v r="$rep" 'NR > 1 { print a "," r "," $6 "," $8 "," $10 }' "$out" >> "$raw"
-        done
+    for part in "${parts[@]}"; do
+        out=$CLUSTER_DIR/run.csv
+        rm -f "$out"
+        if ! run "$part" "$out" || [ ! -s "$out" ]; then
+            echo "# FAILED: -m $part, run $rep:" >&2
+            tail -5 "$out.log" >&2
+            status=1
+            continue
+        fi
+        # rows: algo,rep,bytes,pick,us (gcoll_bench's CSV: bytes $6, algorithm $8 with auto's as
+        # auto:PICK, gcoll_med_us $22)
+        awk -F, -v r="$rep" 'NR > 1 { a = $8; p = $8; if (sub(/^auto:/, "", p)) a = "auto"
+                                     print a "," r "," $6 "," p "," $22 }' "$out" >> "$raw"
     done
     echo "# run $rep of $reps done after $(($(date +%s) - t0)) s; load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 done
@@ -137,5 +135,5 @@ END {
         print row " " best " | " ratio " |"; print crow "," best "," ratio > csv
     }
 }' "$raw"
-echo "# medians of $reps runs (us per call, gcoll_bench average over its iterations); wrote $SWEEP_CSV"
+echo "# medians of $reps runs of each run's median call (us; a call as long as its slowest rank); wrote $SWEEP_CSV"
 exit $status

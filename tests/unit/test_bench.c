@@ -84,7 +84,19 @@ START_TEST(options_parse)
     ck_assert(o.check_each && o.inplace && !o.baseline_mpi);
     ck_assert_str_eq(o.csv, "a.csv");
     ck_assert_str_eq(o.algo, "ring");
+    ck_assert_int_eq(o.nalgos, 1);
     ck_assert_int_eq(o.root, 1);
+    /* a list, measured side by side through the communicator's table; auto among them */
+    ck_assert_int_eq(parse("b allreduce --algo auto,ring,direct", &o, err), 0);
+    ck_assert_int_eq(o.nalgos, 3);
+    ck_assert_str_eq(o.algos[0], "auto");
+    ck_assert_str_eq(o.algos[2], "direct");
+    ck_assert_str_eq(o.algo, "auto,ring,direct");
+    ck_assert(bench_algo_by_table(&o));
+    ck_assert_int_eq(parse("b allreduce --compress fp16 --algo ring", &o, err), 0);
+    ck_assert(!bench_algo_by_table(&o)); /* compression forces through attr */
+    ck_assert_int_eq(parse("b adasum --algo halving", &o, err), 0);
+    ck_assert(!bench_algo_by_table(&o));
     ck_assert_int_eq(parse("b barrier", &o, err), 0);
     ck_assert_int_eq(o.iters, 0); /* by size */
     ck_assert_int_eq(parse("b membw", &o, err), 0);
@@ -138,7 +150,10 @@ START_TEST(bad_options_are_refused)
                                       "b train --algo ring", "b train --baseline mpi", "b train --inplace",
                                       "b allreduce -d cuda --baseline mpi", "b iallreduce -d cuda",
                                       "b train --device cuda", "b allreduce --device gpu",
-                                      "b allreduce -d cuda --compress fp16"};
+                                      "b allreduce -d cuda --compress fp16", "b allreduce --algo ring,,direct",
+                                      "b allreduce --algo ,ring", "b allreduce --algo ring,",
+                                      "b allreduce --algo a,b,c,d,e,f,g,h,i", "b iallreduce --algo ring,direct",
+                                      "b adasum --algo halving,shm_cma", "b allreduce --compress fp16 --algo ring,auto"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         bench_opts_t o;
         char err[200] = "";
