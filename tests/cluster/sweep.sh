@@ -14,8 +14,10 @@
 #   SWEEP_REPS runs (5), SWEEP_ITERS timed iterations per algorithm up to 256 KiB and above ("200 5")
 #   SWEEP_TRANSPORT GCOLL_TRANSPORT_INTER (tcp), BINDIR (build/default/bin),
 #   SWEEP_CSV (build/bench/sweep-HOSTSxRANKS-RATE.csv)
-# Output: the links the first run measured, a markdown table on stdout, and the CSV: bytes,
-# auto_pick, auto_us, one <algo>_us column per forced algorithm, best, auto_over_best.
+# Output: the links the first run measured, two markdown tables on stdout (by the median call,
+# and by OSU's average, from the same runs), and a CSV of each (SWEEP_CSV and SWEEP_CSV with
+# -avg before .csv): bytes, auto_pick, auto_us, one <algo>_us column per forced algorithm, best,
+# auto_over_best.
 # Exit: 0; 1 when a run failed; 77 where the cluster cannot be made here.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -92,17 +94,19 @@ for ((rep = 1; rep <= reps; rep++)); do
             status=1
             continue
         fi
-        # rows: algo,rep,bytes,pick,us (gcoll_bench's CSV: bytes $6, algorithm $8 with auto's as
-        # auto:PICK, gcoll_med_us $22)
+        # rows: algo,rep,bytes,pick,median us,average us (gcoll_bench's CSV: bytes $6, algorithm
+        # $8 with auto's as auto:PICK, gcoll_avg_us $10, gcoll_med_us $22)
         awk -F, -v r="$rep" 'NR > 1 { a = $8; p = $8; if (sub(/^auto:/, "", p)) a = "auto"
-                                     print a "," r "," $6 "," p "," $22 }' "$out" >> "$raw"
+                                     print a "," r "," $6 "," p "," $22 "," $10 }' "$out" >> "$raw"
     done
     echo "# run $rep of $reps done after $(($(date +%s) - t0)) s; load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 done
 "$CLUSTER_SHAPE" none
 
-# medians per algorithm and size; the auto column's picks (several if runs disagreed)
-awk -F, -v algos="auto $algos" -v csv="$SWEEP_CSV" '
+# medians per algorithm and size of one statistic (column 5: the median call, 6: the average);
+# the auto column's picks (several if runs disagreed)
+table() { # COLUMN CSV
+awk -F, -v algos="auto $algos" -v col="$1" -v csv="$2" '
 function median(key,   n, i, j, t, v) {
     n = split(vals[key], v, " ")
     for (i = 2; i <= n; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t }
@@ -112,7 +116,7 @@ function fmt(x) { return x < 0 ? "-" : x < 1000 ? sprintf("%.1f", x) : sprintf("
 function human(b) { return b >= 1048576 ? b / 1048576 " MiB" : b >= 1024 ? b / 1024 " KiB" : b " B" }
 {
     key = $1 SUBSEP $3
-    vals[key] = vals[key] (vals[key] == "" ? "" : " ") $5
+    vals[key] = vals[key] (vals[key] == "" ? "" : " ") $col
     if (!($3 in seen)) { seen[$3] = 1; sizes[++nsizes] = $3 }
     if ($1 == "auto" && index("/" picks[$3] "/", "/" $4 "/") == 0)
         picks[$3] = picks[$3] (picks[$3] == "" ? "" : "/") $4
@@ -135,5 +139,10 @@ END {
         print row " " best " | " ratio " |"; print crow "," best "," ratio > csv
     }
 }' "$raw"
-echo "# medians of $reps runs of each run's median call (us; a call as long as its slowest rank); wrote $SWEEP_CSV"
+}
+echo "# by the median call (us; each call as long as its slowest rank), the median of $reps runs:"
+table 5 "$SWEEP_CSV"
+echo "# by OSU's average (us; the mean of the ranks' average calls), the median of $reps runs:"
+table 6 "${SWEEP_CSV%.csv}-avg.csv"
+echo "# wrote $SWEEP_CSV (median call) and ${SWEEP_CSV%.csv}-avg.csv (average)"
 exit $status
