@@ -250,10 +250,16 @@ int gcoll__cost_pick(const gcoll__coll_args_t *a, gcoll__links_t *links)
         least = least < 0 || t[n] < least ? t[n] : least;
         idx[n++] = i;
     }
+    /* An exact tie of both (hierarchical and rabenseifner on two hosts of several ranks from 256
+     * KiB to 4 MiB send the same bytes in rounds of the same cost) goes to hierarchical where a
+     * host holds several ranks: measured, it is as fast there or faster (README "Selection
+     * targets, measured"); the model prices its shared-memory phases like any transfer. */
+    int hier = a->map && a->map->nhosts < a->size ? gcoll__algo_find(a->coll, "hierarchical") : -1;
     int best = -1;
     double best_rounds = 0;
     for (int k = 0; k < n; k++)
-        if (t[k] <= least * (1 + TIE) && (best < 0 || rounds[k] < best_rounds)) {
+        if (t[k] <= least * (1 + TIE) &&
+            (best < 0 || rounds[k] < best_rounds || (rounds[k] == best_rounds && idx[k] == hier))) {
             best = idx[k];
             best_rounds = rounds[k];
         }

@@ -229,6 +229,33 @@ START_TEST(burst_moves_small_picks_and_ties_go_to_fewer_rounds)
 }
 END_TEST
 
+START_TEST(exact_ties_go_to_hierarchical_where_hosts_hold_several_ranks)
+{
+    /* links as the 2 x 2 cluster measured them (README "Selection targets, measured"), where
+     * hierarchical was as fast as rabenseifner or faster from 256 KiB to 4 MiB */
+    static int h4[4] = {0, 1, 2, 3}, l4[4] = {0, 0, 0, 0}, f4[5] = {0, 1, 2, 3, 4}, b4[4] = {0, 1, 2, 3};
+    const gcoll__nodemap_t four = {4, 1, h4, l4, f4, b4};
+    int hier = gcoll__algo_find(GCOLL_COLL_ALLREDUCE, "hierarchical"),
+        raben = gcoll__algo_find(GCOLL_COLL_ALLREDUCE, "rabenseifner");
+    for (size_t bytes = 256 << 10; bytes <= (4u << 20); bytes *= 4) {
+        set_links(1.5e-6, 8.088e9, 9.4e-6, 0.120e9);
+        links.inter.burst_Bps = 1.076e9;
+        gcoll__coll_args_t a = allreduce(bytes / 4, 4, &map2x2);
+        double rh, rr, th = gcoll__cost_predict_parts(hier, &a, &links, &rh),
+                       tr = gcoll__cost_predict_parts(raben, &a, &links, &rr);
+        ck_assert_msg(th == tr && rh == rr, "%zu B: hierarchical %g s (rounds %g), rabenseifner %g s (rounds %g)",
+                      bytes, th, rh, tr, rr);
+        ck_assert_str_eq(gcoll__algo_get(gcoll__cost_pick(&a, &links))->name, "hierarchical");
+        /* one rank a host: the tie stays with the flat algorithm (hierarchical adds nothing);
+         * fresh links, since a communicator's picks are remembered with its links */
+        set_links(1.5e-6, 8.088e9, 9.4e-6, 0.120e9);
+        links.inter.burst_Bps = 1.076e9;
+        gcoll__coll_args_t flat = allreduce(bytes / 4, 4, &four);
+        ck_assert_str_ne(gcoll__algo_get(gcoll__cost_pick(&flat, &links))->name, "hierarchical");
+    }
+}
+END_TEST
+
 START_TEST(cost_variables_parse)
 {
     setenv("GCOLL_COST_INTER", "50:0.125", 1);
@@ -455,6 +482,7 @@ Suite *cost_suite(void)
     tcase_add_test(tc, burst_prices_rounds_sustained_bounds_the_whole);
     tcase_add_test(tc, small_hierarchical_goes_through_one_rank_per_host);
     tcase_add_test(tc, burst_moves_small_picks_and_ties_go_to_fewer_rounds);
+    tcase_add_test(tc, exact_ties_go_to_hierarchical_where_hosts_hold_several_ranks);
     tcase_add_test(tc, cost_variables_parse);
     suite_add_tcase(s, tc);
     TCase *same = tcase_create("auto_equals_forced");
