@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <mpi.h>
 
@@ -340,13 +341,26 @@ int bench_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, siz
         if (iterate(&x, s, warmup, &ignored, &valid[s], 0) != 0)
             goto out;
     }
-    /* timed blocks, each side in turn, the first one rotating */
+    /* Timed blocks, each side once per block. Two sides alternate which goes first; more go in
+     * an order drawn anew for each block (the same on every rank), since a call can be faster or
+     * slower after a given other one (a drained token bucket, connections another algorithm
+     * left warm), and a fixed order would give each side the same predecessor throughout. */
     unsigned long long wire[MAX_SIDES] = {0};
-    int nblocks = sides > NBLOCKS ? sides : NBLOCKS;
+    int nblocks = sides > NBLOCKS ? sides : NBLOCKS, order[MAX_SIDES];
+    unsigned rng = (unsigned)time(NULL) ^ (unsigned)(count * 2654435761u);
+    MPI_Bcast(&rng, 1, MPI_UNSIGNED, 0, MPI_COMM_WORLD);
     for (int b = 0; b < nblocks; b++) {
         int k = row->iters / nblocks + (b < row->iters % nblocks);
+        for (int j = 0; j < sides; j++)
+            order[j] = (b + j) % sides;
+        for (int j = sides - 1; j > 0 && sides > 2; j--) { /* Fisher-Yates, xorshift32 */
+            rng ^= rng << 13, rng ^= rng >> 17, rng ^= rng << 5;
+            int r = (int)(rng % (unsigned)(j + 1)), held = order[j];
+            order[j] = order[r];
+            order[r] = held;
+        }
         for (int j = 0; j < sides; j++) {
-            int s = (b + j) % sides;
+            int s = order[j];
             unsigned long long b0 = 0, b1 = 0;
             gcoll_comm_bytes_sent(comm, &b0);
             if (iterate(&x, s, k, &t[s], &valid[s], 1) != 0)
