@@ -11,7 +11,8 @@
 #   SWEEP_SIZES MIN:MAX in bytes with K/M/G (4:64M), SWEEP_FACTOR size step (4)
 #   SWEEP_ALGOS forced algorithms ("ring recursive_doubling rabenseifner direct hierarchical");
 #               the automatic choice always runs
-#   SWEEP_REPS runs (5), SWEEP_ITERS timed iterations per algorithm up to 256 KiB and above ("200 5")
+#   SWEEP_REPS runs (5), SWEEP_ITERS timed iterations per algorithm up to 256 KiB and above ("2000 5": a
+#               rare millisecond-long call moves an average of 2000 by under a microsecond)
 #   SWEEP_TRANSPORT GCOLL_TRANSPORT_INTER (tcp), BINDIR (build/default/bin),
 #   SWEEP_CSV (build/bench/sweep-HOSTSxRANKS-RATE.csv)
 # Output: the links the first run measured, two markdown tables on stdout (by the median call,
@@ -24,7 +25,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 hosts=${SWEEP_HOSTS:-2} ranks=${SWEEP_RANKS:-2} rate=${SWEEP_RATE:-1gbit}
 sizes=${SWEEP_SIZES:-4:64M} factor=${SWEEP_FACTOR:-4} reps=${SWEEP_REPS:-5}
 algos=${SWEEP_ALGOS:-ring recursive_doubling rabenseifner direct hierarchical}
-iters=${SWEEP_ITERS:-200 5} transport=${SWEEP_TRANSPORT:-tcp}
+iters=${SWEEP_ITERS:-2000 5} transport=${SWEEP_TRANSPORT:-tcp}
 
 die() { echo "sweep.sh: $*" >&2; exit 1; }
 to_bytes() { # 64K -> 65536; empty on a malformed size
