@@ -215,6 +215,15 @@ def test_comms(c):
     check(d.rank == -1, "freed comm: rank -1")
     check(c.transport in ("shm", "mpi", "tcp", "ofi", "inter") or c.transport, "transport name")
     check(c.algorithm("allreduce", 1 << 20, np.float32) in gcoll.algorithms("allreduce"), "algorithm()")
+    c.set_algorithm("allreduce", "direct:0-1K;ring:1K-max")
+    check(c.algorithm("allreduce", 16, np.float32) == "direct", "set_algorithm: 64 B direct")
+    check(c.algorithm("allreduce", 1 << 20, np.float32) == "ring", "set_algorithm: 4 MiB ring")
+    x = np.arange(1000, dtype=np.float64) * (me + 1)
+    check(np.array_equal(c.allreduce(x), np.arange(1000, dtype=np.float64) * (n * (n + 1) // 2)),
+          "allreduce under set_algorithm")
+    raises(gcoll.InvalidArgError, lambda: c.set_algorithm("allreduce", "fastest"), "table", "fastest")
+    check(c.algorithm("allreduce", 16, np.float32) == "direct", "a refused table keeps the old one")
+    c.set_algorithm("allreduce", None)
 
 
 def test_session(c):

@@ -379,6 +379,13 @@ class Comm:
                                        dtype_of(dtype), ctypes.byref(out)))
         return out.value.decode()
 
+    def set_algorithm(self, collective, table):
+        """This communicator's own selection table for collective, in GCOLL_<COLLECTIVE>'s syntax
+        ("ring", "direct:0-1K;ring:1K-max", "auto"); None goes back to the variable's. Every rank
+        sets the same table before the same call."""
+        _check(_L.gcoll_comm_set_algorithm(self._h, collective.encode(),
+                                           None if table is None else table.encode()))
+
     @property
     def transport(self):
         out = ctypes.c_char_p()

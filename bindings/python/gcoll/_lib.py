@@ -80,6 +80,7 @@ _PROTOS = {
     "gcoll_comm_abort": (c_status, [c_comm]),
     "gcoll_comm_algorithm": (c_status, [c_comm, s, sz, i, P(s)]),
     "gcoll_comm_transport": (c_status, [c_comm, P(s)]),
+    "gcoll_comm_set_algorithm": (c_status, [c_comm, s, s]),
     "gcoll_allreduce": (c_status, [vp, vp, sz, i, i, c_comm]),
     "gcoll_reduce_scatter": (c_status, [vp, vp, sz, i, i, c_comm]),
     "gcoll_allgather": (c_status, [vp, vp, sz, i, c_comm]),
