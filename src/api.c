@@ -380,6 +380,15 @@ GCOLL_API gcoll_status_t gcoll_barrier(gcoll_comm_t comm)
     return run(post_barrier(comm, NULL, &r, &f), &r);
 }
 
+/* "allreduce" -> GCOLL_COLL_ALLREDUCE; -1 for a name that is no collective */
+static int coll_index(const char *name)
+{
+    for (int c = 0; c < GCOLL_COLL_COUNT; c++)
+        if (strcmp(name, gcoll__coll_name(c)) == 0)
+            return c;
+    return -1;
+}
+
 GCOLL_API gcoll_status_t gcoll_comm_algorithm(gcoll_comm_t comm, const char *collective, size_t count,
                                               gcoll_dtype_t dtype, const char **algorithm)
 {
@@ -392,11 +401,10 @@ GCOLL_API gcoll_status_t gcoll_comm_algorithm(gcoll_comm_t comm, const char *col
         *algorithm = gcoll__adasum_choice(&a);
         return GCOLL_SUCCESS;
     }
-    for (int c = 0; c < GCOLL_COLL_COUNT; c++)
-        if (strcmp(collective, gcoll__coll_name(c)) == 0)
-            a.coll = (gcoll__coll_t)c;
-    if (a.coll == GCOLL_COLL_COUNT)
+    int coll = coll_index(collective);
+    if (coll < 0)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "collective '%s' is unknown", collective);
+    a.coll = (gcoll__coll_t)coll;
     GCOLL_CHECK(gcoll__check_common(&a, comm, 0));
     const gcoll__algo_t *algo;
     GCOLL_CHECK(gcoll__algo_select(&a, NULL, &algo));
@@ -409,10 +417,7 @@ GCOLL_API gcoll_status_t gcoll_comm_set_algorithm(gcoll_comm_t comm, const char 
     GCOLL_CHECK(gcoll__comm_check(comm, "comm"));
     if (!collective)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "collective is NULL");
-    int coll = -1;
-    for (int c = 0; c < GCOLL_COLL_COUNT; c++)
-        if (strcmp(collective, gcoll__coll_name(c)) == 0)
-            coll = c;
+    int coll = coll_index(collective);
     if (coll < 0)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "collective '%s' is unknown", collective);
     if (!table) {
