@@ -213,17 +213,17 @@ static int run_mpi(ctx_t *x)
 /* side ng is the baseline (for adasum, the sum allreduce); the others are gcoll's. */
 static int check(const ctx_t *x, int side)
 {
-    side = side == x->ng;
+    int baseline = side == x->ng;
     const char *got = x->check_at;
     if (x->o->device) {
         devbuf_get(1, x->readback, x->check_at, x->check_bytes);
         got = x->readback;
     }
-    if (x->coll == B_ADASUM && side == 0) {
+    if (x->coll == B_ADASUM && !baseline) {
         size_t worst;
         return adasum_ref_error(&x->ada, got, x->o->dtype, &worst) <= adasum_ref_tolerance(x->o->dtype);
     }
-    return memcmp(got, side && x->expect_dense ? x->expect_dense : x->expect, x->check_bytes) == 0;
+    return memcmp(got, baseline && x->expect_dense ? x->expect_dense : x->expect, x->check_bytes) == 0;
 }
 
 /* Runs k iterations of one side; adds their time (seconds) to *t, keeps each call's time when
@@ -321,14 +321,12 @@ int bench_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, siz
         fprintf(stderr, "gcoll_bench [rank %d]: out of memory at %zu elements\n", x.rank, count);
         goto out;
     }
-    bench_row_t *row = &rows[0];
-    row->count = count;
-    row->bytes = bench_bytes_for(x.coll, count, x.es, x.n);
-    row->iters = o->iters ? o->iters : bench_default_iters(row->bytes);
-    int warmup = o->warmup >= 0 ? o->warmup : bench_default_warmup(row->iters);
+    size_t bytes = bench_bytes_for(x.coll, count, x.es, x.n);
+    int iters = o->iters ? o->iters : bench_default_iters(bytes);
+    int warmup = o->warmup >= 0 ? o->warmup : bench_default_warmup(iters);
 
     for (int s = 0; s < sides; s++)
-        x.calls[s] = malloc(sizeof(double) * (size_t)(row->iters > 0 ? row->iters : 1));
+        x.calls[s] = malloc(sizeof(double) * (size_t)(iters > 0 ? iters : 1));
     /* validate once, up front, unless every iteration is checked */
     int valid[MAX_SIDES];
     double t[MAX_SIDES] = {0}, ignored = 0;
@@ -348,9 +346,10 @@ int bench_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, siz
     unsigned long long wire[MAX_SIDES] = {0};
     int nblocks = sides > NBLOCKS ? sides : NBLOCKS, order[MAX_SIDES];
     unsigned rng = (unsigned)time(NULL) ^ (unsigned)(count * 2654435761u);
-    MPI_Bcast(&rng, 1, MPI_UNSIGNED, 0, MPI_COMM_WORLD);
+    if (sides > 2)
+        MPI_Bcast(&rng, 1, MPI_UNSIGNED, 0, MPI_COMM_WORLD);
     for (int b = 0; b < nblocks; b++) {
-        int k = row->iters / nblocks + (b < row->iters % nblocks);
+        int k = iters / nblocks + (b < iters % nblocks);
         for (int j = 0; j < sides; j++)
             order[j] = (b + j) % sides;
         for (int j = sides - 1; j > 0 && sides > 2; j--) { /* Fisher-Yates, xorshift32 */
@@ -373,19 +372,18 @@ int bench_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, siz
     double m_med = 0;
     int m_valid = 1;
     if (o->baseline_mpi) {
-        m = gather_latency(&x, t[x.ng] * 1e6 / row->iters);
+        m = gather_latency(&x, t[x.ng] * 1e6 / iters);
         m_med = median_call(&x, x.ng);
         m_valid = all_true(valid[x.ng]);
     }
     for (int s = 0; s < x.ng; s++) {
         bench_row_t *r = &rows[s];
-        *r = (bench_row_t){.bytes = row->bytes, .count = count, .iters = row->iters, .m = m, .m_med = m_med,
-                           .m_valid = m_valid};
+        *r = (bench_row_t){.bytes = bytes, .count = count, .iters = iters, .m = m, .m_med = m_med, .m_valid = m_valid};
         name_row(&x, s, r);
-        double mine = (double)wire[s] / r->iters;
+        double mine = (double)wire[s] / iters;
         MPI_Allreduce(&mine, &r->wire_bytes, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
         r->wire_bytes /= x.n;
-        r->g = gather_latency(&x, t[s] * 1e6 / r->iters);
+        r->g = gather_latency(&x, t[s] * 1e6 / iters);
         r->g_med = median_call(&x, s);
         r->g_valid = all_true(valid[s]);
     }

@@ -35,7 +35,7 @@ gcoll_status_t gcoll__check_common(gcoll__coll_args_t *a, gcoll_comm_t comm, int
     a->shm = comm->shm;
     a->map = &comm->map;
     a->links = &comm->links;
-    a->table = a->coll < GCOLL_COLL_COUNT && comm->own_table[a->coll] ? &comm->table[a->coll] : NULL;
+    a->table = comm->own_table[a->coll] ? &comm->table[a->coll] : NULL;
     a->esize = gcoll_dtype_size(a->dtype);
     /* The whole vector of any collective is at most count * size elements. */
     if (a->count > SIZE_MAX / a->esize / (size_t)a->size)
@@ -394,7 +394,7 @@ GCOLL_API gcoll_status_t gcoll_comm_algorithm(gcoll_comm_t comm, const char *col
 {
     if (!collective || !algorithm)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is NULL", !collective ? "collective" : "algorithm");
-    gcoll__coll_args_t a = {.count = count, .dtype = dtype, .coll = GCOLL_COLL_COUNT};
+    gcoll__coll_args_t a = {.count = count, .dtype = dtype};
     if (strcmp(collective, "adasum") == 0) { /* Adasum is an allreduce with its own algorithms */
         a.coll = GCOLL_COLL_ALLREDUCE;
         GCOLL_CHECK(gcoll__check_common(&a, comm, 0));
