@@ -1,8 +1,11 @@
 /* The gradient session (MLSL-style). Commit walks the parameter sets backwards, in the order
  * backprop produces their gradients, and cuts them into fusion buckets: the first small
  * (GCOLL_FUSION_FIRST_BYTES) so the network starts early, the rest up to GCOLL_FUSION_BYTES.
- * Each bucket owns a fused buffer, a request and a schedule built once at commit; every
- * iteration rewinds that schedule instead of building one, so an iteration allocates nothing.
+ * A bucket of several sets owns a fused buffer, a request and a schedule built once at commit;
+ * every iteration rewinds that schedule instead of building one, so an iteration allocates
+ * nothing. A bucket of one set (a tensor as large as a bucket, or larger) runs in place on the
+ * set's own buffer, neither copied in nor out: its schedule is built at the first start, and
+ * again only when the buffer moves (a device buffer goes through a staging copy allocated once).
  * A bucket's priority rises with the earliness of its layers: the next forward pass needs the
  * first layers first.
  * Ranks may start the sets in different orders, so buckets launch in different orders: they
@@ -45,7 +48,8 @@ enum { B_IDLE, B_RUNNING, B_DONE };
 typedef struct {
     size_t first, nsets; /* sets first .. first + nsets - 1 */
     size_t count, bytes;
-    void *data;          /* the fused gradients */
+    void *data;          /* the fused gradients (one set: a device buffer's staging copy) */
+    void *buf;           /* what the schedule runs on: data, or the one set's own host buffer */
     size_t *tensors;     /* Adasum: each set's count (its own tensor, never mixed with a neighbour's) */
     gcoll__sched_t *sched;
     const char *algo;
@@ -189,10 +193,22 @@ static gcoll_status_t check_agreement(gcoll_session_t s)
     return GCOLL_SUCCESS;
 }
 
+/* The bucket's fused buffer, allocated once. */
+static gcoll_status_t stage(bucket_t *b, size_t k)
+{
+    if (b->data)
+        return GCOLL_SUCCESS;
+    b->data = malloc(b->bytes);
+    if (!b->data)
+        return gcoll__error(GCOLL_ERR_NOMEM, "no memory for fusion bucket %zu (%zu bytes)", k, b->bytes);
+    memset(b->data, 0, b->bytes); /* touched now, not in the first iteration */
+    return GCOLL_SUCCESS;
+}
+
 static gcoll_status_t build_bucket(gcoll_session_t s, bucket_t *b)
 {
     const set_t *first = &s->sets[b->first];
-    gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLREDUCE, .sendbuf = b->data, .recvbuf = b->data,
+    gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLREDUCE, .sendbuf = b->buf, .recvbuf = b->buf,
                             .count = b->count, .dtype = first->dtype, .op = first->op,
                             .compress = first->compress, .density = first->density, .residual = first->residual};
     GCOLL_CHECK(gcoll__check_common(&a, s->own, 1));
@@ -256,12 +272,12 @@ GCOLL_API gcoll_status_t gcoll_session_commit(gcoll_session_t s)
         set_t *head = &s->sets[b->first];
         if (head->compress == GCOLL_COMPRESS_TOPK && !(head->residual = calloc(head->count, sizeof(float))))
             return gcoll__error(GCOLL_ERR_NOMEM, "no memory for the residual of set %zu", b->first);
-        b->data = malloc(b->bytes);
-        if (!b->data)
-            return gcoll__error(GCOLL_ERR_NOMEM, "no memory for fusion bucket %zu (%zu bytes)", k, b->bytes);
-        memset(b->data, 0, b->bytes); /* touched now, not in the first iteration */
-        GCOLL_CHECK(build_bucket(s, b));
-        b->rewindable = gcoll__sched_rewindable(b->sched);
+        if (b->nsets > 1) {
+            GCOLL_CHECK(stage(b, k));
+            b->buf = b->data;
+            GCOLL_CHECK(build_bucket(s, b));
+            b->rewindable = gcoll__sched_rewindable(b->sched);
+        }
         b->waiting = b->nsets;
         snprintf(b->label, sizeof(b->label), "bucket %u (%.24s..)", (unsigned)k, s->sets[b->first].name);
         b->attr = (gcoll_attr_t)GCOLL_ATTR_INIT;
@@ -304,9 +320,25 @@ GCOLL_API gcoll_status_t gcoll_session_start(gcoll_session_t s, size_t id, void 
         return gcoll__error(GCOLL_ERR_INVALID_USAGE, "set %zu ('%s') was started again before gcoll_session_wait",
                             id, set->name);
     GCOLL_CHECK(gcoll__comm_check(s->own, "the session's communicator"));
+    if (b->nsets == 1) { /* in place, unless buf is device memory */
+        size_t k = (size_t)(b - s->buckets);
+        void *on = buf;
+        if (gcoll__cuda_is_device(buf)) {
+            GCOLL_CHECK(stage(b, k));
+            on = b->data;
+        }
+        if (!b->sched || b->buf != on) {
+            gcoll__sched_free(b->sched);
+            b->sched = NULL;
+            b->buf = on;
+            GCOLL_CHECK(build_bucket(s, b));
+            b->rewindable = gcoll__sched_rewindable(b->sched);
+        }
+    }
     set->started = 1;
     set->buf = buf;
-    GCOLL_CHECK(gcoll__cuda_copy((char *)b->data + set->offset, buf, set->count * gcoll_dtype_size(set->dtype)));
+    if (b->buf == b->data)
+        GCOLL_CHECK(gcoll__cuda_copy((char *)b->data + set->offset, buf, set->count * gcoll_dtype_size(set->dtype)));
     if (--b->waiting == 0)
         return launch(s, b);
     return GCOLL_SUCCESS;
@@ -316,7 +348,7 @@ GCOLL_API gcoll_status_t gcoll_session_start(gcoll_session_t s, size_t id, void 
 static gcoll_status_t complete(gcoll_session_t s, bucket_t *b, gcoll_status_t st)
 {
     b->state = B_DONE;
-    if (st != GCOLL_SUCCESS)
+    if (st != GCOLL_SUCCESS || b->buf != b->data)
         return st;
     for (size_t i = b->first; i < b->first + b->nsets; i++)
         GCOLL_CHECK(gcoll__cuda_copy(s->sets[i].buf, (char *)b->data + s->sets[i].offset,

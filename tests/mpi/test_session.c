@@ -113,6 +113,58 @@ static void adasum_sets(gcoll_comm_t world)
         free(grad[i]);
 }
 
+/* ---- a bucket of one set runs on the set's own buffer: when the buffer moves between
+ * iterations (A, B, A), each iteration's result must land in the buffer it was given, and the
+ * buffer not passed must keep what it held */
+
+static void moving_buffer(gcoll_comm_t world)
+{
+    enum { BIG = 300007, SMALL = 11 };
+    gcoll_session_t s;
+    size_t big, small, bb, bs, nb;
+    CHECK_OK(gcoll_session_create(world, &s));
+    CHECK_OK(gcoll_session_add(s, "small", SMALL, GCOLL_FLOAT32, GCOLL_SUM, &small));
+    CHECK_OK(gcoll_session_add(s, "big", BIG, GCOLL_FLOAT32, GCOLL_SUM, &big));
+    CHECK_OK(gcoll_session_commit(s));
+    CHECK_OK(gcoll_session_buckets(s, &nb));
+    CHECK_OK(gcoll_session_bucket_of(s, big, &bb));
+    CHECK_OK(gcoll_session_bucket_of(s, small, &bs));
+    /* 1.2 MB is over the first bucket's limit (1M, or 4K in the small-bucket run): alone */
+    CHECK(nb == 2 && bb == 0 && bs == 1, "%zu buckets, big in %zu, small in %zu: big alone first expected", nb, bb, bs);
+    float *buf[2], *sm = malloc(SMALL * sizeof(float)), *want = malloc(BIG * sizeof(float));
+    buf[0] = malloc(BIG * sizeof(float));
+    buf[1] = malloc(BIG * sizeof(float));
+    for (int it = 0; it < 3; it++) {
+        float *g = buf[it % 2], *other = buf[(it + 1) % 2];
+        size_t off = (size_t)it * 7777;
+        for (size_t i = 0; i < BIG; i++) {
+            g[i] = (float)ref_value(h_rank, off + i, GCOLL_FLOAT32, GCOLL_SUM);
+            other[i] = -1.0f - (float)it;
+        }
+        for (size_t i = 0; i < SMALL; i++)
+            sm[i] = (float)(h_rank + 1);
+        CHECK_OK(gcoll_session_start(s, big, g));
+        CHECK_OK(gcoll_session_start(s, small, sm));
+        CHECK_OK(gcoll_session_wait_all(s));
+        for (size_t i = 0; i < BIG; i++)
+            want[i] = (float)ref_expected(off + i, GCOLL_FLOAT32, GCOLL_SUM, h_size);
+        CHECK(memcmp(g, want, BIG * sizeof(float)) == 0, "iteration %d: the big set's buffer %c holds a wrong result",
+              it, "AB"[it % 2]);
+        size_t touched = 0;
+        for (size_t i = 0; i < BIG; i++)
+            touched += other[i] != -1.0f - (float)it;
+        CHECK(touched == 0, "iteration %d: %zu elements of buffer %c, not passed, were written", it, touched,
+              "AB"[(it + 1) % 2]);
+        for (size_t i = 0; i < SMALL; i++)
+            CHECK(sm[i] == (float)(h_size * (h_size + 1) / 2), "iteration %d: small set %g", it, sm[i]);
+    }
+    CHECK_OK(gcoll_session_free(&s));
+    free(buf[0]);
+    free(buf[1]);
+    free(sm);
+    free(want);
+}
+
 int main(int argc, char **argv)
 {
     gcoll_comm_t world = h_init(&argc, &argv);
@@ -226,5 +278,6 @@ int main(int argc, char **argv)
         free(want[i]);
     }
     adasum_sets(world);
+    moving_buffer(world);
     return h_finish("session");
 }
