@@ -46,5 +46,13 @@ for model in ${BENCH_MODELS:-resnet50 bert}; do
               printf " (with the session'"'"'s own compute: %.3f)\n", bo
               printf "TARGET train %s: after / session %.3f >= 1.5: %s (after-fused / session %.3f)\n", m, a,
                      (a >= 1.5 ? "met" : "not met"), af }'
+    # every host of the cluster shares this machine's cores: the ranks' CPU per session step
+    # (computation and communication) cannot take less than its share of them
+    awk -F, -v c="$(nproc)" -v m="$model" '
+        $9 == "after-fused" { alone = $11 } $9 == "session" { n = $4; comm = $8; cpu = $14; busy = $15 }
+        END { if (cpu == "") exit; b = alone > comm ? alone : comm; f = n * cpu / c
+              printf "# %s: %d ranks share %d cores; the session used %.1f ms of CPU per step a rank (%.1f%% of the " \
+                     "machine busy): a step takes at least %.1f ms on these cores, %.3f x max(compute alone, comm)\n",
+                     m, n, c, cpu, busy, f, f / b }' "$f.csv"
 done
 exit $status

@@ -2,11 +2,14 @@
  * frameworks keep them; every mode reduces in place there. The first step of each mode starts
  * from inputs regenerated on every rank (bench/reference.c) and its result is compared with the
  * independently computed reduction; the later steps reduce whatever the buffer holds, which
- * costs the same. */
+ * costs the same. Beside the times, each mode reports the CPU a rank's process spent per step
+ * (every thread, user and system) and how busy rank 0's machine was: with a busy-looping
+ * computation, a machine whose cores are all busy cannot hide the communication's own CPU work. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <mpi.h>
 
@@ -39,6 +42,8 @@ typedef struct {
 
 typedef struct {
     double fig[F_COUNT]; /* medians over the timed steps of the slowest rank's figures */
+    double cpu;          /* ms of CPU per step of a rank's process, mean over ranks, median over steps */
+    double busy;         /* % of rank 0's machine's CPU time not idle during the timed steps, or -1 */
     int valid;
 } mode_result_t;
 
@@ -61,6 +66,33 @@ static void backprop_share(const tctx_t *x, size_t t, double *compute_s)
     double c0 = MPI_Wtime();
     bench_compute_run(x->cmp, x->share_ns[t]);
     *compute_s += MPI_Wtime() - c0;
+}
+
+static double cpu_ms(void)
+{
+    struct rusage u;
+    if (getrusage(RUSAGE_SELF, &u) != 0)
+        return 0;
+    return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 +
+           (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
+}
+
+/* The machine's busy and total jiffies so far (/proc/stat's cpu line), or -1 where unreadable. */
+static int machine_jiffies(double *busy, double *total)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    unsigned long long v[8] = {0};
+    int n = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                       &v[6], &v[7]) : 0;
+    if (f)
+        fclose(f);
+    if (n < 5)
+        return -1;
+    *total = 0;
+    for (int i = 0; i < 8; i++)
+        *total += (double)v[i];
+    *busy = *total - (double)v[3] - (double)v[4]; /* less idle and iowait */
+    return 0;
 }
 
 /* One training step's backprop and gradient exchange in mode m; fig in ms on this rank. */
@@ -140,8 +172,8 @@ static void session_open(tctx_t *x)
 static void run_mode(tctx_t *x, int m, int iters, int warmup, mode_result_t *res)
 {
     double fig[F_COUNT], *all = malloc(sizeof(double) * F_COUNT * (size_t)iters);
-    double *col = malloc(sizeof(double) * (size_t)iters);
-    if (!all || !col) {
+    double *col = malloc(sizeof(double) * (size_t)iters), *cpu = malloc(sizeof(double) * (size_t)iters);
+    if (!all || !col || !cpu) {
         fprintf(stderr, "gcoll_bench [rank %d]: train: out of memory\n", x->rank);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
@@ -152,12 +184,22 @@ static void run_mode(tctx_t *x, int m, int iters, int warmup, mode_result_t *res
     step(x, m, fig);
     int valid = gradients_match(x), all_valid = 0;
     MPI_Allreduce(&valid, &all_valid, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    double b0 = 0, j0 = 0, b1 = 0, j1 = 0;
     for (int i = 0; i < warmup + iters; i++) {
         MPI_Barrier(MPI_COMM_WORLD);
+        if (i == warmup && machine_jiffies(&b0, &j0) != 0)
+            j0 = -1;
+        double c0 = cpu_ms();
         step(x, m, fig);
-        if (i >= warmup) /* the slowest rank's figures of this step */
+        double mine = cpu_ms() - c0;
+        if (i >= warmup) { /* the slowest rank's figures of this step, and the ranks' mean CPU */
             MPI_Allreduce(fig, all + (size_t)(i - warmup) * F_COUNT, F_COUNT, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+            MPI_Allreduce(&mine, &cpu[i - warmup], 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            cpu[i - warmup] /= x->n;
+        }
     }
+    res->busy = j0 >= 0 && machine_jiffies(&b1, &j1) == 0 && j1 > j0 ? 100 * (b1 - b0) / (j1 - j0) : -1;
+    res->cpu = bench_median(cpu, iters);
     if (m == M_SESSION)
         CHECK(x, gcoll_session_free(&x->session));
     for (int f = 0; f < F_COUNT; f++) {
@@ -166,6 +208,7 @@ static void run_mode(tctx_t *x, int m, int iters, int warmup, mode_result_t *res
         res->fig[f] = bench_median(col, iters);
     }
     res->valid = all_valid;
+    free(cpu);
     free(col);
     free(all);
 }
@@ -250,11 +293,19 @@ static void print_table(const tctx_t *x, const bench_env_t *env, int iters, int 
     printf("# per mode, the slowest rank's figure of each step, median over %d steps (after 1 validated and %d "
            "warm-up steps), in ms:\n# step = backprop start to every gradient reduced; compute = the backprop "
            "computation inside it;\n# exposed = step - compute; layer0 = from the end of backprop until layer 0's "
-           "gradient is reduced\n", iters, warmup);
-    printf("%-12s %11s %11s %11s %11s %s\n", "mode", "step", "compute", "exposed", "layer0", "valid");
-    for (int m = 0; m < M_COUNT; m++)
-        printf("%-12s %11.2f %11.2f %11.2f %11.2f %s\n", mode_names[m], res[m].fig[F_STEP], res[m].fig[F_COMPUTE],
-               res[m].fig[F_EXPOSED], res[m].fig[F_LAYER0], res[m].valid ? "ok" : "FAIL");
+           "gradient is reduced;\n# cpu = CPU time of a rank's process per step (all threads, user + system; "
+           "mean of the ranks); busy = %% of\n# rank 0's machine's CPU time (all its cores) not idle during the "
+           "timed steps\n", iters, warmup);
+    printf("%-12s %11s %11s %11s %11s %11s %6s %s\n", "mode", "step", "compute", "exposed", "layer0", "cpu", "busy",
+           "valid");
+    for (int m = 0; m < M_COUNT; m++) {
+        char busy[16] = "-";
+        if (res[m].busy >= 0)
+            snprintf(busy, sizeof(busy), "%.1f", res[m].busy);
+        printf("%-12s %11.2f %11.2f %11.2f %11.2f %11.2f %6s %s\n", mode_names[m], res[m].fig[F_STEP],
+               res[m].fig[F_COMPUTE], res[m].fig[F_EXPOSED], res[m].fig[F_LAYER0], res[m].cpu, busy,
+               res[m].valid ? "ok" : "FAIL");
+    }
     double s = res[M_SESSION].fig[F_STEP];
     printf("# session step / max(compute alone, communication) = %.3f (compute alone: after-fused's, where "
            "nothing is in flight)\n", s / bound_ms(res, comm_ms));
@@ -274,12 +325,12 @@ static int write_files(const tctx_t *x, const bench_env_t *env, int iters, doubl
     if (o->csv) {
         if ((f = fopen(o->csv, "w")) != NULL) {
             fprintf(f, "model,scale,parameters,ranks,op,compute_mode,steps,comm_ms,mode,step_ms,compute_ms,"
-                       "exposed_ms,layer0_ms,valid\n");
+                       "exposed_ms,layer0_ms,cpu_ms,busy_pct,valid\n");
             for (int m = 0; m < M_COUNT; m++)
-                fprintf(f, "%s,%g,%zu,%d,%s,%s,%d,%.3f,%s,%.3f,%.3f,%.3f,%.3f,%s\n", x->model->name, o->scale, x->total,
-                        env->nranks, gcoll_op_name(o->op), bench_compute_name(o->compute), iters, comm_ms,
+                fprintf(f, "%s,%g,%zu,%d,%s,%s,%d,%.3f,%s,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f,%s\n", x->model->name, o->scale,
+                        x->total, env->nranks, gcoll_op_name(o->op), bench_compute_name(o->compute), iters, comm_ms,
                         mode_names[m], res[m].fig[F_STEP], res[m].fig[F_COMPUTE], res[m].fig[F_EXPOSED],
-                        res[m].fig[F_LAYER0], res[m].valid ? "ok" : "FAIL");
+                        res[m].fig[F_LAYER0], res[m].cpu, res[m].busy, res[m].valid ? "ok" : "FAIL");
         }
         if (!f || fclose(f) != 0) {
             fprintf(stderr, "gcoll_bench: cannot write %s\n", o->csv);
@@ -298,8 +349,9 @@ static int write_files(const tctx_t *x, const bench_env_t *env, int iters, doubl
                     x->nbuckets);
             for (int m = 0; m < M_COUNT; m++)
                 fprintf(f, "%s\n    {\"mode\": \"%s\", \"step_ms\": %.3f, \"compute_ms\": %.3f, \"exposed_ms\": %.3f, "
-                           "\"layer0_ms\": %.3f, \"valid\": \"%s\"}", m ? "," : "", mode_names[m], res[m].fig[F_STEP],
-                        res[m].fig[F_COMPUTE], res[m].fig[F_EXPOSED], res[m].fig[F_LAYER0], res[m].valid ? "ok" : "FAIL");
+                           "\"layer0_ms\": %.3f, \"cpu_ms\": %.3f, \"busy_pct\": %.1f, \"valid\": \"%s\"}",
+                        m ? "," : "", mode_names[m], res[m].fig[F_STEP], res[m].fig[F_COMPUTE], res[m].fig[F_EXPOSED],
+                        res[m].fig[F_LAYER0], res[m].cpu, res[m].busy, res[m].valid ? "ok" : "FAIL");
             fprintf(f, "\n  ],\n  \"session_over_bound\": %.4f, \"session_over_own_compute_bound\": %.4f, "
                        "\"after_over_session\": %.4f, \"after_fused_over_session\": %.4f\n}\n",
                     s / bound_ms(res, comm_ms), s / fmax(res[M_SESSION].fig[F_COMPUTE], comm_ms),

@@ -107,6 +107,12 @@ printf '%s\n' "$out" | grep -q '3.00 ms of backprop per step (--compute-ms)' || 
 [ "$(grep -c '^resnet50,.*,avg,sleep,.*,ok$' "$tmp/t.csv")" = 4 ] || fail "train CSV: $(cat "$tmp/t.csv")"
 grep -q '"after_over_session"' "$tmp/t.json" && [ "$(grep -c '"valid": "ok"' "$tmp/t.json")" = 4 ] ||
     fail "train JSON: $(cat "$tmp/t.json")"
+# a busy-looping computation is CPU time of the process: every mode's cpu (column 14) holds at
+# least most of its compute (column 11), and busy (column 15) is a percentage
+out=$(timeout 120 $MPIRUN -np 2 $B train --scale 0.002 -i 2 -x 0 --compute spin --compute-ms 20 \
+    --csv "$tmp/s.csv" 2>&1) || fail "train spin exited $?: $out"
+awk -F, 'NR > 1 && !($14 >= 0.8 * $11 && $11 > 10 && $15 >= 0 && $15 <= 100) { bad = 1 } END { exit bad || NR != 5 }' \
+    "$tmp/s.csv" || fail "train spin: cpu or busy columns wrong: $(cat "$tmp/s.csv")"
 if command -v python3 >/dev/null; then
     python3 -m json.tool "$tmp/o.json" >/dev/null && python3 -m json.tool "$tmp/t.json" >/dev/null ||
         fail "iallreduce or train JSON does not parse"
