@@ -160,6 +160,8 @@ GCOLL_API gcoll_status_t gcoll_session_add(gcoll_session_t s, const char *name, 
 GCOLL_API gcoll_status_t gcoll_session_set_compress(gcoll_session_t s, size_t id, gcoll_compress_t compress,
                                                     double density);
 GCOLL_API gcoll_status_t gcoll_session_commit(gcoll_session_t s);
+/* buf belongs to the session until set id is waited for: a set alone in its bucket is reduced
+ * in place there, so neither read nor write it in between. */
 GCOLL_API gcoll_status_t gcoll_session_start(gcoll_session_t s, size_t id, void *buf);
 GCOLL_API gcoll_status_t gcoll_session_test(gcoll_session_t s, size_t id, int *done);
 GCOLL_API gcoll_status_t gcoll_session_wait(gcoll_session_t s, size_t id);
