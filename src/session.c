@@ -4,8 +4,10 @@
  * A bucket of several sets owns a fused buffer, a request and a schedule built once at commit;
  * every iteration rewinds that schedule instead of building one, so an iteration allocates
  * nothing. A bucket of one set (a tensor as large as a bucket, or larger) runs in place on the
- * set's own buffer, neither copied in nor out: its schedule is built at the first start, and
- * again only when the buffer moves (a device buffer goes through a staging copy allocated once).
+ * set's own buffer, neither copied in nor out, its schedule built at the first start. A device
+ * buffer, or one that moves to another address (a framework handing a fresh copy each step),
+ * sends the bucket through a fused buffer of its own from then on: allocated once, so that
+ * rebuilding the schedule does not become a per-iteration cost.
  * A bucket's priority rises with the earliness of its layers: the next forward pass needs the
  * first layers first.
  * Ranks may start the sets in different orders, so buckets launch in different orders: they
@@ -50,6 +52,7 @@ typedef struct {
     size_t count, bytes;
     void *data;          /* the fused gradients (one set: a device buffer's staging copy) */
     void *buf;           /* what the schedule runs on: data, or the one set's own host buffer */
+    int staged;          /* buf is data: the sets are copied in and out */
     size_t *tensors;     /* Adasum: each set's count (its own tensor, never mixed with a neighbour's) */
     gcoll__sched_t *sched;
     const char *algo;
@@ -275,6 +278,7 @@ GCOLL_API gcoll_status_t gcoll_session_commit(gcoll_session_t s)
         if (b->nsets > 1) {
             GCOLL_CHECK(stage(b, k));
             b->buf = b->data;
+            b->staged = 1;
             GCOLL_CHECK(build_bucket(s, b));
             b->rewindable = gcoll__sched_rewindable(b->sched);
         }
@@ -320,24 +324,20 @@ GCOLL_API gcoll_status_t gcoll_session_start(gcoll_session_t s, size_t id, void 
         return gcoll__error(GCOLL_ERR_INVALID_USAGE, "set %zu ('%s') was started again before gcoll_session_wait",
                             id, set->name);
     GCOLL_CHECK(gcoll__comm_check(s->own, "the session's communicator"));
-    if (b->nsets == 1) { /* in place, unless buf is device memory */
-        size_t k = (size_t)(b - s->buckets);
-        void *on = buf;
-        if (gcoll__cuda_is_device(buf)) {
-            GCOLL_CHECK(stage(b, k));
-            on = b->data;
+    if (!b->staged && (!b->sched || b->buf != buf || gcoll__cuda_is_device(buf))) {
+        if (gcoll__cuda_is_device(buf) || b->sched) { /* device memory, or a buffer that moved */
+            GCOLL_CHECK(stage(b, (size_t)(b - s->buckets)));
+            b->staged = 1;
         }
-        if (!b->sched || b->buf != on) {
-            gcoll__sched_free(b->sched);
-            b->sched = NULL;
-            b->buf = on;
-            GCOLL_CHECK(build_bucket(s, b));
-            b->rewindable = gcoll__sched_rewindable(b->sched);
-        }
+        gcoll__sched_free(b->sched);
+        b->sched = NULL;
+        b->buf = b->staged ? b->data : buf;
+        GCOLL_CHECK(build_bucket(s, b));
+        b->rewindable = gcoll__sched_rewindable(b->sched);
     }
     set->started = 1;
     set->buf = buf;
-    if (b->buf == b->data)
+    if (b->staged)
         GCOLL_CHECK(gcoll__cuda_copy((char *)b->data + set->offset, buf, set->count * gcoll_dtype_size(set->dtype)));
     if (--b->waiting == 0)
         return launch(s, b);
@@ -348,7 +348,7 @@ GCOLL_API gcoll_status_t gcoll_session_start(gcoll_session_t s, size_t id, void 
 static gcoll_status_t complete(gcoll_session_t s, bucket_t *b, gcoll_status_t st)
 {
     b->state = B_DONE;
-    if (st != GCOLL_SUCCESS || b->buf != b->data)
+    if (st != GCOLL_SUCCESS || !b->staged)
         return st;
     for (size_t i = b->first; i < b->first + b->nsets; i++)
         GCOLL_CHECK(gcoll__cuda_copy(s->sets[i].buf, (char *)b->data + s->sets[i].offset,

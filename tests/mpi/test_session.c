@@ -113,9 +113,9 @@ static void adasum_sets(gcoll_comm_t world)
         free(grad[i]);
 }
 
-/* ---- a bucket of one set runs on the set's own buffer: when the buffer moves between
- * iterations (A, B, A), each iteration's result must land in the buffer it was given, and the
- * buffer not passed must keep what it held */
+/* ---- a bucket of one set runs on the set's own buffer, and through a fused buffer once that
+ * buffer moves: with A, B, A, each iteration's result must land in the buffer it was given, and
+ * the buffer not passed must keep what it held */
 
 static void moving_buffer(gcoll_comm_t world)
 {
