@@ -324,14 +324,17 @@ GCOLL_API gcoll_status_t gcoll_session_start(gcoll_session_t s, size_t id, void 
         return gcoll__error(GCOLL_ERR_INVALID_USAGE, "set %zu ('%s') was started again before gcoll_session_wait",
                             id, set->name);
     GCOLL_CHECK(gcoll__comm_check(s->own, "the session's communicator"));
-    if (!b->staged && (!b->sched || b->buf != buf || gcoll__cuda_is_device(buf))) {
-        if (gcoll__cuda_is_device(buf) || b->sched) { /* device memory, or a buffer that moved */
-            GCOLL_CHECK(stage(b, (size_t)(b - s->buckets)));
-            b->staged = 1;
-        }
+    if (!b->staged && ((b->sched && b->buf != buf) || gcoll__cuda_is_device(buf))) {
+        /* device memory, or a buffer that moved: through the bucket's own buffer from now on */
+        GCOLL_CHECK(stage(b, (size_t)(b - s->buckets)));
+        b->staged = 1;
+        b->buf = b->data;
         gcoll__sched_free(b->sched);
         b->sched = NULL;
-        b->buf = b->staged ? b->data : buf;
+    }
+    if (!b->sched) { /* an in-place bucket's first start, or after a build that failed */
+        if (!b->staged)
+            b->buf = buf;
         GCOLL_CHECK(build_bucket(s, b));
         b->rewindable = gcoll__sched_rewindable(b->sched);
     }
