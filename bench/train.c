@@ -185,10 +185,11 @@ static void run_mode(tctx_t *x, int m, int iters, int warmup, mode_result_t *res
     int valid = gradients_match(x), all_valid = 0;
     MPI_Allreduce(&valid, &all_valid, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
     double b0 = 0, j0 = 0, b1 = 0, j1 = 0;
+    int have_j0 = 0;
     for (int i = 0; i < warmup + iters; i++) {
         MPI_Barrier(MPI_COMM_WORLD);
-        if (i == warmup && machine_jiffies(&b0, &j0) != 0)
-            j0 = -1;
+        if (i == warmup)
+            have_j0 = machine_jiffies(&b0, &j0) == 0;
         double c0 = cpu_ms();
         step(x, m, fig);
         double mine = cpu_ms() - c0;
@@ -198,7 +199,7 @@ static void run_mode(tctx_t *x, int m, int iters, int warmup, mode_result_t *res
             cpu[i - warmup] /= x->n;
         }
     }
-    res->busy = j0 >= 0 && machine_jiffies(&b1, &j1) == 0 && j1 > j0 ? 100 * (b1 - b0) / (j1 - j0) : -1;
+    res->busy = have_j0 && machine_jiffies(&b1, &j1) == 0 && j1 > j0 ? 100 * (b1 - b0) / (j1 - j0) : -1;
     res->cpu = bench_median(cpu, iters);
     if (m == M_SESSION)
         CHECK(x, gcoll_session_free(&x->session));

@@ -50,9 +50,8 @@ enum { B_IDLE, B_RUNNING, B_DONE };
 typedef struct {
     size_t first, nsets; /* sets first .. first + nsets - 1 */
     size_t count, bytes;
-    void *data;          /* the fused gradients (one set: a device buffer's staging copy) */
+    void *data;          /* the fused gradients, the sets copied in and out; NULL while one set runs in place */
     void *buf;           /* what the schedule runs on: data, or the one set's own host buffer */
-    int staged;          /* buf is data: the sets are copied in and out */
     size_t *tensors;     /* Adasum: each set's count (its own tensor, never mixed with a neighbour's) */
     gcoll__sched_t *sched;
     const char *algo;
@@ -278,7 +277,6 @@ GCOLL_API gcoll_status_t gcoll_session_commit(gcoll_session_t s)
         if (b->nsets > 1) {
             GCOLL_CHECK(stage(b, k));
             b->buf = b->data;
-            b->staged = 1;
             GCOLL_CHECK(build_bucket(s, b));
             b->rewindable = gcoll__sched_rewindable(b->sched);
         }
@@ -324,23 +322,22 @@ GCOLL_API gcoll_status_t gcoll_session_start(gcoll_session_t s, size_t id, void 
         return gcoll__error(GCOLL_ERR_INVALID_USAGE, "set %zu ('%s') was started again before gcoll_session_wait",
                             id, set->name);
     GCOLL_CHECK(gcoll__comm_check(s->own, "the session's communicator"));
-    if (!b->staged && ((b->sched && b->buf != buf) || gcoll__cuda_is_device(buf))) {
+    if (!b->data && ((b->sched && b->buf != buf) || gcoll__cuda_is_device(buf))) {
         /* device memory, or a buffer that moved: through the bucket's own buffer from now on */
         GCOLL_CHECK(stage(b, (size_t)(b - s->buckets)));
-        b->staged = 1;
         b->buf = b->data;
         gcoll__sched_free(b->sched);
         b->sched = NULL;
     }
     if (!b->sched) { /* an in-place bucket's first start, or after a build that failed */
-        if (!b->staged)
+        if (!b->data)
             b->buf = buf;
         GCOLL_CHECK(build_bucket(s, b));
         b->rewindable = gcoll__sched_rewindable(b->sched);
     }
     set->started = 1;
     set->buf = buf;
-    if (b->staged)
+    if (b->data)
         GCOLL_CHECK(gcoll__cuda_copy((char *)b->data + set->offset, buf, set->count * gcoll_dtype_size(set->dtype)));
     if (--b->waiting == 0)
         return launch(s, b);
@@ -351,7 +348,7 @@ GCOLL_API gcoll_status_t gcoll_session_start(gcoll_session_t s, size_t id, void 
 static gcoll_status_t complete(gcoll_session_t s, bucket_t *b, gcoll_status_t st)
 {
     b->state = B_DONE;
-    if (st != GCOLL_SUCCESS || !b->staged)
+    if (st != GCOLL_SUCCESS || !b->data)
         return st;
     for (size_t i = b->first; i < b->first + b->nsets; i++)
         GCOLL_CHECK(gcoll__cuda_copy(s->sets[i].buf, (char *)b->data + s->sets[i].offset,
