@@ -4,8 +4,9 @@
  *   halves of the range they hold (the lower rank's group is a, the upper's b) and keep one; the
  *   per-tensor (a.b, a.a, b.b) of each kept part are summed among the 2d ranks of the pair group
  *   by recursive doubling (3 doubles per tensor, log2(2d) small messages), and each rank applies
- *   the coefficients to its part (between hosts the halves go in slices, each slice's sums taken
- *   as it lands). Then a doubling allgather. Data volume per rank is a
+ *   the coefficients to its part (the received half's sums are taken as it lands: between hosts
+ *   a slice at a time, inside a host a chunk of the single copy at a time). Then a doubling
+ *   allgather. Data volume per rank is a
  *   Rabenseifner allreduce's, 2(P-1)/P of the vector, plus a whole vector each way for a
  *   folded rank; the extra messages total 3 ntensors doubles x log2(P)(log2(P)+1)/2.
  * shm_cma (by attr.algorithm only: halving over the node channel was faster at every size
@@ -99,6 +100,28 @@ static void rewind_job(void *state)
     (void)state;
 }
 
+/* The partial sums of a level's kept part inside a host, taken as the received half lands a
+ * chunk at a time (the transport calls in order, the first part at offset 0). */
+typedef struct {
+    job_t j;
+    size_t done; /* elements summed so far */
+} landing_t;
+
+static void on_landed(void *arg, size_t off, size_t len)
+{
+    landing_t *l = arg;
+    const job_t *j = &l->j;
+    size_t es = j->sh->es, upto = (off + len) / es;
+    if (off == 0) {
+        memset(j->sums, 0, 3 * j->sh->nt * sizeof(double));
+        l->done = 0;
+    }
+    if (upto > l->done)
+        gcoll__adasum_partials(j->sh, j->a + l->done * es, j->b + l->done * es, j->first + l->done, upto - l->done,
+                               j->sums);
+    l->done = upto > l->done ? upto : l->done;
+}
+
 static job_t *add_job(gcoll__sched_t *s, job_t j)
 {
     job_t *p = gcoll__sched_scratch(s, sizeof(*p));
@@ -168,15 +191,21 @@ static void build_halving(gcoll__sched_t *s, const gcoll__coll_args_t *a, const 
         /* between hosts both halves go in slices of GCOLL_CHUNK_BYTES (the peer cuts alike), and
          * each received slice's partial sums are taken as soon as it lands, hiding them behind
          * the network (4 hosts x 1 at 1 Gbit/s, 64 MiB: 1.05x the sum's time against 1.13x
-         * unsliced); inside a host, where single copy moves a half at memory speed, slices only
-         * cost (2 ranks, 64 MiB: 1.42-1.50x against 1.35) */
+         * unsliced); inside a host, where single copy moves a half at memory speed and slices
+         * only cost (2 ranks, 64 MiB: 1.42-1.50x against 1.35), the half goes whole and its
+         * partial sums are taken as each chunk of the copy lands, still in cache */
         int remote = !a->map || a->map->host[vp] != a->map->host[r];
         size_t slice = remote && gcoll__config.chunk_bytes / es ? gcoll__config.chunk_bytes / es : kn + sn + 1;
         gcoll__sched_round(s);
         for (size_t o = 0; o < sn; o += slice)
             gcoll__sched_send(s, vp, cur + (so + o) * es, (sn - o < slice ? sn - o : slice) * es);
+        landing_t *l = !remote && kn ? gcoll__sched_scratch(s, sizeof(*l)) : NULL;
+        if (l) {
+            l->j = j;
+            gcoll__sched_recv_landed(s, vp, recv_at, kn * es, on_landed, l);
+        }
         size_t prev = SIZE_MAX;
-        for (size_t o = 0; o < kn; o += slice) {
+        for (size_t o = 0; !l && o < kn; o += slice) {
             size_t len = kn - o < slice ? kn - o : slice;
             gcoll__sched_recv(s, vp, recv_at + o * es, len * es);
             job_t sj = j;

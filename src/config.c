@@ -375,6 +375,13 @@ static const var_def_t vars[] = {
     {"GCOLL_SHM_CHUNK_SIZE", "bytes, 4K..1G", "256K",
      "pipelining chunk of the single-copy algorithms (kept in cache between read and reduce)",
      parse_bytes, NULL, &gcoll__config.shm_chunk_size, 4},
+    /* Adasum's received half inside a host lands a read at a time and its dot products follow
+     * each read while it is in cache: 2 ranks, 64 MiB, reads of 256K 1.28x the sum's time, 512K
+     * 1.25, 1M (this machine's L2) 1.15-1.17, 2M 1.23, whole 1.31 (README "Adasum") */
+    {"GCOLL_SHM_READ_CHUNK", "auto, or bytes 4K..1G", "auto",
+     "single-copy read of a message whose receiver works on each part as it lands (Adasum's dot "
+     "products); auto: the L2 cache of a core (hwloc), 1M when unknown",
+     parse_auto_bytes, NULL, &gcoll__config.shm_read_chunk, 4},
     {"GCOLL_SHM_SINGLE_COPY", "auto|on|off", "auto",
      "cross-memory attach (process_vm_readv/writev) for large messages; auto probes it",
      NULL, onoff, &gcoll__config.shm_single_copy, 0},

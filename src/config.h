@@ -39,6 +39,7 @@ typedef struct {
     int transport_intra;   /* 0 shm, 1 inter (as between hosts), 2 mpi */
     size_t shm_slot_size;  /* staging bytes per rank and parity */
     size_t shm_chunk_size; /* single-copy pipelining chunk */
+    size_t shm_read_chunk; /* single-copy read of a message consumed as it lands; 0: auto */
     int shm_single_copy;   /* 0 auto, 1 on, 2 off */
     size_t shm_cell_size;  /* point-to-point ring cell payload */
     int shm_ring_depth;    /* cells per ring */

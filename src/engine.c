@@ -88,6 +88,10 @@ static gcoll_status_t post(gcoll_request_t r, gcoll__step_t *st)
         if (r->t_post == 0)
             r->t_post = st->t0;
     }
+    st->parts = 0;
+    if (st->kind == GCOLL_STEP_RECV && st->landed && !st->wire && c->tpops->irecv_landed)
+        return c->tpops->irecv_landed(c->tp, st->peer, tag, st->dst, st->n, st->landed, st->landed_arg, &st->parts,
+                                      &st->req);
     if (st->kind == GCOLL_STEP_RECV)
         return c->tpops->irecv(c->tp, st->peer, tag, st->wire ? st->wire : st->dst, st->n, &st->req);
     if (st->wire) /* compressed: the fp32 slice goes out 16-bit */
@@ -125,6 +129,8 @@ static gcoll_status_t reap(gcoll_request_t r, unsigned *moved, size_t *pending)
             GCOLL_CHECK(ts);
             if (st[i].done && st[i].wire && st[i].kind == GCOLL_STEP_RECV) /* back to fp32 */
                 gcoll__kernels->from_wire[s->wire - 1](st[i].dst, st[i].wire, st[i].n / 2);
+            if (st[i].done && st[i].landed && !st[i].parts)
+                st[i].landed(st[i].landed_arg, 0, st[i].wire ? st[i].n * 2 : st[i].n);
         }
         if (st[i].done) {
             ++*moved;

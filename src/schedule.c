@@ -149,6 +149,16 @@ void gcoll__sched_recv(gcoll__sched_t *s, int peer, void *buf, size_t bytes)
                                 .dst = buf, .n = w ? bytes / 2 : bytes, .wire = w});
 }
 
+void gcoll__sched_recv_landed(gcoll__sched_t *s, int peer, void *buf, size_t bytes, gcoll__tp_landed_fn landed,
+                              void *arg)
+{
+    gcoll__sched_recv(s, peer, buf, bytes);
+    if (s->status != GCOLL_SUCCESS)
+        return;
+    s->steps[s->nsteps - 1].landed = landed;
+    s->steps[s->nsteps - 1].landed_arg = arg;
+}
+
 void gcoll__sched_wire_round(gcoll__sched_t *s, void *buf, size_t count)
 {
     if (s->wire && count)

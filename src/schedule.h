@@ -37,6 +37,11 @@ typedef struct {
     void *state;
     void *wire; /* a send or receive of fp32 that travels in the wire format: its staging buffer
                    (a: the fp32 to send, dst: where the received values land as fp32; n: wire bytes) */
+    /* a receive whose consumer works on each part as it lands (gcoll__sched_recv_landed);
+     * parts: the transport tells of the parts itself, else the engine hands over the whole */
+    gcoll__tp_landed_fn landed;
+    void *landed_arg;
+    int parts;
     int done;
     double t0; /* timeline: when the step was posted or started */
 } gcoll__step_t;
@@ -94,6 +99,11 @@ void *gcoll__sched_scratch(gcoll__sched_t *s, size_t bytes);
 void gcoll__sched_round(gcoll__sched_t *s);
 void gcoll__sched_send(gcoll__sched_t *s, int peer, const void *buf, size_t bytes);
 void gcoll__sched_recv(gcoll__sched_t *s, int peer, void *buf, size_t bytes);
+/* A receive that calls landed(arg, off, len) for each part of the message as it lands (in
+ * order, all of it before the step is done): where the transport reads a large message a chunk
+ * at a time, its consumer reads each chunk while it is in cache. */
+void gcoll__sched_recv_landed(gcoll__sched_t *s, int peer, void *buf, size_t bytes, gcoll__tp_landed_fn landed,
+                              void *arg);
 void gcoll__sched_reduce(gcoll__sched_t *s, void *dst, const void *a, const void *b, size_t count);
 void gcoll__sched_copy(gcoll__sched_t *s, void *dst, const void *src, size_t bytes);
 void gcoll__sched_avg(gcoll__sched_t *s, void *buf, size_t count); /* no step unless op is AVG */

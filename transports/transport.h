@@ -15,6 +15,8 @@
 
 typedef struct gcoll__tp gcoll__tp_t;         /* one endpoint: a communicator's view of a transport */
 typedef struct gcoll__tp_req gcoll__tp_req_t; /* one send or receive in flight */
+/* Told that bytes [off, off + len) of a receive's buffer have landed. */
+typedef void (*gcoll__tp_landed_fn)(void *arg, size_t off, size_t len);
 
 typedef struct {
     gcoll__boot_t *group; /* the communicator's bootstrap group: collective setup calls */
@@ -43,6 +45,13 @@ typedef struct gcoll__transport {
      * once test reports it done (a longer one fails it). NULL: receives take exact sizes only. */
     gcoll_status_t (*irecv_upto)(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes, size_t *got,
                                  gcoll__tp_req_t **req);
+    /* A receive that calls landed(arg, off, len) as each part of the message lands in buf, in
+     * order and from the progress call that landed it, so that the receiver can work on a part
+     * while it is still in cache; every byte has been handed over when test reports it done.
+     * An endpoint that cannot do so for this peer posts a plain receive and sets *parts to 0:
+     * the caller hands the whole message over itself. NULL: never in parts. */
+    gcoll_status_t (*irecv_landed)(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
+                                   gcoll__tp_landed_fn landed, void *arg, int *parts, gcoll__tp_req_t **req);
     /* Sets *done; a finished request is freed. An error also frees it. */
     gcoll_status_t (*test)(gcoll__tp_t *tp, gcoll__tp_req_t *req, int *done);
     /* Abandons a request that will not complete (timeout, abort) and frees it. */

@@ -4,7 +4,8 @@
  * to the same peer (the receiver may need one of those before it posts that receive: issue 9's
  * deadlock); acknowledgements that come out of order complete only their own sends; more
  * single-copy messages in flight than the acknowledgement window; per-tag order over mixed
- * sizes. Then mismatch detection on the three paths where a message's operation descriptor is
+ * sizes; receives told of each part as it lands (in order, data in place, single copy in reads
+ * of GCOLL_SHM_READ_CHUNK) whether posted before the message or after. Then mismatch detection on the three paths where a message's operation descriptor is
  * compared (on arrival; at a receive, and at a send, under the tag of a message that came before
  * the operation started): the ranks whose peer differs get GCOLL_ERR_INVALID_USAGE naming both
  * sides, the others get it from the notice. A wait that would hang ends after WAIT_S seconds as
@@ -208,6 +209,70 @@ static void test_order_per_tag(gcoll__tp_t *tp, size_t cell)
     }
 }
 
+/* ---- receives told of their parts (irecv_landed) ---- */
+
+typedef struct {
+    const unsigned char *buf, *want; /* want: the sender's data */
+    size_t bytes, covered;           /* covered: the end of the last part told */
+    int parts, in_order, landed; /* in_order: each part starts where the last ended; landed: its data is there */
+} parts_t;
+
+static void on_part(void *arg, size_t off, size_t len)
+{
+    parts_t *p = arg;
+    p->in_order &= off == p->covered && len <= p->bytes - off;
+    if (p->in_order && len)
+        p->landed &= memcmp(p->buf + off, p->want + off, len) == 0;
+    p->covered = off + len;
+    p->parts++;
+}
+
+/* Each size arrives once after its receive was posted and once before (set aside while a later
+ * message is received first); every byte is told, in order, with its data already in place,
+ * and a single-copy message in reads of read_bytes. */
+static void test_landed(gcoll__tp_t *tp, size_t cell, size_t read_bytes, int single_copy)
+{
+    const size_t sizes[5] = {0, 100, cell, 3 * cell + 5, 5 * read_bytes + 7};
+    for (int early = 0; early < 2; early++)
+        for (int i = 0; i < 5; i++) {
+            size_t n = sizes[i];
+            uint32_t tag = 20 + (uint32_t)(2 * i + early);
+            unsigned char *out = malloc(n + 1), *in = malloc(n + 1), *want = malloc(n + 1), s_out = 1, s_in = 0;
+            fill(out, n, seed_of(rank, to, tag, n));
+            fill(want, n, seed_of(from, rank, tag, n));
+            parts_t p = {.buf = in, .want = want, .bytes = n, .in_order = 1, .landed = 1};
+            gcoll__tp_req_t *r[4] = {NULL, NULL, NULL, NULL};
+            gcoll_status_t st[4] = {0};
+            int told = -1;
+            if (!early)
+                CHECK(T->irecv_landed(tp, from, tag, in, n, on_part, &p, &told, &r[0]) == GCOLL_SUCCESS,
+                      "irecv_landed: %s", gcoll_last_error());
+            MPI_Barrier(MPI_COMM_WORLD);
+            CHECK(T->isend(tp, to, tag, out, n, &r[1]) == GCOLL_SUCCESS, "isend: %s", gcoll_last_error());
+            if (early) { /* receiving a later message first sets this one aside */
+                CHECK(T->isend(tp, to, 19, &s_out, 1, &r[2]) == GCOLL_SUCCESS, "isend: %s", gcoll_last_error());
+                CHECK(T->irecv(tp, from, 19, &s_in, 1, &r[3]) == GCOLL_SUCCESS, "irecv: %s", gcoll_last_error());
+                wait_all(tp, &r[3], &st[3], 1, "landed: the later message");
+                CHECK(T->irecv_landed(tp, from, tag, in, n, on_part, &p, &told, &r[0]) == GCOLL_SUCCESS,
+                      "irecv_landed: %s", gcoll_last_error());
+            }
+            wait_all(tp, r, st, 4, "landed");
+            const char *when = early ? "set aside" : "posted first";
+            CHECK(told == 1 && st[0] == GCOLL_SUCCESS && st[1] == GCOLL_SUCCESS,
+                  "landed %zu bytes %s: parts %d, statuses %d %d", n, when, told, st[0], st[1]);
+            CHECK(p.in_order && p.covered == n && p.parts >= 1,
+                  "landed %zu bytes %s: %d parts, out of order or %zu bytes told", n, when, p.parts, p.covered);
+            CHECK(p.landed, "landed %zu bytes %s: a part was told before its data was in place", n, when);
+            if (single_copy && n > cell)
+                CHECK((size_t)p.parts == (n + read_bytes - 1) / read_bytes,
+                      "landed %zu bytes %s: single copy in %d reads, not of %zu bytes", n, when, p.parts, read_bytes);
+            MPI_Barrier(MPI_COMM_WORLD); /* the peer is done reading out */
+            free(out);
+            free(in);
+            free(want);
+        }
+}
+
 /* ---- mismatch detection: every rank's operation under tag 7 is a count of 1000, the last
  * rank's 999; each path runs on a fresh endpoint (a mismatch fails it for good), whose local
  * ranks are named 100 + i (the communicator ranks the messages must use) ---- */
@@ -362,6 +427,7 @@ int main(int argc, char **argv)
         test_acks_out_of_order(tp, big, s->cma);
         test_many_in_flight(tp, 2 * s->cell_bytes);
         test_order_per_tag(tp, s->cell_bytes);
+        test_landed(tp, s->cell_bytes, s->read_bytes, s->cma);
         MPI_Barrier(MPI_COMM_WORLD); /* the peers are done reading this rank's buffers */
         T->close(tp);
     }

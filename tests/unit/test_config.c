@@ -37,6 +37,11 @@ START_TEST(defaults_load)
     ck_assert_int_eq(gcoll__config.algo[GCOLL_COLL_ALLREDUCE].nranges, 0);
     ck_assert_uint_eq(gcoll__config.tcp_sndbuf, 256 << 10);
     ck_assert_uint_eq(gcoll__config.tcp_rcvbuf, 4 << 20);
+    ck_assert_uint_eq(gcoll__config.shm_read_chunk, 0); /* auto */
+    setenv("GCOLL_SHM_READ_CHUNK", "512K", 1);
+    ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+    ck_assert_uint_eq(gcoll__config.shm_read_chunk, 512 << 10);
+    unsetenv("GCOLL_SHM_READ_CHUNK");
     setenv("GCOLL_TCP_SNDBUF", "auto", 1);
     ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
     ck_assert_uint_eq(gcoll__config.tcp_sndbuf, 0);
@@ -66,6 +71,7 @@ START_TEST(malformed_values_name_the_variable)
     expect_bad("GCOLL_SHM_SLOT_SIZE", "1K", "from 4K to 1G");
     expect_bad("GCOLL_SHM_CHUNK_SIZE", "lots", "K/M/G");
     expect_bad("GCOLL_SHM_SINGLE_COPY", "maybe", "auto|on|off");
+    expect_bad("GCOLL_SHM_READ_CHUNK", "2K", "auto, or bytes");
     expect_bad("GCOLL_TRANSPORT_INTRA", "nvlink", "shm|inter|mpi");
     expect_bad("GCOLL_ALLREDUCE", "ring:8K-1K", "LO < HI");
     expect_bad("GCOLL_ALLREDUCE", "ring:8K", "LO-HI");

@@ -85,6 +85,20 @@ static gcoll_status_t route_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void 
     return GCOLL_SUCCESS;
 }
 
+static gcoll_status_t route_irecv_landed(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
+                                         gcoll__tp_landed_fn landed, void *arg, int *parts, gcoll__tp_req_t **req)
+{
+    gcoll__route_peer_t p = tp->peers[peer];
+    gcoll__route_ep_t *e = &tp->ep[p.ep];
+    if (!e->ops->irecv_landed) {
+        *parts = 0;
+        return route_irecv(tp, peer, tag, buf, bytes, req);
+    }
+    GCOLL_CHECK(spread(tp, p.ep, e->ops->irecv_landed(e->tp, p.index, tag, buf, bytes, landed, arg, parts, req)));
+    *req = mark(*req, p.ep);
+    return GCOLL_SUCCESS;
+}
+
 /* A rank that waits only on one endpoint still reads the other now and then: a mismatch that
  * only the other shows (its peers' notices) ends this wait too, instead of GCOLL_TIMEOUT. */
 static gcoll_status_t route_test(gcoll__tp_t *tp, gcoll__tp_req_t *req, int *done)
@@ -136,6 +150,7 @@ const gcoll__transport_t gcoll__transport_route = {
     .name = "route",
     .isend = route_isend,
     .irecv = route_irecv,
+    .irecv_landed = route_irecv_landed,
     .test = route_test,
     .cancel = route_cancel,
     .dead_peer = route_dead_peer,

@@ -19,6 +19,7 @@
 #include "../../src/config.h"
 #include "../../src/error.h"
 #include "../../src/log.h"
+#include "../../src/topo.h"
 #include "../liveness.h"
 #include "shm.h"
 
@@ -92,6 +93,8 @@ gcoll_status_t gcoll__shm_create(gcoll__boot_t *node, gcoll__shm_t **out)
     s->n = node->size;
     s->slot_bytes = (gcoll__config.shm_slot_size + 63) & ~(size_t)63;
     s->chunk_bytes = gcoll__config.shm_chunk_size;
+    s->read_bytes = gcoll__config.shm_read_chunk ? gcoll__config.shm_read_chunk
+                    : gcoll__topo()->l2 ? gcoll__topo()->l2 : (size_t)1 << 20;
     s->cell_bytes = (gcoll__config.shm_cell_size + 63) & ~(size_t)63;
     s->depth = gcoll__config.shm_ring_depth;
     s->pair_bytes = GCOLL_SHM_ACK_BYTES + (size_t)s->depth * (sizeof(gcoll__shm_cell_t) + s->cell_bytes);

@@ -72,6 +72,7 @@ typedef struct gcoll__shm {
     char *slots;              /* [nlocal][2][slot_bytes] */
     size_t slot_bytes;        /* one parity of one rank's staging */
     size_t chunk_bytes;       /* single-copy pipelining chunk */
+    size_t read_bytes;        /* single-copy read of a message its receiver consumes as it lands */
     int me, n;                /* local rank and local size (the whole communicator) */
     int cma;                  /* single copy works between every pair */
     pid_t *pids;              /* [n] */

@@ -32,6 +32,8 @@ struct gcoll__tp_req {
     uint64_t msgid;      /* single-copy send: complete once the receiver acknowledges this id */
     int started;         /* send: its first cell is in the ring */
     gcoll__opdesc_t desc; /* send: the operation of its tag, for the receiver to check */
+    gcoll__tp_landed_fn landed; /* recv: told of each part as it lands (NULL: nobody) */
+    void *landed_arg;
     gcoll_status_t status;
 };
 
@@ -258,11 +260,25 @@ static gcoll_status_t size_mismatch(int peer, size_t got, size_t want)
                         "expected %zu", got, peer, want);
 }
 
-/* Single copy: read the sender's buffer, then acknowledge so its send completes. */
+static void landed(gcoll__tp_req_t *r, size_t off, size_t len)
+{
+    if (r->landed)
+        r->landed(r->landed_arg, off, len);
+}
+
+/* Single copy: read the sender's buffer, then acknowledge so its send completes. A receive
+ * that is told of its parts reads GCOLL_SHM_READ_CHUNK at a time, so that each part is still in
+ * cache when its consumer reads it. */
 static gcoll_status_t pull(gcoll__shm_t *s, int peer, gcoll__tp_req_t *r, uint64_t addr, size_t total, uint64_t msgid)
 {
-    gcoll_status_t st = total == r->bytes ? gcoll__shm_read(s, peer, r->buf, addr, total)
-                                          : size_mismatch(peer, total, r->bytes);
+    gcoll_status_t st = total == r->bytes ? GCOLL_SUCCESS : size_mismatch(peer, total, r->bytes);
+    size_t step = r->landed ? s->read_bytes : total;
+    for (size_t o = 0; st == GCOLL_SUCCESS && o < total; o += step) {
+        size_t len = total - o < step ? total - o : step;
+        st = gcoll__shm_read(s, peer, r->buf + o, addr + o, len);
+        if (st == GCOLL_SUCCESS)
+            landed(r, o, len);
+    }
     atomic_store_explicit(gcoll__shm_ack(s, peer, s->me, msgid), msgid, memory_order_release);
     ring_event(s);
     r->status = st;
@@ -299,6 +315,8 @@ static void deliver(peer_t *p, gcoll__tp_req_t *r, unexpected_t *u)
     r->status = u->total == r->bytes ? GCOLL_SUCCESS : size_mismatch(r->peer, u->total, r->bytes);
     if (r->status == GCOLL_SUCCESS && r->bytes)
         memcpy(r->buf, u->data, r->bytes);
+    if (r->status == GCOLL_SUCCESS)
+        landed(r, 0, r->bytes);
     r->done = 1;
     free(u->data);
     free(u);
@@ -317,6 +335,7 @@ static gcoll_status_t drain(gcoll__shm_t *s, int peer)
             if (p->receiving) {
                 gcoll__tp_req_t *r = p->receiving;
                 memcpy(r->buf + r->moved, payload, c->len);
+                landed(r, r->moved, c->len);
                 r->moved += c->len;
                 if (r->moved == r->bytes) {
                     r->done = 1;
@@ -345,6 +364,7 @@ static gcoll_status_t drain(gcoll__shm_t *s, int peer)
                 } else {
                     if (c->len)
                         memcpy(r->buf, payload, c->len);
+                    landed(r, 0, c->len);
                     r->moved = c->len;
                     r->done = r->moved == r->bytes;
                     p->receiving = r->done ? NULL : r;
@@ -422,8 +442,8 @@ static gcoll_status_t shm_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const v
 }
 
 /* A posted receive first looks among the messages that arrived before it. */
-static gcoll_status_t shm_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
-                                gcoll__tp_req_t **out)
+static gcoll_status_t post_recv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
+                                gcoll__tp_landed_fn fn, void *arg, gcoll__tp_req_t **out)
 {
     gcoll__shm_t *s = tp->ch;
     if (s->p2p->failed)
@@ -436,6 +456,8 @@ static gcoll_status_t shm_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *b
         }
     GCOLL_CHECK(new_req(peer, tag, buf, bytes, 1, out));
     gcoll__tp_req_t *r = *out;
+    r->landed = fn;
+    r->landed_arg = arg;
     for (unexpected_t *u = p->unexp; u; u = u->next) {
         if (u->tag != tag)
             continue;
@@ -452,6 +474,19 @@ static gcoll_status_t shm_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *b
     }
     Q_PUSH(p->recvs, p->recvs_tail, r);
     return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t shm_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
+                                gcoll__tp_req_t **out)
+{
+    return post_recv(tp, peer, tag, buf, bytes, NULL, NULL, out);
+}
+
+static gcoll_status_t shm_irecv_landed(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
+                                       gcoll__tp_landed_fn fn, void *arg, int *parts, gcoll__tp_req_t **out)
+{
+    *parts = 1;
+    return post_recv(tp, peer, tag, buf, bytes, fn, arg, out);
 }
 
 static void shm_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r);
@@ -516,6 +551,7 @@ const gcoll__transport_t gcoll__transport_shm = {
     .name = "shm",
     .isend = shm_isend,
     .irecv = shm_irecv,
+    .irecv_landed = shm_irecv_landed,
     .test = shm_test,
     .cancel = shm_cancel,
     .dead_peer = shm_dead_peer,
