@@ -59,6 +59,7 @@ typedef struct {
     gcoll__algo_table_t algo[GCOLL_COLL_COUNT];
     double stall_warn_s;         /* 0: no stall warnings */
     int adasum;            /* GCOLL_ADASUM: 0 auto, 1 flat, 2 hierarchical */
+    int adasum_push;       /* GCOLL_ADASUM_PUSH: 0 auto, 1 on, 2 off */
     gcoll__link_t cost[2]; /* inside a host, to the network */
     int cost_probe[2];     /* GCOLL_COST_INTRA/INTER=auto: measure the link */
     unsigned mpi_colls;    /* GCOLL_MPI_COLLS: a bit per call of src/mpi_colls.c's list */

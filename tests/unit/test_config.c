@@ -72,6 +72,7 @@ START_TEST(malformed_values_name_the_variable)
     expect_bad("GCOLL_SHM_CHUNK_SIZE", "lots", "K/M/G");
     expect_bad("GCOLL_SHM_SINGLE_COPY", "maybe", "auto|on|off");
     expect_bad("GCOLL_SHM_READ_CHUNK", "2K", "auto, or bytes");
+    expect_bad("GCOLL_ADASUM_PUSH", "yes", "auto|on|off");
     expect_bad("GCOLL_TRANSPORT_INTRA", "nvlink", "shm|inter|mpi");
     expect_bad("GCOLL_ALLREDUCE", "ring:8K-1K", "LO < HI");
     expect_bad("GCOLL_ALLREDUCE", "ring:8K", "LO-HI");
