@@ -7,8 +7,8 @@
  *   the coefficients to its part (the received half's sums are taken as it lands: between hosts
  *   a slice at a time, inside a host a chunk of the single copy at a time). Then a doubling
  *   allgather; or, where every rank shares the host and single copy works, the last level
- *   writes each piece of its result straight into the other ranks' outputs as it computes it. Data volume per rank is a
- *   Rabenseifner allreduce's, 2(P-1)/P of the vector, plus a whole vector each way for a
+ *   writes each piece of its result straight into the other ranks' outputs as it computes it.
+ *   Data volume per rank is a Rabenseifner allreduce's, 2(P-1)/P of the vector, plus a whole vector each way for a
  *   folded rank; the extra messages total 3 ntensors doubles x log2(P)(log2(P)+1)/2.
  * shm_cma (by attr.algorithm only: halving over the node channel was faster at every size
  *   measured): every rank shares the host. Each rank owns a 1/n slice; per level it reads the slices

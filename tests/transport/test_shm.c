@@ -5,9 +5,10 @@
  * deadlock); acknowledgements that come out of order complete only their own sends; more
  * single-copy messages in flight than the acknowledgement window; per-tag order over mixed
  * sizes; receives told of each part as it lands (in order, data in place, single copy in reads
- * of GCOLL_SHM_READ_CHUNK) whether posted before the message or after. Then mismatch detection on the three paths where a message's operation descriptor is
- * compared (on arrival; at a receive, and at a send, under the tag of a message that came before
- * the operation started): the ranks whose peer differs get GCOLL_ERR_INVALID_USAGE naming both
+ * of GCOLL_SHM_READ_CHUNK) whether posted before the message or after. Then mismatch
+ * detection on the three paths where a message's operation descriptor is compared (on
+ * arrival; at a receive, and at a send, under the tag of a message that came before the
+ * operation started): the ranks whose peer differs get GCOLL_ERR_INVALID_USAGE naming both
  * sides, the others get it from the notice. A wait that would hang ends after WAIT_S seconds as
  * a failure, and the test posts what is missing so that it still ends. Prints "RESULT shm np=N
  * passed=N failed=N". */
