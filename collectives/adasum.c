@@ -8,8 +8,10 @@
  *   a slice at a time, inside a host a chunk of the single copy at a time). Then a doubling
  *   allgather; or, where every rank shares the host and single copy works, the last level
  *   writes each piece of its result straight into the other ranks' outputs as it computes it.
- *   Data volume per rank is a Rabenseifner allreduce's, 2(P-1)/P of the vector, plus a whole vector each way for a
- *   folded rank; the extra messages total 3 ntensors doubles x log2(P)(log2(P)+1)/2.
+ *   Data volume per rank is a Rabenseifner allreduce's, 2(P-1)/P of the vector, plus a whole
+ *   vector each way for a folded rank; the extra messages total 3 ntensors doubles x
+ *   log2(P)(log2(P)+1)/2 (pushing adds two rounds of P - 1 messages each way: the addresses
+ *   and, empty, that the outputs are written).
  * shm_cma (by attr.algorithm only: halving over the node channel was faster at every size
  *   measured): every rank shares the host. Each rank owns a 1/n slice; per level it reads the slices
  *   of the level's inputs straight from the peers' buffers (single copy, a cache-sized chunk at
@@ -31,7 +33,6 @@
 #include "../src/copy.h"
 #include "../src/dtype.h"
 #include "../src/log.h"
-#include "../src/topo.h"
 #include "adasum.h"
 #include "halving.h"
 #include "select.h"
@@ -116,11 +117,14 @@ static void rewind_job(void *state)
     (void)state;
 }
 
-/* The partial sums of a level's kept part inside a host, taken as the received half lands a
- * chunk at a time (the transport calls in order, the first part at offset 0). */
+/* The partial sums of a level's kept part inside a host, taken as the received half lands (the
+ * transport calls in order, the first part at offset 0). They are summed over blocks of a fixed
+ * size, whatever the parts: how a message lands (single-copy reads, ring cells, whole) depends
+ * on timing, and the result's bits must not. */
 typedef struct {
     job_t j;
-    size_t done; /* elements summed so far */
+    size_t block; /* elements */
+    size_t done;  /* elements summed so far, a multiple of block until the last */
 } landing_t;
 
 static void on_landed(void *arg, size_t off, size_t len)
@@ -132,10 +136,14 @@ static void on_landed(void *arg, size_t off, size_t len)
         memset(j->sums, 0, 3 * j->sh->nt * sizeof(double));
         l->done = 0;
     }
-    if (upto > l->done)
-        gcoll__adasum_partials(j->sh, j->a + l->done * es, j->b + l->done * es, j->first + l->done, upto - l->done,
-                               j->sums);
-    l->done = upto > l->done ? upto : l->done;
+    if (upto < j->n)
+        upto -= upto % l->block;
+    for (; l->done < upto; l->done += l->block) {
+        size_t n = upto - l->done < l->block ? upto - l->done : l->block;
+        gcoll__adasum_partials(j->sh, j->a + l->done * es, j->b + l->done * es, j->first + l->done, n, j->sums);
+    }
+    if (l->done > upto) /* the last block was short */
+        l->done = upto;
 }
 
 static job_t *add_job(gcoll__sched_t *s, job_t j)
@@ -163,13 +171,14 @@ static int largest_pow2(int n)
  * it computes it (their addresses swapped first) instead of a doubling allgather that reads the
  * results back: every rank on one host with single copy, and GCOLL_ADASUM_PUSH, by default once
  * the ranks' vectors together fill the L3 cache, so that the allgather would read from memory
- * (2 ranks, 64 MiB: 1.12x the sum's time against 1.19). */
+ * (2 ranks, 64 MiB: 1.12x the sum's time against 1.19). The setting and the cache size are the
+ * host's first rank's (the node channel carries them), so every rank decides alike. */
 static int pushes(const gcoll__sched_t *s, const gcoll__coll_args_t *a)
 {
-    if (!a->shm || !gcoll__shm_cma_usable(a) || s->peermap || gcoll__config.adasum_push == 2)
+    if (!a->shm || !gcoll__shm_cma_usable(a) || s->peermap || a->shm->adasum_push == 2)
         return 0;
-    size_t l3 = gcoll__topo()->l3 ? gcoll__topo()->l3 : (size_t)32 << 20;
-    return gcoll__config.adasum_push == 1 || a->count * a->esize * (size_t)a->size >= l3;
+    size_t l3 = a->shm->l3 ? a->shm->l3 : (size_t)32 << 20;
+    return a->shm->adasum_push == 1 || a->count * a->esize * (size_t)a->size >= l3;
 }
 
 static void build_halving(gcoll__sched_t *s, const gcoll__coll_args_t *a, const gcoll__adasum_shape_t *sh)
@@ -239,8 +248,10 @@ static void build_halving(gcoll__sched_t *s, const gcoll__coll_args_t *a, const 
         for (size_t o = 0; o < sn; o += slice)
             gcoll__sched_send(s, vp, cur + (so + o) * es, (sn - o < slice ? sn - o : slice) * es);
         landing_t *l = !remote && kn ? gcoll__sched_scratch(s, sizeof(*l)) : NULL;
-        if (l) {
+        if (l) { /* blocks of a single-copy read (any fixed size would do without the channel) */
             l->j = j;
+            l->block = (a->shm ? a->shm->read_bytes : (size_t)1 << 20) / es;
+            l->block += !l->block;
             gcoll__sched_recv_landed(s, vp, recv_at, kn * es, on_landed, l);
         }
         size_t prev = SIZE_MAX;

@@ -477,12 +477,14 @@ static const var_def_t vars[] = {
     {"GCOLL_ADASUM", "auto|flat|hierarchical", "auto",
      "Adasum across hosts: flat over all ranks, or sum inside each host then Adasum among hosts; "
      "auto: hierarchical when some host holds several ranks", NULL, adasum_modes, &gcoll__config.adasum, 0},
-    /* 2 ranks, ms per call and ratio to the sum, 4 runs each: 32 MiB 11.5 pushed against 12.6
-     * gathered, 16 MiB 5.9 against 6.0, 8 MiB even, 2-4 MiB pushing no better (README "Adasum") */
+    /* 2 ranks, Adasum ms per call, median of 4 runs: 32 MiB 11.5 pushed against 12.6 gathered,
+     * 16 MiB 5.9 against 6.0, 8 MiB even, 2-4 MiB pushing no better (README "Adasum"). Taken from
+     * the host's first rank, as it changes the messages. */
     {"GCOLL_ADASUM_PUSH", "auto|on|off", "auto",
      "Adasum on one host with single copy: the last level writes its result into the other ranks' "
      "outputs as it computes it, instead of an allgather; auto: when the ranks' vectors together "
-     "fill the L3 cache (hwloc; 32M when unknown)", NULL, onoff, &gcoll__config.adasum_push, 0},
+     "fill the L3 cache (hwloc; 32M when unknown); the host's first rank's value holds",
+     NULL, onoff, &gcoll__config.adasum_push, 0},
     {"GCOLL_CUDA_STAGE_CHUNK", "bytes, 64K..1G", "4M",
      "device buffers: the chunk of the host-staged pipeline (copy down, send, copy up overlap chunk by chunk); "
      "1G stages a whole buffer of up to 1 GiB before sending", parse_bytes, NULL, &gcoll__config.cuda_chunk, 64},

@@ -119,8 +119,8 @@ done
 # Adasum against its reference at 1..8 ranks (halving and shm_cma), the large size at 2 ranks
 # (slices of several single-copy chunks) and at 3 with 4 KiB chunks; halving's dot products
 # taken over many 4 KiB reads as they land, with the last level's results pushed into the other
-# outputs (at 2..8 ranks) and gathered, and over the whole half where the transport (MPI) does
-# not tell of parts
+# outputs (at 2..8 ranks, the large size at 2 and 4) and gathered, and over the whole half where
+# the transport (MPI) does not tell of parts
 for np in 1 3 4 5 7 8; do
     run_mpi adasum "$np" TEST_QUICK=1
 done
@@ -128,7 +128,8 @@ run_mpi adasum 2
 run_mpi adasum 3 GCOLL_SHM_CHUNK_SIZE=4K
 run_mpi adasum 2 GCOLL_SHM_READ_CHUNK=4K GCOLL_ADASUM_PUSH=on
 run_mpi adasum 2 GCOLL_SHM_READ_CHUNK=4K GCOLL_ADASUM_PUSH=off
-for np in 3 4 5 8; do
+run_mpi adasum 4 GCOLL_SHM_READ_CHUNK=4K GCOLL_ADASUM_PUSH=on
+for np in 3 5 8; do
     run_mpi adasum "$np" TEST_QUICK=1 GCOLL_SHM_READ_CHUNK=4K GCOLL_ADASUM_PUSH=on
 done
 run_mpi adasum 2 TEST_QUICK=1 GCOLL_TRANSPORT_INTRA=mpi

@@ -46,10 +46,12 @@ typedef struct gcoll__transport {
     gcoll_status_t (*irecv_upto)(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes, size_t *got,
                                  gcoll__tp_req_t **req);
     /* A receive that calls landed(arg, off, len) as each part of the message lands in buf, in
-     * order and from the progress call that landed it, so that the receiver can work on a part
-     * while it is still in cache; every byte has been handed over when test reports it done.
-     * An endpoint that cannot do so for this peer posts a plain receive and sets *parts to 0:
-     * the caller hands the whole message over itself. NULL: never in parts. */
+     * order, so that the receiver can work on a part while it is still in cache; every byte has
+     * been handed over when test reports it done. Parts may be handed over inside this call (a
+     * message that arrived first) or any later progress call, so the consumer must be ready
+     * before posting; a receive that then fails may have handed over some. An endpoint that
+     * cannot do so for this peer posts a plain receive and sets *parts to 0: the caller hands
+     * the whole message over itself. NULL: never in parts. */
     gcoll_status_t (*irecv_landed)(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
                                    gcoll__tp_landed_fn landed, void *arg, int *parts, gcoll__tp_req_t **req);
     /* Sets *done; a finished request is freed. An error also frees it. */

@@ -73,6 +73,10 @@ typedef struct gcoll__shm {
     size_t slot_bytes;        /* one parity of one rank's staging */
     size_t chunk_bytes;       /* single-copy pipelining chunk */
     size_t read_bytes;        /* single-copy read of a message its receiver consumes as it lands */
+    /* Rank 0's, taken by every local rank: inputs to choices that change which messages the
+     * ranks exchange, so that no setting or topology seen differently can split them */
+    int adasum_push;          /* GCOLL_ADASUM_PUSH: 0 auto, 1 on, 2 off */
+    size_t l3;                /* bytes of one L3 cache (hwloc), 0 when unknown */
     int me, n;                /* local rank and local size (the whole communicator) */
     int cma;                  /* single copy works between every pair */
     pid_t *pids;              /* [n] */

@@ -1,7 +1,8 @@
 /* The shared-memory point-to-point transport: one single-producer ring per ordered pair of
  * local ranks, of GCOLL_SHM_RING_DEPTH cells with a cache-line header each. A message that fits
  * a cell travels inline; a larger one travels single copy (the receiver reads the sender's
- * buffer with process_vm_readv and acknowledges) where the kernel permits it, else as
+ * buffer with process_vm_readv, a GCOLL_SHM_READ_CHUNK at a time where its consumer works on
+ * each part as it lands, and acknowledges) where the kernel permits it, else as
  * consecutive fragments that the sender writes as cells free up, so sending and receiving
  * overlap. Messages between a pair enter the ring in the order they were posted and a receive
  * matches the first message with its tag, so messages with one tag match in posting order;
