@@ -91,8 +91,8 @@ static gcoll_status_t local_step(void *state, int *done)
         gcoll__adasum_apply(j->sh, j->dst, j->a, j->b, j->first, j->n, j->sums);
         break;
     case JOB_PUSH: /* each read's worth of the result goes to every other output while in cache */
-        for (size_t o = 0, step = j->shm->read_bytes / j->sh->es; o < j->n; o += step) {
-            size_t len = j->n - o < step ? j->n - o : step, es = j->sh->es;
+        for (size_t es = j->sh->es, step = j->shm->read_bytes / es, o = 0; o < j->n; o += step) {
+            size_t len = j->n - o < step ? j->n - o : step;
             char *part = j->dst + o * es;
             gcoll__adasum_apply(j->sh, part, j->a + o * es, j->b + o * es, j->first + o, len, j->sums);
             for (int q = 0; q < j->npush; q++)
@@ -167,6 +167,18 @@ static int largest_pow2(int n)
 
 /* ---- halving: vector-halving distance-doubling over point-to-point messages ---- */
 
+/* A round in which this rank r sends mine (bytes) to each other rank of 0..P-1 and receives
+ * theirs into theirs[q] (all NULL when bytes is 0). */
+static void swap_with_all(gcoll__sched_t *s, int P, int r, const void *mine, uint64_t *theirs, size_t bytes)
+{
+    gcoll__sched_round(s);
+    for (int q = 0; q < P; q++)
+        if (q != r) {
+            gcoll__sched_send(s, q, mine, bytes);
+            gcoll__sched_recv(s, q, theirs ? &theirs[q] : NULL, bytes);
+        }
+}
+
 /* Whether halving's last level writes each piece of its result into the other ranks' outputs as
  * it computes it (their addresses swapped first) instead of a doubling allgather that reads the
  * results back: every rank on one host with single copy, and GCOLL_ADASUM_PUSH, by default once
@@ -212,12 +224,7 @@ static void build_halving(gcoll__sched_t *s, const gcoll__coll_args_t *a, const 
     uint64_t *outs = pushes(s, a) ? gcoll__sched_scratch(s, sizeof(uint64_t) * (size_t)P) : NULL;
     if (outs) {
         outs[r] = (uint64_t)(uintptr_t)rb;
-        gcoll__sched_round(s);
-        for (int q = 0; q < P; q++)
-            if (q != r) {
-                gcoll__sched_send(s, q, &outs[r], sizeof(uint64_t));
-                gcoll__sched_recv(s, q, &outs[q], sizeof(uint64_t));
-            }
+        swap_with_all(s, P, r, &outs[r], outs, sizeof(uint64_t));
     }
     gcoll__halving_t h;
     gcoll__halving_init(&h, P, r, cnt, 0);
@@ -251,7 +258,6 @@ static void build_halving(gcoll__sched_t *s, const gcoll__coll_args_t *a, const 
         if (l) { /* blocks of a single-copy read (any fixed size would do without the channel) */
             l->j = j;
             l->block = (a->shm ? a->shm->read_bytes : (size_t)1 << 20) / es;
-            l->block += !l->block;
             gcoll__sched_recv_landed(s, vp, recv_at, kn * es, on_landed, l);
         }
         size_t prev = SIZE_MAX;
@@ -292,16 +298,10 @@ static void build_halving(gcoll__sched_t *s, const gcoll__coll_args_t *a, const 
         h.lo = klo;
         h.hi = khi;
     }
-    if (outs) { /* every output is whole once each rank says it has written its part */
-        gcoll__sched_round(s);
-        for (int q = 0; q < P; q++)
-            if (q != r) {
-                gcoll__sched_send(s, q, NULL, 0);
-                gcoll__sched_recv(s, q, NULL, 0);
-            }
-    } else {
+    if (outs) /* every output is whole once each rank says it has written its part */
+        swap_with_all(s, P, r, NULL, NULL, 0);
+    else
         gcoll__doubling_gather(s, &h, rb, es, 1);
-    }
     if (r < rem) {
         gcoll__sched_round(s);
         gcoll__sched_send(s, r + P, rb, bytes);
