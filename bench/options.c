@@ -46,13 +46,15 @@ void bench_usage(FILE *f, const char *prog)
             "iallreduce: OSU's overlap of gcoll_iallreduce and MPI_Iallreduce with computation;\n"
             "  -m -f -i -x -d -o -c --baseline --csv --json --algo as above, and\n"
             "  --compute MODE  spin (a calibrated busy loop) or sleep (nanosleep) (default spin)\n"
-            "train: a training step of a real model, gradients reduced after backprop, per tensor\n"
+            "train: training steps of a real model, gradients reduced after backprop, per tensor\n"
             "  as they are ready, and through the gradient session; -i (10) -x (1) -o sum|avg\n"
             "  --compute --csv --json as above, and\n"
             "  --model NAME    resnet50 or bert (default resnet50)\n"
             "  --scale F       multiply every tensor's element count by F > 0 (default 1)\n"
-            "  --compute-ms T  backprop compute per step in ms, spread over the tensors by size\n"
-            "                  (default: the time of one allreduce of all gradients)\n",
+            "  --compute-ms T  compute per step (forward and backprop) in ms, spread over the\n"
+            "                  tensors by size (default: the time of one allreduce of all gradients)\n"
+            "  --forward F     the forward pass's part of that compute, 0 to 0.9 (default 1/3:\n"
+            "                  backprop about twice the forward pass); 0: backprop only\n",
             prog, prog, prog, prog);
 }
 
@@ -137,8 +139,9 @@ static int check_applicable(const bench_opts_t *o, const char *seen, char *err, 
         const char *name;
     } names[] = {{'m', "-m"}, {'f', "-f"}, {'r', "-r"}, {'c', "-c"}, {'d', "-d"}, {'I', "--inplace"},
                  {'B', "--baseline"}, {'A', "--algo"}, {'P', "--compute"}, {'M', "--model"},
-                 {'S', "--scale"}, {'T', "--compute-ms"}, {'Z', "--compress"}, {'D', "-d cuda"}};
-    const char *allowed = o->subcmd == BENCH_TRAIN        ? "ixoPMSTCJ"
+                 {'S', "--scale"}, {'T', "--compute-ms"}, {'W', "--forward"}, {'Z', "--compress"},
+                 {'D', "-d cuda"}};
+    const char *allowed = o->subcmd == BENCH_TRAIN        ? "ixoPMSTWCJ"
                         : o->subcmd == BENCH_IALLREDUCE ? "mfixdocBCJAP"
                         : o->subcmd == B_ALLREDUCE      ? "mfixdorcIBCJAZD"
                                                         : "mfixdorcIBCJAD";
@@ -161,7 +164,8 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen
 {
     *o = (bench_opts_t){.min_bytes = 4, .max_bytes = 4 << 20, .factor = 2, .warmup = -1,
                         .dtype = GCOLL_FLOAT32, .op = GCOLL_SUM, .baseline_mpi = 1,
-                        .compute = BENCH_COMPUTE_SPIN, .model = "resnet50", .scale = 1, .compute_ms = -1};
+                        .compute = BENCH_COMPUTE_SPIN, .model = "resnet50", .scale = 1, .compute_ms = -1,
+                        .forward = 1.0 / 3};
     if (argc < 2)
         return fail(err, errlen, "a subcommand is needed");
     if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)
@@ -178,7 +182,8 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen
         {"algo", required_argument, NULL, 'A'}, {"help", no_argument, NULL, 'h'},
         {"compute", required_argument, NULL, 'P'}, {"model", required_argument, NULL, 'M'},
         {"scale", required_argument, NULL, 'S'}, {"compute-ms", required_argument, NULL, 'T'},
-        {"compress", required_argument, NULL, 'Z'}, {"device", required_argument, NULL, 'D'},
+        {"forward", required_argument, NULL, 'W'}, {"compress", required_argument, NULL, 'Z'},
+        {"device", required_argument, NULL, 'D'},
         {NULL, 0, NULL, 0}};
     optind = 2;
     opterr = 0;
@@ -278,6 +283,10 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen
         case 'T':
             if (parse_double(optarg, &o->compute_ms) || !(o->compute_ms >= 0) || o->compute_ms > 1e7)
                 return fail(err, errlen, "--compute-ms '%s': expected milliseconds >= 0", optarg);
+            break;
+        case 'W':
+            if (parse_double(optarg, &o->forward) || !(o->forward >= 0) || o->forward > 0.9)
+                return fail(err, errlen, "--forward '%s': expected a fraction from 0 to 0.9", optarg);
             break;
         case 'Z':
             o->compress_set = 1;

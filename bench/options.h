@@ -33,7 +33,8 @@ typedef struct {
     bench_compute_mode_t compute; /* iallreduce and train */
     const char *model;            /* train: resnet50 or bert */
     double scale;                 /* train: multiplies every tensor's element count */
-    double compute_ms;            /* train: backprop compute per step; < 0: equal to communication */
+    double compute_ms;            /* train: compute per step; < 0: equal to communication */
+    double forward;               /* train: the forward pass's part of each step's compute */
     int compress_set;             /* allreduce --compress given: the bytes-on-the-wire column */
     gcoll_compress_t compress;    /* allreduce: attr.compress of the gcoll side */
     double density;               /* --compress topk:D */

@@ -7,7 +7,9 @@
 #   tests/cluster/cluster.sh --hosts 2 --exec bench/overlap_targets.sh
 # Environment: BINDIR (build/default/bin), OUTDIR (build/bench), BENCH_COMPUTE (spin or sleep;
 # spin), BENCH_ITERS (10; bert runs half as many steps), BENCH_MODELS ("resnet50 bert"),
-# BENCH_SIZES (1M:64M; a smaller range is for smoke runs, the target is stated for 1M:64M).
+# BENCH_SIZES (1M:64M; a smaller range is for smoke runs, the target is stated for 1M:64M),
+# BENCH_FORWARD (train's --forward: the forward pass's part of a step's compute; gcoll_bench's
+# default 1/3 when unset).
 # Exit: 0 when every run validated (whether or not a target was met), 1 otherwise.
 set -u
 [ -n "${CLUSTER_MPIRUN:-}" ] || { echo "run under tests/cluster/cluster.sh --hosts 2 --exec $0"; exit 2; }
@@ -33,7 +35,8 @@ for model in ${BENCH_MODELS:-resnet50 bert}; do
     f=$OUTDIR/overlap-train-$model-1gbit
     n=$iters
     [ "$model" = bert ] && n=$(( (iters + 1) / 2 ))
-    out=$("$CLUSTER_MPIRUN" "$B" train --model "$model" -i "$n" --compute "$compute" --csv "$f.csv" --json "$f.json" 2>&1) ||
+    out=$("$CLUSTER_MPIRUN" "$B" train --model "$model" -i "$n" --compute "$compute" ${BENCH_FORWARD:+--forward "$BENCH_FORWARD"} \
+        --csv "$f.csv" --json "$f.json" 2>&1) ||
         status=1
     printf '%s\n' "$out"
     printf '%s\n' "$out" | awk -v m="$model" '

@@ -37,7 +37,10 @@ typedef struct {
     gcoll_session_t session;
     size_t *sid;          /* session set of each tensor */
     size_t nbuckets;
-    double fit;           /* how fit_backprop scaled the calibrated compute */
+    double fit;           /* how fit_compute scaled the calibrated compute */
+    double forward;       /* the forward pass's part of each tensor's compute share */
+    int inflight;         /* per-tensor and session: the last step's exchange may still run */
+    double bp_end;        /* when the last step's backprop ended */
 } tctx_t;
 
 typedef struct {
@@ -61,10 +64,11 @@ static void die(const tctx_t *x, const char *what, gcoll_status_t st)
             die((x), #call, st_);                    \
     } while (0)
 
-static void backprop_share(const tctx_t *x, size_t t, double *compute_s)
+/* Runs fraction `part` of tensor t's compute share. */
+static void compute_share(const tctx_t *x, size_t t, double part, double *compute_s)
 {
     double c0 = MPI_Wtime();
-    bench_compute_run(x->cmp, x->share_ns[t]);
+    bench_compute_run(x->cmp, x->share_ns[t] * part);
     *compute_s += MPI_Wtime() - c0;
 }
 
@@ -95,13 +99,52 @@ static int machine_jiffies(double *busy, double *total)
     return 0;
 }
 
-/* One training step's backprop and gradient exchange in mode m; fig in ms on this rank. */
-static void step(tctx_t *x, int m, double fig[F_COUNT])
+/* The next forward pass needs tensor t's reduced gradient of the step before: waits for it
+ * where it is still in flight. Layer 0's wait also dates the previous step's layer0 figure. */
+static void await_tensor(tctx_t *x, int m, size_t t, double *prev)
+{
+    if (m == M_PER_TENSOR)
+        CHECK(x, gcoll_wait(&x->req[t]));
+    else
+        CHECK(x, gcoll_session_wait(x->session, x->sid[t]));
+    if (t == 0 && prev)
+        prev[F_LAYER0] = (MPI_Wtime() - x->bp_end) * 1e3;
+}
+
+/* Waits for whatever the last step left in flight (the end of a run, where no forward pass
+ * follows); prev: that step's figures, or NULL. */
+static void drain(tctx_t *x, int m, double *prev)
+{
+    if (!x->inflight)
+        return;
+    if (m == M_PER_TENSOR) {
+        for (size_t t = 0; t < x->nt; t++)
+            await_tensor(x, m, t, prev);
+    } else {
+        await_tensor(x, m, 0, prev);
+        CHECK(x, gcoll_session_wait_all(x->session));
+    }
+    x->inflight = 0;
+}
+
+/* One training step in mode m: the forward pass in layer order, each layer first waiting for its
+ * gradient of the step before where that is still in flight (per-tensor and session: the
+ * exchange overlaps this pass too, and priorities decide what arrives first), then backprop in
+ * reverse, starting each gradient's exchange as it is ready (after and after-fused: exchanged at
+ * the end, blocking). fig gets this step's compute and, for the blocking modes, layer0; the
+ * overlapping modes date layer0 in the next step's forward pass (or in drain), through prev. */
+static void step(tctx_t *x, int m, double fig[F_COUNT], double *prev)
 {
     const bench_opts_t *o = x->o;
-    double compute = 0, t0 = MPI_Wtime(), bp_end, l0;
+    double compute = 0, l0 = 0;
+    for (size_t t = 0; t < x->nt; t++) {
+        if (x->inflight)
+            await_tensor(x, m, t, prev);
+        compute_share(x, t, x->forward, &compute);
+    }
+    x->inflight = 0;
     for (size_t t = x->nt; t-- > 0;) {
-        backprop_share(x, t, &compute);
+        compute_share(x, t, 1 - x->forward, &compute);
         if (m == M_PER_TENSOR) {
             gcoll_attr_t attr = GCOLL_ATTR_INIT;
             attr.priority = -(int)t;
@@ -112,7 +155,7 @@ static void step(tctx_t *x, int m, double fig[F_COUNT])
             CHECK(x, gcoll_session_start(x->session, x->sid[t], x->grad + x->off[t]));
         }
     }
-    bp_end = MPI_Wtime();
+    x->bp_end = MPI_Wtime();
     switch (m) {
     case M_AFTER:
         for (size_t t = x->nt; t-- > 0;)
@@ -124,23 +167,13 @@ static void step(tctx_t *x, int m, double fig[F_COUNT])
         CHECK(x, gcoll_allreduce(x->grad, x->grad, x->total, GCOLL_FLOAT32, o->op, x->comm));
         l0 = MPI_Wtime();
         break;
-    case M_PER_TENSOR:
-        CHECK(x, gcoll_wait(&x->req[0]));
-        l0 = MPI_Wtime();
-        for (size_t t = 1; t < x->nt; t++)
-            CHECK(x, gcoll_wait(&x->req[t]));
-        break;
     default:
-        CHECK(x, gcoll_session_wait(x->session, x->sid[0]));
-        l0 = MPI_Wtime();
-        CHECK(x, gcoll_session_wait_all(x->session));
+        x->inflight = 1;
         break;
     }
-    double end = MPI_Wtime();
-    fig[F_STEP] = (end - t0) * 1e3;
     fig[F_COMPUTE] = compute * 1e3;
-    fig[F_EXPOSED] = fig[F_STEP] - fig[F_COMPUTE];
-    fig[F_LAYER0] = (l0 - bp_end) * 1e3;
+    if (!x->inflight)
+        fig[F_LAYER0] = (l0 - x->bp_end) * 1e3;
 }
 
 /* Compares the flat buffer with the reference reduction, a slice at a time. */
@@ -168,12 +201,16 @@ static void session_open(tctx_t *x)
     CHECK(x, gcoll_session_buckets(x->session, &x->nbuckets));
 }
 
-/* One validated step, warm-up steps, then the timed steps of mode m. */
+/* One validated step, warm-up steps, then the timed steps of mode m, back to back as in training:
+ * a step lasts from its forward pass's start to the next one's (the last one's, to the end of
+ * its drain), so what an overlapping mode leaves in flight is paid where the next step waits. */
 static void run_mode(tctx_t *x, int m, int iters, int warmup, mode_result_t *res)
 {
-    double fig[F_COUNT], *all = malloc(sizeof(double) * F_COUNT * (size_t)iters);
-    double *col = malloc(sizeof(double) * (size_t)iters), *cpu = malloc(sizeof(double) * (size_t)iters);
-    if (!all || !col || !cpu) {
+    double *all = calloc((size_t)F_COUNT * (size_t)iters, sizeof(double));
+    double *col = malloc(sizeof(double) * (size_t)iters);
+    double *start = malloc(sizeof(double) * (size_t)(iters + 1)), *cpu = malloc(sizeof(double) * (size_t)(iters + 1));
+    double spare[F_COUNT] = {0};
+    if (!all || !col || !start || !cpu) {
         fprintf(stderr, "gcoll_bench [rank %d]: train: out of memory\n", x->rank);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
@@ -181,25 +218,41 @@ static void run_mode(tctx_t *x, int m, int iters, int warmup, mode_result_t *res
         session_open(x);
     ref_fill_values(x->grad, x->total, x->rank, GCOLL_FLOAT32, x->o->op);
     MPI_Barrier(MPI_COMM_WORLD);
-    step(x, m, fig);
+    step(x, m, spare, NULL);
+    drain(x, m, NULL);
     int valid = gradients_match(x), all_valid = 0;
     MPI_Allreduce(&valid, &all_valid, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-    double b0 = 0, j0 = 0, b1 = 0, j1 = 0;
+    double b0 = 0, j0 = 0, b1 = 0, j1 = 0, *prev = NULL;
     int have_j0 = 0;
+    MPI_Barrier(MPI_COMM_WORLD);
     for (int i = 0; i < warmup + iters; i++) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        if (i == warmup)
-            have_j0 = machine_jiffies(&b0, &j0) == 0;
-        double c0 = cpu_ms();
-        step(x, m, fig);
-        double mine = cpu_ms() - c0;
-        if (i >= warmup) { /* the slowest rank's figures of this step, and the ranks' mean CPU */
-            MPI_Allreduce(fig, all + (size_t)(i - warmup) * F_COUNT, F_COUNT, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-            MPI_Allreduce(&mine, &cpu[i - warmup], 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-            cpu[i - warmup] /= x->n;
+        double *fig = spare;
+        if (i >= warmup) {
+            int k = i - warmup;
+            if (k == 0)
+                have_j0 = machine_jiffies(&b0, &j0) == 0;
+            start[k] = MPI_Wtime();
+            cpu[k] = cpu_ms();
+            fig = all + (size_t)k * F_COUNT;
         }
+        step(x, m, fig, prev);
+        prev = fig;
     }
+    drain(x, m, prev);
+    start[iters] = MPI_Wtime();
+    cpu[iters] = cpu_ms();
     res->busy = have_j0 && machine_jiffies(&b1, &j1) == 0 && j1 > j0 ? 100 * (b1 - b0) / (j1 - j0) : -1;
+    for (int k = 0; k < iters; k++) {
+        double *fig = all + (size_t)k * F_COUNT;
+        fig[F_STEP] = (start[k + 1] - start[k]) * 1e3;
+        fig[F_EXPOSED] = fig[F_STEP] - fig[F_COMPUTE];
+        cpu[k] = cpu[k + 1] - cpu[k];
+    }
+    /* each step's figures of the slowest rank, and the ranks' mean CPU */
+    MPI_Allreduce(MPI_IN_PLACE, all, F_COUNT * iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, cpu, iters, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    for (int k = 0; k < iters; k++)
+        cpu[k] /= x->n;
     res->cpu = bench_median(cpu, iters);
     if (m == M_SESSION)
         CHECK(x, gcoll_session_free(&x->session));
@@ -210,20 +263,23 @@ static void run_mode(tctx_t *x, int m, int iters, int warmup, mode_result_t *res
     }
     res->valid = all_valid;
     free(cpu);
+    free(start);
     free(col);
     free(all);
 }
 
 /* Spin's rate comes from the fastest of short runs, and nanosleep overshoots each share by
- * the timer slack: a whole backprop on a shared machine takes longer than asked. Two passes of
- * a backprop alone (nothing in flight) scale the shares until it takes compute_ms. */
-static void fit_backprop(tctx_t *x, double compute_ms)
+ * the timer slack: a whole step on a shared machine takes longer than asked. Two passes of a
+ * step's computation alone (nothing in flight) scale the shares until it takes compute_ms. */
+static void fit_compute(tctx_t *x, double compute_ms)
 {
     x->fit = 1;
     for (int pass = 0; pass < 2 && compute_ms > 0; pass++) {
         double took = 0;
+        for (size_t t = 0; t < x->nt; t++)
+            compute_share(x, t, x->forward, &took);
         for (size_t t = x->nt; t-- > 0;)
-            backprop_share(x, t, &took);
+            compute_share(x, t, 1 - x->forward, &took);
         double k = compute_ms / (took * 1e3);
         x->fit *= k;
         for (size_t t = 0; t < x->nt; t++)
@@ -286,17 +342,18 @@ static void print_table(const tctx_t *x, const bench_env_t *env, int iters, int 
     printf("# %d ranks on %d host%s (%s), transport %s, op %s, GCOLL_WORKER_COUNT %s\n", env->nranks, env->nhosts,
            env->nhosts == 1 ? "" : "s", env->hosts, env->transport, gcoll_op_name(o->op), w ? w : "default");
     printf("# communication: one allreduce of all gradients takes %.2f ms (slowest rank, median of 3)\n", comm_ms);
-    printf("# compute: %s, %.2f ms of backprop per step (%s), spread over the tensors by size;\n"
-           "# rank 0 scaled its calibrated compute by %.3f so that a backprop alone takes that long\n",
+    printf("# compute: %s, %.2f ms per step (%s), spread over the tensors by size, %.3f of it in the forward "
+           "pass;\n# rank 0 scaled its calibrated compute by %.3f so that a step's computation alone takes that long\n",
            bench_compute_name(o->compute), compute_ms, o->compute_ms < 0 ? "equal to the communication" : "--compute-ms",
-           x->fit);
+           x->forward, x->fit);
     printf("# session: %zu fusion buckets\n", x->nbuckets);
-    printf("# per mode, the slowest rank's figure of each step, median over %d steps (after 1 validated and %d "
-           "warm-up steps), in ms:\n# step = backprop start to every gradient reduced; compute = the backprop "
-           "computation inside it;\n# exposed = step - compute; layer0 = from the end of backprop until layer 0's "
-           "gradient is reduced;\n# cpu = CPU time of a rank's process per step (all threads, user + system; "
-           "mean of the ranks); busy = %% of\n# rank 0's machine's CPU time (all its cores) not idle during the "
-           "timed steps\n", iters, warmup);
+    printf("# per mode, the slowest rank's figure of each step, median over %d steps run back to back (after 1 "
+           "validated and %d\n# warm-up steps), in ms: step = from a forward pass's start to the next one's "
+           "(per-tensor and session\n# wait for each layer's gradient in the next forward pass; after and after-fused "
+           "reduce after backprop);\n# compute = the computation inside it; exposed = step - compute; layer0 = from "
+           "the end of backprop until\n# layer 0's gradient is reduced; cpu = CPU time of a rank's process per step "
+           "(all threads, user + system;\n# mean of the ranks); busy = %% of rank 0's machine's CPU time (all its "
+           "cores) not idle during the timed steps\n", iters, warmup);
     printf("%-12s %11s %11s %11s %11s %11s %6s %s\n", "mode", "step", "compute", "exposed", "layer0", "cpu", "busy",
            "valid");
     for (int m = 0; m < M_COUNT; m++) {
@@ -326,12 +383,12 @@ static int write_files(const tctx_t *x, const bench_env_t *env, int iters, doubl
     if (o->csv) {
         if ((f = fopen(o->csv, "w")) != NULL) {
             fprintf(f, "model,scale,parameters,ranks,op,compute_mode,steps,comm_ms,mode,step_ms,compute_ms,"
-                       "exposed_ms,layer0_ms,cpu_ms,busy_pct,valid\n");
+                       "exposed_ms,layer0_ms,cpu_ms,busy_pct,valid,forward\n");
             for (int m = 0; m < M_COUNT; m++)
-                fprintf(f, "%s,%g,%zu,%d,%s,%s,%d,%.3f,%s,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f,%s\n", x->model->name, o->scale,
-                        x->total, env->nranks, gcoll_op_name(o->op), bench_compute_name(o->compute), iters, comm_ms,
-                        mode_names[m], res[m].fig[F_STEP], res[m].fig[F_COMPUTE], res[m].fig[F_EXPOSED],
-                        res[m].fig[F_LAYER0], res[m].cpu, res[m].busy, res[m].valid ? "ok" : "FAIL");
+                fprintf(f, "%s,%g,%zu,%d,%s,%s,%d,%.3f,%s,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f,%s,%.3f\n", x->model->name,
+                        o->scale, x->total, env->nranks, gcoll_op_name(o->op), bench_compute_name(o->compute), iters,
+                        comm_ms, mode_names[m], res[m].fig[F_STEP], res[m].fig[F_COMPUTE], res[m].fig[F_EXPOSED],
+                        res[m].fig[F_LAYER0], res[m].cpu, res[m].busy, res[m].valid ? "ok" : "FAIL", x->forward);
         }
         if (!f || fclose(f) != 0) {
             fprintf(stderr, "gcoll_bench: cannot write %s\n", o->csv);
@@ -344,10 +401,11 @@ static int write_files(const tctx_t *x, const bench_env_t *env, int iters, doubl
             fprintf(f, "{\n  \"benchmark\": \"train\", \"gcoll_version\": \"%s\", \"model\": \"%s\", \"scale\": %g,\n"
                        "  \"tensors\": %zu, \"parameters\": %zu, \"ranks\": %d, \"hosts\": %d, \"transport\": \"%s\",\n"
                        "  \"op\": \"%s\", \"compute\": \"%s\", \"steps\": %d, \"comm_ms\": %.3f, \"compute_ms\": %.3f,\n"
+                       "  \"forward\": %.3f,\n"
                        "  \"session_buckets\": %zu,\n  \"modes\": [",
                     env->gcoll_version, x->model->name, o->scale, x->nt, x->total, env->nranks, env->nhosts,
                     env->transport, gcoll_op_name(o->op), bench_compute_name(o->compute), iters, comm_ms, compute_ms,
-                    x->nbuckets);
+                    x->forward, x->nbuckets);
             for (int m = 0; m < M_COUNT; m++)
                 fprintf(f, "%s\n    {\"mode\": \"%s\", \"step_ms\": %.3f, \"compute_ms\": %.3f, \"exposed_ms\": %.3f, "
                            "\"layer0_ms\": %.3f, \"cpu_ms\": %.3f, \"busy_pct\": %.1f, \"valid\": \"%s\"}",
@@ -370,7 +428,7 @@ static int write_files(const tctx_t *x, const bench_env_t *env, int iters, doubl
 int train_run(const bench_opts_t *o, gcoll_comm_t comm, const bench_env_t *env, const bench_compute_t *c)
 {
     tctx_t x = {.o = o, .comm = comm, .cmp = c, .model = bench_model_find(o->model), .rank = gcoll_comm_rank(comm),
-                .n = gcoll_comm_size(comm)};
+                .n = gcoll_comm_size(comm), .forward = o->forward};
     if (setup(&x) != 0) {
         fprintf(stderr, "gcoll_bench [rank %d]: train: out of memory for %s at scale %g\n", x.rank, o->model,
                 o->scale);
@@ -381,7 +439,7 @@ int train_run(const bench_opts_t *o, gcoll_comm_t comm, const bench_env_t *env, 
     double comm_ms = measure_comm_ms(&x), compute_ms = o->compute_ms >= 0 ? o->compute_ms : comm_ms;
     for (size_t t = 0; t < x.nt; t++)
         x.share_ns[t] = compute_ms * 1e6 * (double)x.count[t] / (double)x.total;
-    fit_backprop(&x, compute_ms);
+    fit_compute(&x, compute_ms);
     mode_result_t res[M_COUNT];
     int all_valid = 1;
     for (int m = 0; m < M_COUNT; m++) {

@@ -101,12 +101,17 @@ out=$(timeout 120 $MPIRUN -np 2 $B iallreduce -m 1K:16K -i 3 -d bfloat16 -o avg 
 printf '%s\n' "$out" | grep -q '^# average overlap over 5 sizes' || fail "iallreduce: no footer: $out"
 [ "$(grep -c ',sleep,.*,ok$' "$tmp/o.csv")" = 5 ] || fail "iallreduce CSV: $(cat "$tmp/o.csv")"
 [ "$(grep -o '"overlap_pct"' "$tmp/o.json" | wc -l)" = 10 ] || fail "iallreduce JSON: $(cat "$tmp/o.json")"
-out=$(timeout 120 $MPIRUN -np 2 $B train --scale 0.002 -i 2 -x 0 -o avg --compute sleep --compute-ms 3 \
+out=$(timeout 120 $MPIRUN -np 2 $B train --scale 0.002 -i 2 -x 0 -o avg --compute sleep --compute-ms 3 --forward 0.5 \
     --csv "$tmp/t.csv" --json "$tmp/t.json" 2>&1) || fail "train avg sleep exited $?: $out"
-printf '%s\n' "$out" | grep -q '3.00 ms of backprop per step (--compute-ms)' || fail "train: --compute-ms not used: $out"
-[ "$(grep -c '^resnet50,.*,avg,sleep,.*,ok$' "$tmp/t.csv")" = 4 ] || fail "train CSV: $(cat "$tmp/t.csv")"
-grep -q '"after_over_session"' "$tmp/t.json" && [ "$(grep -c '"valid": "ok"' "$tmp/t.json")" = 4 ] ||
-    fail "train JSON: $(cat "$tmp/t.json")"
+printf '%s\n' "$out" | grep -q '3.00 ms per step (--compute-ms), .* 0.500 of it in the forward pass' ||
+    fail "train: --compute-ms or --forward not used: $out"
+[ "$(grep -c '^resnet50,.*,avg,sleep,.*,ok,0.500$' "$tmp/t.csv")" = 4 ] || fail "train CSV: $(cat "$tmp/t.csv")"
+grep -q '"after_over_session"' "$tmp/t.json" && grep -q '"forward": 0.500,' "$tmp/t.json" &&
+    [ "$(grep -c '"valid": "ok"' "$tmp/t.json")" = 4 ] || fail "train JSON: $(cat "$tmp/t.json")"
+# backprop-only steps (--forward 0) wait for every gradient before the next step's backprop
+out=$(timeout 120 $MPIRUN -np 3 $B train --model bert --scale 0.001 -i 3 -x 1 --forward 0 2>&1) ||
+    fail "train --forward 0 exited $?: $out"
+[ "$(printf '%s\n' "$out" | grep -c ' ok$')" = 4 ] || fail "train --forward 0: not every mode validated: $out"
 # a busy-looping computation is CPU time of the process: every mode's cpu (column 14) holds at
 # least most of its compute (column 11), and busy (column 15) is a percentage
 out=$(timeout 120 $MPIRUN -np 2 $B train --scale 0.002 -i 2 -x 0 --compute spin --compute-ms 20 \

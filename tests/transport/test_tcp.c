@@ -2,7 +2,8 @@
  * many sizes checked byte for byte, receives posted before and after arrival, tags interleaved
  * and posted out of order, all-to-all traffic, size mismatches, intruders on the listening
  * socket, malformed frames (the header check directly, and a bad frame on a live connection),
- * a peer that closes, and the socket buffers GCOLL_TCP_SNDBUF / GCOLL_TCP_RCVBUF ask for.
+ * a peer that closes, the socket buffers GCOLL_TCP_SNDBUF / GCOLL_TCP_RCVBUF ask for, and a
+ * late message of higher priority overtaking bulk data (isend_prio).
  * Prints "RESULT tcp np=N passed=N failed=N". */
 #include <arpa/inet.h>
 #include <mpi.h>
@@ -134,6 +135,64 @@ static void test_sizes(gcoll__tp_t *tp)
             free(out);
             free(in);
         }
+}
+
+/* Rank 0 sends rank 1 a bulk message and then a small one of `prio` over isend_prio, both
+ * receives already posted: a higher priority must complete first although posted last, an
+ * equal one after the bulk (posting order). Both arrive whole. */
+static void test_priority(gcoll__tp_t *tp, int prio)
+{
+    enum { BULK = 64 << 20, SMALL = (1 << 20) + 5 };
+    uint32_t tag = 3000 + (uint32_t)prio;
+    unsigned char *bulk = malloc(BULK), *small = malloc(SMALL);
+    if (rank == 0) {
+        fill(bulk, BULK, seed_of(0, 1, tag, BULK));
+        fill(small, SMALL, seed_of(0, 1, tag + 1, SMALL));
+    }
+    gcoll__tp_req_t *reqs[2] = {NULL, NULL};
+    if (rank == 1) {
+        CHECK(T->irecv(tp, 0, tag, bulk, BULK, &reqs[0]) == GCOLL_SUCCESS, "irecv: %s", gcoll_last_error());
+        CHECK(T->irecv(tp, 0, tag + 1, small, SMALL, &reqs[1]) == GCOLL_SUCCESS, "irecv: %s", gcoll_last_error());
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        CHECK(T->isend_prio(tp, 1, tag, bulk, BULK, 0, &reqs[0]) == GCOLL_SUCCESS, "isend_prio: %s",
+              gcoll_last_error());
+        CHECK(T->isend_prio(tp, 1, tag + 1, small, SMALL, prio, &reqs[1]) == GCOLL_SUCCESS, "isend_prio: %s",
+              gcoll_last_error());
+    }
+    int first = -1;
+    if (rank <= 1) {
+        double end = now() + 60;
+        for (int left = 2; left > 0 && now() < end;)
+            for (int i = 0; i < 2; i++) {
+                int done = 0;
+                if (!reqs[i])
+                    continue;
+                gcoll_status_t st = T->test(tp, reqs[i], &done);
+                CHECK(st == GCOLL_SUCCESS, "message %d of priority %d: %s", i, i ? prio : 0, gcoll_last_error());
+                if (done || st != GCOLL_SUCCESS) {
+                    reqs[i] = NULL;
+                    left--;
+                    if (first < 0)
+                        first = i;
+                }
+            }
+        CHECK(!reqs[0] && !reqs[1], "priority %d: messages still pending after 60 s", prio);
+        for (int i = 0; i < 2; i++)
+            if (reqs[i])
+                T->cancel(tp, reqs[i]);
+    }
+    if (rank == 1) {
+        CHECK(first == (prio > 0), "a %d MiB message of priority 0 and then a 1 MiB one of priority %d: the %s "
+              "completed first", BULK >> 20, prio, first ? "small one" : "bulk");
+        CHECK(first_diff(bulk, BULK, seed_of(0, 1, tag, BULK)) == BULK, "priority %d: the bulk message differs", prio);
+        CHECK(first_diff(small, SMALL, seed_of(0, 1, tag + 1, SMALL)) == SMALL, "priority %d: the small one differs",
+              prio);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    free(bulk);
+    free(small);
 }
 
 /* Every rank sends to every other rank at once: messages of several sizes, with several
@@ -542,6 +601,8 @@ int main(int argc, char **argv)
         if (tp) {
             test_sizes(tp);
             test_all_to_all(tp);
+            test_priority(tp, 1);
+            test_priority(tp, 0);
             test_wrong_size(tp);
             test_intruders(tp);
             T->close(tp);

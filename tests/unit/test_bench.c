@@ -113,8 +113,10 @@ START_TEST(options_parse)
     ck_assert_str_eq(o.model, "resnet50");
     ck_assert_double_eq_tol(o.scale, 1, 1e-15);
     ck_assert(o.compute_ms < 0); /* calibrated to the communication */
+    ck_assert_double_eq_tol(o.forward, 1.0 / 3, 1e-15);
     ck_assert_int_eq(parse("b train --model bert --scale 0.001 --compute-ms 12.5 -i 3 -x 0 -o avg --compute sleep "
-                           "--csv t.csv --json t.json", &o, err), 0);
+                           "--csv t.csv --json t.json --forward 0", &o, err), 0);
+    ck_assert_double_eq_tol(o.forward, 0, 1e-15);
     ck_assert_str_eq(o.model, "bert");
     ck_assert_double_eq_tol(o.scale, 0.001, 1e-15);
     ck_assert_double_eq_tol(o.compute_ms, 12.5, 1e-12);
@@ -146,6 +148,8 @@ START_TEST(bad_options_are_refused)
                                       "b iallreduce --scale 2", "b train --model vgg", "b train --scale 0",
                                       "b train --scale -1", "b train --scale 1e9", "b train --scale x",
                                       "b train --scale nan", "b train --compute-ms -3", "b train --compute-ms 1ms",
+                                      "b train --forward 0.95", "b train --forward -0.1", "b train --forward 1/3",
+                                      "b allreduce --forward 0.3",
                                       "b train -o max", "b train -d float16", "b train -m 4:8", "b train -c",
                                       "b train --algo ring", "b train --baseline mpi", "b train --inplace",
                                       "b allreduce -d cuda --baseline mpi", "b iallreduce -d cuda",

@@ -65,14 +65,21 @@ static gcoll_status_t spread(gcoll__tp_t *tp, int e, gcoll_status_t st)
     return gcoll__error(st, "%s", why); /* the other endpoint's failing may have set another */
 }
 
-static gcoll_status_t route_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes,
-                                  gcoll__tp_req_t **req)
+static gcoll_status_t route_isend_prio(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes,
+                                       int priority, gcoll__tp_req_t **req)
 {
     gcoll__route_peer_t p = tp->peers[peer];
     gcoll__route_ep_t *e = &tp->ep[p.ep];
-    GCOLL_CHECK(spread(tp, p.ep, e->ops->isend(e->tp, p.index, tag, buf, bytes, req)));
+    GCOLL_CHECK(spread(tp, p.ep, e->ops->isend_prio ? e->ops->isend_prio(e->tp, p.index, tag, buf, bytes, priority, req)
+                                                    : e->ops->isend(e->tp, p.index, tag, buf, bytes, req)));
     *req = mark(*req, p.ep);
     return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t route_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes,
+                                  gcoll__tp_req_t **req)
+{
+    return route_isend_prio(tp, peer, tag, buf, bytes, 0, req);
 }
 
 static gcoll_status_t route_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
@@ -149,6 +156,7 @@ static void route_close(gcoll__tp_t *tp)
 const gcoll__transport_t gcoll__transport_route = {
     .name = "route",
     .isend = route_isend,
+    .isend_prio = route_isend_prio,
     .irecv = route_irecv,
     .irecv_landed = route_irecv_landed,
     .test = route_test,

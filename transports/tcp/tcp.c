@@ -102,7 +102,7 @@ static void sock_reset(gcoll__tp_t *tp, tcp_sock_t *s)
             free(f);
     }
     s->ctrl = s->ctrl_tail = NULL;
-    s->data = s->data_tail = NULL;
+    s->data = NULL;
     free(s->cur_owned);
     s->cur_owned = NULL;
     s->busy = 0;
@@ -170,11 +170,8 @@ static int take_next(tcp_sock_t *s)
         s->cur_data = st->req->buf + st->pos;
         s->cur_req = st->req;
         st->pos += chunk;
-        if (st->pos == st->end) {
+        if (st->pos == st->end)
             s->data = st->next;
-            if (!s->data)
-                s->data_tail = NULL;
-        }
     } else {
         return 0;
     }
@@ -239,6 +236,18 @@ static void send_ctrl(gcoll__tp_t *tp, tcp_peer_t *p, tcp_frame_t *f)
     sock_write(tp, s);
 }
 
+/* Queues st behind the stripes of its priority and before lower ones'. Frames carry their
+ * offset, so a stripe already partly framed may wait behind a new one: an urgent message
+ * overtakes bulk at TCP_CHUNK_MAX granularity. */
+static void queue_stripe(tcp_sock_t *s, tcp_stripe_t *st)
+{
+    tcp_stripe_t **at = &s->data;
+    while (*at && (*at)->req->prio >= st->req->prio)
+        at = &(*at)->next;
+    st->next = *at;
+    *at = st;
+}
+
 /* The receiver is ready: cut the message into one stripe per socket (large ones) and start. */
 static void start_stream(gcoll__tp_t *tp, gcoll__tp_req_t *r, uint64_t rid)
 {
@@ -257,7 +266,7 @@ static void start_stream(gcoll__tp_t *tp, gcoll__tp_req_t *r, uint64_t rid)
         st->req = r;
         st->pos = i * per;
         st->end = st->pos + per < r->bytes ? st->pos + per : r->bytes;
-        Q_PUSH(p->socks[i].data, p->socks[i].data_tail, st);
+        queue_stripe(&p->socks[i], st);
     }
     for (size_t i = 0; i < n && !r->done; i++)
         sock_write(tp, &p->socks[i]);
@@ -287,8 +296,8 @@ static gcoll_status_t new_req(gcoll__tp_t *tp, int peer, uint32_t tag, const voi
     return GCOLL_SUCCESS;
 }
 
-static gcoll_status_t tcp_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes,
-                                gcoll__tp_req_t **out)
+static gcoll_status_t tcp_isend_prio(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes,
+                                     int prio, gcoll__tp_req_t **out)
 {
     if (peer >= 0 && peer < tp->size && tp->peers[peer].failed)
         return gcoll__error(tp->peers[peer].failed, "%s", tp->peers[peer].why);
@@ -297,6 +306,7 @@ static gcoll_status_t tcp_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const v
     GCOLL_CHECK(new_req(tp, peer, tag, buf, bytes, 0, out));
     gcoll__tp_req_t *r = *out;
     tcp_peer_t *p = r->peer;
+    r->prio = prio;
     const gcoll__opdesc_t *op = gcoll__optab_find(tp->optab, tag);
     if (bytes <= TCP_EAGER_MAX) {
         r->state = REQ_EAGER_OUT;
@@ -310,6 +320,12 @@ static gcoll_status_t tcp_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const v
         r->frame.hdr.desc = *op;
     send_ctrl(tp, p, &r->frame);
     return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t tcp_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes,
+                                gcoll__tp_req_t **out)
+{
+    return tcp_isend_prio(tp, peer, tag, buf, bytes, 0, out);
 }
 
 /* ---- mismatch detection ---- */
@@ -822,15 +838,11 @@ static void detach(gcoll__tp_t *tp, gcoll__tp_req_t *r)
                     s->ctrl_tail = prev;
                 break;
             }
-        for (tcp_stripe_t **st = &s->data, *prev = NULL; *st;)
-            if ((*st)->req == r) {
-                if (s->data_tail == *st)
-                    s->data_tail = prev;
+        for (tcp_stripe_t **st = &s->data; *st;)
+            if ((*st)->req == r)
                 *st = (*st)->next;
-            } else {
-                prev = *st;
+            else
                 st = &(*st)->next;
-            }
         if (s->dst_req == r) {
             s->dst_req = NULL;
             s->dst = NULL;
@@ -1014,6 +1026,7 @@ const gcoll__transport_t gcoll__transport_tcp = {
     .addr = tcp_addr,
     .connect = tcp_connect,
     .isend = tcp_isend,
+    .isend_prio = tcp_isend_prio,
     .irecv = tcp_irecv,
     .test = tcp_test,
     .cancel = tcp_cancel,

@@ -72,6 +72,7 @@ struct gcoll__tp_req {
     struct gcoll__tp_req *prev, *next;
     struct tcp_peer *peer;
     int is_recv, state, done;
+    int prio;           /* send: its data goes out before lower priorities' (isend_prio) */
     uint32_t tag;
     char *buf;
     size_t bytes, left; /* left: bytes not yet written (send) or read (receive) */
@@ -104,9 +105,9 @@ typedef struct tcp_sock {
     size_t need;
     gcoll__tp_req_t *dst_req;
     tcp_unexp_t *dst_unexp;
-    /* output: control frames first, then chunks of data stripes */
+    /* output: control frames first, then chunks of data stripes, highest priority first */
     tcp_frame_t *ctrl, *ctrl_tail;
-    tcp_stripe_t *data, *data_tail;
+    tcp_stripe_t *data;
     int busy; /* a frame is partly written: cur_* describe it */
     unsigned char cur_hdr[TCP_HDR_BYTES];
     const char *cur_data;
