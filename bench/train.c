@@ -44,8 +44,8 @@ typedef struct {
 } tctx_t;
 
 typedef struct {
-    double fig[F_COUNT]; /* medians over the timed steps of the slowest rank's figures */
-    double cpu;          /* ms of CPU per step of a rank's process, mean over ranks, median over steps */
+    double fig[F_COUNT]; /* the slowest rank's means over the timed steps */
+    double cpu;          /* ms of CPU per step of a rank's process, mean over the steps and the ranks */
     double busy;         /* % of rank 0's machine's CPU time not idle during the timed steps, or -1 */
     int valid;
 } mode_result_t;
@@ -201,16 +201,17 @@ static void session_open(tctx_t *x)
     CHECK(x, gcoll_session_buckets(x->session, &x->nbuckets));
 }
 
-/* One validated step, warm-up steps, then the timed steps of mode m, back to back as in training:
- * a step lasts from its forward pass's start to the next one's (the last one's, to the end of
- * its drain), so what an overlapping mode leaves in flight is paid where the next step waits. */
+/* One validated step, warm-up steps, the timed steps and one more of mode m, back to back as in
+ * training (what an overlapping mode leaves in flight is paid where the next forward pass
+ * waits). A rank's step is the time from the first timed step's start to the start of the step
+ * after the last, over their number: the ranks' step boundaries jitter against each other, so
+ * one step's time is not a rank's throughput, and the slower of two ranks' times of each step
+ * would overstate it. Every figure is a rank's mean over the timed steps, then the slowest
+ * rank's; cpu is the mean of the ranks. */
 static void run_mode(tctx_t *x, int m, int iters, int warmup, mode_result_t *res)
 {
-    double *all = calloc((size_t)F_COUNT * (size_t)iters, sizeof(double));
-    double *col = malloc(sizeof(double) * (size_t)iters);
-    double *start = malloc(sizeof(double) * (size_t)(iters + 1)), *cpu = malloc(sizeof(double) * (size_t)(iters + 1));
-    double spare[F_COUNT] = {0};
-    if (!all || !col || !start || !cpu) {
+    double *all = calloc((size_t)F_COUNT * (size_t)iters, sizeof(double)), spare[F_COUNT] = {0};
+    if (!all) {
         fprintf(stderr, "gcoll_bench [rank %d]: train: out of memory\n", x->rank);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
@@ -222,49 +223,36 @@ static void run_mode(tctx_t *x, int m, int iters, int warmup, mode_result_t *res
     drain(x, m, NULL);
     int valid = gradients_match(x), all_valid = 0;
     MPI_Allreduce(&valid, &all_valid, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-    double b0 = 0, j0 = 0, b1 = 0, j1 = 0, *prev = NULL;
-    int have_j0 = 0;
+    double b[2] = {0}, j[2] = {0}, t[2] = {0}, c[2] = {0}, *prev = NULL;
+    int have_j = 1;
     MPI_Barrier(MPI_COMM_WORLD);
-    for (int i = 0; i < warmup + iters; i++) {
+    for (int i = 0; i <= warmup + iters; i++) {
         double *fig = spare;
-        if (i >= warmup) {
-            int k = i - warmup;
-            if (k == 0)
-                have_j0 = machine_jiffies(&b0, &j0) == 0;
-            start[k] = MPI_Wtime();
-            cpu[k] = cpu_ms();
-            fig = all + (size_t)k * F_COUNT;
+        if (i == warmup || i == warmup + iters) { /* the timed steps' start, then their end */
+            int e = i > warmup;
+            have_j &= machine_jiffies(&b[e], &j[e]) == 0;
+            t[e] = MPI_Wtime();
+            c[e] = cpu_ms();
         }
+        if (i >= warmup && i < warmup + iters)
+            fig = all + (size_t)(i - warmup) * F_COUNT;
         step(x, m, fig, prev);
         prev = fig;
     }
-    drain(x, m, prev);
-    start[iters] = MPI_Wtime();
-    cpu[iters] = cpu_ms();
-    res->busy = have_j0 && machine_jiffies(&b1, &j1) == 0 && j1 > j0 ? 100 * (b1 - b0) / (j1 - j0) : -1;
+    drain(x, m, NULL);
+    double mine[F_COUNT] = {[F_STEP] = (t[1] - t[0]) * 1e3 / iters}, cpu = (c[1] - c[0]) / iters;
+    res->busy = have_j && j[1] > j[0] ? 100 * (b[1] - b[0]) / (j[1] - j[0]) : -1;
     for (int k = 0; k < iters; k++) {
-        double *fig = all + (size_t)k * F_COUNT;
-        fig[F_STEP] = (start[k + 1] - start[k]) * 1e3;
-        fig[F_EXPOSED] = fig[F_STEP] - fig[F_COMPUTE];
-        cpu[k] = cpu[k + 1] - cpu[k];
+        mine[F_COMPUTE] += all[(size_t)k * F_COUNT + F_COMPUTE] / iters;
+        mine[F_LAYER0] += all[(size_t)k * F_COUNT + F_LAYER0] / iters;
     }
-    /* each step's figures of the slowest rank, and the ranks' mean CPU */
-    MPI_Allreduce(MPI_IN_PLACE, all, F_COUNT * iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Allreduce(MPI_IN_PLACE, cpu, iters, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    for (int k = 0; k < iters; k++)
-        cpu[k] /= x->n;
-    res->cpu = bench_median(cpu, iters);
+    mine[F_EXPOSED] = mine[F_STEP] - mine[F_COMPUTE];
+    MPI_Allreduce(mine, res->fig, F_COUNT, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(&cpu, &res->cpu, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    res->cpu /= x->n;
     if (m == M_SESSION)
         CHECK(x, gcoll_session_free(&x->session));
-    for (int f = 0; f < F_COUNT; f++) {
-        for (int i = 0; i < iters; i++)
-            col[i] = all[(size_t)i * F_COUNT + f];
-        res->fig[f] = bench_median(col, iters);
-    }
     res->valid = all_valid;
-    free(cpu);
-    free(start);
-    free(col);
     free(all);
 }
 
@@ -347,13 +335,13 @@ static void print_table(const tctx_t *x, const bench_env_t *env, int iters, int 
            bench_compute_name(o->compute), compute_ms, o->compute_ms < 0 ? "equal to the communication" : "--compute-ms",
            x->forward, x->fit);
     printf("# session: %zu fusion buckets\n", x->nbuckets);
-    printf("# per mode, the slowest rank's figure of each step, median over %d steps run back to back (after 1 "
-           "validated and %d\n# warm-up steps), in ms: step = from a forward pass's start to the next one's "
-           "(per-tensor and session\n# wait for each layer's gradient in the next forward pass; after and after-fused "
-           "reduce after backprop);\n# compute = the computation inside it; exposed = step - compute; layer0 = from "
-           "the end of backprop until\n# layer 0's gradient is reduced; cpu = CPU time of a rank's process per step "
-           "(all threads, user + system;\n# mean of the ranks); busy = %% of rank 0's machine's CPU time (all its "
-           "cores) not idle during the timed steps\n", iters, warmup);
+    printf("# per mode, %d timed steps run back to back (after 1 validated and %d warm-up steps; one more follows),"
+           "\n# each figure the slowest rank's mean over them, in ms: step = from a forward pass's start to the next "
+           "one's\n# (per-tensor and session wait for each layer's gradient in the next forward pass; after and "
+           "after-fused\n# reduce after backprop); compute = the computation inside it; exposed = step - compute; "
+           "layer0 = from\n# the end of backprop until layer 0's gradient is reduced; cpu = CPU time of a rank's "
+           "process per step\n# (all threads, user + system; mean of the ranks); busy = %% of rank 0's machine's CPU "
+           "time (all its\n# cores) not idle during the timed steps\n", iters, warmup);
     printf("%-12s %11s %11s %11s %11s %11s %6s %s\n", "mode", "step", "compute", "exposed", "layer0", "cpu", "busy",
            "valid");
     for (int m = 0; m < M_COUNT; m++) {

@@ -1,12 +1,13 @@
-/* `gcoll_bench train`: a data-parallel training step of a real model (bench/models.c). Backprop
- * runs the layers in reverse, computing each tensor's share of the step's compute before its
- * gradient is ready; the gradients are reduced in four ways, each measured in the same run:
+/* `gcoll_bench train`: data-parallel training steps of a real model (bench/models.c), back to
+ * back. Each tensor has a share of a step's compute: the forward pass runs part of it layer by
+ * layer in order, backprop the rest in reverse, the tensor's gradient ready after its share. The
+ * gradients are reduced in four ways, each measured in the same run:
  *   after        one blocking gcoll_allreduce per tensor once backprop is done (ready order)
  *   after-fused  one blocking gcoll_allreduce of all gradients (one flat buffer) after backprop
  *   per-tensor   gcoll_iallreduce per tensor as it is ready, priority -index (earlier layers
- *                first), waiting for layer 0 and then for all after backprop
+ *                first), each waited for just before its layer's next forward computation
  *   session      the gradient session: sets added once in forward order, committed, started as
- *                ready, gcoll_session_wait for layer 0 and then gcoll_session_wait_all */
+ *                ready, each waited for (gcoll_session_wait) before its next forward computation */
 #ifndef GCOLL_BENCH_TRAIN_H
 #define GCOLL_BENCH_TRAIN_H
 

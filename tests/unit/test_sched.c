@@ -20,6 +20,7 @@
 #define MAXREQ 16
 static int landed[MAXREQ];
 static void *where[MAXREQ];
+static int prio_of[MAXREQ]; /* the priority a send was posted with */
 static int nreq;
 
 static gcoll_status_t fake_post(void *buf, gcoll__tp_req_t **req)
@@ -31,11 +32,18 @@ static gcoll_status_t fake_post(void *buf, gcoll__tp_req_t **req)
     return GCOLL_SUCCESS;
 }
 
+static gcoll_status_t fake_isend_prio(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes,
+                                      int priority, gcoll__tp_req_t **req)
+{
+    (void)tp, (void)peer, (void)tag, (void)bytes;
+    prio_of[nreq] = priority;
+    return fake_post((void *)buf, req);
+}
+
 static gcoll_status_t fake_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes,
                                  gcoll__tp_req_t **req)
 {
-    (void)tp, (void)peer, (void)tag, (void)bytes;
-    return fake_post((void *)buf, req);
+    return fake_isend_prio(tp, peer, tag, buf, bytes, 0, req);
 }
 
 static gcoll_status_t fake_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
@@ -57,8 +65,8 @@ static void fake_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *req)
     (void)tp, (void)req;
 }
 
-static const gcoll__transport_t fake = {.name = "fake", .isend = fake_isend, .irecv = fake_irecv,
-                                        .test = fake_test, .cancel = fake_cancel};
+static const gcoll__transport_t fake = {.name = "fake", .isend = fake_isend, .isend_prio = fake_isend_prio,
+                                        .irecv = fake_irecv, .test = fake_test, .cancel = fake_cancel};
 
 /* Completes the message posted on buf (a receive's data is written first). */
 static void land(void *buf, const int *data, size_t n)
@@ -198,6 +206,10 @@ START_TEST(higher_priority_sends_take_the_budget_first)
     ck_assert_int_eq(post_index(big[5]), 3);
     ck_assert_int_eq(post_index(big[2]), 4);
     ck_assert_int_eq(post_index(big[3]), -1);
+    /* and each send carries its operation's priority to the transport */
+    ck_assert_int_eq(prio_of[post_index(big[0])], 0);
+    ck_assert_int_eq(prio_of[post_index(big[4])], 5);
+    ck_assert_int_eq(prio_of[post_index(big[5])], 5);
     land(big[2], NULL, 0);
     land(big[4], NULL, 0);
     land(big[5], NULL, 0);
