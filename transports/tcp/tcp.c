@@ -236,10 +236,9 @@ static void send_ctrl(gcoll__tp_t *tp, tcp_peer_t *p, tcp_frame_t *f)
     sock_write(tp, s);
 }
 
-/* Queues st behind the stripes of its priority and before lower ones'. Frames carry their
- * offset, so a stripe already partly framed may wait behind a new one: an urgent message
- * overtakes bulk at TCP_CHUNK_MAX granularity. */
-static void queue_stripe(tcp_sock_t *s, tcp_stripe_t *st)
+/* Frames carry their offset, so a stripe already partly framed may wait behind a new one: an
+ * urgent message overtakes bulk at TCP_CHUNK_MAX granularity. */
+void gcoll__tcp_queue_stripe(tcp_sock_t *s, tcp_stripe_t *st)
 {
     tcp_stripe_t **at = &s->data;
     while (*at && (*at)->req->prio >= st->req->prio)
@@ -266,7 +265,7 @@ static void start_stream(gcoll__tp_t *tp, gcoll__tp_req_t *r, uint64_t rid)
         st->req = r;
         st->pos = i * per;
         st->end = st->pos + per < r->bytes ? st->pos + per : r->bytes;
-        queue_stripe(&p->socks[i], st);
+        gcoll__tcp_queue_stripe(&p->socks[i], st);
     }
     for (size_t i = 0; i < n && !r->done; i++)
         sock_write(tp, &p->socks[i]);

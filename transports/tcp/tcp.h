@@ -116,6 +116,9 @@ typedef struct tcp_sock {
     char *cur_owned; /* the rest of an abandoned request's payload, copied so the frame ends whole */
 } tcp_sock_t;
 
+/* Queues st on s behind the stripes of its message's priority and before lower ones'. */
+void gcoll__tcp_queue_stripe(tcp_sock_t *s, tcp_stripe_t *st);
+
 typedef struct tcp_peer {
     int rank, nready, neof;
     gcoll_status_t failed; /* GCOLL_SUCCESS, or what its requests end with: GCOLL_ERR_REMOTE when it died */
