@@ -35,8 +35,8 @@ for model in ${BENCH_MODELS:-resnet50 bert}; do
     f=$OUTDIR/overlap-train-$model-1gbit
     n=$iters
     [ "$model" = bert ] && n=$(( (iters + 1) / 2 ))
-    out=$("$CLUSTER_MPIRUN" "$B" train --model "$model" -i "$n" --compute "$compute" ${BENCH_FORWARD:+--forward "$BENCH_FORWARD"} \
-        --csv "$f.csv" --json "$f.json" 2>&1) ||
+    out=$("$CLUSTER_MPIRUN" "$B" train --model "$model" -i "$n" --compute "$compute" \
+        ${BENCH_FORWARD:+--forward "$BENCH_FORWARD"} --csv "$f.csv" --json "$f.json" 2>&1) ||
         status=1
     printf '%s\n' "$out"
     printf '%s\n' "$out" | awk -v m="$model" '

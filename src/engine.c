@@ -96,9 +96,8 @@ static gcoll_status_t post(gcoll_request_t r, gcoll__step_t *st)
         return c->tpops->irecv(c->tp, st->peer, tag, st->wire ? st->wire : st->dst, st->n, &st->req);
     if (st->wire) /* compressed: the fp32 slice goes out 16-bit */
         gcoll__kernels->to_wire[r->sched->wire - 1](st->wire, st->a, st->n / 2);
-    const void *out = st->wire ? st->wire : st->a;
-    GCOLL_CHECK(c->tpops->isend_prio ? c->tpops->isend_prio(c->tp, st->peer, tag, out, st->n, r->priority, &st->req)
-                                     : c->tpops->isend(c->tp, st->peer, tag, out, st->n, &st->req));
+    GCOLL_CHECK(gcoll__tp_isend_prio(c->tpops, c->tp, st->peer, tag, st->wire ? st->wire : st->a, st->n, r->priority,
+                                     &st->req));
     r->sending++;
     r->lane->inflight += st->n;
     c->bytes_sent += st->n;

@@ -86,6 +86,15 @@ typedef struct gcoll__transport {
     void (*close)(gcoll__tp_t *tp);
 } gcoll__transport_t;
 
+/* A send of that priority on an endpoint of ops: isend_prio where the transport has it. */
+static inline gcoll_status_t gcoll__tp_isend_prio(const gcoll__transport_t *ops, gcoll__tp_t *tp, int peer,
+                                                  uint32_t tag, const void *buf, size_t bytes, int priority,
+                                                  gcoll__tp_req_t **req)
+{
+    return ops->isend_prio ? ops->isend_prio(tp, peer, tag, buf, bytes, priority, req)
+                           : ops->isend(tp, peer, tag, buf, bytes, req);
+}
+
 extern const gcoll__transport_t gcoll__transport_mpi;
 extern const gcoll__transport_t gcoll__transport_tcp;
 extern const gcoll__transport_t gcoll__transport_ofi;

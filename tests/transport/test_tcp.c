@@ -151,15 +151,15 @@ static void test_priority_queue(void)
     memset(req, 0, sizeof(req));
     for (int i = 0; i < N; i++) {
         req[i].prio = prio[i];
-        st[i] = (tcp_stripe_t){.req = &req[i], .pos = 0, .end = 1 << 20};
+        st[i] = (tcp_stripe_t){.req = &req[i], .end = 1 << 20};
         if (i == 1)
             st[0].pos = 512 << 10; /* the head is half framed when the others come */
         gcoll__tcp_queue_stripe(&s, &st[i]);
     }
     int k = 0;
     for (tcp_stripe_t *q = s.data; q && k < N; q = q->next, k++)
-        CHECK(q == &st[want[k]], "stripe %d of the queue has priority %d (posted as number %d); want the one posted as number %d "
-              "(priority %d)", k, q->req->prio, (int)(q - st), want[k], prio[want[k]]);
+        CHECK(q == &st[want[k]], "stripe %d of the queue has priority %d (posted as number %d); want the one "
+              "posted as number %d (priority %d)", k, q->req->prio, (int)(q - st), want[k], prio[want[k]]);
     CHECK(k == N, "the queue holds %d stripes, not %d", k, N);
 }
 

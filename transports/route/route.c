@@ -70,8 +70,7 @@ static gcoll_status_t route_isend_prio(gcoll__tp_t *tp, int peer, uint32_t tag, 
 {
     gcoll__route_peer_t p = tp->peers[peer];
     gcoll__route_ep_t *e = &tp->ep[p.ep];
-    GCOLL_CHECK(spread(tp, p.ep, e->ops->isend_prio ? e->ops->isend_prio(e->tp, p.index, tag, buf, bytes, priority, req)
-                                                    : e->ops->isend(e->tp, p.index, tag, buf, bytes, req)));
+    GCOLL_CHECK(spread(tp, p.ep, gcoll__tp_isend_prio(e->ops, e->tp, p.index, tag, buf, bytes, priority, req)));
     *req = mark(*req, p.ep);
     return GCOLL_SUCCESS;
 }
