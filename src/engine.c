@@ -79,6 +79,14 @@ static int is_comm_step(const gcoll__step_t *st)
     return st->kind == GCOLL_STEP_SEND || st->kind == GCOLL_STEP_RECV || st->kind == GCOLL_STEP_CUSTOM;
 }
 
+/* A send of r's left the transport (done or cancelled). */
+static void send_over(gcoll_request_t r, const gcoll__step_t *st)
+{
+    r->sending--;
+    if (st->counted)
+        r->lane->inflight -= st->n;
+}
+
 static gcoll_status_t post(gcoll_request_t r, gcoll__step_t *st)
 {
     gcoll_comm_t c = r->comm;
@@ -98,8 +106,10 @@ static gcoll_status_t post(gcoll_request_t r, gcoll__step_t *st)
         gcoll__kernels->to_wire[r->sched->wire - 1](st->wire, st->a, st->n / 2);
     GCOLL_CHECK(gcoll__tp_isend_prio(c->tpops, c->tp, st->peer, tag, st->wire ? st->wire : st->a, st->n, r->priority,
                                      &st->req));
+    st->counted = r->sending > 0;
     r->sending++;
-    r->lane->inflight += st->n;
+    if (st->counted)
+        r->lane->inflight += st->n;
     c->bytes_sent += st->n;
     return GCOLL_SUCCESS;
 }
@@ -122,10 +132,8 @@ static gcoll_status_t reap(gcoll_request_t r, unsigned *moved, size_t *pending)
             gcoll_status_t ts = c->tpops->test(c->tp, st[i].req, &st[i].done);
             if (ts != GCOLL_SUCCESS || st[i].done) {
                 st[i].req = NULL; /* the transport freed it */
-                if (st[i].kind == GCOLL_STEP_SEND) {
-                    r->sending--;
-                    r->lane->inflight -= st[i].n;
-                }
+                if (st[i].kind == GCOLL_STEP_SEND)
+                    send_over(r, &st[i]);
             }
             GCOLL_CHECK(ts);
             if (st[i].done && st[i].wire && st[i].kind == GCOLL_STEP_RECV) /* back to fp32 */
@@ -162,7 +170,9 @@ static gcoll_status_t advance(gcoll_request_t r, unsigned *moved)
             s->posted = 1;
         }
         /* Sends in order, while the budget has room; an operation with none in flight may
-         * always post one, so every operation moves whatever the others hold. */
+         * always post one, so every operation moves whatever the others hold. That one stays
+         * outside the budget: a crowd of low-priority operations moving a slice each must not
+         * hold a higher priority's pipeline to one slice at a time. */
         for (size_t i = 0; i < n; i++) {
             if (st[i].kind != GCOLL_STEP_SEND || st[i].req || st[i].done)
                 continue;
@@ -246,10 +256,8 @@ void gcoll__request_cancel(gcoll_request_t r)
         if (st[i].req) {
             r->comm->tpops->cancel(r->comm->tp, st[i].req);
             st[i].req = NULL;
-            if (st[i].kind == GCOLL_STEP_SEND) {
-                r->sending--;
-                r->lane->inflight -= st[i].n;
-            }
+            if (st[i].kind == GCOLL_STEP_SEND)
+                send_over(r, &st[i]);
         }
 }
 

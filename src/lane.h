@@ -15,7 +15,7 @@ typedef struct gcoll__lane {
     pthread_mutex_t lock;
     pthread_cond_t wake;          /* a worker with nothing to do sleeps here */
     struct gcoll_request *active; /* highest priority first, issue order among equals */
-    size_t inflight;              /* bytes of sends posted and not yet complete */
+    size_t inflight;              /* bytes of sends posted and not yet complete, each operation's first aside */
     unsigned passes;              /* progress passes, for the clock's sampling */
     int index;
     int has_worker, stop;

@@ -43,6 +43,7 @@ typedef struct {
     void *landed_arg;
     int parts;
     int done;
+    int counted; /* a send in its lane's budget: every one but the first of its operation's in flight */
     double t0; /* timeline: when the step was posted or started */
 } gcoll__step_t;
 

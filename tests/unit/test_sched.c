@@ -191,20 +191,19 @@ START_TEST(higher_priority_sends_take_the_budget_first)
     gcoll_request_t rl, rh;
     ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", low, NULL, &rl, &plain),
                      GCOLL_SUCCESS);
-    /* two slices fill the 2 MiB budget; the third waits */
-    ck_assert_int_eq(nreq, 2);
+    /* the first slice is outside the budget, the next two fill its 2 MiB; the fourth waits */
+    ck_assert_int_eq(nreq, 3);
     ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", high, &hi_attr, &rh, &plain),
                      GCOLL_SUCCESS);
     /* an operation with nothing in flight may always post one slice: no starvation, no deadlock */
-    ck_assert_int_eq(nreq, 3);
-    ck_assert_int_eq(post_index(big[4]), 2);
+    ck_assert_int_eq(nreq, 4);
+    ck_assert_int_eq(post_index(big[4]), 3);
     land(big[0], NULL, 0);
     land(big[1], NULL, 0);
     int done = 0;
     ck_assert_int_eq(gcoll_test(&rh, &done), GCOLL_SUCCESS);
     /* the room freed by the low-priority slices goes to the high-priority operation first */
-    ck_assert_int_eq(post_index(big[5]), 3);
-    ck_assert_int_eq(post_index(big[2]), 4);
+    ck_assert_int_eq(post_index(big[5]), 4);
     ck_assert_int_eq(post_index(big[3]), -1);
     /* and each send carries its operation's priority to the transport */
     ck_assert_int_eq(prio_of[post_index(big[0])], 0);
@@ -217,6 +216,53 @@ START_TEST(higher_priority_sends_take_the_budget_first)
     ck_assert_int_eq(post_index(big[3]), 5); /* posted once big[2] made room */
     land(big[3], NULL, 0);
     ck_assert_int_eq(gcoll_wait(&rl), GCOLL_SUCCESS);
+    gcoll__lanes_stop();
+}
+END_TEST
+
+/* Low-priority operations moving one slice each, more of them than the budget holds, must not
+ * hold a later high-priority operation to one slice at a time: on a link with deep queues each
+ * slice waits a loaded round trip for its rendezvous, so a one-slice pipeline leaves the link
+ * to the low priorities. */
+START_TEST(a_crowd_of_single_slices_leaves_the_budget_to_a_higher_priority)
+{
+    engine_up();
+    gcoll__config.inflight_bytes = 2 << 20;
+    static struct gcoll_comm comm = {.rank = 0, .size = 2, .refs = 1, .tpops = &fake};
+    comm.lane = gcoll__lane_at(0);
+    enum { CROWD = 6, HIGH = 4 };
+    static char big[CROWD + HIGH][1 << 20];
+    gcoll_request_t rl[CROWD], rh;
+    for (int i = 0; i < CROWD; i++) {
+        gcoll__sched_t *low = gcoll__sched_new(GCOLL_UINT8, GCOLL_SUM, 2, NULL);
+        gcoll__sched_send(low, 1, big[i], sizeof(big[i]));
+        ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", low, NULL, &rl[i], &plain),
+                         GCOLL_SUCCESS);
+    }
+    ck_assert_int_eq(nreq, CROWD); /* 6 MiB in flight against a 2 MiB budget */
+    gcoll__sched_t *high = gcoll__sched_new(GCOLL_UINT8, GCOLL_SUM, 2, NULL);
+    for (int i = CROWD; i < CROWD + HIGH; i++)
+        gcoll__sched_send(high, 1, big[i], sizeof(big[i]));
+    gcoll_attr_t hi_attr = GCOLL_ATTR_INIT;
+    hi_attr.priority = 5;
+    ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", high, &hi_attr, &rh, &plain),
+                     GCOLL_SUCCESS);
+    /* its first slice, then the whole budget */
+    ck_assert_int_eq(post_index(big[CROWD]), CROWD);
+    ck_assert_int_eq(post_index(big[CROWD + 1]), CROWD + 1);
+    ck_assert_int_eq(post_index(big[CROWD + 2]), CROWD + 2);
+    ck_assert_int_eq(post_index(big[CROWD + 3]), -1);
+    land(big[CROWD], NULL, 0);
+    land(big[CROWD + 1], NULL, 0);
+    int done = 0;
+    ck_assert_int_eq(gcoll_test(&rh, &done), GCOLL_SUCCESS);
+    ck_assert_int_eq(post_index(big[CROWD + 3]), CROWD + 3);
+    for (int i = 0; i < CROWD + HIGH; i++)
+        if (i != CROWD && i != CROWD + 1)
+            land(big[i], NULL, 0);
+    ck_assert_int_eq(gcoll_wait(&rh), GCOLL_SUCCESS);
+    for (int i = 0; i < CROWD; i++)
+        ck_assert_int_eq(gcoll_wait(&rl[i]), GCOLL_SUCCESS);
     gcoll__lanes_stop();
 }
 END_TEST
@@ -504,6 +550,7 @@ Suite *sched_suite(void)
     tcase_add_test(tc, local_steps_run_as_soon_as_the_steps_before_them);
     tcase_add_test(tc, a_reduction_overlaps_later_receives);
     tcase_add_test(tc, higher_priority_sends_take_the_budget_first);
+    tcase_add_test(tc, a_crowd_of_single_slices_leaves_the_budget_to_a_higher_priority);
     tcase_add_test(tc, a_kept_schedule_runs_again_after_rewind);
     tcase_add_loop_test(tc, schedules_match_at_any_rank_count, 0, 3);
     tcase_add_test(tc, ring_slices_its_blocks);
