@@ -447,8 +447,8 @@ static const var_def_t vars[] = {
      "rank's allowed set away from those its host's other ranks start on", parse_cpulist, NULL,
      gcoll__config.worker_affinity, sizeof(gcoll__config.worker_affinity)},
     {"GCOLL_INFLIGHT_BYTES", "bytes, 64K..1G", "8M",
-     "bound on bytes of sends in flight per progress thread: once reached, an operation that already has a send "
-     "in flight waits, and higher priorities get the room first", parse_bytes, NULL,
+     "bound on bytes of sends in flight per progress thread, each operation's first send aside: once reached, an "
+     "operation that already has a send in flight waits, and higher priorities get the room first", parse_bytes, NULL,
      &gcoll__config.inflight_bytes, 64},
     {"GCOLL_FUSION_BYTES", "auto, or bytes 4K..1G", "auto",
      "gradient session: the size of a fusion bucket; auto is about 2 ms of the communicator's slowest link, "
