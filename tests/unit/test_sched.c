@@ -193,6 +193,7 @@ START_TEST(higher_priority_sends_take_the_budget_first)
                      GCOLL_SUCCESS);
     /* the first slice is outside the budget, the next two fill its 2 MiB; the fourth waits */
     ck_assert_int_eq(nreq, 3);
+    ck_assert_int_eq(post_index(big[2]), 2);
     ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", high, &hi_attr, &rh, &plain),
                      GCOLL_SUCCESS);
     /* an operation with nothing in flight may always post one slice: no starvation, no deadlock */
