@@ -15,6 +15,7 @@ static struct {
     int (*memcpy_)(void *, const void *, size_t, int);
     int (*host_alloc)(void **, size_t, unsigned);
     int (*free_host)(void *);
+    int (*sync)(void);
     const char *(*error_string)(int);
 } rt;
 
@@ -32,6 +33,7 @@ int devbuf_cuda_open(int rank, char *err, size_t errlen)
         {(void **)&rt.get_device_count, "cudaGetDeviceCount"}, {(void **)&rt.set_device, "cudaSetDevice"},
         {(void **)&rt.malloc_, "cudaMalloc"}, {(void **)&rt.free_, "cudaFree"}, {(void **)&rt.memcpy_, "cudaMemcpy"},
         {(void **)&rt.host_alloc, "cudaHostAlloc"}, {(void **)&rt.free_host, "cudaFreeHost"},
+        {(void **)&rt.sync, "cudaDeviceSynchronize"},
         {(void **)&rt.error_string, "cudaGetErrorString"}};
     for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++)
         if (!(*syms[i].slot = dlsym(h, syms[i].sym))) {
@@ -109,4 +111,26 @@ out:
         rt.free_host(host);
     if (dev)
         rt.free_(dev);
+}
+
+double devbuf_device_gbps(size_t bytes, int reps)
+{
+    void *a = NULL, *b = NULL;
+    double best = 0;
+    if (rt.malloc_(&a, bytes) == 0 && rt.malloc_(&b, bytes) == 0) {
+        rt.memcpy_(b, a, bytes, 4); /* warm-up */
+        rt.sync();
+        for (int i = 0; i < reps; i++) { /* a copy on the device returns before it is done */
+            double t0 = now_s();
+            rt.memcpy_(b, a, bytes, 4);
+            rt.sync();
+            double gbps = 2.0 * (double)bytes / (now_s() - t0) / 1e9;
+            best = gbps > best ? gbps : best;
+        }
+    }
+    if (a)
+        rt.free_(a);
+    if (b)
+        rt.free_(b);
+    return best;
 }

@@ -129,8 +129,10 @@ int main(int argc, char **argv)
     if (rank == 0) /* the others wait, so the measurement has the core to itself */
         env.memcpy_gbps = membw_measure(-1, (size_t)64 << 20, 1, 5);
     MPI_Bcast(&env.memcpy_gbps, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    if (rank == 0 && o.device)
+    if (rank == 0 && o.device) {
         devbuf_pinned_gbps((size_t)64 << 20, 5, &env.h2d_gbps, &env.d2h_gbps);
+        env.dev_gbps = devbuf_device_gbps((size_t)256 << 20, 10);
+    }
 
     bench_compute_t cmp;
     int overlap = o.subcmd == BENCH_IALLREDUCE;

@@ -58,10 +58,13 @@ void report_header(const bench_opts_t *o, const bench_env_t *env)
     printf("# memcpy bandwidth of this machine: %.1f GB/s (one core, 64 MiB)\n", env->memcpy_gbps);
     if (o->device) {
         const char *chunk = getenv("GCOLL_CUDA_STAGE_CHUNK");
-        printf("# device buffers (cuda), staged through pinned host memory in %s chunks (GCOLL_CUDA_STAGE_CHUNK)\n",
+        printf("# device buffers (cuda): CUDA IPC kernels where every rank is on this host (GCOLL_CUDA_IPC), "
+               "else staged through pinned host memory in %s chunks (GCOLL_CUDA_STAGE_CHUNK)\n",
                chunk ? chunk : "4M");
-        printf("# pinned copy bandwidth (64 MiB): host->device %.1f GB/s, device->host %.1f GB/s: the ceiling\n",
+        printf("# pinned copy bandwidth (64 MiB): host->device %.1f GB/s, device->host %.1f GB/s: the staged ceiling\n",
                env->h2d_gbps, env->d2h_gbps);
+        printf("# device memory bandwidth (a 256 MiB copy on rank 0's GPU, read + written): %.0f GB/s; ranks sharing "
+               "one GPU: an IPC allreduce of B bytes moves 2 x ranks x B there\n", env->dev_gbps);
     }
     printf("# latency in us (avg of rank averages, min and max rank average); bandwidth in GB/s\n");
     printf("%12s %11s %-19s %10s %10s %10s %8s %8s", "bytes", "count", "algorithm", "avg", "min", "max",

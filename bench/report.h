@@ -10,6 +10,7 @@ typedef struct {
     int nranks, nhosts;
     double memcpy_gbps;
     double h2d_gbps, d2h_gbps; /* -d cuda: pinned copy bandwidth */
+    double dev_gbps;           /* -d cuda: device memory bandwidth, read + written */
 } bench_env_t;
 
 void report_header(const bench_opts_t *o, const bench_env_t *env);

@@ -129,6 +129,12 @@ static gcoll_status_t start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcol
         if (a->compress != GCOLL_COMPRESS_NONE)
             return gcoll__error(GCOLL_ERR_UNSUPPORTED, "attr->compress: not with device buffers or a CUDA stream "
                                 "(README \"CUDA device buffers\")");
+        const char *why;
+        if (gcoll__cuda_ipc_eligible(a, comm, attr, &why))
+            return gcoll__cuda_ipc_start(a, comm, attr, req);
+        if (why && gcoll__config.cuda_ipc == 1)
+            return gcoll__error(GCOLL_ERR_UNSUPPORTED, "GCOLL_CUDA_IPC=on, but this %s cannot use CUDA IPC: %s",
+                                gcoll__coll_name(a->coll), why);
         return gcoll__cuda_stage_start(a, NULL, 0, comm, attr, req);
     }
     gcoll__sched_t *s;

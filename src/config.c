@@ -488,6 +488,11 @@ static const var_def_t vars[] = {
     {"GCOLL_CUDA_STAGE_CHUNK", "bytes, 64K..1G", "4M",
      "device buffers: the chunk of the host-staged pipeline (copy down, send, copy up overlap chunk by chunk); "
      "1G stages a whole buffer of up to 1 GiB before sending", parse_bytes, NULL, &gcoll__config.cuda_chunk, 64},
+    {"GCOLL_CUDA_IPC", "auto|on|off", "auto",
+     "device buffers, every rank of the communicator on one host: each rank maps its peers' buffers "
+     "(CUDA IPC) and reduces or copies its share with kernels; off: the host-staged pipeline; on: as auto, "
+     "but an operation that cannot use it fails (GCOLL_ERR_UNSUPPORTED, saying why) instead of staging",
+     NULL, onoff, &gcoll__config.cuda_ipc, 0},
     {"GCOLL_LIBRARY", "none, or a path", "none",
      "Python package (bindings/python): the libgcoll.so it loads; none: the path recorded at install, one beside "
      "the package, then the loader's search", parse_outside_path, NULL, NULL, 0},

@@ -70,6 +70,7 @@ typedef struct {
     unsigned char job_secret[16];
     int has_job_secret;
     size_t cuda_chunk;     /* device buffers: the staged pipeline's chunk */
+    int cuda_ipc;          /* GCOLL_CUDA_IPC: 0 auto, 1 on, 2 off */
 } gcoll__config_t;
 
 extern gcoll__config_t gcoll__config;

@@ -128,6 +128,8 @@ static gcoll_status_t reap(gcoll_request_t r, unsigned *moved, size_t *pending)
             continue;
         if (st[i].kind == GCOLL_STEP_CUSTOM) {
             GCOLL_CHECK(st[i].fn(st[i].state, &st[i].done));
+            if (!st[i].done && st[i].local)
+                r->lane->local_wait = 1;
         } else if (st[i].req) {
             gcoll_status_t ts = c->tpops->test(c->tp, st[i].req, &st[i].done);
             if (ts != GCOLL_SUCCESS || st[i].done) {
@@ -374,6 +376,7 @@ unsigned gcoll__lane_progress(gcoll__lane_t *l)
     double t = 0;
     if (++l->passes % TIME_EVERY == 0)
         t = now_s();
+    l->local_wait = 0;
     /* Completions first, everywhere: the room they free in the budget then goes to the highest
      * priority in the posting pass below, not to whichever request was reaped first. */
     for (gcoll_request_t r = l->active; r; r = r->next) {
@@ -511,7 +514,7 @@ GCOLL_API gcoll_status_t gcoll_wait(gcoll_request_t *req)
             ticket = gcoll__comm_ticket(comm);
         if (!(*req)->done)
             gcoll__lane_progress(l);
-        int done = (*req)->done;
+        int done = (*req)->done, poll = l->local_wait;
         if (watch && idle == PREEMPT_FIRST)
             nivcsw = preemptions();
         if (watch && idle > PREEMPT_FIRST && (done || idle % PREEMPT_CHECK == 0)) {
@@ -532,7 +535,7 @@ GCOLL_API gcoll_status_t gcoll_wait(gcoll_request_t *req)
         pthread_mutex_unlock(&l->lock);
         if (done)
             return finish(req);
-        if (comm && idle > spin + YIELD_PASSES)
+        if (comm && idle > spin + YIELD_PASSES && !poll)
             gcoll__comm_idle(comm, ticket, 1000);
         else if (idle >= spin)
             sched_yield();

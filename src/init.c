@@ -88,6 +88,7 @@ GCOLL_API gcoll_status_t gcoll_finalize(void)
         gcoll__context.initialized = 0;
         gcoll__comm_free_all();
         gcoll__timeline_close();
+        gcoll__cuda_ipc_release();
         gcoll__cuda_release();
         gcoll__context.world = NULL;
         gcoll__transport_release();

@@ -17,6 +17,8 @@ typedef struct gcoll__lane {
     struct gcoll_request *active; /* highest priority first, issue order among equals */
     size_t inflight;              /* bytes of sends posted and not yet complete, each operation's first aside */
     unsigned passes;              /* progress passes, for the clock's sampling */
+    int local_wait;               /* the last pass left a step waiting on local hardware (a GPU):
+                                     waiters poll, since no peer's message will wake them */
     int index;
     int has_worker, stop;
     pthread_t worker;

@@ -188,6 +188,12 @@ void gcoll__sched_custom(gcoll__sched_t *s, gcoll__step_fn fn, gcoll__step_who_f
     add_step(s, (gcoll__step_t){.kind = GCOLL_STEP_CUSTOM, .peer = -1, .fn = fn, .who = who, .state = state});
 }
 
+void gcoll__sched_custom_local(gcoll__sched_t *s)
+{
+    if (s->nsteps && s->steps[s->nsteps - 1].kind == GCOLL_STEP_CUSTOM)
+        s->steps[s->nsteps - 1].local = 1;
+}
+
 void gcoll__sched_custom_rewind(gcoll__sched_t *s, void (*rewind)(void *state))
 {
     if (s->nsteps && s->steps[s->nsteps - 1].kind == GCOLL_STEP_CUSTOM)

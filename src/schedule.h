@@ -34,6 +34,7 @@ typedef struct {
     gcoll__step_fn fn;     /* custom steps */
     gcoll__step_who_fn who;
     void (*rewind)(void *state); /* custom steps that can run again: back to their start */
+    int local; /* a custom step that waits on this rank's own hardware (a GPU), which wakes no one */
     void *state;
     void *wire; /* a send or receive of fp32 that travels in the wire format: its staging buffer
                    (a: the fp32 to send, dst: where the received values land as fp32; n: wire bytes) */
@@ -112,6 +113,9 @@ void gcoll__sched_avg(gcoll__sched_t *s, void *buf, size_t count); /* no step un
  * without one), so the rank that reduced it holds the same bits as those that receive it. */
 void gcoll__sched_wire_round(gcoll__sched_t *s, void *buf, size_t count);
 void gcoll__sched_custom(gcoll__sched_t *s, gcoll__step_fn fn, gcoll__step_who_fn who, void *state);
+/* Marks the last custom step added as waiting on local hardware: while it is pending, waiters
+ * poll instead of sleeping until a peer's message wakes them. */
+void gcoll__sched_custom_local(gcoll__sched_t *s);
 /* Gives the last custom step added a rewind hook, so the schedule can run again. */
 void gcoll__sched_custom_rewind(gcoll__sched_t *s, void (*rewind)(void *state));
 

@@ -89,7 +89,7 @@ static void *worker_main(void *arg)
         idle = gcoll__lane_progress(l) ? 0 : idle + 1;
         /* with more ranks than cores, a spinning worker takes the core of the rank it waits for */
         unsigned spin = l->active && gcoll__comm_crowded(l->active->comm) ? 1 : WORKER_SPIN;
-        if (!l->active || idle < spin) {
+        if (!l->active || idle < spin || l->local_wait) {
             /* let a thread that waits or starts an operation take the lock between passes */
             pthread_mutex_unlock(&l->lock);
             sched_yield();

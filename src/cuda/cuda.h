@@ -10,6 +10,7 @@
 
 #include "gcoll.h"
 #include "coll.h"
+#include "cuda/rt_abi.h"
 
 /* Every function returns 0 on success or the runtime's nonzero error code (error_string names
  * it); event_query returns 0 when the event has completed, GCOLL_CUDA_NOT_READY when not yet. */
@@ -35,6 +36,18 @@ typedef struct gcoll__cuda_ops {
     const char *(*error_string)(int err);
     /* The reduction kernel (NULL when libgcoll_cuda.so is missing): dst = a op b on the device. */
     int (*reduce)(void *dst, const void *a, const void *b, size_t n, int dtype, int op, void *stream);
+    /* CUDA IPC (any of them NULL: no IPC). export: the allocation holding p as a handle another
+     * process can open, p's offset in it, and an id no other allocation of this process gets;
+     * open: maps a peer's handle (the allocation's base); close: unmaps what open returned. */
+    int (*ipc_export)(const void *p, gcoll__cuda_ipc_handle_t *h, size_t *offset, unsigned long long *id);
+    int (*ipc_open)(const gcoll__cuda_ipc_handle_t *h, void **base);
+    int (*ipc_close)(void *base);
+    /* The GPU's PCI bus id, which tells ranks that share a GPU (NULL: unknown). */
+    int (*bus_id)(int device, char *buf, int len);
+    /* Every dst[d][i] = op over s of src[s][i], divided by divisor when above 1 (NULL when
+     * libgcoll_cuda.so is missing); at most GCOLL_CUDA_MULTI_MAX of each, any dtype. */
+    int (*reduce_multi)(void *const *dst, int ndst, const void *const *src, int nsrc, size_t n, int dtype, int op,
+                        unsigned divisor, void *stream);
 } gcoll__cuda_ops_t;
 
 /* The table in use: NULL when there is no CUDA (decided once, on first use). */
@@ -57,6 +70,18 @@ static inline int gcoll__cuda_is_device(const void *p)
  * overlapping other chunks' transfers. adasum: tensor_counts/ntensors as gcoll_iadasum's. */
 gcoll_status_t gcoll__cuda_stage_start(gcoll__coll_args_t *a, const size_t *tensor_counts, size_t ntensors,
                                        gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req);
+
+/* Whether a (its buffers device memory) runs over CUDA IPC: every rank of comm on this host, the
+ * table able to, GCOLL_CUDA_IPC not off. Every rank decides alike where all pass device memory.
+ * When not, *why says why (NULL when GCOLL_CUDA_IPC is off). */
+int gcoll__cuda_ipc_eligible(const gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr,
+                             const char **why);
+/* Starts a over CUDA IPC: each rank maps its peers' buffers and reduces or copies its share of
+ * the result with kernels, the host exchanging only handles and completion. */
+gcoll_status_t gcoll__cuda_ipc_start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr,
+                                     gcoll_request_t *req);
+/* At finalize: unmaps every peer allocation still mapped. */
+void gcoll__cuda_ipc_release(void);
 
 /* gcoll_reduce_local on device buffers: the kernel on the default stream, waited for. */
 gcoll_status_t gcoll__cuda_reduce_local(void *inout, const void *in, size_t count, gcoll_dtype_t dtype, gcoll_op_t op);

@@ -1,11 +1,12 @@
 // Device kernels for libgcoll_cuda.so, which libgcoll loads with dlopen (src/cuda/loader.c):
 // elementwise reduction (sum, prod, min, max) and the AVG division for fp32, fp64, fp16 and bf16,
-// and Adasum's per-tensor dot/norms (accumulated in double) and scaled add. One template per
-// kernel keeps nvcc's time modest. The entry points are C functions returning a cudaError_t.
+// the many-buffer reduction of the CUDA IPC path (every dtype), and Adasum's per-tensor dot/norms
+// (accumulated in double) and scaled add. The entry points are C functions returning a cudaError_t.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gcoll.h"
 #include "cuda/rt_abi.h"
@@ -14,17 +15,14 @@ static_assert(sizeof(gcoll__cuda_ptr_attr) >= sizeof(cudaPointerAttributes) &&
                   offsetof(gcoll__cuda_ptr_attr, type) == offsetof(cudaPointerAttributes, type) &&
                   offsetof(gcoll__cuda_ptr_attr, device) == offsetof(cudaPointerAttributes, device),
               "src/cuda/rt_abi.h no longer matches this toolkit's struct cudaPointerAttributes");
+static_assert(sizeof(gcoll__cuda_ipc_handle_t) == sizeof(cudaIpcMemHandle_t),
+              "src/cuda/rt_abi.h no longer matches this toolkit's cudaIpcMemHandle_t");
 
 #define GCOLL_CUDA_EXPORT extern "C" __attribute__((visibility("default")))
 
-template <typename T> struct conv;
-template <> struct conv<float> {
-    __device__ static float in(float v) { return v; }
-    __device__ static float out(float v) { return v; }
-};
-template <> struct conv<double> {
-    __device__ static double in(double v) { return v; }
-    __device__ static double out(double v) { return v; }
+template <typename T> struct conv {
+    __device__ static T in(T v) { return v; }
+    __device__ static T out(T v) { return v; }
 };
 template <> struct conv<__half> {
     __device__ static float in(__half v) { return __half2float(v); }
@@ -34,24 +32,21 @@ template <> struct conv<__nv_bfloat16> {
     __device__ static float in(__nv_bfloat16 v) { return __bfloat162float(v); }
     __device__ static __nv_bfloat16 out(float v) { return __float2bfloat16_rn(v); }
 };
-template <typename T> struct acc { typedef float type; };
-template <> struct acc<double> { typedef double type; };
+template <typename T> struct acc { typedef T type; };
+template <> struct acc<__half> { typedef float type; };
+template <> struct acc<__nv_bfloat16> { typedef float type; };
+
+template <int OP, typename A> __device__ static A combine(A x, A y)
+{
+    return OP == GCOLL_SUM ? x + y : OP == GCOLL_PROD ? x * y : OP == GCOLL_MIN ? (x < y ? x : y) : (x > y ? x : y);
+}
 
 template <typename T, int OP>
 __global__ void reduce_kernel(T *dst, const T *a, const T *b, size_t n)
 {
     typedef typename acc<T>::type A;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        A x = conv<T>::in(a[i]), y = conv<T>::in(b[i]), r;
-        if (OP == GCOLL_SUM)
-            r = x + y;
-        else if (OP == GCOLL_PROD)
-            r = x * y;
-        else if (OP == GCOLL_MIN)
-            r = x < y ? x : y;
-        else
-            r = x > y ? x : y;
-        dst[i] = conv<T>::out(r);
+        dst[i] = conv<T>::out(combine<OP, A>(conv<T>::in(a[i]), conv<T>::in(b[i])));
     }
 }
 
@@ -61,6 +56,48 @@ __global__ void div_kernel(T *buf, size_t n, unsigned divisor)
     typedef typename acc<T>::type A;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         buf[i] = conv<T>::out(conv<T>::in(buf[i]) / (A)divisor);
+}
+
+// The CUDA IPC path's reduction: every dst[d][i] = op over s of src[s][i] (divided by divisor
+// when above 1), the sources being this rank's and its peers' buffers mapped into this process.
+// All of element i is read before any of it is written, so a destination may be a source.
+struct multi_args {
+    const void *src[GCOLL_CUDA_MULTI_MAX];
+    void *dst[GCOLL_CUDA_MULTI_MAX];
+    int nsrc, ndst;
+};
+
+// VEC: every pointer 16-byte aligned, so whole 16-byte words move, the tail element by element.
+template <typename T, int OP, bool VEC>
+__global__ void multi_kernel(multi_args m, size_t n, unsigned divisor)
+{
+    typedef typename acc<T>::type A;
+    const int V = 16 / sizeof(T);
+    size_t tid = blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;
+    size_t nv = VEC ? n / V : 0;
+    for (size_t v = tid; v < nv; v += stride) {
+        A r[V];
+        uint4 w = ((const uint4 *)m.src[0])[v];
+        for (int k = 0; k < V; k++)
+            r[k] = conv<T>::in(((const T *)&w)[k]);
+        for (int s = 1; s < m.nsrc; s++) {
+            w = ((const uint4 *)m.src[s])[v];
+            for (int k = 0; k < V; k++)
+                r[k] = combine<OP, A>(r[k], conv<T>::in(((const T *)&w)[k]));
+        }
+        for (int k = 0; k < V; k++)
+            ((T *)&w)[k] = conv<T>::out(divisor > 1 ? r[k] / (A)divisor : r[k]);
+        for (int d = 0; d < m.ndst; d++)
+            ((uint4 *)m.dst[d])[v] = w;
+    }
+    for (size_t i = nv * V + tid; i < n; i += stride) {
+        A r = conv<T>::in(((const T *)m.src[0])[i]);
+        for (int s = 1; s < m.nsrc; s++)
+            r = combine<OP, A>(r, conv<T>::in(((const T *)m.src[s])[i]));
+        T o = conv<T>::out(divisor > 1 ? r / (A)divisor : r);
+        for (int d = 0; d < m.ndst; d++)
+            ((T *)m.dst[d])[i] = o;
+    }
 }
 
 // out[0] += a.b, out[1] += a.a, out[2] += b.b, in double.
@@ -138,6 +175,62 @@ GCOLL_CUDA_EXPORT int gcoll_cuda_kernel_div(void *buf, size_t n, unsigned diviso
 #define F(T) (div_kernel<T><<<blocks(n), 256, 0, (cudaStream_t)stream>>>((T *)buf, n, divisor), cudaGetLastError())
     DISPATCH(dtype, F)
 #undef F
+}
+
+template <typename T, bool VEC>
+static int multi_v(const multi_args &m, size_t n, int op, unsigned divisor, cudaStream_t s)
+{
+    size_t work = VEC ? n / (16 / sizeof(T)) + 1 : n;
+    switch (op) {
+    case GCOLL_SUM: case GCOLL_AVG: multi_kernel<T, GCOLL_SUM, VEC><<<blocks(work), 256, 0, s>>>(m, n, divisor); break;
+    case GCOLL_PROD: multi_kernel<T, GCOLL_PROD, VEC><<<blocks(work), 256, 0, s>>>(m, n, divisor); break;
+    case GCOLL_MIN: multi_kernel<T, GCOLL_MIN, VEC><<<blocks(work), 256, 0, s>>>(m, n, divisor); break;
+    case GCOLL_MAX: multi_kernel<T, GCOLL_MAX, VEC><<<blocks(work), 256, 0, s>>>(m, n, divisor); break;
+    default: return cudaErrorInvalidValue;
+    }
+    return cudaGetLastError();
+}
+
+template <typename T>
+static int multi_t(const multi_args &m, size_t n, int op, unsigned divisor, cudaStream_t s)
+{
+    uintptr_t bits = 0;
+    for (int i = 0; i < m.nsrc; i++)
+        bits |= (uintptr_t)m.src[i];
+    for (int i = 0; i < m.ndst; i++)
+        bits |= (uintptr_t)m.dst[i];
+    return bits % 16 ? multi_v<T, false>(m, n, op, divisor, s) : multi_v<T, true>(m, n, op, divisor, s);
+}
+
+// divisor: GCOLL_AVG's (the number of ranks), else 1. At most GCOLL_CUDA_MULTI_MAX of each.
+GCOLL_CUDA_EXPORT int gcoll_cuda_kernel_reduce_multi(void *const *dst, int ndst, const void *const *src, int nsrc,
+                                                     size_t n, int dtype, int op, unsigned divisor, void *stream)
+{
+    if (nsrc < 1 || ndst < 1 || nsrc > GCOLL_CUDA_MULTI_MAX || ndst > GCOLL_CUDA_MULTI_MAX)
+        return cudaErrorInvalidValue;
+    if (n == 0)
+        return cudaSuccess;
+    multi_args m = {};
+    m.nsrc = nsrc;
+    m.ndst = ndst;
+    for (int i = 0; i < nsrc; i++)
+        m.src[i] = src[i];
+    for (int i = 0; i < ndst; i++)
+        m.dst[i] = dst[i];
+    cudaStream_t s = (cudaStream_t)stream;
+    switch (dtype) {
+    case GCOLL_INT8: return multi_t<int8_t>(m, n, op, divisor, s);
+    case GCOLL_UINT8: return multi_t<uint8_t>(m, n, op, divisor, s);
+    case GCOLL_INT32: return multi_t<int32_t>(m, n, op, divisor, s);
+    case GCOLL_UINT32: return multi_t<uint32_t>(m, n, op, divisor, s);
+    case GCOLL_INT64: return multi_t<int64_t>(m, n, op, divisor, s);
+    case GCOLL_UINT64: return multi_t<uint64_t>(m, n, op, divisor, s);
+    case GCOLL_FLOAT16: return multi_t<__half>(m, n, op, divisor, s);
+    case GCOLL_BFLOAT16: return multi_t<__nv_bfloat16>(m, n, op, divisor, s);
+    case GCOLL_FLOAT32: return multi_t<float>(m, n, op, divisor, s);
+    case GCOLL_FLOAT64: return multi_t<double>(m, n, op, divisor, s);
+    default: return cudaErrorInvalidValue;
+    }
 }
 
 // out: three doubles in device memory, zeroed here before the sums.

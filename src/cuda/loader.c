@@ -5,6 +5,7 @@
  * so building needs no CUDA headers. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,6 +44,10 @@ static struct {
     int (*dev_alloc)(void **, size_t);
     int (*dev_free)(void *);
     const char *(*error_string)(int);
+    int (*ipc_get)(gcoll__cuda_ipc_handle_t *, void *);
+    int (*ipc_open)(void **, gcoll__cuda_ipc_handle_t, unsigned);
+    int (*ipc_close)(void *);
+    int (*bus_id)(char *, int, int);
 } rt;
 
 /* Asking the runtime about a pointer creates a CUDA context (hundreds of MiB of GPU memory,
@@ -52,6 +57,8 @@ static struct {
 static struct {
     int (*device_get)(int *, int);
     int (*primary_state)(int, unsigned *, int *);
+    int (*address_range)(unsigned long long *, size_t *, unsigned long long);
+    int (*pointer_attribute)(void *, int, unsigned long long);
 } drv;
 static int ndevices, ctx_seen;
 
@@ -89,6 +96,27 @@ static int rt_event_create(void **e) { return rt.event_create(e, 2 /* cudaEventD
 static int rt_memcpy_async(void *d, const void *s, size_t n, void *st) { return rt.memcpy_async(d, s, n, 4, st); }
 static int rt_host_alloc(void **p, size_t n) { return rt.host_alloc(p, n, 1 /* cudaHostAllocPortable */); }
 
+/* The allocation holding p (the driver's address range: IPC handles name whole allocations) and
+ * its buffer id, which the driver never gives two allocations of one process. */
+static int rt_ipc_export(const void *p, gcoll__cuda_ipc_handle_t *h, size_t *offset, unsigned long long *id)
+{
+    unsigned long long base = 0;
+    size_t size = 0;
+    if (drv.address_range(&base, &size, (unsigned long long)(uintptr_t)p) != 0 ||
+        drv.pointer_attribute(id, 7 /* CU_POINTER_ATTRIBUTE_BUFFER_ID */, base) != 0)
+        return 1; /* cudaErrorInvalidValue */
+    *offset = (size_t)((uintptr_t)p - base);
+    return rt.ipc_get(h, (void *)(uintptr_t)base);
+}
+static int rt_bus_id(int device, char *buf, int len)
+{
+    return rt.bus_id(buf, len, device);
+}
+static int rt_ipc_open(const gcoll__cuda_ipc_handle_t *h, void **base)
+{
+    return rt.ipc_open(base, *h, 1 /* cudaIpcMemLazyEnablePeerAccess */);
+}
+
 static gcoll__cuda_ops_t real = {
     .name = "cudart", .is_device = rt_is_device, .stream_create = rt_stream_create,
     .stream_wait_event = rt_stream_wait_event, .event_create = rt_event_create,
@@ -123,6 +151,7 @@ static void load_kernels(void)
         return;
     }
     *(void **)&real.reduce = dlsym(h, "gcoll_cuda_kernel_reduce");
+    *(void **)&real.reduce_multi = dlsym(h, "gcoll_cuda_kernel_reduce_multi");
 }
 
 static const gcoll__cuda_ops_t *load_real(void)
@@ -163,6 +192,18 @@ static const gcoll__cuda_ops_t *load_real(void)
     if (d && (!(*(void **)&drv.device_get = dlsym(d, "cuDeviceGet")) ||
               !(*(void **)&drv.primary_state = dlsym(d, "cuDevicePrimaryCtxGetState"))))
         drv.primary_state = NULL;
+    /* IPC is optional: without any of these, device buffers of one host take the staged path */
+    if (d && (*(void **)&drv.address_range = dlsym(d, "cuMemGetAddressRange_v2")) &&
+        (*(void **)&drv.pointer_attribute = dlsym(d, "cuPointerGetAttribute")) &&
+        (*(void **)&rt.ipc_get = dlsym(h, "cudaIpcGetMemHandle")) &&
+        (*(void **)&rt.ipc_open = dlsym(h, "cudaIpcOpenMemHandle")) &&
+        (*(void **)&rt.ipc_close = dlsym(h, "cudaIpcCloseMemHandle"))) {
+        real.ipc_export = rt_ipc_export;
+        real.ipc_open = rt_ipc_open;
+        real.ipc_close = rt.ipc_close;
+    }
+    if ((*(void **)&rt.bus_id = dlsym(h, "cudaDeviceGetPCIBusId")))
+        real.bus_id = rt_bus_id;
     real.set_device = rt.set_device;
     real.stream_destroy = rt.stream_destroy;
     real.event_destroy = rt.event_destroy;
@@ -174,8 +215,9 @@ static const gcoll__cuda_ops_t *load_real(void)
     real.dev_free = rt.dev_free;
     real.error_string = rt.error_string;
     load_kernels();
-    snprintf(why, sizeof(why), "on: %d GPU%s; device reductions %s", n, n == 1 ? "" : "s",
-             real.reduce ? "from libgcoll_cuda.so" : "missing (no libgcoll_cuda.so)");
+    snprintf(why, sizeof(why), "on: %d GPU%s; device reductions %s; CUDA IPC %s", n, n == 1 ? "" : "s",
+             real.reduce ? "from libgcoll_cuda.so" : "missing (no libgcoll_cuda.so)",
+             real.ipc_export ? "available" : "missing (the driver or runtime lacks it)");
     return &real;
 }
 #endif

@@ -501,6 +501,7 @@ gcoll_status_t gcoll__cuda_stage_start(gcoll__coll_args_t *a, const size_t *tens
         return st;
     }
     gcoll__sched_custom(s, stage_poll, stage_who, g);
+    gcoll__sched_custom_local(s);
     if (s->status != GCOLL_SUCCESS) {
         gcoll__sched_free(s);
         return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");

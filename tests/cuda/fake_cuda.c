@@ -1,16 +1,19 @@
 /* The fake CUDA table (fake_cuda.h). One lock serializes every call: gcoll calls it from the
  * application's threads and its progress threads. */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fake_cuda.h"
+#include "reduce.h"
 
-enum { OP_COPY, OP_REDUCE, OP_WAIT };
+enum { OP_COPY, OP_REDUCE, OP_WAIT, OP_MULTI };
 
 typedef struct fop {
     struct fop *next;
@@ -21,6 +24,10 @@ typedef struct fop {
     int dtype, op;
     struct fstream *on; /* OP_WAIT: the stream and count of operations the event stood for, */
     uint64_t seq;       /* taken when the wait is queued, as CUDA does (the event may go) */
+    void *dsts[GCOLL_CUDA_MULTI_MAX]; /* OP_MULTI */
+    const void *srcs[GCOLL_CUDA_MULTI_MAX];
+    int ndst, nsrc;
+    unsigned divisor;
 } fop_t;
 
 typedef struct fstream {
@@ -34,9 +41,26 @@ typedef struct fevent {
     uint64_t seq;
 } fevent_t;
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* A peer's arena mapped by ipc_open: base for gcoll (no access), shadow for the fake. */
+typedef struct fmap {
+    struct fmap *next;
+    char *base, *shadow;
+    size_t bytes;
+    int32_t pid, fd;
+} fmap_t;
+
+/* What an IPC handle holds: the exporter's arena, reachable through /proc. */
+typedef struct {
+    int32_t pid, fd;
+} fhandle_t;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER, map_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *dev_base, *shadow;
+static int arena_fd;
 static size_t arena, used, lib_used; /* the test's allocations from the bottom, gcoll's from the top */
+static unsigned long long generation = 1; /* fake_reset frees everything: new allocations, new ids */
+static fmap_t *maps;
+static long live_maps;
 static fstream_t default_stream;
 static fstream_t *streams = &default_stream;
 static long live_pinned, live_events, live_streams, live_dev;
@@ -56,19 +80,36 @@ void fake_init(size_t bytes)
     shadow = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (dev_base == MAP_FAILED || shadow == MAP_FAILED)
         die("mmap");
-    close(fd);
+    arena_fd = fd; /* kept open: peers map it through /proc/<pid>/fd */
     arena = bytes;
+}
+
+/* Under map_lock of its own: gcoll asks is_device from inside the fake's queued reductions. */
+static fmap_t *mapped(const void *p)
+{
+    fmap_t *hit = NULL;
+    pthread_mutex_lock(&map_lock);
+    for (fmap_t *m = maps; m && !hit; m = m->next)
+        if ((const char *)p >= m->base && (const char *)p < m->base + m->bytes)
+            hit = m;
+    pthread_mutex_unlock(&map_lock);
+    return hit;
 }
 
 static int in_dev(const void *p)
 {
-    return (const char *)p >= dev_base && (const char *)p < dev_base + arena;
+    return ((const char *)p >= dev_base && (const char *)p < dev_base + arena) || mapped(p);
 }
 
 /* The fake's own view of p: device addresses move to the readable mapping. */
 static void *view(const void *p)
 {
-    return in_dev(p) ? shadow + ((const char *)p - dev_base) : (void *)p;
+    fmap_t *m;
+    if ((const char *)p >= dev_base && (const char *)p < dev_base + arena)
+        return shadow + ((const char *)p - dev_base);
+    if ((m = mapped(p)) != NULL)
+        return m->shadow + ((const char *)p - m->base);
+    return (void *)p;
 }
 
 void *fake_malloc(size_t bytes)
@@ -86,6 +127,7 @@ void fake_reset(void)
 {
     pthread_mutex_lock(&lock);
     used = 0;
+    generation++;
     pthread_mutex_unlock(&lock);
 }
 
@@ -110,6 +152,13 @@ long fake_live_pinned(void) { return live(&live_pinned); }
 long fake_live_device(void) { return live(&live_dev); }
 long fake_live_events(void) { return live(&live_events); }
 long fake_live_streams(void) { return live(&live_streams); }
+long fake_live_mapped(void)
+{
+    pthread_mutex_lock(&map_lock);
+    long n = live_maps;
+    pthread_mutex_unlock(&map_lock);
+    return n;
+}
 
 static fstream_t *S(void *s)
 {
@@ -139,6 +188,21 @@ static void run_one(fstream_t *s)
         if (o->on)
             run_to(o->on, o->seq);
         break;
+    case OP_MULTI: { /* into a temporary first: a destination may be a source */
+        size_t bytes = o->n * gcoll_dtype_size(o->dtype);
+        char *t = malloc(bytes ? bytes : 1);
+        if (!t)
+            die("out of memory");
+        memcpy(t, view(o->srcs[0]), bytes);
+        for (int i = 1; i < o->nsrc; i++)
+            gcoll__reduce(t, t, view(o->srcs[i]), o->n, o->dtype, o->op);
+        if (o->divisor > 1)
+            gcoll__kernels->div[o->dtype](t, o->n, o->divisor);
+        for (int i = 0; i < o->ndst; i++)
+            memcpy(view(o->dsts[i]), t, bytes);
+        free(t);
+        break;
+    }
     }
     s->run++;
     free(o);
@@ -289,11 +353,108 @@ static int f_dev_free(void *p)
 }
 static const char *f_error_string(int err)
 {
-    return err == GCOLL_CUDA_NOT_READY ? "not ready" : "fake CUDA error";
+    return err == GCOLL_CUDA_NOT_READY ? "not ready" : err == 208 ? "resource already mapped" : "fake CUDA error";
 }
 static int f_reduce(void *dst, const void *a, const void *b, size_t n, int dtype, int op, void *s)
 {
     LOCKED(enqueue(s, (fop_t){.kind = OP_REDUCE, .dst = dst, .a = a, .b = b, .n = n, .dtype = dtype, .op = op}));
+    return 0;
+}
+
+static int f_reduce_multi(void *const *dst, int ndst, const void *const *src, int nsrc, size_t n, int dtype, int op,
+                          unsigned divisor, void *s)
+{
+    if (ndst < 1 || nsrc < 1 || ndst > GCOLL_CUDA_MULTI_MAX || nsrc > GCOLL_CUDA_MULTI_MAX)
+        return 1; /* cudaErrorInvalidValue */
+    fop_t o = {.kind = OP_MULTI, .n = n, .dtype = dtype, .op = op, .ndst = ndst, .nsrc = nsrc, .divisor = divisor};
+    memcpy(o.dsts, dst, (size_t)ndst * sizeof(void *));
+    memcpy(o.srcs, src, (size_t)nsrc * sizeof(void *));
+    LOCKED(enqueue(s, o));
+    return 0;
+}
+
+/* The whole arena is one allocation, whose id changes with every fake_reset. */
+static int f_ipc_export(const void *p, gcoll__cuda_ipc_handle_t *h, size_t *offset, unsigned long long *id)
+{
+    if (!((const char *)p >= dev_base && (const char *)p < dev_base + arena))
+        return 400; /* cudaErrorInvalidResourceHandle */
+    fhandle_t fh = {.pid = (int32_t)getpid(), .fd = arena_fd};
+    memset(h, 0, sizeof(*h));
+    memcpy(h->bytes, &fh, sizeof(fh));
+    *offset = (size_t)((const char *)p - dev_base);
+    LOCKED(*id = generation);
+    return 0;
+}
+
+static int f_ipc_open(const gcoll__cuda_ipc_handle_t *h, void **base)
+{
+    fhandle_t fh;
+    char path[64];
+    struct stat st;
+    memcpy(&fh, h->bytes, sizeof(fh));
+    int again = 0; /* as the driver: memory already mapped here cannot be mapped twice */
+    pthread_mutex_lock(&map_lock);
+    for (fmap_t *m = maps; m; m = m->next)
+        again |= m->pid == fh.pid && m->fd == fh.fd;
+    pthread_mutex_unlock(&map_lock);
+    if (again)
+        return 208; /* cudaErrorAlreadyMapped */
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)fh.pid, (int)fh.fd);
+    int fd = open(path, O_RDWR);
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return 400;
+    }
+    fmap_t *m = calloc(1, sizeof(*m));
+    size_t bytes = (size_t)st.st_size;
+    char *b = mmap(NULL, bytes, PROT_NONE, MAP_SHARED, fd, 0), *sh = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                                                                          MAP_SHARED, fd, 0);
+    close(fd);
+    if (!m || b == MAP_FAILED || sh == MAP_FAILED)
+        die("mapping a peer's arena");
+    m->base = b;
+    m->shadow = sh;
+    m->bytes = bytes;
+    m->pid = fh.pid;
+    m->fd = fh.fd;
+    pthread_mutex_lock(&map_lock);
+    m->next = maps;
+    maps = m;
+    live_maps++;
+    pthread_mutex_unlock(&map_lock);
+    *base = b;
+    return 0;
+}
+
+static int f_ipc_close(void *base)
+{
+    fmap_t *m = NULL;
+    pthread_mutex_lock(&map_lock);
+    for (fmap_t **p = &maps; *p; p = &(*p)->next)
+        if ((*p)->base == base) {
+            m = *p;
+            *p = m->next;
+            live_maps--;
+            break;
+        }
+    pthread_mutex_unlock(&map_lock);
+    if (!m)
+        die("ipc_close of an address ipc_open did not return");
+    munmap(m->base, m->bytes);
+    munmap(m->shadow, m->bytes);
+    free(m);
+    return 0;
+}
+
+/* One GPU for every process, unless FAKE_CUDA_GPUS=distinct gives each its own. */
+static int f_bus_id(int device, char *buf, int len)
+{
+    const char *g = getenv("FAKE_CUDA_GPUS");
+    if (g && strcmp(g, "distinct") == 0)
+        snprintf(buf, (size_t)len, "fake:%d:%d", (int)getpid(), device);
+    else
+        snprintf(buf, (size_t)len, "fake:%d", device);
     return 0;
 }
 
@@ -311,5 +472,6 @@ const gcoll__cuda_ops_t fake_cuda_ops = {
     .event_destroy = f_event_destroy, .event_record = f_event_record, .event_query = f_event_query,
     .event_sync = f_event_sync, .memcpy_async = f_memcpy_async, .host_alloc = f_host_alloc,
     .host_free = f_host_free, .dev_alloc = f_dev_alloc, .dev_free = f_dev_free, .error_string = f_error_string,
-    .reduce = f_reduce,
+    .reduce = f_reduce, .ipc_export = f_ipc_export, .ipc_open = f_ipc_open, .ipc_close = f_ipc_close,
+    .reduce_multi = f_reduce_multi, .bus_id = f_bus_id,
 };

@@ -1,0 +1,538 @@
+/* Collectives on device buffers when every rank of the communicator is on one host: each rank
+ * exports its buffers as CUDA IPC handles once its input is ready, maps its peers' (a cache per
+ * allocation), and reduces or copies its own share of the result straight between the GPUs'
+ * memories with kernels; the host only carries the handles and a completion byte per peer.
+ * Allreduce and reduce split the elements among the ranks; reduce_scatter, allgather, bcast and
+ * alltoall give each rank its own blocks. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "comm.h"
+#include "config.h"
+#include "error.h"
+#include "request.h"
+#include "schedule.h"
+#include "cuda/cuda.h"
+
+/* What a rank tells its peers once its input is ready. */
+typedef struct {
+    int32_t pid;
+    int32_t err; /* 0, or the CUDA error of exporting: then nobody maps anything */
+    uint64_t ptr[2]; /* send, receive: the buffers themselves, for ranks of the same process */
+    uint64_t off[2]; /* their offsets in their allocations */
+    uint64_t id[2];  /* their allocations' ids */
+    gcoll__cuda_ipc_handle_t h[2];
+    char bus[32];    /* its GPU's PCI bus id; empty when unknown */
+    uint8_t has[2];  /* whether the rank passes each buffer */
+    uint8_t pad[6];
+} rec_t;
+
+/* A peer's allocation mapped into this process, by (pid, id). A new id at the base address of
+ * a mapped one means the peer freed that allocation: its mapping goes once nothing uses it. */
+typedef struct imp {
+    struct imp *next;
+    int32_t pid;
+    uint64_t id, ebase; /* ebase: the allocation's address in the peer */
+    void *base;
+    int refs, stale;
+} imp_t;
+static pthread_mutex_t imp_lock = PTHREAD_MUTEX_INITIALIZER;
+static imp_t *imps;
+
+/* Unmaps the stale mappings nothing uses any more. */
+static void unmap_stale(const gcoll__cuda_ops_t *cu)
+{
+    imp_t *gone = NULL;
+    pthread_mutex_lock(&imp_lock);
+    for (imp_t **p = &imps; *p;) {
+        imp_t *e = *p;
+        if (e->stale && e->refs == 0) {
+            *p = e->next;
+            e->next = gone;
+            gone = e;
+        } else {
+            p = &e->next;
+        }
+    }
+    pthread_mutex_unlock(&imp_lock);
+    for (imp_t *n; gone; gone = n) {
+        n = gone->next;
+        cu->ipc_close(gone->base);
+        free(gone);
+    }
+}
+
+/* Maps rec's buffer side; NULL with the CUDA error in *err. */
+static imp_t *imp_get(const gcoll__cuda_ops_t *cu, const rec_t *rec, int side, int *err)
+{
+    imp_t *hit = NULL;
+    uint64_t ebase = rec->ptr[side] - rec->off[side];
+    pthread_mutex_lock(&imp_lock);
+    for (imp_t *m = imps; m; m = m->next)
+        if (m->pid == rec->pid && !m->stale) {
+            if (m->id == rec->id[side])
+                hit = m;
+            else if (m->ebase == ebase)
+                m->stale = 1;
+        }
+    if (hit)
+        hit->refs++;
+    pthread_mutex_unlock(&imp_lock);
+    if (hit)
+        return hit;
+    /* the driver refuses to map memory again while a stale mapping of it is open */
+    unmap_stale(cu);
+    imp_t *m = calloc(1, sizeof(*m));
+    if (!m) {
+        *err = 2; /* cudaErrorMemoryAllocation */
+        return NULL;
+    }
+    if ((*err = cu->ipc_open(&rec->h[side], &m->base)) != 0) {
+        free(m);
+        return NULL;
+    }
+    m->pid = rec->pid;
+    m->id = rec->id[side];
+    m->ebase = ebase;
+    m->refs = 1;
+    pthread_mutex_lock(&imp_lock);
+    m->next = imps;
+    imps = m;
+    pthread_mutex_unlock(&imp_lock);
+    return m;
+}
+
+static void imp_put(const gcoll__cuda_ops_t *cu, imp_t *m)
+{
+    pthread_mutex_lock(&imp_lock);
+    m->refs--;
+    pthread_mutex_unlock(&imp_lock);
+    unmap_stale(cu);
+}
+
+void gcoll__cuda_ipc_release(void)
+{
+    pthread_mutex_lock(&imp_lock);
+    imp_t *all = imps;
+    imps = NULL;
+    pthread_mutex_unlock(&imp_lock);
+    const gcoll__cuda_ops_t *cu = all ? gcoll__cuda_get() : NULL;
+    for (imp_t *n; all; all = n) {
+        n = all->next;
+        cu->ipc_close(all->base);
+        free(all);
+    }
+}
+
+typedef struct {
+    const gcoll__cuda_ops_t *cu;
+    gcoll__coll_args_t a;
+    int device;
+    void *stream, *ev_start, *ev_done;
+    rec_t *recs;
+    uint8_t *status;       /* each rank's after its kernels: 0, or 1 when it failed */
+    char **sendp, **recvp; /* each rank's buffers as this process addresses them */
+    imp_t **held;          /* 2 per rank: the mappings this operation uses */
+    char *scratch;         /* in-place alltoall: the result, until every peer has read its input */
+    int launched, moved;   /* the kernels are queued; the result moved into place */
+    int whole;             /* every rank on one GPU: rank 0 computes everything */
+    char err[200];
+} ipc_t;
+
+static gcoll_status_t cuda_fail(const ipc_t *g, int err, const char *what)
+{
+    return gcoll__error(GCOLL_ERR_SYSTEM, "CUDA %s failed: %s", what, g->cu->error_string(err));
+}
+#define CU(g, call, what)                      \
+    do {                                       \
+        int e_ = (call);                       \
+        if (e_)                                \
+            return cuda_fail((g), e_, (what)); \
+    } while (0)
+
+static int device_buf(const void *p)
+{
+    int dev;
+    return p && gcoll__cuda_get()->is_device(p, &dev);
+}
+
+/* The buffers a rank's part of a needs on the device: send, receive (0 where it passes none). */
+static void needs(const gcoll__coll_args_t *a, int *send, int *recv)
+{
+    *send = a->coll != GCOLL_COLL_BCAST || a->rank == a->root;
+    *recv = a->coll != GCOLL_COLL_REDUCE || a->rank == a->root;
+}
+
+int gcoll__cuda_ipc_eligible(const gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr,
+                             const char **why)
+{
+    const gcoll__cuda_ops_t *cu = gcoll__cuda_get();
+    int s, r;
+    *why = NULL;
+    if (gcoll__config.cuda_ipc == 2 || a->count == 0) /* nothing to move: the staged path's no-op */
+        return 0;
+    if (a->coll == GCOLL_COLL_BARRIER || (a->coll == GCOLL_COLL_ALLREDUCE && a->op == GCOLL_ADASUM))
+        *why = "Adasum and barrier do not use it";
+    else if (!cu || !cu->ipc_export || !cu->reduce_multi)
+        *why = "the CUDA driver, runtime or libgcoll_cuda.so lacks it (gcoll-info)";
+    else if (comm->map.nhosts != 1)
+        *why = "the communicator spans several hosts";
+    else if (a->size > GCOLL_CUDA_MULTI_MAX)
+        *why = "the communicator has more ranks than its kernels take (16)";
+    else if (attr && attr->algorithm)
+        *why = "attr->algorithm names a host algorithm";
+    else {
+        needs(a, &s, &r);
+        if ((s && !device_buf(a->sendbuf)) || (r && !device_buf(a->recvbuf)))
+            *why = "a buffer of this rank is host memory";
+    }
+    return *why == NULL;
+}
+
+/* The range of elements rank q reduces in an allreduce or reduce: equal shares, each a multiple
+ * of 64 elements so that every share starts 16-byte aligned where the buffers do. */
+static void share(size_t n, int q, int p, size_t *lo, size_t *hi)
+{
+    size_t per = ((n + (size_t)p - 1) / (size_t)p + 63) & ~(size_t)63;
+    *lo = (size_t)q * per < n ? (size_t)q * per : n;
+    *hi = *lo + per < n ? *lo + per : n;
+}
+
+/* Queues rank r's share of the result on g->stream; whole: r computes all of an allreduce or
+ * reduce (the ranks share one GPU). */
+static gcoll_status_t launch_for(ipc_t *g, int r, int whole)
+{
+    const gcoll__coll_args_t *a = &g->a;
+    const gcoll__cuda_ops_t *cu = g->cu;
+    int p = a->size;
+    size_t es = a->esize, n = a->count, blk = n * es;
+    void *dst[GCOLL_CUDA_MULTI_MAX];
+    const void *src[GCOLL_CUDA_MULTI_MAX];
+    unsigned div = a->op == GCOLL_AVG ? (unsigned)p : 1;
+    switch (a->coll) {
+    case GCOLL_COLL_ALLREDUCE:
+    case GCOLL_COLL_REDUCE: {
+        size_t lo = 0, hi = n;
+        if (!whole)
+            share(n, r, p, &lo, &hi);
+        if (lo == hi)
+            return GCOLL_SUCCESS;
+        int nd = 0;
+        for (int q = 0; q < p; q++) {
+            src[q] = g->sendp[q] + lo * es;
+            if (a->coll == GCOLL_COLL_ALLREDUCE || q == a->root)
+                dst[nd++] = g->recvp[q] + lo * es;
+        }
+        CU(g, cu->reduce_multi(dst, nd, src, p, hi - lo, (int)a->dtype, (int)a->op, div, g->stream),
+           "reduction kernel");
+        return GCOLL_SUCCESS;
+    }
+    case GCOLL_COLL_REDUCE_SCATTER: /* in place, the share lands in the rank's own block first */
+        for (int q = 0; q < p; q++)
+            src[q] = g->sendp[q] + (size_t)r * blk;
+        dst[0] = a->sendbuf == a->recvbuf ? g->sendp[r] + (size_t)r * blk : g->recvp[r];
+        CU(g, cu->reduce_multi(dst, 1, src, p, n, (int)a->dtype, (int)a->op, div, g->stream), "reduction kernel");
+        return GCOLL_SUCCESS;
+    case GCOLL_COLL_ALLGATHER:
+        for (int q = 0; q < p; q++)
+            if (g->sendp[q] != g->recvp[r] + (size_t)q * blk)
+                CU(g, cu->memcpy_async(g->recvp[r] + (size_t)q * blk, g->sendp[q], blk, g->stream), "copy");
+        return GCOLL_SUCCESS;
+    case GCOLL_COLL_BCAST:
+        if (r != a->root)
+            CU(g, cu->memcpy_async(g->recvp[r], g->sendp[a->root], blk, g->stream), "copy");
+        return GCOLL_SUCCESS;
+    case GCOLL_COLL_ALLTOALL: {
+        char *out = g->scratch ? g->scratch : g->recvp[r];
+        for (int q = 0; q < p; q++)
+            CU(g, cu->memcpy_async(out + (size_t)q * blk, g->sendp[q] + (size_t)r * blk, blk, g->stream), "copy");
+        return GCOLL_SUCCESS;
+    }
+    default:
+        return gcoll__error(GCOLL_ERR_INTERNAL, "CUDA IPC: no plan for %s", gcoll__coll_name(a->coll));
+    }
+}
+
+/* Whether every rank's buffers are on one GPU: then rank 0 computes the whole result, since
+ * kernels of several processes on one GPU take turns, each switch costing more than a small
+ * operation (in-place alltoall, which needs each rank's scratch, excepted). */
+static int one_gpu(const ipc_t *g)
+{
+    if (g->a.coll == GCOLL_COLL_ALLTOALL && g->a.sendbuf == g->a.recvbuf)
+        return 0;
+    for (int q = 0; q < g->a.size; q++)
+        if (!g->recs[q].bus[0] || strncmp(g->recs[q].bus, g->recs[0].bus, sizeof(g->recs[q].bus)) != 0)
+            return 0;
+    return 1;
+}
+
+/* Queues this rank's part: its share, or on one GPU, rank 0 everyone's. */
+static gcoll_status_t launch(ipc_t *g)
+{
+    const gcoll__coll_args_t *a = &g->a;
+    if (!g->whole)
+        return launch_for(g, a->rank, 0);
+    if (a->rank != 0)
+        return GCOLL_SUCCESS;
+    if (a->coll == GCOLL_COLL_ALLREDUCE || a->coll == GCOLL_COLL_REDUCE)
+        return launch_for(g, 0, 1);
+    for (int q = 0; q < a->size; q++)
+        GCOLL_CHECK(launch_for(g, q, 0));
+    size_t blk = a->count * a->esize;
+    if (a->coll == GCOLL_COLL_REDUCE_SCATTER && a->sendbuf == a->recvbuf) /* after every read, in order */
+        for (int q = 1; q < a->size; q++)
+            CU(g, g->cu->memcpy_async(g->recvp[q], g->sendp[q] + (size_t)q * blk, blk, g->stream), "copy");
+    return GCOLL_SUCCESS;
+}
+
+/* 1 when ev has completed. */
+static gcoll_status_t ready(const ipc_t *g, void *ev, int *done)
+{
+    int e = g->cu->event_query(ev);
+    if (e && e != GCOLL_CUDA_NOT_READY)
+        return cuda_fail(g, e, "event query");
+    *done = !e;
+    return GCOLL_SUCCESS;
+}
+
+/* Round 1: once the input is ready (the caller's stream reached the start event), export. */
+static gcoll_status_t step_export(void *state, int *done)
+{
+    ipc_t *g = state;
+    int ok = 0;
+    CU(g, g->cu->set_device(g->device), "set device");
+    GCOLL_CHECK(ready(g, g->ev_start, &ok));
+    if (!ok)
+        return GCOLL_SUCCESS;
+    rec_t *me = &g->recs[g->a.rank];
+    const void *buf[2] = {g->sendp[g->a.rank], g->recvp[g->a.rank]};
+    me->pid = (int32_t)getpid();
+    if (!g->cu->bus_id || g->cu->bus_id(g->device, me->bus, (int)sizeof(me->bus)) != 0)
+        me->bus[0] = '\0';
+    me->bus[sizeof(me->bus) - 1] = '\0';
+    for (int side = 0; side < 2 && !me->err; side++)
+        if (me->has[side]) {
+            size_t off = 0;
+            unsigned long long id = 0;
+            me->ptr[side] = (uint64_t)(uintptr_t)buf[side];
+            me->err = g->cu->ipc_export(buf[side], &me->h[side], &off, &id);
+            me->off[side] = off;
+            me->id[side] = id;
+        }
+    *done = 1;
+    return GCOLL_SUCCESS;
+}
+
+/* Maps every peer's buffers; a failure is recorded in g->err and this rank's status byte. */
+static void map_peers(ipc_t *g)
+{
+    int p = g->a.size, me = g->a.rank;
+    for (int q = 0; q < p && !g->err[0]; q++) {
+        const rec_t *rec = &g->recs[q];
+        if (rec->err) {
+            snprintf(g->err, sizeof(g->err), "rank %d could not export its buffer for CUDA IPC: %s", q,
+                     g->cu->error_string(rec->err));
+            break;
+        }
+        for (int side = 0; side < 2 && q != me; side++) {
+            char **slot = side ? &g->recvp[q] : &g->sendp[q];
+            if (!rec->has[side])
+                continue;
+            if (rec->pid == g->recs[me].pid) { /* ranks of one process share the address space */
+                *slot = (char *)(uintptr_t)rec->ptr[side];
+                continue;
+            }
+            int e = 0;
+            imp_t *m = imp_get(g->cu, rec, side, &e);
+            if (!m) {
+                snprintf(g->err, sizeof(g->err), "mapping rank %d's %s buffer (cudaIpcOpenMemHandle) failed: %s", q,
+                         side ? "receive" : "send", g->cu->error_string(e));
+                break;
+            }
+            g->held[2 * q + side] = m;
+            *slot = (char *)m->base + rec->off[side];
+        }
+    }
+}
+
+/* Round 3: map the peers' buffers, run this rank's kernels and wait for them. */
+static gcoll_status_t step_run(void *state, int *done)
+{
+    ipc_t *g = state;
+    CU(g, g->cu->set_device(g->device), "set device");
+    if (!g->launched) {
+        g->launched = 1;
+        map_peers(g);
+        g->whole = one_gpu(g);
+        if (!g->err[0]) {
+            gcoll_status_t st = launch(g);
+            if (st == GCOLL_SUCCESS)
+                st = g->cu->event_record(g->ev_done, g->stream) ? GCOLL_ERR_SYSTEM : GCOLL_SUCCESS;
+            if (st != GCOLL_SUCCESS)
+                snprintf(g->err, sizeof(g->err), "%s", gcoll_last_error());
+        }
+        g->status[g->a.rank] = g->err[0] != 0;
+    }
+    int ok = 1;
+    if (!g->err[0])
+        GCOLL_CHECK(ready(g, g->ev_done, &ok));
+    *done = ok;
+    return GCOLL_SUCCESS;
+}
+
+/* Round 5: every peer is done with this rank's buffers: report failures, move a result
+ * computed aside into place. */
+static gcoll_status_t step_finish(void *state, int *done)
+{
+    ipc_t *g = state;
+    const gcoll__coll_args_t *a = &g->a;
+    if (g->err[0])
+        return gcoll__error(GCOLL_ERR_SYSTEM, "%s", g->err);
+    for (int q = 0; q < a->size; q++)
+        if (g->status[q])
+            return gcoll__error(GCOLL_ERR_REMOTE, "%s over CUDA IPC failed on rank %d (its own error says why)",
+                                gcoll__coll_name(a->coll), q);
+    CU(g, g->cu->set_device(g->device), "set device");
+    size_t blk = a->count * a->esize;
+    if (!g->moved) {
+        g->moved = 1;
+        if (a->coll == GCOLL_COLL_REDUCE_SCATTER && a->sendbuf == a->recvbuf && a->rank && !g->whole)
+            CU(g, g->cu->memcpy_async(a->recvbuf, (char *)a->recvbuf + (size_t)a->rank * blk, blk, g->stream), "copy");
+        else if (g->scratch)
+            CU(g, g->cu->memcpy_async(a->recvbuf, g->scratch, blk * (size_t)a->size, g->stream), "copy");
+        else {
+            *done = 1;
+            return GCOLL_SUCCESS;
+        }
+        CU(g, g->cu->event_record(g->ev_done, g->stream), "event record");
+    }
+    int ok = 0;
+    GCOLL_CHECK(ready(g, g->ev_done, &ok));
+    *done = ok;
+    return GCOLL_SUCCESS;
+}
+
+static void ipc_who(void *state, char *buf, size_t len)
+{
+    ipc_t *g = state;
+    snprintf(buf, len, "%s", g->launched ? "this rank's CUDA IPC kernels" : "this rank's input on its CUDA stream");
+}
+
+static void ipc_free(void *arg)
+{
+    ipc_t *g = arg;
+    const gcoll__cuda_ops_t *cu = g->cu;
+    cu->set_device(g->device);
+    if (g->stream) /* whatever is queued finishes before the mappings and scratch go */
+        cu->stream_destroy(g->stream);
+    for (int i = 0; g->held && i < 2 * g->a.size; i++)
+        if (g->held[i])
+            imp_put(cu, g->held[i]);
+    if (g->ev_start)
+        cu->event_destroy(g->ev_start);
+    if (g->ev_done)
+        cu->event_destroy(g->ev_done);
+    if (g->scratch)
+        cu->dev_free(g->scratch);
+    free(g->recs);
+    free(g->status);
+    free(g->sendp);
+    free(g->recvp);
+    free(g->held);
+    free(g);
+}
+
+static gcoll_status_t ipc_setup(ipc_t *g, const gcoll_attr_t *attr)
+{
+    const gcoll__cuda_ops_t *cu = g->cu;
+    gcoll__coll_args_t *a = &g->a;
+    size_t p = (size_t)a->size;
+    g->recs = calloc(p, sizeof(rec_t));
+    g->status = calloc(p, 1);
+    g->sendp = calloc(p, sizeof(char *));
+    g->recvp = calloc(p, sizeof(char *));
+    g->held = calloc(2 * p, sizeof(imp_t *));
+    if (!g->recs || !g->status || !g->sendp || !g->recvp || !g->held)
+        return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a CUDA IPC operation of %zu ranks", p);
+    int s, r;
+    needs(a, &s, &r);
+    const char *send = a->sendbuf;
+    if (a->coll == GCOLL_COLL_ALLGATHER && a->sendbuf == a->recvbuf) /* in place: this rank's block */
+        send += (size_t)a->rank * a->count * a->esize;
+    g->sendp[a->rank] = (char *)send;
+    g->recvp[a->rank] = a->recvbuf;
+    g->recs[a->rank].has[0] = (uint8_t)s;
+    g->recs[a->rank].has[1] = (uint8_t)r;
+    if (!cu->is_device(a->sendbuf ? a->sendbuf : a->recvbuf, &g->device))
+        g->device = 0;
+    CU(g, cu->set_device(g->device), "set device");
+    CU(g, cu->stream_create(&g->stream), "stream create");
+    CU(g, cu->event_create(&g->ev_start), "event create");
+    CU(g, cu->event_create(&g->ev_done), "event create");
+    /* the input is ready once the caller's stream (the legacy default stream without one)
+     * reaches this point: a cudaMemcpy from pageable memory may return before its bytes land */
+    CU(g, cu->event_record(g->ev_start, attr ? attr->stream : NULL), "event record");
+    CU(g, cu->stream_wait_event(g->stream, g->ev_start), "stream wait");
+    if (a->coll == GCOLL_COLL_ALLTOALL && a->sendbuf == a->recvbuf &&
+        cu->dev_alloc((void **)&g->scratch, a->count * a->esize * p))
+        return gcoll__error(GCOLL_ERR_NOMEM, "no device memory for %zu bytes of in-place alltoall",
+                            a->count * a->esize * p);
+    return GCOLL_SUCCESS;
+}
+
+/* A round in which this rank's item of items goes to every peer and theirs come in. */
+static void exchange(gcoll__sched_t *s, const gcoll__coll_args_t *a, void *items, size_t bytes)
+{
+    if (a->size == 1)
+        return;
+    gcoll__sched_round(s);
+    for (int q = 0; q < a->size; q++)
+        if (q != a->rank) {
+            gcoll__sched_send(s, q, (char *)items + (size_t)a->rank * bytes, bytes);
+            gcoll__sched_recv(s, q, (char *)items + (size_t)q * bytes, bytes);
+        }
+}
+
+gcoll_status_t gcoll__cuda_ipc_start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr,
+                                     gcoll_request_t *req)
+{
+    ipc_t *g = calloc(1, sizeof(*g));
+    gcoll__sched_t *s = gcoll__sched_new(a->dtype, a->op, (unsigned)a->size, NULL);
+    if (!g || !s) {
+        free(g);
+        gcoll__sched_free(s);
+        return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a CUDA IPC operation");
+    }
+    g->cu = gcoll__cuda_get();
+    g->a = *a;
+    s->cleanup = ipc_free;
+    s->cleanup_arg = g;
+    s->desc = gcoll__opdesc_of(a->coll, a->dtype, a->op, a->count, a->root);
+    gcoll_status_t st = ipc_setup(g, attr);
+    if (st != GCOLL_SUCCESS) {
+        gcoll__sched_free(s);
+        return st;
+    }
+    /* export; the records cross; map and run; the status bytes cross; finish */
+    gcoll__sched_round(s);
+    gcoll__sched_custom(s, step_export, ipc_who, g);
+    gcoll__sched_custom_local(s);
+    exchange(s, a, g->recs, sizeof(rec_t));
+    gcoll__sched_round(s);
+    gcoll__sched_custom(s, step_run, ipc_who, g);
+    gcoll__sched_custom_local(s);
+    exchange(s, a, g->status, 1);
+    gcoll__sched_round(s);
+    gcoll__sched_custom(s, step_finish, ipc_who, g);
+    gcoll__sched_custom_local(s);
+    if (s->status != GCOLL_SUCCESS) {
+        gcoll__sched_free(s);
+        return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");
+    }
+    gcoll__start_t how = {.wake = 1};
+    return gcoll__request_start(comm, a->coll, "cuda_ipc", s, attr, req, &how);
+}
