@@ -385,24 +385,32 @@ cluster_one 300 tests/cluster/boot.sh boot-cluster boot-cluster
 section "gradient compression across hosts"
 cluster_one 600 tests/cluster/compress.sh compress cluster-compress-2x2
 
-# CUDA device buffers: the staged pipeline through the fake CUDA table, in 64 KiB chunks (its
-# slots cycle) over the node channel and over TCP; then real GPU memory, skipped (not passed)
-# where no GPU is visible.
+# CUDA device buffers through the fake CUDA table: CUDA IPC (every rank on one GPU, where rank 0
+# computes all, or each on its own, where each computes its share; "on" refuses to stage) and
+# the staged pipeline in 64 KiB chunks (its slots cycle), over the node channel and over TCP,
+# the pairs of those met; then real GPU memory, skipped (not passed) where no GPU is visible.
 section "CUDA device buffers"
-for np in 1 2 3; do
-    run_mpi cuda_fake "$np" GCOLL_CUDA_STAGE_CHUNK=64K
-done
-run_mpi cuda_fake 3 TEST_QUICK=1 GCOLL_CUDA_STAGE_CHUNK=64K GCOLL_TRANSPORT_INTRA=inter
-# a staged operation that rank 0 never joins: a timeout naming it, everything released
-run_mpi cuda_fake 3 TEST_STAGED_TIMEOUT=1 TEST_QUICK=1 GCOLL_TIMEOUT=1 GCOLL_CUDA_STAGE_CHUNK=64K
+S=GCOLL_CUDA_STAGE_CHUNK=64K
+run_mpi cuda_fake 1 $S
+run_mpi cuda_fake 2 $S FAKE_CUDA_GPUS=distinct
+run_mpi cuda_fake 3 $S
+run_mpi cuda_fake 4 TEST_QUICK=1 $S FAKE_CUDA_GPUS=distinct
+run_mpi cuda_fake 2 $S GCOLL_CUDA_IPC=off
+run_mpi cuda_fake 3 TEST_QUICK=1 $S GCOLL_CUDA_IPC=off GCOLL_TRANSPORT_INTRA=inter
+run_mpi cuda_fake 3 TEST_QUICK=1 $S GCOLL_CUDA_IPC=on FAKE_CUDA_GPUS=distinct GCOLL_TRANSPORT_INTRA=inter
+# an operation that rank 0 never joins: a timeout naming it, everything released
+run_mpi cuda_fake 3 TEST_STAGED_TIMEOUT=1 TEST_QUICK=1 GCOLL_TIMEOUT=1 $S
+run_mpi cuda_fake 3 TEST_STAGED_TIMEOUT=1 TEST_QUICK=1 GCOLL_TIMEOUT=1 $S GCOLL_CUDA_IPC=off
 out=$(timeout 120 $MPIRUN -np 1 -x TEST_PROBE=1 "$BINDIR/test_cuda" 2>&1)
 printf '=== cuda probe\n%s\n' "$out" >> "$LOG"
 if printf '%s\n' "$out" | grep -q '^SKIP'; then
     skipped=$((skipped + 1))
     printf '%s\n' "$out" | grep '^SKIP' | head -1
 else
-    run_mpi cuda 1
-    run_mpi cuda 2
+    for np in 1 2 3 4; do
+        run_mpi cuda "$np"
+    done
+    run_mpi cuda 2 GCOLL_CUDA_IPC=off
 fi
 
 if [ -n "$failures" ]; then

@@ -1,5 +1,6 @@
-/* The host-staged pipeline for device buffers, driven through the fake CUDA table (fake_cuda.c)
- * on a machine with no GPU: every collective and the Adasum allreduce on "device" buffers that
+/* Device buffers through the fake CUDA table (fake_cuda.c) on a machine with no GPU, over CUDA
+ * IPC (one host; GCOLL_CUDA_IPC, FAKE_CUDA_GPUS) or the host-staged pipeline (GCOLL_CUDA_IPC=off):
+ * every collective and the Adasum allreduce on "device" buffers that
  * gcoll cannot touch from the host, in place and not, host and device buffers mixed, with
  * chunks small enough that the pipeline cycles its slots, several operations in flight at once,
  * the stream attribute, and the gradient session; results checked against bench/reference.c and bench/adasum_ref.c.
@@ -123,7 +124,8 @@ static void movement(size_t bytes)
     free(exp);
 }
 
-/* Host send buffer with a device receive buffer and the reverse. */
+/* Host send buffer with a device receive buffer and the reverse; with GCOLL_CUDA_IPC=on, which
+ * admits no staging, both are refused saying why. */
 static void mixed(void)
 {
     size_t es = 4, bytes = big * es;
@@ -132,6 +134,16 @@ static void mixed(void)
     ref_fill_expected(exp, 0, big, GCOLL_FLOAT32, GCOLL_SUM, h_size);
     fake_reset();
     void *dst = fake_malloc(bytes);
+    const char *ipc = getenv("GCOLL_CUDA_IPC");
+    if (ipc && strcmp(ipc, "on") == 0) {
+        gcoll_status_t st = gcoll_allreduce(in, dst, big, GCOLL_FLOAT32, GCOLL_SUM, world);
+        CHECK(st == GCOLL_ERR_UNSUPPORTED && strstr(gcoll_last_error(), "host memory"),
+              "GCOLL_CUDA_IPC=on, host send buffer: %s: %s", gcoll_status_name(st), gcoll_last_error());
+        free(in);
+        free(exp);
+        free(host);
+        return;
+    }
     CHECK_OK(gcoll_allreduce(in, dst, big, GCOLL_FLOAT32, GCOLL_SUM, world));
     check_dev(dst, exp, big, es, "allreduce host to device");
     void *src = dev_copy(in, bytes);
@@ -349,8 +361,9 @@ int main(int argc, char **argv)
           "CUDA events (%ld), streams (%ld) or device allocations (%ld) left behind", fake_live_events(),
           fake_live_streams(), fake_live_device());
     int rc = h_finish("cuda_fake");
-    if (fake_live_pinned() != 0) { /* the cache goes at gcoll_finalize */
-        fprintf(stderr, "FAIL: %ld pinned blocks were not freed by gcoll_finalize\n", fake_live_pinned());
+    if (fake_live_pinned() != 0 || fake_live_mapped() != 0) { /* the caches go at gcoll_finalize */
+        fprintf(stderr, "FAIL: %ld pinned blocks and %ld peer mappings were not freed by gcoll_finalize\n",
+                fake_live_pinned(), fake_live_mapped());
         return 1;
     }
     return rc;
