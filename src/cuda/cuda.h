@@ -57,6 +57,17 @@ const char *gcoll__cuda_describe(void);
 /* Tests: installs ops (a fake) in place of whatever dlopen would find; call before gcoll_init. */
 void gcoll__cuda_set_ops(const gcoll__cuda_ops_t *ops);
 
+/* gcoll__error for a failed CUDA call: "CUDA <what> failed: <the runtime's message>". */
+gcoll_status_t gcoll__cuda_fail(int err, const char *what);
+#define GCOLL_CU(call, what)                      \
+    do {                                          \
+        int e_ = (call);                          \
+        if (e_)                                   \
+            return gcoll__cuda_fail(e_, (what));  \
+    } while (0)
+/* *done: 1 when the event has completed, 0 when not yet; a failed query is returned. */
+gcoll_status_t gcoll__cuda_ready(void *event, int *done);
+
 /* Whether p is device memory; 0 whenever there is no CUDA (one cached load, no call). */
 static inline int gcoll__cuda_is_device(const void *p)
 {

@@ -143,17 +143,6 @@ typedef struct {
     char err[200];
 } ipc_t;
 
-static gcoll_status_t cuda_fail(const ipc_t *g, int err, const char *what)
-{
-    return gcoll__error(GCOLL_ERR_SYSTEM, "CUDA %s failed: %s", what, g->cu->error_string(err));
-}
-#define CU(g, call, what)                      \
-    do {                                       \
-        int e_ = (call);                       \
-        if (e_)                                \
-            return cuda_fail((g), e_, (what)); \
-    } while (0)
-
 static int device_buf(const void *p)
 {
     int dev;
@@ -227,7 +216,7 @@ static gcoll_status_t launch_for(ipc_t *g, int r, int whole)
             if (a->coll == GCOLL_COLL_ALLREDUCE || q == a->root)
                 dst[nd++] = g->recvp[q] + lo * es;
         }
-        CU(g, cu->reduce_multi(dst, nd, src, p, hi - lo, (int)a->dtype, (int)a->op, div, g->stream),
+        GCOLL_CU(cu->reduce_multi(dst, nd, src, p, hi - lo, (int)a->dtype, (int)a->op, div, g->stream),
            "reduction kernel");
         return GCOLL_SUCCESS;
     }
@@ -235,21 +224,21 @@ static gcoll_status_t launch_for(ipc_t *g, int r, int whole)
         for (int q = 0; q < p; q++)
             src[q] = g->sendp[q] + (size_t)r * blk;
         dst[0] = a->sendbuf == a->recvbuf ? g->sendp[r] + (size_t)r * blk : g->recvp[r];
-        CU(g, cu->reduce_multi(dst, 1, src, p, n, (int)a->dtype, (int)a->op, div, g->stream), "reduction kernel");
+        GCOLL_CU(cu->reduce_multi(dst, 1, src, p, n, (int)a->dtype, (int)a->op, div, g->stream), "reduction kernel");
         return GCOLL_SUCCESS;
     case GCOLL_COLL_ALLGATHER:
         for (int q = 0; q < p; q++)
             if (g->sendp[q] != g->recvp[r] + (size_t)q * blk)
-                CU(g, cu->memcpy_async(g->recvp[r] + (size_t)q * blk, g->sendp[q], blk, g->stream), "copy");
+                GCOLL_CU(cu->memcpy_async(g->recvp[r] + (size_t)q * blk, g->sendp[q], blk, g->stream), "copy");
         return GCOLL_SUCCESS;
     case GCOLL_COLL_BCAST:
         if (r != a->root)
-            CU(g, cu->memcpy_async(g->recvp[r], g->sendp[a->root], blk, g->stream), "copy");
+            GCOLL_CU(cu->memcpy_async(g->recvp[r], g->sendp[a->root], blk, g->stream), "copy");
         return GCOLL_SUCCESS;
     case GCOLL_COLL_ALLTOALL: {
         char *out = g->scratch ? g->scratch : g->recvp[r];
         for (int q = 0; q < p; q++)
-            CU(g, cu->memcpy_async(out + (size_t)q * blk, g->sendp[q] + (size_t)r * blk, blk, g->stream), "copy");
+            GCOLL_CU(cu->memcpy_async(out + (size_t)q * blk, g->sendp[q] + (size_t)r * blk, blk, g->stream), "copy");
         return GCOLL_SUCCESS;
     }
     default:
@@ -285,17 +274,7 @@ static gcoll_status_t launch(ipc_t *g)
     size_t blk = a->count * a->esize;
     if (a->coll == GCOLL_COLL_REDUCE_SCATTER && a->sendbuf == a->recvbuf) /* after every read, in order */
         for (int q = 1; q < a->size; q++)
-            CU(g, g->cu->memcpy_async(g->recvp[q], g->sendp[q] + (size_t)q * blk, blk, g->stream), "copy");
-    return GCOLL_SUCCESS;
-}
-
-/* 1 when ev has completed. */
-static gcoll_status_t ready(const ipc_t *g, void *ev, int *done)
-{
-    int e = g->cu->event_query(ev);
-    if (e && e != GCOLL_CUDA_NOT_READY)
-        return cuda_fail(g, e, "event query");
-    *done = !e;
+            GCOLL_CU(g->cu->memcpy_async(g->recvp[q], g->sendp[q] + (size_t)q * blk, blk, g->stream), "copy");
     return GCOLL_SUCCESS;
 }
 
@@ -304,8 +283,8 @@ static gcoll_status_t step_export(void *state, int *done)
 {
     ipc_t *g = state;
     int ok = 0;
-    CU(g, g->cu->set_device(g->device), "set device");
-    GCOLL_CHECK(ready(g, g->ev_start, &ok));
+    GCOLL_CU(g->cu->set_device(g->device), "set device");
+    GCOLL_CHECK(gcoll__cuda_ready(g->ev_start, &ok));
     if (!ok)
         return GCOLL_SUCCESS;
     rec_t *me = &g->recs[g->a.rank];
@@ -363,7 +342,7 @@ static void map_peers(ipc_t *g)
 static gcoll_status_t step_run(void *state, int *done)
 {
     ipc_t *g = state;
-    CU(g, g->cu->set_device(g->device), "set device");
+    GCOLL_CU(g->cu->set_device(g->device), "set device");
     if (!g->launched) {
         g->launched = 1;
         map_peers(g);
@@ -379,7 +358,7 @@ static gcoll_status_t step_run(void *state, int *done)
     }
     int ok = 1;
     if (!g->err[0])
-        GCOLL_CHECK(ready(g, g->ev_done, &ok));
+        GCOLL_CHECK(gcoll__cuda_ready(g->ev_done, &ok));
     *done = ok;
     return GCOLL_SUCCESS;
 }
@@ -396,22 +375,22 @@ static gcoll_status_t step_finish(void *state, int *done)
         if (g->status[q])
             return gcoll__error(GCOLL_ERR_REMOTE, "%s over CUDA IPC failed on rank %d (its own error says why)",
                                 gcoll__coll_name(a->coll), q);
-    CU(g, g->cu->set_device(g->device), "set device");
+    GCOLL_CU(g->cu->set_device(g->device), "set device");
     size_t blk = a->count * a->esize;
     if (!g->moved) {
         g->moved = 1;
         if (a->coll == GCOLL_COLL_REDUCE_SCATTER && a->sendbuf == a->recvbuf && a->rank && !g->whole)
-            CU(g, g->cu->memcpy_async(a->recvbuf, (char *)a->recvbuf + (size_t)a->rank * blk, blk, g->stream), "copy");
+            GCOLL_CU(g->cu->memcpy_async(a->recvbuf, (char *)a->recvbuf + (size_t)a->rank * blk, blk, g->stream), "copy");
         else if (g->scratch)
-            CU(g, g->cu->memcpy_async(a->recvbuf, g->scratch, blk * (size_t)a->size, g->stream), "copy");
+            GCOLL_CU(g->cu->memcpy_async(a->recvbuf, g->scratch, blk * (size_t)a->size, g->stream), "copy");
         else {
             *done = 1;
             return GCOLL_SUCCESS;
         }
-        CU(g, g->cu->event_record(g->ev_done, g->stream), "event record");
+        GCOLL_CU(g->cu->event_record(g->ev_done, g->stream), "event record");
     }
     int ok = 0;
-    GCOLL_CHECK(ready(g, g->ev_done, &ok));
+    GCOLL_CHECK(gcoll__cuda_ready(g->ev_done, &ok));
     *done = ok;
     return GCOLL_SUCCESS;
 }
@@ -469,14 +448,14 @@ static gcoll_status_t ipc_setup(ipc_t *g, const gcoll_attr_t *attr)
     g->recs[a->rank].has[1] = (uint8_t)r;
     if (!cu->is_device(a->sendbuf ? a->sendbuf : a->recvbuf, &g->device))
         g->device = 0;
-    CU(g, cu->set_device(g->device), "set device");
-    CU(g, cu->stream_create(&g->stream), "stream create");
-    CU(g, cu->event_create(&g->ev_start), "event create");
-    CU(g, cu->event_create(&g->ev_done), "event create");
+    GCOLL_CU(cu->set_device(g->device), "set device");
+    GCOLL_CU(cu->stream_create(&g->stream), "stream create");
+    GCOLL_CU(cu->event_create(&g->ev_start), "event create");
+    GCOLL_CU(cu->event_create(&g->ev_done), "event create");
     /* the input is ready once the caller's stream (the legacy default stream without one)
      * reaches this point: a cudaMemcpy from pageable memory may return before its bytes land */
-    CU(g, cu->event_record(g->ev_start, attr ? attr->stream : NULL), "event record");
-    CU(g, cu->stream_wait_event(g->stream, g->ev_start), "stream wait");
+    GCOLL_CU(cu->event_record(g->ev_start, attr ? attr->stream : NULL), "event record");
+    GCOLL_CU(cu->stream_wait_event(g->stream, g->ev_start), "stream wait");
     if (a->coll == GCOLL_COLL_ALLTOALL && a->sendbuf == a->recvbuf &&
         cu->dev_alloc((void **)&g->scratch, a->count * a->esize * p))
         return gcoll__error(GCOLL_ERR_NOMEM, "no device memory for %zu bytes of in-place alltoall",

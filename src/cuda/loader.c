@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "error.h"
 #include "log.h"
 #include "cuda/cuda.h"
 #include "cuda/rt_abi.h"
@@ -232,6 +233,20 @@ static void load(void)
     if (forced)
         snprintf(why, sizeof(why), "on: the %s table (a test's)", forced->name);
     GCOLL_LOG(GCOLL_LOG_INFO, "CUDA %s", why);
+}
+
+gcoll_status_t gcoll__cuda_fail(int err, const char *what)
+{
+    return gcoll__error(GCOLL_ERR_SYSTEM, "CUDA %s failed: %s", what, gcoll__cuda_get()->error_string(err));
+}
+
+gcoll_status_t gcoll__cuda_ready(void *event, int *done)
+{
+    int e = gcoll__cuda_get()->event_query(event);
+    if (e && e != GCOLL_CUDA_NOT_READY)
+        return gcoll__cuda_fail(e, "event query");
+    *done = !e;
+    return GCOLL_SUCCESS;
 }
 
 const char *gcoll__cuda_describe(void)

@@ -122,17 +122,6 @@ void gcoll__cuda_release(void)
     pthread_mutex_unlock(&pin_lock);
 }
 
-static gcoll_status_t cuda_fail(const stage_t *g, int err, const char *what)
-{
-    return gcoll__error(GCOLL_ERR_SYSTEM, "CUDA %s failed: %s", what, g->cu->error_string(err));
-}
-#define CU(g, call, what)                          \
-    do {                                           \
-        int e_ = (call);                           \
-        if (e_)                                    \
-            return cuda_fail((g), e_, (what));     \
-    } while (0)
-
 static char *slot_send(const stage_t *g, size_t k)
 {
     return g->pin + (k % STAGE_SLOTS) * (g->slot_send + g->slot_recv);
@@ -146,16 +135,6 @@ static char *slot_dev(const stage_t *g, size_t k)
     return g->dscratch + (k % STAGE_SLOTS) * g->slot_recv;
 }
 
-/* 1 when ev has completed, 0 when not yet. */
-static gcoll_status_t ready(const stage_t *g, void *ev, int *done)
-{
-    int e = g->cu->event_query(ev);
-    if (e && e != GCOLL_CUDA_NOT_READY)
-        return cuda_fail(g, e, "event query");
-    *done = !e;
-    return GCOLL_SUCCESS;
-}
-
 /* Queues a chunk's copy of bytes: one range, or (blocked) its range of each of the nblocks
  * blocks, the buffer's blocks count elements apart and the slot's packed; up: slot to buffer. */
 static gcoll_status_t copy(stage_t *g, char *dst, const char *src, size_t bytes, int blocked, int up, void *stream)
@@ -164,7 +143,7 @@ static gcoll_status_t copy(stage_t *g, char *dst, const char *src, size_t bytes,
     for (int q = 0; q < (blocked ? g->nblocks : 1); q++) {
         char *d = dst + (size_t)q * (up ? stride : n);
         const char *s = src + (size_t)q * (up ? n : stride);
-        CU(g, g->cu->memcpy_async(d, s, n, stream), up ? "copy to device" : "copy to host");
+        GCOLL_CU(g->cu->memcpy_async(d, s, n, stream), up ? "copy to device" : "copy to host");
     }
     return GCOLL_SUCCESS;
 }
@@ -179,7 +158,7 @@ static gcoll_status_t chunk_step(stage_t *g, size_t k, int *moved)
             return GCOLL_SUCCESS;
         if (c->down) {
             GCOLL_CHECK(copy(g, slot_send(g, k), g->sendbuf + c->send_off, c->send_bytes, g->blk_send, 0, g->s_down));
-            CU(g, g->cu->event_record(c->ev_down, g->s_down), "event record");
+            GCOLL_CU(g->cu->event_record(c->ev_down, g->s_down), "event record");
         }
         g->next++;
         c->state = CH_DOWN;
@@ -187,7 +166,7 @@ static gcoll_status_t chunk_step(stage_t *g, size_t k, int *moved)
         /* fall through */
     case CH_DOWN:
         if (c->down)
-            GCOLL_CHECK(ready(g, c->ev_down, &done));
+            GCOLL_CHECK(gcoll__cuda_ready(c->ev_down, &done));
         if (!done)
             return GCOLL_SUCCESS;
         c->state = CH_RUN;
@@ -201,14 +180,14 @@ static gcoll_status_t chunk_step(stage_t *g, size_t k, int *moved)
         if (!c->req.done)
             return GCOLL_SUCCESS;
         if (g->peer >= 0) { /* the peer's chunk up, then own op peer into the result */
-            CU(g, g->cu->memcpy_async(slot_dev(g, k), slot_recv(g, k), c->recv_bytes, g->s_up), "copy to device");
-            CU(g, g->cu->reduce(g->recvbuf + c->recv_off, g->sendbuf + c->send_off, slot_dev(g, k),
+            GCOLL_CU(g->cu->memcpy_async(slot_dev(g, k), slot_recv(g, k), c->recv_bytes, g->s_up), "copy to device");
+            GCOLL_CU(g->cu->reduce(g->recvbuf + c->recv_off, g->sendbuf + c->send_off, slot_dev(g, k),
                                 c->recv_bytes / gcoll_dtype_size(g->dtype), g->dtype, g->op, g->s_up),
                "reduction kernel");
-            CU(g, g->cu->event_record(c->ev_up, g->s_up), "event record");
+            GCOLL_CU(g->cu->event_record(c->ev_up, g->s_up), "event record");
         } else if (c->up) {
             GCOLL_CHECK(copy(g, g->recvbuf + c->recv_off, slot_recv(g, k), c->recv_bytes, g->blk_recv, 1, g->s_up));
-            CU(g, g->cu->event_record(c->ev_up, g->s_up), "event record");
+            GCOLL_CU(g->cu->event_record(c->ev_up, g->s_up), "event record");
         }
         c->state = CH_UP;
         *moved = 1;
@@ -216,7 +195,7 @@ static gcoll_status_t chunk_step(stage_t *g, size_t k, int *moved)
         /* fall through */
     case CH_UP:
         if (c->up)
-            GCOLL_CHECK(ready(g, c->ev_up, &done));
+            GCOLL_CHECK(gcoll__cuda_ready(c->ev_up, &done));
         if (done) {
             c->state = CH_DONE;
             *moved = 1;
@@ -231,10 +210,10 @@ static gcoll_status_t stage_poll(void *state, int *done)
 {
     stage_t *g = state;
     if (g->device >= 0)
-        CU(g, g->cu->set_device(g->device), "set device"); /* progress threads run this too */
+        GCOLL_CU(g->cu->set_device(g->device), "set device"); /* progress threads run this too */
     if (!g->started) {
         int ok = 0;
-        GCOLL_CHECK(ready(g, g->ev_start, &ok));
+        GCOLL_CHECK(gcoll__cuda_ready(g->ev_start, &ok));
         if (!ok)
             return GCOLL_SUCCESS;
         g->started = 1;
@@ -249,7 +228,7 @@ static gcoll_status_t stage_poll(void *state, int *done)
         if (g->chunks[k].state != CH_DONE)
             return GCOLL_SUCCESS;
     if (g->user_stream && g->nchunks && g->chunks[g->nchunks - 1].up) /* later work on the stream sees the result */
-        CU(g, g->cu->stream_wait_event(g->user_stream, g->chunks[g->nchunks - 1].ev_up), "stream wait");
+        GCOLL_CU(g->cu->stream_wait_event(g->user_stream, g->chunks[g->nchunks - 1].ev_up), "stream wait");
     *done = 1;
     return GCOLL_SUCCESS;
 }
@@ -420,19 +399,19 @@ static gcoll_status_t stage_setup(stage_t *g, gcoll__coll_args_t *a, const size_
         dev = -1;
     g->device = dev;
     if (dev >= 0)
-        CU(g, cu->set_device(dev), "set device");
+        GCOLL_CU(cu->set_device(dev), "set device");
     g->peer = gpu_reduce(g, a) ? 1 - a->rank : -1;
-    CU(g, cu->stream_create(&g->s_down), "stream create");
-    CU(g, cu->stream_create(&g->s_up), "stream create");
+    GCOLL_CU(cu->stream_create(&g->s_down), "stream create");
+    GCOLL_CU(cu->stream_create(&g->s_up), "stream create");
     /* The copies start after the work queued before the call on the caller's stream, or without
      * one on the legacy default stream: a cudaMemcpy from pageable memory may return before its
      * bytes reached the device (seen on an H200: a 4-byte input read stale), and the staging
      * streams, being non-blocking, are not ordered after it by themselves. */
     g->user_stream = attr ? attr->stream : NULL;
-    CU(g, cu->event_create(&g->ev_start), "event create");
-    CU(g, cu->event_record(g->ev_start, g->user_stream), "event record");
-    CU(g, cu->stream_wait_event(g->s_down, g->ev_start), "stream wait");
-    CU(g, cu->stream_wait_event(g->s_up, g->ev_start), "stream wait");
+    GCOLL_CU(cu->event_create(&g->ev_start), "event create");
+    GCOLL_CU(cu->event_record(g->ev_start, g->user_stream), "event record");
+    GCOLL_CU(cu->stream_wait_event(g->s_down, g->ev_start), "stream wait");
+    GCOLL_CU(cu->stream_wait_event(g->s_up, g->ev_start), "stream wait");
     int blocks = blockwise(a);
     g->nblocks = a->size;
     g->count = a->count;
@@ -523,16 +502,15 @@ gcoll_status_t gcoll__cuda_reduce_local(void *inout, const void *in, size_t coun
                             gcoll_dtype_name(dtype));
     if (!cu->reduce)
         return gcoll__error(GCOLL_ERR_UNSUPPORTED, "device reduction: libgcoll_cuda.so was not found beside libgcoll");
-    stage_t g = {.cu = cu};
     void *ev;
-    CU(&g, cu->set_device(dev), "set device");
-    CU(&g, cu->reduce(inout, inout, in, count, dtype, op, NULL), "reduction kernel");
-    CU(&g, cu->event_create(&ev), "event create");
+    GCOLL_CU(cu->set_device(dev), "set device");
+    GCOLL_CU(cu->reduce(inout, inout, in, count, dtype, op, NULL), "reduction kernel");
+    GCOLL_CU(cu->event_create(&ev), "event create");
     int e = cu->event_record(ev, NULL);
     if (!e)
         e = cu->event_sync(ev);
     cu->event_destroy(ev);
-    CU(&g, e, "wait for the reduction");
+    GCOLL_CU(e, "wait for the reduction");
     return GCOLL_SUCCESS;
 }
 
@@ -544,15 +522,14 @@ gcoll_status_t gcoll__cuda_copy(void *dst, const void *src, size_t bytes)
         memcpy(dst, src, bytes);
         return GCOLL_SUCCESS;
     }
-    stage_t g = {.cu = cu};
     void *ev;
-    CU(&g, cu->set_device(dev), "set device");
-    CU(&g, cu->memcpy_async(dst, src, bytes, NULL), "copy");
-    CU(&g, cu->event_create(&ev), "event create");
+    GCOLL_CU(cu->set_device(dev), "set device");
+    GCOLL_CU(cu->memcpy_async(dst, src, bytes, NULL), "copy");
+    GCOLL_CU(cu->event_create(&ev), "event create");
     int e = cu->event_record(ev, NULL);
     if (!e)
         e = cu->event_sync(ev);
     cu->event_destroy(ev);
-    CU(&g, e, "wait for the copy");
+    GCOLL_CU(e, "wait for the copy");
     return GCOLL_SUCCESS;
 }
