@@ -181,9 +181,11 @@ static gcoll_status_t chunk_step(stage_t *g, size_t k, int *moved)
             return GCOLL_SUCCESS;
         if (g->peer >= 0) { /* the peer's chunk up, then own op peer into the result */
             GCOLL_CU(g->cu->memcpy_async(slot_dev(g, k), slot_recv(g, k), c->recv_bytes, g->s_up), "copy to device");
-            GCOLL_CU(g->cu->reduce(g->recvbuf + c->recv_off, g->sendbuf + c->send_off, slot_dev(g, k),
-                                c->recv_bytes / gcoll_dtype_size(g->dtype), g->dtype, g->op, g->s_up),
-               "reduction kernel");
+            void *dst = g->recvbuf + c->recv_off;
+            const void *src[2] = {g->sendbuf + c->send_off, slot_dev(g, k)};
+            GCOLL_CU(g->cu->reduce_multi(&dst, 1, src, 2, c->recv_bytes / gcoll_dtype_size(g->dtype), (int)g->dtype,
+                                         (int)g->op, g->op == GCOLL_AVG ? 2 : 1, g->s_up),
+                     "reduction kernel");
             GCOLL_CU(g->cu->event_record(c->ev_up, g->s_up), "event record");
         } else if (c->up) {
             GCOLL_CHECK(copy(g, g->recvbuf + c->recv_off, slot_recv(g, k), c->recv_bytes, g->blk_recv, 1, g->s_up));
@@ -297,15 +299,13 @@ static int blockwise(const gcoll__coll_args_t *a)
            gcoll__cuda_get()->is_device(a->sendbuf, &dev) && gcoll__cuda_get()->is_device(a->recvbuf, &dev);
 }
 
-/* Whether a reduces on the GPU: an allreduce of two ranks, both buffers on the device, an op
- * and dtype the kernels have (AVG's division stays with the host path). */
+/* Whether a reduces on the GPU: an allreduce (not Adasum) of two ranks, both buffers on the
+ * device, the kernels library there. */
 static int gpu_reduce(const stage_t *g, const gcoll__coll_args_t *a)
 {
     int dev;
-    return a->coll == GCOLL_COLL_ALLREDUCE && a->size == 2 && g->cu->reduce && a->count &&
-           a->op <= GCOLL_MAX && (a->dtype == GCOLL_FLOAT32 || a->dtype == GCOLL_FLOAT64 ||
-                                  a->dtype == GCOLL_FLOAT16 || a->dtype == GCOLL_BFLOAT16) &&
-           g->cu->is_device(a->sendbuf, &dev) && g->cu->is_device(a->recvbuf, &dev);
+    return a->coll == GCOLL_COLL_ALLREDUCE && a->size == 2 && g->cu->reduce_multi && a->count &&
+           a->op != GCOLL_ADASUM && g->cu->is_device(a->sendbuf, &dev) && g->cu->is_device(a->recvbuf, &dev);
 }
 
 /* Element counts of a's send and receive buffers. */
