@@ -401,6 +401,9 @@ run_mpi cuda_fake 3 TEST_QUICK=1 $S GCOLL_CUDA_IPC=on FAKE_CUDA_GPUS=distinct GC
 # an operation that rank 0 never joins: a timeout naming it, everything released
 run_mpi cuda_fake 3 TEST_STAGED_TIMEOUT=1 TEST_QUICK=1 GCOLL_TIMEOUT=1 $S
 run_mpi cuda_fake 3 TEST_STAGED_TIMEOUT=1 TEST_QUICK=1 GCOLL_TIMEOUT=1 $S GCOLL_CUDA_IPC=off
+# the driver refuses to map a peer's memory: every rank fails, naming the cause or the rank
+run_mpi cuda_fake 3 FAKE_CUDA_IPC_REFUSED=1 TEST_QUICK=1
+run_mpi cuda_fake 2 FAKE_CUDA_IPC_REFUSED=1 TEST_QUICK=1 FAKE_CUDA_GPUS=distinct
 out=$(timeout 120 $MPIRUN -np 1 -x TEST_PROBE=1 "$BINDIR/test_cuda" 2>&1)
 printf '=== cuda probe\n%s\n' "$out" >> "$LOG"
 if printf '%s\n' "$out" | grep -q '^SKIP'; then

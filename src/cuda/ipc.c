@@ -140,7 +140,7 @@ typedef struct {
     char *scratch;         /* in-place alltoall: the result, until every peer has read its input */
     int launched, moved;   /* the kernels are queued; the result moved into place */
     int whole;             /* every rank on one GPU: rank 0 computes everything */
-    char err[200];
+    char err[240];
 } ipc_t;
 
 static int device_buf(const void *p)
@@ -328,8 +328,10 @@ static void map_peers(ipc_t *g)
             int e = 0;
             imp_t *m = imp_get(g->cu, rec, side, &e);
             if (!m) {
-                snprintf(g->err, sizeof(g->err), "mapping rank %d's %s buffer (cudaIpcOpenMemHandle) failed: %s", q,
-                         side ? "receive" : "send", g->cu->error_string(e));
+                snprintf(g->err, sizeof(g->err),
+                         "cudaIpcOpenMemHandle of rank %d's %s buffer: %s (GCOLL_CUDA_IPC=off where GPUs lack "
+                         "peer access or processes share no IPC namespace)",
+                         q, side ? "receive" : "send", g->cu->error_string(e));
                 break;
             }
             g->held[2 * q + side] = m;
@@ -345,8 +347,9 @@ static gcoll_status_t step_run(void *state, int *done)
     GCOLL_CU(g->cu->set_device(g->device), "set device");
     if (!g->launched) {
         g->launched = 1;
-        map_peers(g);
         g->whole = one_gpu(g);
+        if (!g->whole || g->a.rank == 0) /* on one GPU only rank 0 touches the peers' buffers */
+            map_peers(g);
         if (!g->err[0]) {
             gcoll_status_t st = launch(g);
             if (st == GCOLL_SUCCESS)

@@ -353,7 +353,10 @@ static int f_dev_free(void *p)
 }
 static const char *f_error_string(int err)
 {
-    return err == GCOLL_CUDA_NOT_READY ? "not ready" : err == 208 ? "resource already mapped" : "fake CUDA error";
+    return err == GCOLL_CUDA_NOT_READY ? "not ready"
+           : err == 208               ? "resource already mapped"
+           : err == 217               ? "peer access is not supported between these two devices"
+                                      : "fake CUDA error";
 }
 static int f_reduce(void *dst, const void *a, const void *b, size_t n, int dtype, int op, void *s)
 {
@@ -392,6 +395,8 @@ static int f_ipc_open(const gcoll__cuda_ipc_handle_t *h, void **base)
     char path[64];
     struct stat st;
     memcpy(&fh, h->bytes, sizeof(fh));
+    if (getenv("FAKE_CUDA_IPC_REFUSED")) /* as between GPUs without peer access */
+        return 217; /* cudaErrorPeerAccessUnsupported */
     int again = 0; /* as the driver: memory already mapped here cannot be mapped twice */
     pthread_mutex_lock(&map_lock);
     for (fmap_t *m = maps; m; m = m->next)

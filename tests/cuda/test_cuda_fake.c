@@ -326,6 +326,22 @@ static void staged_timeout(void)
     free(in);
 }
 
+/* CUDA IPC refused between the processes (FAKE_CUDA_IPC_REFUSED): every rank's allreduce fails,
+ * none hangs; a rank that could not map says what to do, the others name it. */
+static void ipc_refused(void)
+{
+    size_t bytes = big * 4;
+    float *in = xmalloc(bytes);
+    ref_fill_values(in, big, h_rank, GCOLL_FLOAT32, GCOLL_SUM);
+    void *buf = dev_copy(in, bytes);
+    gcoll_status_t st = gcoll_allreduce(buf, buf, big, GCOLL_FLOAT32, GCOLL_SUM, world);
+    const char *msg = gcoll_last_error();
+    CHECK((st == GCOLL_ERR_SYSTEM && strstr(msg, "cudaIpcOpenMemHandle") && strstr(msg, "GCOLL_CUDA_IPC=off")) ||
+              (st == GCOLL_ERR_REMOTE && strstr(msg, "failed on rank")),
+          "allreduce with IPC refused: %s: %s", gcoll_status_name(st), msg);
+    free(in);
+}
+
 static void all_cases(void)
 {
     static const gcoll_dtype_t dts[] = {GCOLL_FLOAT32, GCOLL_FLOAT16, GCOLL_BFLOAT16, GCOLL_FLOAT64, GCOLL_INT32};
@@ -355,6 +371,8 @@ int main(int argc, char **argv)
     big = getenv("TEST_QUICK") ? 40003 : 170003; /* 6+ chunks of 64K even in fp16 (the full run) */
     if (getenv("TEST_STAGED_TIMEOUT"))
         staged_timeout();
+    else if (getenv("FAKE_CUDA_IPC_REFUSED"))
+        ipc_refused();
     else
         all_cases();
     CHECK(fake_live_events() == 0 && fake_live_streams() == 0 && fake_live_device() == 0,
