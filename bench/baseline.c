@@ -85,8 +85,20 @@ int baseline_init(baseline_t *b, gcoll_dtype_t dtype, gcoll_op_t op)
     return MPI_Comm_dup(MPI_COMM_WORLD, &b->comm);
 }
 
+int baseline_init_nccl(baseline_t *b, bench_coll_t c, gcoll_dtype_t dtype, gcoll_op_t op, int inplace, char *err,
+                       size_t errlen)
+{
+    memset(b, 0, sizeof(*b));
+    b->nccl = nccl_open(c, dtype, op, inplace, err, errlen);
+    return b->nccl ? 0 : -1;
+}
+
 void baseline_free(baseline_t *b)
 {
+    if (b->nccl) {
+        nccl_close(b->nccl);
+        return;
+    }
     if (b->user_op)
         MPI_Op_free(&b->op);
     MPI_Comm_free(&b->comm);
@@ -121,6 +133,8 @@ static void divide(void *buf, size_t n, gcoll_dtype_t d, int k)
 int baseline_run(baseline_t *b, bench_coll_t c, const void *sendbuf, void *recvbuf, size_t count,
                  gcoll_dtype_t dtype, gcoll_op_t op, int root)
 {
+    if (b->nccl)
+        return nccl_run(b->nccl, sendbuf, recvbuf, count, root);
     int n = (int)count, rank, rc;
     const void *sb = sendbuf == recvbuf ? MPI_IN_PLACE : sendbuf;
     MPI_Comm_rank(b->comm, &rank);

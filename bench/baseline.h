@@ -1,6 +1,6 @@
-/* The MPI baseline: MPI's own collective on the same buffers, dtype and op. MPI has no fp16 or
- * bf16 reductions and no average, so those use a user-defined op and a local division, as
- * frameworks that reduce through MPI do. */
+/* The baseline: MPI's own collective on the same buffers, dtype and op, or on GPU buffers NCCL's
+ * (nccl.h). MPI has no fp16 or bf16 reductions and no average, so those use a user-defined op
+ * and a local division, as frameworks that reduce through MPI do. */
 #ifndef GCOLL_BENCH_BASELINE_H
 #define GCOLL_BENCH_BASELINE_H
 
@@ -8,6 +8,7 @@
 
 #include "gcoll.h"
 #include "metrics.h"
+#include "nccl.h"
 
 typedef struct {
     MPI_Comm comm;
@@ -15,11 +16,15 @@ typedef struct {
     MPI_Op op;
     int user_op; /* op was created here and must be freed */
     int nranks;
+    nccl_side_t *nccl; /* set: NCCL runs the collectives instead of MPI */
 } baseline_t;
 
 int baseline_init(baseline_t *b, gcoll_dtype_t dtype, gcoll_op_t op);
 void baseline_free(baseline_t *b);
-/* Runs one collective; in place when sendbuf == recvbuf. Returns an MPI error code. */
+/* NCCL's side for collective c (b is then for nothing else); -1 with why in err. */
+int baseline_init_nccl(baseline_t *b, bench_coll_t c, gcoll_dtype_t dtype, gcoll_op_t op, int inplace, char *err,
+                       size_t errlen);
+/* Runs one collective; in place when sendbuf == recvbuf. Returns an MPI error code (NCCL: 0 or -1). */
 int baseline_run(baseline_t *b, bench_coll_t c, const void *sendbuf, void *recvbuf, size_t count,
                  gcoll_dtype_t dtype, gcoll_op_t op, int root);
 /* MPI_Iallreduce and its wait, which also divides for GCOLL_AVG; out of place only. */

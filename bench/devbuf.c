@@ -113,6 +113,11 @@ out:
         rt.free_(dev);
 }
 
+int devbuf_sync(void)
+{
+    return rt.sync() == 0 ? 0 : -1;
+}
+
 double devbuf_device_gbps(size_t bytes, int reps)
 {
     void *a = NULL, *b = NULL;

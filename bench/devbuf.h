@@ -15,6 +15,8 @@ void devbuf_get(int device, void *dst, const void *src, size_t bytes); /* to hos
 /* Pinned host <-> device copy bandwidth in GB/s over bytes, best of reps: the ceiling of the
  * staged pipeline. 0 on failure. */
 void devbuf_pinned_gbps(size_t bytes, int reps, double *h2d, double *d2h);
+/* Waits for the work queued on the GPU (cudaDeviceSynchronize): 0, or -1 when it failed. */
+int devbuf_sync(void);
 /* Device memory bandwidth in GB/s, bytes read plus bytes written, of a copy of bytes within
  * the GPU, best of reps: the ceiling of collectives whose ranks share one GPU. 0 on failure. */
 double devbuf_device_gbps(size_t bytes, int reps);

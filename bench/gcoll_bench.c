@@ -145,8 +145,20 @@ int main(int argc, char **argv)
     }
 
     baseline_t bl;
-    int mpi_side = o.baseline_mpi && o.subcmd != B_ADASUM; /* adasum's other side is gcoll's sum */
-    if (mpi_side && baseline_init(&bl, o.dtype, o.op) != MPI_SUCCESS) {
+    int mpi_side = o.baseline_on && o.subcmd != B_ADASUM; /* adasum's other side is gcoll's sum */
+    char nccl_why[256];
+    if (mpi_side && o.baseline_nccl) {
+        if (baseline_init_nccl(&bl, (bench_coll_t)o.subcmd, o.dtype, o.op, o.inplace, nccl_why, sizeof(nccl_why))) {
+            if (o.baseline_nccl == 1) { /* asked for */
+                if (rank == 0)
+                    fprintf(stderr, "gcoll_bench: --baseline nccl: %s\n", nccl_why);
+                gcoll_finalize();
+                return 2;
+            }
+            env.nccl_off = nccl_why;
+            o.baseline_on = o.baseline_nccl = mpi_side = 0;
+        }
+    } else if (mpi_side && baseline_init(&bl, o.dtype, o.op) != MPI_SUCCESS) {
         fprintf(stderr, "gcoll_bench: the MPI baseline could not be set up\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
@@ -165,11 +177,11 @@ int main(int argc, char **argv)
         last = count;
         if (overlap) {
             overlap_row_t orow;
-            if (overlap_run_size(&o, world, o.baseline_mpi ? &bl : NULL, &cmp, count, &orow) != 0)
+            if (overlap_run_size(&o, world, o.baseline_on ? &bl : NULL, &cmp, count, &orow) != 0)
                 MPI_Abort(MPI_COMM_WORLD, 1);
             if (rank == 0)
                 overlap_report_row(&o, &orow);
-            all_valid &= orow.g_valid && (!o.baseline_mpi || orow.m_valid);
+            all_valid &= orow.g_valid && (!o.baseline_on || orow.m_valid);
             continue;
         }
         bench_row_t rows[BENCH_MAX_ALGOS] = {{0}};
@@ -179,7 +191,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < nrows; i++) {
             if (rank == 0)
                 report_row(&o, &env, &rows[i]);
-            all_valid &= rows[i].g_valid && (!o.baseline_mpi || rows[i].m_valid);
+            all_valid &= rows[i].g_valid && (!o.baseline_on || rows[i].m_valid);
         }
         if (o.subcmd == B_BARRIER)
             break; /* one row: a barrier has no size */

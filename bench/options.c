@@ -27,13 +27,15 @@ void bench_usage(FILE *f, const char *prog)
             "  -d DTYPE        int8 uint8 int32 uint32 int64 uint64 float16 bfloat16 float32 float64\n"
             "                  (default float32)\n"
             "  -d cuda         buffers in GPU memory (also --device cuda|host), validated after a copy\n"
-            "                  to the host; no MPI baseline (it needs a CUDA-aware MPI); refused when\n"
+            "                  to the host; NCCL's collective beside it where NCCL runs (not MPI:\n"
+            "                  that needs a CUDA-aware MPI); refused when\n"
             "                  no GPU is visible. GCOLL_CUDA_STAGE_CHUNK=1G: stage everything first\n"
             "  -o OP           sum prod min max avg (default sum)\n"
             "  -r ROOT         root of bcast and reduce (default 0)\n"
             "  --inplace       sendbuf == recvbuf\n"
             "  -c              validate every iteration (default: once per size)\n"
-            "  --baseline B    mpi or none (default mpi): MPI's own collective in the same run\n"
+            "  --baseline B    mpi, nccl (-d cuda) or none (default mpi; -d cuda: nccl where it runs):\n"
+            "                  the other library's own collective in the same run\n"
             "                  (adasum: mpi means gcoll's sum allreduce)\n"
             "  --csv FILE      also write the rows as CSV\n"
             "  --json FILE     also write the rows as JSON\n"
@@ -163,7 +165,7 @@ static int check_applicable(const bench_opts_t *o, const char *seen, char *err, 
 int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen)
 {
     *o = (bench_opts_t){.min_bytes = 4, .max_bytes = 4 << 20, .factor = 2, .warmup = -1,
-                        .dtype = GCOLL_FLOAT32, .op = GCOLL_SUM, .baseline_mpi = 1,
+                        .dtype = GCOLL_FLOAT32, .op = GCOLL_SUM, .baseline_on = 1,
                         .compute = BENCH_COMPUTE_SPIN, .model = "resnet50", .scale = 1, .compute_ms = -1,
                         .forward = 1.0 / 3};
     if (argc < 2)
@@ -255,9 +257,10 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen
         case 'c': o->check_each = 1; break;
         case 'I': o->inplace = 1; break;
         case 'B':
-            if (strcmp(optarg, "mpi") && strcmp(optarg, "none"))
-                return fail(err, errlen, "--baseline '%s': expected mpi or none", optarg);
-            o->baseline_mpi = strcmp(optarg, "mpi") == 0;
+            if (strcmp(optarg, "mpi") && strcmp(optarg, "nccl") && strcmp(optarg, "none"))
+                return fail(err, errlen, "--baseline '%s': expected mpi, nccl or none", optarg);
+            o->baseline_on = strcmp(optarg, "none") != 0;
+            o->baseline_nccl = strcmp(optarg, "nccl") == 0;
             break;
         case 'C': o->csv = optarg; break;
         case 'J': o->json = optarg; break;
@@ -314,10 +317,15 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen
                         gcoll_dtype_name(o->dtype));
         o->op = GCOLL_ADASUM;
     }
+    if (o->baseline_nccl && (!o->device || o->subcmd >= B_NCOLL || o->subcmd == B_ADASUM))
+        return fail(err, errlen, "--baseline nccl: only for a collective on GPU buffers (-d cuda)");
     if (o->device && o->subcmd != B_ADASUM) { /* adasum's other side is gcoll's own sum */
-        if (seen['B'] && o->baseline_mpi)
-            return fail(err, errlen, "--baseline mpi: MPI on GPU buffers needs a CUDA-aware MPI; use --baseline none");
-        o->baseline_mpi = 0;
+        if (seen['B'] && o->baseline_on && !o->baseline_nccl)
+            return fail(err, errlen, "--baseline mpi: MPI on GPU buffers needs a CUDA-aware MPI; use --baseline "
+                        "nccl or none");
+        if (!seen['B'] && o->subcmd < B_NCOLL) /* NCCL where it can run */
+            o->baseline_nccl = 2;
+        o->baseline_on = o->baseline_nccl != 0;
     }
     if (o->device && o->compress_set)
         return fail(err, errlen, "--compress does not apply with -d cuda: gcoll refuses compression on device buffers");

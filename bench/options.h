@@ -25,7 +25,8 @@ typedef struct {
     int root;
     int inplace;
     int check_each;             /* -c: validate every iteration, not only once per size */
-    int baseline_mpi;
+    int baseline_on;            /* a baseline side: MPI's, or with baseline_nccl NCCL's */
+    int baseline_nccl;          /* -d cuda: NCCL's; 2 where it was not asked for (run it if it can) */
     const char *csv, *json;
     const char *algo;             /* --algo as given (NULL: not given) */
     const char *algos[BENCH_MAX_ALGOS]; /* its comma-separated names, measured side by side */

@@ -145,7 +145,7 @@ int overlap_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, c
         row->algo = "?";
     int warmup = o->warmup >= 0 ? o->warmup : bench_default_warmup(row->iters);
     if (measure(&x, 0, row->iters, warmup, &row->g, &row->g_valid) != 0 ||
-        (o->baseline_mpi && measure(&x, 1, row->iters, warmup, &row->m, &row->m_valid) != 0))
+        (o->baseline_on && measure(&x, 1, row->iters, warmup, &row->m, &row->m_valid) != 0))
         goto out;
     rc = 0;
 out:
@@ -161,8 +161,8 @@ static size_t nrows;
 static const char *valid_text(const bench_opts_t *o, const overlap_row_t *r)
 {
     if (!r->g_valid)
-        return o->baseline_mpi && !r->m_valid ? "FAIL(both)" : "FAIL(gcoll)";
-    return o->baseline_mpi && !r->m_valid ? "FAIL(mpi)" : "ok";
+        return o->baseline_on && !r->m_valid ? "FAIL(both)" : "FAIL(gcoll)";
+    return o->baseline_on && !r->m_valid ? "FAIL(mpi)" : "ok";
 }
 
 static const char *workers(void)
@@ -174,7 +174,7 @@ static const char *workers(void)
 void overlap_header(const bench_opts_t *o, const bench_env_t *env, const bench_compute_t *c)
 {
     printf("# gcoll_bench iallreduce: gcoll %s", env->gcoll_version);
-    if (o->baseline_mpi)
+    if (o->baseline_on)
         printf(" beside %s", env->mpi_version);
     printf("\n# %d ranks on %d host%s (%s), transport %s, algorithm %s, GCOLL_WORKER_COUNT %s\n", env->nranks,
            env->nhosts, env->nhosts == 1 ? "" : "s", env->hosts, env->transport, o->algo ? o->algo : "by size (column)",
@@ -190,7 +190,7 @@ void overlap_header(const bench_opts_t *o, const bench_env_t *env, const bench_c
            "# times in us, averaged over ranks\n");
     printf("%12s %11s %-19s %11s %11s %11s %8s", "bytes", "count", "algorithm", "pure", "compute", "overall",
            "overlap%");
-    if (o->baseline_mpi)
+    if (o->baseline_on)
         printf(" | %11s %11s %11s %8s", "MPI pure", "compute", "overall", "overlap%");
     printf(" %6s %s\n", "iters", "valid");
     fflush(stdout);
@@ -200,7 +200,7 @@ void overlap_report_row(const bench_opts_t *o, const overlap_row_t *r)
 {
     printf("%12zu %11zu %-19s %11.2f %11.2f %11.2f %8.1f", r->bytes, r->count, r->algo, r->g.pure, r->g.compute,
            r->g.overall, r->g.overlap);
-    if (o->baseline_mpi)
+    if (o->baseline_on)
         printf(" | %11.2f %11.2f %11.2f %8.1f", r->m.pure, r->m.compute, r->m.overall, r->m.overlap);
     printf(" %6d %s\n", r->iters, valid_text(o, r));
     fflush(stdout);
@@ -223,7 +223,7 @@ static int write_csv(const bench_opts_t *o, const bench_env_t *env)
         fprintf(f, "iallreduce,%s,%s,%d,%s,%zu,%zu,%s,%d,%.3f,%.3f,%.3f,%.2f,", gcoll_dtype_name(o->dtype),
                 gcoll_op_name(o->op), env->nranks, bench_compute_name(o->compute), r->bytes, r->count, r->algo,
                 r->iters, r->g.pure, r->g.compute, r->g.overall, r->g.overlap);
-        if (o->baseline_mpi)
+        if (o->baseline_on)
             fprintf(f, "%.3f,%.3f,%.3f,%.2f,", r->m.pure, r->m.compute, r->m.overall, r->m.overlap);
         else
             fprintf(f, ",,,,");
@@ -244,7 +244,7 @@ static int write_json(const bench_opts_t *o, const bench_env_t *env)
     if (!f)
         return -1;
     fprintf(f, "{\n  \"collective\": \"iallreduce\", \"gcoll_version\": \"%s\", \"baseline\": \"%s\",\n",
-            env->gcoll_version, o->baseline_mpi ? "mpi" : "none");
+            env->gcoll_version, o->baseline_on ? "mpi" : "none");
     fprintf(f, "  \"ranks\": %d, \"hosts\": %d, \"transport\": \"%s\", \"dtype\": \"%s\", \"op\": \"%s\",\n",
             env->nranks, env->nhosts, env->transport, gcoll_dtype_name(o->dtype), gcoll_op_name(o->op));
     fprintf(f, "  \"compute\": \"%s\", \"validate_every_iteration\": %s,\n  \"rows\": [", bench_compute_name(o->compute),
@@ -254,7 +254,7 @@ static int write_json(const bench_opts_t *o, const bench_env_t *env)
         fprintf(f, "%s\n    {\"bytes\": %zu, \"count\": %zu, \"algorithm\": \"%s\", \"iters\": %d", i ? "," : "",
                 r->bytes, r->count, r->algo, r->iters);
         json_side(f, "gcoll", &r->g);
-        if (o->baseline_mpi)
+        if (o->baseline_on)
             json_side(f, "mpi", &r->m);
         fprintf(f, ", \"valid\": \"%s\"}", valid_text(o, r));
     }
@@ -271,7 +271,7 @@ int overlap_finish(const bench_opts_t *o, const bench_env_t *env)
     }
     if (nrows) {
         printf("# average overlap over %zu sizes: gcoll %.1f%%", nrows, g / (double)nrows);
-        if (o->baseline_mpi)
+        if (o->baseline_on)
             printf(", MPI %.1f%%", m / (double)nrows);
         printf("\n");
     }

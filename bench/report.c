@@ -20,6 +20,16 @@ static int ada(const bench_opts_t *o)
     return o->subcmd == B_ADASUM;
 }
 
+/* The baseline's name: "sum" (adasum's), "MPI" or "NCCL"; lower: in CSV and JSON keys. */
+static const char *base(const bench_opts_t *o, int lower)
+{
+    if (ada(o))
+        return "sum";
+    if (o->baseline_nccl)
+        return lower ? "nccl" : "NCCL";
+    return lower ? "mpi" : "MPI";
+}
+
 static double ratio(const bench_opts_t *o, const bench_row_t *r)
 {
     if (ada(o))
@@ -30,21 +40,24 @@ static double ratio(const bench_opts_t *o, const bench_row_t *r)
 static const char *valid_text(const bench_opts_t *o, const bench_row_t *r)
 {
     if (!r->g_valid)
-        return o->baseline_mpi && !r->m_valid ? "FAIL(both)" : ada(o) ? "FAIL(adasum)" : "FAIL(gcoll)";
-    return o->baseline_mpi && !r->m_valid ? (ada(o) ? "FAIL(sum)" : "FAIL(mpi)") : "ok";
+        return o->baseline_on && !r->m_valid ? "FAIL(both)" : ada(o) ? "FAIL(adasum)" : "FAIL(gcoll)";
+    if (!o->baseline_on || r->m_valid)
+        return "ok";
+    return ada(o) ? "FAIL(sum)" : o->baseline_nccl ? "FAIL(nccl)" : "FAIL(mpi)";
 }
 
 void report_header(const bench_opts_t *o, const bench_env_t *env)
 {
     printf("# gcoll_bench %s: gcoll %s", bench_coll_name((bench_coll_t)o->subcmd), env->gcoll_version);
-    if (o->baseline_mpi)
-        printf(" beside %s", ada(o) ? "gcoll_allreduce sum on the same buffers" : env->mpi_version);
+    if (o->baseline_on)
+        printf(" beside %s", ada(o) ? "gcoll_allreduce sum on the same buffers"
+                             : o->baseline_nccl ? "NCCL on the same GPU buffers" : env->mpi_version);
     printf("\n# %d ranks on %d host%s (%s), transport %s, algorithm %s\n", env->nranks, env->nhosts,
            env->nhosts == 1 ? "" : "s", env->hosts, env->transport, o->algo ? o->algo : "by size (column)");
     printf("# dtype %s, op %s, %s, validation %s; per size %s%s take turns in blocks of iterations\n",
            gcoll_dtype_name(o->dtype), gcoll_op_name(o->op), o->inplace ? "in place" : "out of place",
            o->check_each ? "every iteration" : "once per size", o->nalgos > 1 ? "the --algo list" : "gcoll",
-           !o->baseline_mpi ? " alone:" : ada(o) ? " and the sum" : " and MPI");
+           !o->baseline_on ? " alone:" : ada(o) ? " and the sum" : o->baseline_nccl ? " and NCCL" : " and MPI");
     if (o->compress_set) {
         static const char *const cname[] = {"none", "fp16", "bf16", "topk"};
         printf("# gcoll compression %s", cname[o->compress]);
@@ -66,11 +79,16 @@ void report_header(const bench_opts_t *o, const bench_env_t *env)
         printf("# device memory bandwidth (a 256 MiB copy on rank 0's GPU, read + written): %.0f GB/s; ranks sharing "
                "one GPU: an IPC allreduce of B bytes moves 2 x ranks x B there\n", env->dev_gbps);
     }
+    if (env->nccl_off)
+        printf("# NCCL: not run: %s\n", env->nccl_off);
     printf("# latency in us (avg of rank averages, min and max rank average); bandwidth in GB/s\n");
     printf("%12s %11s %-19s %10s %10s %10s %8s %8s", "bytes", "count", "algorithm", "avg", "min", "max",
            "algbw", "busbw");
-    if (o->baseline_mpi)
-        printf(" | %10s %8s %9s", ada(o) ? "sum avg" : "MPI avg", "busbw", ada(o) ? "ada/sum" : "MPI/gcoll");
+    if (o->baseline_on) {
+        char avg[16];
+        snprintf(avg, sizeof(avg), "%s avg", base(o, 0));
+        printf(" | %10s %8s %9s", avg, "busbw", ada(o) ? "ada/sum" : o->baseline_nccl ? "NCCL/gcoll" : "MPI/gcoll");
+    }
     printf(" %6s %s", "iters", "valid");
     if (o->compress_set)
         printf(" %12s", "wire B/call");
@@ -82,7 +100,7 @@ void report_row(const bench_opts_t *o, const bench_env_t *env, const bench_row_t
 {
     printf("%12zu %11zu %-19s %10.2f %10.2f %10.2f %8.3f %8.3f", r->bytes, r->count, r->algo, r->g.avg, r->g.min,
            r->g.max, bench_algbw(r->bytes, r->g.avg), busbw(o, env, r, r->g.avg));
-    if (o->baseline_mpi)
+    if (o->baseline_on)
         printf(" | %10.2f %8.3f %9.2f", r->m.avg, busbw(o, env, r, r->m.avg), ratio(o, r));
     printf(" %6d %s", r->iters, valid_text(o, r));
     if (o->compress_set)
@@ -101,24 +119,24 @@ static int write_csv(const bench_opts_t *o, const bench_env_t *env)
     FILE *f = fopen(o->csv, "w");
     if (!f)
         return -1;
-    const char *b = ada(o) ? "sum" : "mpi";
+    const char *b = base(o, 1);
     fprintf(f, "collective,dtype,op,inplace,ranks,bytes,count,algorithm,iters,gcoll_avg_us,gcoll_min_us,"
                "gcoll_max_us,gcoll_algbw_GBps,gcoll_busbw_GBps,%s_avg_us,%s_min_us,%s_max_us,"
                "%s_algbw_GBps,%s_busbw_GBps,%s,valid,gcoll_med_us,%s_med_us\n", b, b, b, b, b,
-               ada(o) ? "adasum_over_sum" : "mpi_over_gcoll", b);
+               ada(o) ? "adasum_over_sum" : o->baseline_nccl ? "nccl_over_gcoll" : "mpi_over_gcoll", b);
     for (size_t i = 0; i < nrows; i++) {
         const bench_row_t *r = &rows[i];
         fprintf(f, "%s,%s,%s,%d,%d,%zu,%zu,%s,%d,%.3f,%.3f,%.3f,%.4f,%.4f,", bench_coll_name((bench_coll_t)o->subcmd),
                 gcoll_dtype_name(o->dtype), gcoll_op_name(o->op), o->inplace, env->nranks, r->bytes, r->count,
                 r->algo, r->iters, r->g.avg, r->g.min, r->g.max, bench_algbw(r->bytes, r->g.avg),
                 busbw(o, env, r, r->g.avg));
-        if (o->baseline_mpi)
+        if (o->baseline_on)
             fprintf(f, "%.3f,%.3f,%.3f,%.4f,%.4f,%.4f,", r->m.avg, r->m.min, r->m.max,
                     bench_algbw(r->bytes, r->m.avg), busbw(o, env, r, r->m.avg), ratio(o, r));
         else
             fprintf(f, ",,,,,,");
         fprintf(f, "%s,%.3f,", valid_text(o, r), r->g_med);
-        if (o->baseline_mpi)
+        if (o->baseline_on)
             fprintf(f, "%.3f", r->m_med);
         fprintf(f, "\n");
     }
@@ -132,7 +150,7 @@ static int write_json(const bench_opts_t *o, const bench_env_t *env)
         return -1;
     fprintf(f, "{\n  \"collective\": \"%s\", \"gcoll_version\": \"%s\", \"baseline\": \"%s\",\n",
             bench_coll_name((bench_coll_t)o->subcmd), env->gcoll_version,
-            !o->baseline_mpi ? "none" : ada(o) ? "allreduce_sum" : "mpi");
+            !o->baseline_on ? "none" : ada(o) ? "allreduce_sum" : base(o, 1));
     fprintf(f, "  \"ranks\": %d, \"hosts\": %d, \"transport\": \"%s\", \"dtype\": \"%s\", \"op\": \"%s\",\n",
             env->nranks, env->nhosts, env->transport, gcoll_dtype_name(o->dtype), gcoll_op_name(o->op));
     fprintf(f, "  \"inplace\": %s, \"validate_every_iteration\": %s, \"memcpy_GBps\": %.2f,\n  \"rows\": [",
@@ -144,10 +162,10 @@ static int write_json(const bench_opts_t *o, const bench_env_t *env)
                    "\"busbw_GBps\": %.4f}",
                 i ? "," : "", r->bytes, r->count, r->algo, r->iters, r->g.avg, r->g.min, r->g.max, r->g_med,
                 busbw(o, env, r, r->g.avg));
-        if (o->baseline_mpi)
+        if (o->baseline_on)
             fprintf(f, ", \"%s\": {\"avg_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, \"median_us\": %.3f, "
                        "\"busbw_GBps\": %.4f}",
-                    ada(o) ? "sum" : "mpi", r->m.avg, r->m.min, r->m.max, r->m_med, busbw(o, env, r, r->m.avg));
+                    base(o, 1), r->m.avg, r->m.min, r->m.max, r->m_med, busbw(o, env, r, r->m.avg));
         fprintf(f, ", \"valid\": \"%s\"}", valid_text(o, r));
     }
     fprintf(f, "\n  ]\n}\n");
@@ -163,8 +181,8 @@ int report_finish(const bench_opts_t *o, const bench_env_t *env)
     }
     if (nrows && o->subcmd != B_BARRIER) {
         printf("# average bus bandwidth over %zu sizes: gcoll %.3f GB/s", nrows, g / (double)nrows);
-        if (o->baseline_mpi)
-            printf(", %s %.3f GB/s", ada(o) ? "sum" : "MPI", m / (double)nrows);
+        if (o->baseline_on)
+            printf(", %s %.3f GB/s", base(o, 0), m / (double)nrows);
         printf("\n");
     }
     int rc = 0;

@@ -11,6 +11,7 @@ typedef struct {
     double memcpy_gbps;
     double h2d_gbps, d2h_gbps; /* -d cuda: pinned copy bandwidth */
     double dev_gbps;           /* -d cuda: device memory bandwidth, read + written */
+    const char *nccl_off;      /* -d cuda: why NCCL's side does not run, or NULL */
 } bench_env_t;
 
 void report_header(const bench_opts_t *o, const bench_env_t *env);

@@ -206,7 +206,7 @@ static int run_mpi(ctx_t *x)
     }
     int rc = baseline_run(x->bl, x->coll, sb, x->rbuf, x->count, x->o->dtype, x->o->op, x->o->root);
     if (rc != MPI_SUCCESS)
-        fprintf(stderr, "gcoll_bench [rank %d]: MPI baseline failed (%d)\n", x->rank, rc);
+        fprintf(stderr, "gcoll_bench [rank %d]: %s baseline failed (%d)\n", x->rank, x->bl->nccl ? "NCCL" : "MPI", rc);
     return rc == MPI_SUCCESS ? 0 : -1;
 }
 
@@ -316,7 +316,7 @@ int bench_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, siz
     ctx_t x = {.o = o, .coll = (bench_coll_t)o->subcmd, .comm = comm, .bl = bl, .count = count,
                .es = gcoll_dtype_size(o->dtype), .rank = gcoll_comm_rank(comm), .n = gcoll_comm_size(comm),
                .ng = o->nalgos > 1 ? o->nalgos : 1};
-    int rc = -1, sides = x.ng + (o->baseline_mpi ? 1 : 0);
+    int rc = -1, sides = x.ng + (o->baseline_on ? 1 : 0);
     if (prepare(&x) != 0) {
         fprintf(stderr, "gcoll_bench [rank %d]: out of memory at %zu elements\n", x.rank, count);
         goto out;
@@ -371,7 +371,7 @@ int bench_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, siz
     bench_lat_t m = {0, 0, 0};
     double m_med = 0;
     int m_valid = 1;
-    if (o->baseline_mpi) {
+    if (o->baseline_on) {
         m = gather_latency(&x, t[x.ng] * 1e6 / iters);
         m_med = median_call(&x, x.ng);
         m_valid = all_true(valid[x.ng]);

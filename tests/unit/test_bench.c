@@ -81,7 +81,7 @@ START_TEST(options_parse)
     ck_assert_int_eq(o.warmup, 1);
     ck_assert_int_eq(o.dtype, GCOLL_BFLOAT16);
     ck_assert_int_eq(o.op, GCOLL_MAX);
-    ck_assert(o.check_each && o.inplace && !o.baseline_mpi);
+    ck_assert(o.check_each && o.inplace && !o.baseline_on);
     ck_assert_str_eq(o.csv, "a.csv");
     ck_assert_str_eq(o.algo, "ring");
     ck_assert_int_eq(o.nalgos, 1);
@@ -107,7 +107,7 @@ START_TEST(options_parse)
     ck_assert_int_eq(o.subcmd, BENCH_IALLREDUCE);
     ck_assert_int_eq(o.compute, BENCH_COMPUTE_SLEEP);
     ck_assert_uint_eq(o.min_bytes, 1u << 20);
-    ck_assert(o.check_each && !o.baseline_mpi);
+    ck_assert(o.check_each && !o.baseline_on);
     ck_assert_int_eq(parse("b train", &o, err), 0);
     ck_assert_int_eq(o.subcmd, BENCH_TRAIN);
     ck_assert_str_eq(o.model, "resnet50");
@@ -125,14 +125,19 @@ START_TEST(options_parse)
     ck_assert_int_eq(o.op, GCOLL_AVG);
     ck_assert_int_eq(o.compute, BENCH_COMPUTE_SLEEP);
     ck_assert_str_eq(o.json, "t.json");
-    /* OSU's -d cuda names the buffers' device; the dtype stays; no MPI baseline on GPU buffers */
+    /* OSU's -d cuda names the buffers' device; the dtype stays; NCCL, not MPI, beside it where it
+     * runs (2: not asked for), asked for, or none */
     ck_assert_int_eq(parse("b allreduce -d cuda -d float16", &o, err), 0);
-    ck_assert(o.device && !o.baseline_mpi);
+    ck_assert(o.device && o.baseline_on && o.baseline_nccl == 2);
     ck_assert_int_eq(o.dtype, GCOLL_FLOAT16);
+    ck_assert_int_eq(parse("b alltoall -d cuda --baseline nccl", &o, err), 0);
+    ck_assert(o.device && o.baseline_on && o.baseline_nccl == 1);
+    ck_assert_int_eq(parse("b bcast -d cuda --baseline none", &o, err), 0);
+    ck_assert(o.device && !o.baseline_on && !o.baseline_nccl);
     ck_assert_int_eq(parse("b adasum --device cuda", &o, err), 0);
-    ck_assert(o.device && o.baseline_mpi); /* adasum's other side is gcoll's own sum */
+    ck_assert(o.device && o.baseline_on); /* adasum's other side is gcoll's own sum */
     ck_assert_int_eq(parse("b allreduce --device host", &o, err), 0);
-    ck_assert(!o.device && o.baseline_mpi);
+    ck_assert(!o.device && o.baseline_on && !o.baseline_nccl);
 }
 END_TEST
 
@@ -153,6 +158,7 @@ START_TEST(bad_options_are_refused)
                                       "b train -o max", "b train -d float16", "b train -m 4:8", "b train -c",
                                       "b train --algo ring", "b train --baseline mpi", "b train --inplace",
                                       "b allreduce -d cuda --baseline mpi", "b iallreduce -d cuda",
+                                      "b adasum -d cuda --baseline nccl", "b allreduce --baseline cuda",
                                       "b train --device cuda", "b allreduce --device gpu",
                                       "b allreduce -d cuda --compress fp16", "b allreduce --algo ring,,direct",
                                       "b allreduce --algo ,ring", "b allreduce --algo ring,",
