@@ -37,6 +37,15 @@ gcoll_status_t gcoll__opdesc_mismatch(uint32_t tag, const gcoll__opdesc_t *mine,
                                       const gcoll__opdesc_t *theirs, int peer)
 {
     char a[96], b[96];
+    gcoll__opdesc_t same = *theirs;
+    same.where = mine->where;
+    if (mine->where != theirs->where && gcoll__opdesc_agree(mine, &same)) {
+        gcoll__opdesc_str(mine, tag, a, sizeof(a));
+        return gcoll__error(GCOLL_ERR_INVALID_USAGE,
+                            "%s: rank %d passed %s memory and rank %d %s memory; every rank's buffers must be on "
+                            "the GPU, or every rank's in host memory",
+                            a, me, mine->where ? "device" : "host", peer, theirs->where ? "device" : "host");
+    }
     gcoll__opdesc_str(mine, tag, a, sizeof(a));
     gcoll__opdesc_str(theirs, tag, b, sizeof(b));
     return gcoll__error(GCOLL_ERR_INVALID_USAGE,

@@ -1,5 +1,5 @@
 /* Mismatch detection: the descriptor of one collective operation (its kind, dtype, op, per-rank
- * count and root) that its messages carry, so that a receiver can compare it with its own
+ * count, root and where its buffers are) that its messages carry, so that a receiver can compare it with its own
  * operation of the same sequence number; and the table of a communicator's recent operations
  * by tag, which the engine fills as operations start and the transports that frame their
  * messages read. A transport sees only the descriptor's bytes; this file names them. */
@@ -15,12 +15,13 @@ typedef struct {
     uint8_t coll;  /* the collective kind + 1; 0: unknown, never compared (transport tests) */
     uint8_t dtype;
     uint8_t op;    /* OPDESC_NONE where the collective reduces nothing */
-    uint8_t pad;
+    uint8_t where; /* GCOLL_OPDESC_DEVICE: the buffers are device memory; 0: host memory */
     int32_t root;  /* -1 where there is none */
     uint64_t count;
 } gcoll__opdesc_t;
 
 #define GCOLL_OPDESC_NONE 0xff
+#define GCOLL_OPDESC_DEVICE 1
 
 /* Direct-mapped by tag: issue counts run in order, so 256 operations in flight never share a
  * slot; a slot holding another tag was reused, and a message of its operation goes unchecked. */
@@ -50,7 +51,7 @@ static inline int gcoll__opdesc_agree(const gcoll__opdesc_t *a, const gcoll__opd
 {
     return !a || !b || !a->coll || !b->coll ||
            (a->coll == b->coll && a->dtype == b->dtype && a->op == b->op && a->root == b->root &&
-            a->count == b->count);
+            a->count == b->count && a->where == b->where);
 }
 
 /* The descriptor of a collective (gcoll__coll_t) as the public call gave it; the fields a

@@ -401,6 +401,12 @@ run_mpi cuda_fake 3 TEST_QUICK=1 $S GCOLL_CUDA_IPC=on FAKE_CUDA_GPUS=distinct GC
 # an operation that rank 0 never joins: a timeout naming it, everything released
 run_mpi cuda_fake 3 TEST_STAGED_TIMEOUT=1 TEST_QUICK=1 GCOLL_TIMEOUT=1 $S
 run_mpi cuda_fake 3 TEST_STAGED_TIMEOUT=1 TEST_QUICK=1 GCOLL_TIMEOUT=1 $S GCOLL_CUDA_IPC=off
+# device memory on rank 0, host memory on the others: GCOLL_ERR_INVALID_USAGE naming both
+# placements on every rank, over IPC and staged, over the node channel and over TCP
+run_mpi cuda_fake 3 TEST_PLACEMENT=1 GCOLL_TIMEOUT=20
+run_mpi cuda_fake 2 TEST_PLACEMENT=1 GCOLL_TIMEOUT=20 GCOLL_CUDA_IPC=off
+run_mpi cuda_fake 2 TEST_PLACEMENT=1 GCOLL_TIMEOUT=20 GCOLL_TRANSPORT_INTRA=inter
+run_mpi cuda_fake 3 TEST_PLACEMENT=1 GCOLL_TIMEOUT=20 GCOLL_CUDA_IPC=off GCOLL_TRANSPORT_INTRA=inter
 # the driver refuses to map a peer's memory: every rank fails, naming the cause or the rank
 run_mpi cuda_fake 3 FAKE_CUDA_IPC_REFUSED=1 TEST_QUICK=1
 run_mpi cuda_fake 2 FAKE_CUDA_IPC_REFUSED=1 TEST_QUICK=1 FAKE_CUDA_GPUS=distinct

@@ -140,6 +140,13 @@ typedef struct {
     char *scratch;         /* in-place alltoall: the result, until every peer has read its input */
     int launched, moved;   /* the kernels are queued; the result moved into place */
     int whole;             /* every rank on one GPU: rank 0 computes everything */
+    /* The node channel, where there is one: the operation takes its place in the channel's order
+     * (seq), as the node's host algorithms do, and compares its descriptor with theirs there, so
+     * a rank that passed host memory meets a mismatch instead of a hang */
+    gcoll__shm_t *shm;
+    uint64_t seq;
+    int stage;             /* export step: 0 waiting its turn, 1 its input, 2 the others' arrival */
+    const gcoll__sched_t *sched;
     char err[240];
 } ipc_t;
 
@@ -278,15 +285,9 @@ static gcoll_status_t launch(ipc_t *g)
     return GCOLL_SUCCESS;
 }
 
-/* Round 1: once the input is ready (the caller's stream reached the start event), export. */
-static gcoll_status_t step_export(void *state, int *done)
+/* This rank's record: its buffers exported for the peers to map. */
+static void export(ipc_t *g)
 {
-    ipc_t *g = state;
-    int ok = 0;
-    GCOLL_CU(g->cu->set_device(g->device), "set device");
-    GCOLL_CHECK(gcoll__cuda_ready(g->ev_start, &ok));
-    if (!ok)
-        return GCOLL_SUCCESS;
     rec_t *me = &g->recs[g->a.rank];
     const void *buf[2] = {g->sendp[g->a.rank], g->recvp[g->a.rank]};
     me->pid = (int32_t)getpid();
@@ -302,6 +303,50 @@ static gcoll_status_t step_export(void *state, int *done)
             me->off[side] = off;
             me->id[side] = id;
         }
+}
+
+/* The descriptors the node's ranks published for this operation's turn: a mismatch, or none. */
+static gcoll_status_t compare(const ipc_t *g)
+{
+    gcoll__shm_t *shm = g->shm;
+    for (int q = 0; q < shm->n; q++) {
+        const gcoll__opdesc_t *d = &shm->ctrl[q].op[g->seq & 1].d;
+        if (q != shm->me && shm->ctrl[q].op[g->seq & 1].seq == g->seq && !gcoll__opdesc_agree(d, &g->sched->desc))
+            return gcoll__opdesc_mismatch(g->sched->tag, &g->sched->desc, g->a.rank, d, gcoll__shm_rank_of(shm, q));
+    }
+    return GCOLL_SUCCESS;
+}
+
+/* Round 1: in the node channel's order, once the input is ready (the caller's stream reached
+ * the start event), export; on the channel, publish the descriptor and compare the others'. */
+static gcoll_status_t step_export(void *state, int *done)
+{
+    ipc_t *g = state;
+    gcoll__shm_t *shm = g->shm;
+    if (g->stage == 0) {
+        if (shm && shm->completed != g->seq - 1)
+            return GCOLL_SUCCESS;
+        g->stage = 1;
+    }
+    if (g->stage == 1) {
+        int ok = 0;
+        GCOLL_CU(g->cu->set_device(g->device), "set device");
+        GCOLL_CHECK(gcoll__cuda_ready(g->ev_start, &ok));
+        if (!ok)
+            return GCOLL_SUCCESS;
+        export(g);
+        if (shm) {
+            shm->ctrl[shm->me].op[g->seq & 1].seq = g->seq;
+            shm->ctrl[shm->me].op[g->seq & 1].d = g->sched->desc;
+            gcoll__shm_set(shm, &shm->ctrl[shm->me].arrive, g->seq);
+        }
+        g->stage = 2;
+    }
+    if (shm) {
+        if (!gcoll__shm_all_arrived(shm, g->seq))
+            return GCOLL_SUCCESS;
+        GCOLL_CHECK(compare(g));
+    }
     *done = 1;
     return GCOLL_SUCCESS;
 }
@@ -374,6 +419,8 @@ static gcoll_status_t step_finish(void *state, int *done)
     const gcoll__coll_args_t *a = &g->a;
     if (g->err[0])
         return gcoll__error(GCOLL_ERR_SYSTEM, "%s", g->err);
+    if (g->shm) /* the channel's next operation may start */
+        g->shm->completed = g->seq;
     for (int q = 0; q < a->size; q++)
         if (g->status[q])
             return gcoll__error(GCOLL_ERR_REMOTE, "%s over CUDA IPC failed on rank %d (its own error says why)",
@@ -494,6 +541,10 @@ gcoll_status_t gcoll__cuda_ipc_start(gcoll__coll_args_t *a, gcoll_comm_t comm, c
     s->cleanup = ipc_free;
     s->cleanup_arg = g;
     s->desc = gcoll__opdesc_of(a->coll, a->dtype, a->op, a->count, a->root);
+    s->desc.where = GCOLL_OPDESC_DEVICE;
+    g->sched = s;
+    if ((g->shm = a->shm) != NULL)
+        g->seq = ++a->shm->issued;
     gcoll_status_t st = ipc_setup(g, attr);
     if (st != GCOLL_SUCCESS) {
         gcoll__sched_free(s);

@@ -373,6 +373,11 @@ static gcoll_status_t chunk_build(stage_t *g, const gcoll__coll_args_t *a, size_
     } else {
         GCOLL_CHECK(gcoll__build(&ca, forced, NULL, &s, &algo));
     }
+    if (g->peer >= 0) /* the staged chunks cross as this collective's messages */
+        s->desc = gcoll__opdesc_of(a->coll, a->dtype, a->op, n, a->root);
+    if (send_dev || recv_dev) /* a rank that passed host memory meets a mismatch, not a hang */
+        s->desc.where = GCOLL_OPDESC_DEVICE;
+    s->tag = (uint32_t)tag;
     struct gcoll_request *r = &c->req;
     r->comm = comm;
     r->lane = comm->lane;
@@ -449,6 +454,11 @@ static gcoll_status_t stage_setup(stage_t *g, gcoll__coll_args_t *a, const size_
         size_t lo = k * per, n = a->count - lo < per ? a->count - lo : per;
         GCOLL_CHECK(chunk_build(g, a, k, lo, n, tensor_counts, ntensors, attr, comm, *tag + k));
     }
+    /* the chunks' messages say what they are, and arrivals are checked against it */
+    pthread_mutex_lock(&comm->lane->lock);
+    for (size_t k = 0; k < g->nchunks; k++)
+        gcoll__optab_put(&comm->optab, (uint32_t)(*tag + k), &g->chunks[k].req.sched->desc);
+    pthread_mutex_unlock(&comm->lane->lock);
     return GCOLL_SUCCESS;
 }
 
@@ -481,6 +491,7 @@ gcoll_status_t gcoll__cuda_stage_start(gcoll__coll_args_t *a, const size_t *tens
     }
     gcoll__sched_custom(s, stage_poll, stage_who, g);
     gcoll__sched_custom_local(s);
+    s->desc = g->chunks[0].req.sched->desc; /* the driver shares the first chunk's tag */
     if (s->status != GCOLL_SUCCESS) {
         gcoll__sched_free(s);
         return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");

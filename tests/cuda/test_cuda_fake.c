@@ -342,6 +342,22 @@ static void ipc_refused(void)
     free(in);
 }
 
+/* Rank 0 passes device memory, the others host memory, for one allreduce: every rank fails with
+ * GCOLL_ERR_INVALID_USAGE naming both placements (over IPC or staged), none hangs. */
+static void placement(void)
+{
+    size_t cnt = 1000, bytes = cnt * 4;
+    float *in = xmalloc(bytes), *out = xmalloc(bytes);
+    ref_fill_values(in, cnt, h_rank, GCOLL_FLOAT32, GCOLL_SUM);
+    void *send = h_rank == 0 ? dev_copy(in, bytes) : in, *recv = h_rank == 0 ? fake_malloc(bytes) : (void *)out;
+    gcoll_status_t st = gcoll_allreduce(send, recv, cnt, GCOLL_FLOAT32, GCOLL_SUM, world);
+    const char *msg = gcoll_last_error();
+    CHECK(st == GCOLL_ERR_INVALID_USAGE && strstr(msg, "device memory") && strstr(msg, "host memory"),
+          "device buffers on rank 0 only: %s: %s", gcoll_status_name(st), msg);
+    free(in);
+    free(out);
+}
+
 static void all_cases(void)
 {
     static const gcoll_dtype_t dts[] = {GCOLL_FLOAT32, GCOLL_FLOAT16, GCOLL_BFLOAT16, GCOLL_FLOAT64, GCOLL_INT32};
@@ -373,6 +389,8 @@ int main(int argc, char **argv)
         staged_timeout();
     else if (getenv("FAKE_CUDA_IPC_REFUSED"))
         ipc_refused();
+    else if (getenv("TEST_PLACEMENT"))
+        placement();
     else
         all_cases();
     CHECK(fake_live_events() == 0 && fake_live_streams() == 0 && fake_live_device() == 0,

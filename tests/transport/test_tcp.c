@@ -387,10 +387,14 @@ static void test_header_check(void)
     gcoll__tcp_hdr_unpack(buf, &h);
     CHECK(gcoll__tcp_hdr_check(&h, 0, why, sizeof(why)) == GCOLL_ERR_TRANSPORT, "reserved bytes accepted");
     gcoll__tcp_hdr_pack(buf, &good);
-    buf[43] = 1; /* the descriptor's zero byte */
+    buf[43] = 2; /* the descriptor's placement: host (0) or device (1) only */
     gcoll__tcp_hdr_unpack(buf, &h);
     CHECK(gcoll__tcp_hdr_check(&h, 7, why, sizeof(why)) == GCOLL_ERR_TRANSPORT && has(why, "descriptor"),
-          "a descriptor's nonzero reserved byte: '%s'", why);
+          "a descriptor's unknown placement: '%s'", why);
+    buf[43] = GCOLL_OPDESC_DEVICE; /* travels and is accepted */
+    gcoll__tcp_hdr_unpack(buf, &h);
+    CHECK(gcoll__tcp_hdr_check(&h, 7, why, sizeof(why)) == GCOLL_SUCCESS && h.desc.where == GCOLL_OPDESC_DEVICE,
+          "a device descriptor refused or lost: '%s'", why);
 
     unsigned char secret[TCP_SECRET_BYTES], hello[TCP_HELLO_BYTES];
     fill(secret, sizeof(secret), 5);

@@ -25,7 +25,7 @@ void gcoll__tcp_hdr_pack(unsigned char *buf, const gcoll__tcp_hdr_t *h)
     buf[40] = h->desc.coll;
     buf[41] = h->desc.dtype;
     buf[42] = h->desc.op;
-    buf[43] = 0;
+    buf[43] = h->desc.where;
     gcoll__put32(buf + 44, (uint32_t)h->desc.root);
     gcoll__put64(buf + 48, h->desc.count);
 }
@@ -41,7 +41,7 @@ void gcoll__tcp_hdr_unpack(const unsigned char *buf, gcoll__tcp_hdr_t *h)
     h->len = gcoll__get64(buf + 16);
     h->id = gcoll__get64(buf + 24);
     h->aux = gcoll__get64(buf + 32);
-    h->desc = (gcoll__opdesc_t){.coll = buf[40], .dtype = buf[41], .op = buf[42], .pad = buf[43],
+    h->desc = (gcoll__opdesc_t){.coll = buf[40], .dtype = buf[41], .op = buf[42], .where = buf[43],
                                 .root = (int32_t)gcoll__get32(buf + 44), .count = gcoll__get64(buf + 48)};
 }
 
@@ -64,9 +64,9 @@ gcoll_status_t gcoll__tcp_hdr_check(const gcoll__tcp_hdr_t *h, uint32_t seq, cha
     else if (h->type == TCP_MISMATCH && (h->len == 0 || h->len > TCP_NOTICE_MAX))
         snprintf(why, len, "a mismatch notice of %llu bytes (the bound is %d)", (unsigned long long)h->len,
                  TCP_NOTICE_MAX);
-    else if (h->desc.coll > GCOLL_COLL_COUNT || h->desc.pad != 0)
-        snprintf(why, len, "a malformed operation descriptor (kind %u, reserved byte %u)", (unsigned)h->desc.coll,
-                 (unsigned)h->desc.pad);
+    else if (h->desc.coll > GCOLL_COLL_COUNT || h->desc.where > GCOLL_OPDESC_DEVICE)
+        snprintf(why, len, "a malformed operation descriptor (kind %u, placement %u)", (unsigned)h->desc.coll,
+                 (unsigned)h->desc.where);
     else
         return GCOLL_SUCCESS;
     return GCOLL_ERR_TRANSPORT;
