@@ -41,6 +41,12 @@ gcoll_status_t gcoll__opdesc_mismatch(uint32_t tag, const gcoll__opdesc_t *mine,
     same.where = mine->where;
     if (mine->where != theirs->where && gcoll__opdesc_agree(mine, &same)) {
         gcoll__opdesc_str(mine, tag, a, sizeof(a));
+        if (mine->where && theirs->where) /* both device memory, one path each */
+            return gcoll__error(GCOLL_ERR_INVALID_USAGE,
+                                "%s: rank %d %s and rank %d %s; every rank must pass device memory for every "
+                                "buffer, with the same GCOLL_CUDA_IPC",
+                                a, me, mine->where == GCOLL_OPDESC_IPC ? "moves it over CUDA IPC" : "stages it",
+                                peer, theirs->where == GCOLL_OPDESC_IPC ? "moves it over CUDA IPC" : "stages it");
         return gcoll__error(GCOLL_ERR_INVALID_USAGE,
                             "%s: rank %d passed %s memory and rank %d %s memory; every rank's buffers must be on "
                             "the GPU, or every rank's in host memory",

@@ -407,9 +407,13 @@ run_mpi cuda_fake 3 TEST_PLACEMENT=1 GCOLL_TIMEOUT=20
 run_mpi cuda_fake 2 TEST_PLACEMENT=1 GCOLL_TIMEOUT=20 GCOLL_CUDA_IPC=off
 run_mpi cuda_fake 2 TEST_PLACEMENT=1 GCOLL_TIMEOUT=20 GCOLL_TRANSPORT_INTRA=inter
 run_mpi cuda_fake 3 TEST_PLACEMENT=1 GCOLL_TIMEOUT=20 GCOLL_CUDA_IPC=off GCOLL_TRANSPORT_INTRA=inter
+# a host receive buffer on rank 0 only: it stages while the others use IPC, and all say so
+run_mpi cuda_fake 3 TEST_PLACEMENT=2 GCOLL_TIMEOUT=20 FAKE_CUDA_GPUS=distinct
+run_mpi cuda_fake 2 TEST_PLACEMENT=2 GCOLL_TIMEOUT=20 GCOLL_TRANSPORT_INTRA=inter
 # the driver refuses to map a peer's memory: every rank fails, naming the cause or the rank
 run_mpi cuda_fake 3 FAKE_CUDA_IPC_REFUSED=1 TEST_QUICK=1
 run_mpi cuda_fake 2 FAKE_CUDA_IPC_REFUSED=1 TEST_QUICK=1 FAKE_CUDA_GPUS=distinct
+run_mpi cuda_fake 3 FAKE_CUDA_EXPORT_REFUSED=1 TEST_QUICK=1
 out=$(timeout 120 $MPIRUN -np 1 -x TEST_PROBE=1 "$BINDIR/test_cuda" 2>&1)
 printf '=== cuda probe\n%s\n' "$out" >> "$LOG"
 if printf '%s\n' "$out" | grep -q '^SKIP'; then

@@ -18,7 +18,7 @@
 
 typedef struct gcoll__cuda_ops {
     const char *name;
-    int (*is_device)(const void *p, int *device); /* 1 when p is device memory (cudaPointerGetAttributes) */
+    int (*is_device)(const void *p, int *device); /* 1 device, 2 managed memory, 0 host (cudaPointerGetAttributes) */
     int (*set_device)(int device); /* the calling thread's device: progress threads run copies too */
     int (*stream_create)(void **stream);
     int (*stream_destroy)(void *stream);

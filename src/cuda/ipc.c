@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "comm.h"
@@ -20,8 +22,9 @@
 
 /* What a rank tells its peers once its input is ready. */
 typedef struct {
-    int32_t pid;
-    int32_t err; /* 0, or the CUDA error of exporting: then nobody maps anything */
+    uint64_t proc; /* its process (random: pids repeat across containers) */
+    int32_t err;   /* 0, or the CUDA error of exporting: then nobody maps anything */
+    int32_t pad0;
     uint64_t ptr[2]; /* send, receive: the buffers themselves, for ranks of the same process */
     uint64_t off[2]; /* their offsets in their allocations */
     uint64_t id[2];  /* their allocations' ids */
@@ -31,11 +34,11 @@ typedef struct {
     uint8_t pad[6];
 } rec_t;
 
-/* A peer's allocation mapped into this process, by (pid, id). A new id at the base address of
+/* A peer's allocation mapped into this process, by (process, id). A new id at the base address of
  * a mapped one means the peer freed that allocation: its mapping goes once nothing uses it. */
 typedef struct imp {
     struct imp *next;
-    int32_t pid;
+    uint64_t proc;
     uint64_t id, ebase; /* ebase: the allocation's address in the peer */
     void *base;
     int refs, stale;
@@ -73,7 +76,7 @@ static imp_t *imp_get(const gcoll__cuda_ops_t *cu, const rec_t *rec, int side, i
     uint64_t ebase = rec->ptr[side] - rec->off[side];
     pthread_mutex_lock(&imp_lock);
     for (imp_t *m = imps; m; m = m->next)
-        if (m->pid == rec->pid && !m->stale) {
+        if (m->proc == rec->proc && !m->stale) {
             if (m->id == rec->id[side])
                 hit = m;
             else if (m->ebase == ebase)
@@ -95,7 +98,7 @@ static imp_t *imp_get(const gcoll__cuda_ops_t *cu, const rec_t *rec, int side, i
         free(m);
         return NULL;
     }
-    m->pid = rec->pid;
+    m->proc = rec->proc;
     m->id = rec->id[side];
     m->ebase = ebase;
     m->refs = 1;
@@ -150,10 +153,27 @@ typedef struct {
     char err[240];
 } ipc_t;
 
+/* Device memory proper: managed memory (is_device 2) has no IPC handle and stages. */
 static int device_buf(const void *p)
 {
     int dev;
-    return p && gcoll__cuda_get()->is_device(p, &dev);
+    return p && gcoll__cuda_get()->is_device(p, &dev) == 1;
+}
+
+/* A number for this process that no other on the host shares (pids repeat across pid
+ * namespaces): drawn once, the pid mixed in should the kernel's random source fail. */
+static uint64_t proc_id;
+static pthread_once_t proc_once = PTHREAD_ONCE_INIT;
+static void draw_proc_id(void)
+{
+    if (getrandom(&proc_id, sizeof(proc_id), GRND_NONBLOCK) != (ssize_t)sizeof(proc_id))
+        proc_id = 0;
+    proc_id ^= (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL);
+}
+static uint64_t process_id(void)
+{
+    pthread_once(&proc_once, draw_proc_id);
+    return proc_id;
 }
 
 /* The buffers a rank's part of a needs on the device: send, receive (0 where it passes none). */
@@ -290,7 +310,7 @@ static void export(ipc_t *g)
 {
     rec_t *me = &g->recs[g->a.rank];
     const void *buf[2] = {g->sendp[g->a.rank], g->recvp[g->a.rank]};
-    me->pid = (int32_t)getpid();
+    me->proc = process_id();
     if (!g->cu->bus_id || g->cu->bus_id(g->device, me->bus, (int)sizeof(me->bus)) != 0)
         me->bus[0] = '\0';
     me->bus[sizeof(me->bus) - 1] = '\0';
@@ -357,16 +377,11 @@ static void map_peers(ipc_t *g)
     int p = g->a.size, me = g->a.rank;
     for (int q = 0; q < p && !g->err[0]; q++) {
         const rec_t *rec = &g->recs[q];
-        if (rec->err) {
-            snprintf(g->err, sizeof(g->err), "rank %d could not export its buffer for CUDA IPC: %s", q,
-                     g->cu->error_string(rec->err));
-            break;
-        }
         for (int side = 0; side < 2 && q != me; side++) {
             char **slot = side ? &g->recvp[q] : &g->sendp[q];
             if (!rec->has[side])
                 continue;
-            if (rec->pid == g->recs[me].pid) { /* ranks of one process share the address space */
+            if (rec->proc == g->recs[me].proc) { /* ranks of one process share the address space */
                 *slot = (char *)(uintptr_t)rec->ptr[side];
                 continue;
             }
@@ -393,14 +408,23 @@ static gcoll_status_t step_run(void *state, int *done)
     if (!g->launched) {
         g->launched = 1;
         g->whole = one_gpu(g);
-        if (!g->whole || g->a.rank == 0) /* on one GPU only rank 0 touches the peers' buffers */
+        for (int q = 0; q < g->a.size && !g->err[0]; q++) /* every rank names an export that failed */
+            if (g->recs[q].err)
+                snprintf(g->err, sizeof(g->err), "rank %d could not export its buffer for CUDA IPC (%s): "
+                         "cudaMallocAsync pools and VMM memory have none; GCOLL_CUDA_IPC=off",
+                         q, g->cu->error_string(g->recs[q].err));
+        if (!g->err[0] && (!g->whole || g->a.rank == 0)) /* on one GPU only rank 0 touches the peers' buffers */
             map_peers(g);
         if (!g->err[0]) {
             gcoll_status_t st = launch(g);
             if (st == GCOLL_SUCCESS)
                 st = g->cu->event_record(g->ev_done, g->stream) ? GCOLL_ERR_SYSTEM : GCOLL_SUCCESS;
-            if (st != GCOLL_SUCCESS)
+            if (st != GCOLL_SUCCESS) {
                 snprintf(g->err, sizeof(g->err), "%s", gcoll_last_error());
+                /* what was queued may still write the peers' buffers: it ends before they hear */
+                if (!g->cu->event_record(g->ev_done, g->stream))
+                    g->cu->event_sync(g->ev_done);
+            }
         }
         g->status[g->a.rank] = g->err[0] != 0;
     }
@@ -541,7 +565,7 @@ gcoll_status_t gcoll__cuda_ipc_start(gcoll__coll_args_t *a, gcoll_comm_t comm, c
     s->cleanup = ipc_free;
     s->cleanup_arg = g;
     s->desc = gcoll__opdesc_of(a->coll, a->dtype, a->op, a->count, a->root);
-    s->desc.where = GCOLL_OPDESC_DEVICE;
+    s->desc.where = GCOLL_OPDESC_IPC; /* a staged rank (a host buffer, another GCOLL_CUDA_IPC) mismatches */
     g->sched = s;
     if ((g->shm = a->shm) != NULL)
         g->seq = ++a->shm->issued;

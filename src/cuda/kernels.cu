@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <type_traits>
 
 #include "gcoll.h"
 #include "cuda/rt_abi.h"
@@ -36,9 +37,33 @@ template <typename T> struct acc { typedef T type; };
 template <> struct acc<__half> { typedef float type; };
 template <> struct acc<__nv_bfloat16> { typedef float type; };
 
+// Float min/max as the host kernels do them: a NaN propagates, and min(-0,+0) is -0 and
+// max(-0,+0) +0 in either order, so ranks that combine in different orders get the same bits.
+__device__ static float same_bits(float x, float y, bool min)
+{
+    unsigned a = __float_as_uint(x), b = __float_as_uint(y);
+    return __uint_as_float(min ? a | b : a & b);
+}
+__device__ static double same_bits(double x, double y, bool min)
+{
+    long long a = __double_as_longlong(x), b = __double_as_longlong(y);
+    return __longlong_as_double(min ? a | b : a & b);
+}
+
 template <int OP, typename A> __device__ static A combine(A x, A y)
 {
-    return OP == GCOLL_SUM ? x + y : OP == GCOLL_PROD ? x * y : OP == GCOLL_MIN ? (x < y ? x : y) : (x > y ? x : y);
+    if (OP == GCOLL_SUM)
+        return x + y;
+    if (OP == GCOLL_PROD)
+        return x * y;
+    A r = OP == GCOLL_MIN ? (x < y ? x : y) : (x > y ? x : y);
+    if constexpr (std::is_floating_point<A>::value) {
+        if (x != x || y != y)
+            return x + y;
+        if (x == y)
+            return same_bits(x, y, OP == GCOLL_MIN);
+    }
+    return r;
 }
 
 template <typename T, int OP>

@@ -89,7 +89,7 @@ static int rt_is_device(const void *p, int *device)
         return 0;
     }
     *device = a.device;
-    return a.type == 2 || a.type == 3; /* managed memory is staged like device memory */
+    return a.type == 2 ? 1 : a.type == 3 ? 2 : 0; /* managed memory is staged like device memory */
 }
 static int rt_stream_create(void **s) { return rt.stream_create(s, 1 /* cudaStreamNonBlocking */); }
 static int rt_stream_wait_event(void *s, void *e) { return rt.stream_wait_event(s, e, 0); }

@@ -504,7 +504,7 @@ gcoll_status_t gcoll__cuda_stage_start(gcoll__coll_args_t *a, const size_t *tens
 gcoll_status_t gcoll__cuda_reduce_local(void *inout, const void *in, size_t count, gcoll_dtype_t dtype, gcoll_op_t op)
 {
     const gcoll__cuda_ops_t *cu = gcoll__cuda_get();
-    int dev = 0, d_inout = cu->is_device(inout, &dev), d_in = cu->is_device(in, &dev);
+    int dev = 0, d_inout = !!cu->is_device(inout, &dev), d_in = !!cu->is_device(in, &dev);
     if (d_inout != d_in)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is device memory and %s is not: both or neither",
                             d_inout ? "inout" : "in", d_inout ? "in" : "inout");

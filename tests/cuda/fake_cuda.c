@@ -379,8 +379,8 @@ static int f_reduce_multi(void *const *dst, int ndst, const void *const *src, in
 /* The whole arena is one allocation, whose id changes with every fake_reset. */
 static int f_ipc_export(const void *p, gcoll__cuda_ipc_handle_t *h, size_t *offset, unsigned long long *id)
 {
-    if (!((const char *)p >= dev_base && (const char *)p < dev_base + arena))
-        return 400; /* cudaErrorInvalidResourceHandle */
+    if (!((const char *)p >= dev_base && (const char *)p < dev_base + arena) || getenv("FAKE_CUDA_EXPORT_REFUSED"))
+        return 400; /* cudaErrorInvalidResourceHandle: as for memory of a cudaMallocAsync pool */
     fhandle_t fh = {.pid = (int32_t)getpid(), .fd = arena_fd};
     memset(h, 0, sizeof(*h));
     memcpy(h->bytes, &fh, sizeof(fh));

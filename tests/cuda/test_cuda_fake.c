@@ -327,7 +327,8 @@ static void staged_timeout(void)
 }
 
 /* CUDA IPC refused between the processes (FAKE_CUDA_IPC_REFUSED): every rank's allreduce fails,
- * none hangs; a rank that could not map says what to do, the others name it. */
+ * none hangs; a rank that could not map says what to do, the others name it. Buffers that cannot
+ * be exported (FAKE_CUDA_EXPORT_REFUSED): every rank names the exporter and what to do. */
 static void ipc_refused(void)
 {
     size_t bytes = big * 4;
@@ -336,24 +337,34 @@ static void ipc_refused(void)
     void *buf = dev_copy(in, bytes);
     gcoll_status_t st = gcoll_allreduce(buf, buf, big, GCOLL_FLOAT32, GCOLL_SUM, world);
     const char *msg = gcoll_last_error();
-    CHECK((st == GCOLL_ERR_SYSTEM && strstr(msg, "cudaIpcOpenMemHandle") && strstr(msg, "GCOLL_CUDA_IPC=off")) ||
-              (st == GCOLL_ERR_REMOTE && strstr(msg, "failed on rank")),
-          "allreduce with IPC refused: %s: %s", gcoll_status_name(st), msg);
+    if (getenv("FAKE_CUDA_EXPORT_REFUSED"))
+        CHECK(st == GCOLL_ERR_SYSTEM && strstr(msg, "could not export") && strstr(msg, "GCOLL_CUDA_IPC=off"),
+              "allreduce with no IPC handle: %s: %s", gcoll_status_name(st), msg);
+    else
+        CHECK((st == GCOLL_ERR_SYSTEM && strstr(msg, "cudaIpcOpenMemHandle") && strstr(msg, "GCOLL_CUDA_IPC=off")) ||
+                  (st == GCOLL_ERR_REMOTE && strstr(msg, "failed on rank")),
+              "allreduce with IPC refused: %s: %s", gcoll_status_name(st), msg);
     free(in);
 }
 
-/* Rank 0 passes device memory, the others host memory, for one allreduce: every rank fails with
- * GCOLL_ERR_INVALID_USAGE naming both placements (over IPC or staged), none hangs. */
-static void placement(void)
+/* TEST_PLACEMENT=1: rank 0 passes device memory, the others host memory, for one allreduce;
+ * 2: rank 0 a host receive buffer (it stages), the others device memory (IPC where it is on).
+ * Every rank fails with GCOLL_ERR_INVALID_USAGE naming both sides, none hangs. */
+static void placement(int mode)
 {
     size_t cnt = 1000, bytes = cnt * 4;
     float *in = xmalloc(bytes), *out = xmalloc(bytes);
     ref_fill_values(in, cnt, h_rank, GCOLL_FLOAT32, GCOLL_SUM);
-    void *send = h_rank == 0 ? dev_copy(in, bytes) : in, *recv = h_rank == 0 ? fake_malloc(bytes) : (void *)out;
+    int dev_send = mode == 1 ? h_rank == 0 : 1, dev_recv = mode == 1 ? h_rank == 0 : h_rank != 0;
+    void *send = dev_send ? dev_copy(in, bytes) : in, *recv = dev_recv ? fake_malloc(bytes) : (void *)out;
     gcoll_status_t st = gcoll_allreduce(send, recv, cnt, GCOLL_FLOAT32, GCOLL_SUM, world);
     const char *msg = gcoll_last_error();
-    CHECK(st == GCOLL_ERR_INVALID_USAGE && strstr(msg, "device memory") && strstr(msg, "host memory"),
-          "device buffers on rank 0 only: %s: %s", gcoll_status_name(st), msg);
+    if (mode == 1)
+        CHECK(st == GCOLL_ERR_INVALID_USAGE && strstr(msg, "device memory") && strstr(msg, "host memory"),
+              "device buffers on rank 0 only: %s: %s", gcoll_status_name(st), msg);
+    else
+        CHECK(st == GCOLL_ERR_INVALID_USAGE && strstr(msg, "over CUDA IPC") && strstr(msg, "stages it"),
+              "a host buffer on rank 0 only: %s: %s", gcoll_status_name(st), msg);
     free(in);
     free(out);
 }
@@ -387,10 +398,10 @@ int main(int argc, char **argv)
     big = getenv("TEST_QUICK") ? 40003 : 170003; /* 6+ chunks of 64K even in fp16 (the full run) */
     if (getenv("TEST_STAGED_TIMEOUT"))
         staged_timeout();
-    else if (getenv("FAKE_CUDA_IPC_REFUSED"))
+    else if (getenv("FAKE_CUDA_IPC_REFUSED") || getenv("FAKE_CUDA_EXPORT_REFUSED"))
         ipc_refused();
     else if (getenv("TEST_PLACEMENT"))
-        placement();
+        placement(atoi(getenv("TEST_PLACEMENT")));
     else
         all_cases();
     CHECK(fake_live_events() == 0 && fake_live_streams() == 0 && fake_live_device() == 0,
