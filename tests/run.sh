@@ -397,6 +397,7 @@ run_mpi cuda_fake 3 $S
 run_mpi cuda_fake 4 TEST_QUICK=1 $S FAKE_CUDA_GPUS=distinct
 run_mpi cuda_fake 2 $S GCOLL_CUDA_IPC=off
 run_mpi cuda_fake 3 TEST_QUICK=1 $S GCOLL_CUDA_IPC=off GCOLL_TRANSPORT_INTRA=inter
+run_mpi cuda_fake 2 TEST_QUICK=1 $S GCOLL_CUDA_IPC=off GCOLL_TRANSPORT_INTRA=inter
 run_mpi cuda_fake 3 TEST_QUICK=1 $S GCOLL_CUDA_IPC=on FAKE_CUDA_GPUS=distinct GCOLL_TRANSPORT_INTRA=inter
 # an operation that rank 0 never joins: a timeout naming it, everything released
 run_mpi cuda_fake 3 TEST_STAGED_TIMEOUT=1 TEST_QUICK=1 GCOLL_TIMEOUT=1 $S

@@ -300,11 +300,13 @@ static int blockwise(const gcoll__coll_args_t *a)
 }
 
 /* Whether a reduces on the GPU: an allreduce (not Adasum) of two ranks, both buffers on the
- * device, the kernels library there. */
+ * device, the kernels library there, not both on one host's node channel (where a peer with host
+ * buffers runs a node-channel algorithm that would never read this path's messages: the host
+ * algorithms on the staged chunks compare descriptors on the channel, and IPC is the fast path). */
 static int gpu_reduce(const stage_t *g, const gcoll__coll_args_t *a)
 {
     int dev;
-    return a->coll == GCOLL_COLL_ALLREDUCE && a->size == 2 && g->cu->reduce_multi && a->count &&
+    return a->coll == GCOLL_COLL_ALLREDUCE && a->size == 2 && !a->shm && g->cu->reduce_multi && a->count &&
            a->op != GCOLL_ADASUM && g->cu->is_device(a->sendbuf, &dev) && g->cu->is_device(a->recvbuf, &dev);
 }
 
