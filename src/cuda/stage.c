@@ -2,8 +2,8 @@
  * (GCOLL_CUDA_STAGE_CHUNK); each chunk is copied device -> pinned host on one stream, runs the
  * host algorithm the selection table picks for its size (a request of its own, with its own tag,
  * driven from here), and its result is copied pinned host -> device on a second stream. An
- * allreduce of two ranks instead exchanges the staged chunks, copies the peer's up and reduces
- * on the GPU (own op peer on both ranks: the ops commute, so both get the same bits). Chunks
+ * allreduce of two ranks that share no node channel instead exchanges the staged chunks, copies
+ * the peer's up and reduces on the GPU (own op peer on both ranks: the ops commute). Chunks
  * move through these stages independently, so while chunk k is on the network chunk k+1 is
  * being copied down and chunk k-1 up; STAGE_SLOTS pinned slots bound the host memory. The
  * element-wise collectives (allreduce, reduce, bcast) are cut into ranges of elements;
