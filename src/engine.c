@@ -24,6 +24,9 @@
 
 #define SPIN_PASSES 200
 #define YIELD_PASSES 50
+#define CROWDED_YIELD_PASSES 4
+#define TIGHT_POLL_S 20e-6 /* a gcoll_test this soon after the last one is a polling loop's */
+#define NAP_US 1000        /* the longest such a poll sleeps when no peer moves */
 #define PREEMPT_FIRST 8    /* spin passes before the first look at the preemption count */
 #define PREEMPT_CHECK 32   /* and between looks */
 #define PREEMPT_MEMORY 256 /* waits on a communicator that skip the spin after one was preempted */
@@ -468,22 +471,55 @@ static gcoll_status_t finish(gcoll_request_t *req)
     return st;
 }
 
+/* The lane's worker stands down while an application thread waits on the lane and drives it:
+ * two threads of one rank polling the same requests take turns on a core for nothing, and
+ * with more ranks than cores they take it from the peers they wait for. Lock held. */
+static void waiter_enter(gcoll__lane_t *l)
+{
+    l->waiters++;
+}
+
+static void waiter_leave(gcoll__lane_t *l)
+{
+    if (--l->waiters == 0 && l->active)
+        gcoll__lane_kick(l);
+}
+
 GCOLL_API gcoll_status_t gcoll_test(gcoll_request_t *req, int *done)
 {
     if (!req || !*req || !done)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is NULL", !done ? "done" : !req ? "req" : "*req");
-    gcoll__lane_t *l = (*req)->lane;
+    gcoll_request_t r = *req;
+    gcoll__lane_t *l = r->lane;
+    double t = r->polls ? now_s() : 0;
     pthread_mutex_lock(&l->lock);
-    if (!(*req)->done)
+    gcoll_comm_t comm = r->done ? NULL : r->comm;
+    uint32_t ticket = comm ? gcoll__comm_ticket(comm) : 0; /* before the pass: see gcoll_wait */
+    if (!r->done)
         gcoll__lane_progress(l);
-    *done = (*req)->done;
+    *done = r->done;
     /* A polling loop must not starve the peer it waits for of its core: with more ranks than
      * cores at once, and after a spin's worth of fruitless polls anywhere (ranks on other hosts
-     * may share this machine's cores too). */
-    int give_way = !*done && (gcoll__comm_crowded((*req)->comm) || ++(*req)->polls > SPIN_PASSES);
+     * may share this machine's cores too). A caller that polls again as soon as the last poll
+     * returned does nothing else meanwhile: it sleeps until a peer moves, like gcoll_wait,
+     * rather than yield the core and take it back at once, many times a millisecond. */
+    int give_way = !*done && (++r->polls > SPIN_PASSES || gcoll__comm_crowded(comm));
+    int nap = give_way && !l->local_wait && t - r->t_poll < TIGHT_POLL_S;
+    if (nap) {
+        comm->refs++; /* the request may retire while this thread sleeps */
+        waiter_enter(l);
+    }
     pthread_mutex_unlock(&l->lock);
-    if (give_way)
+    if (nap) {
+        gcoll__comm_idle(comm, ticket, NAP_US);
+        pthread_mutex_lock(&l->lock);
+        waiter_leave(l);
+        gcoll__comm_release(comm);
+        pthread_mutex_unlock(&l->lock);
+    } else if (give_way) {
         sched_yield();
+    }
+    r->t_poll = now_s();
     return *done ? finish(req) : GCOLL_SUCCESS;
 }
 
@@ -500,12 +536,17 @@ GCOLL_API gcoll_status_t gcoll_wait(gcoll_request_t *req)
     gcoll_comm_t rc = (*req)->done ? NULL : (*req)->comm; /* a finished request has let go of it */
     if (rc && rc->preempted) /* after a while, spin again to see whether the cores are still contended */
         rc->preempted--;
-    unsigned spin = !rc || !gcoll__comm_crowded(rc) ? SPIN_PASSES : 0;
+    int crowded = rc && gcoll__comm_crowded(rc);
+    unsigned spin = crowded ? 0 : SPIN_PASSES;
+    /* With more ranks than cores, a yield mostly hands the core to another waiter that yields
+     * it back; a few let a peer that is about to move run, then the wait sleeps. */
+    unsigned yields = crowded ? CROWDED_YIELD_PASSES : YIELD_PASSES;
     /* Network communicators watch for preemption while they spin (a node channel knows its
      * crowding from the local rank count); short waits skip the look, it costs a system call. */
     int watch = rc && !rc->shm && spin, held = watch;
     if (held)
         rc->refs++; /* the request lets go of it when it finishes */
+    waiter_enter(l);
     pthread_mutex_unlock(&l->lock);
     long nivcsw = 0;
     for (unsigned idle = 0;; idle++) {
@@ -524,7 +565,7 @@ GCOLL_API gcoll_status_t gcoll_wait(gcoll_request_t *req)
             }
             watch = !done && idle < spin;
         }
-        if (!done && !comm && idle >= spin + YIELD_PASSES) {
+        if (!done && !comm && idle >= spin + yields) {
             comm = (*req)->comm;
             comm->refs++;
         }
@@ -532,10 +573,12 @@ GCOLL_API gcoll_status_t gcoll_wait(gcoll_request_t *req)
             gcoll__comm_release(comm);
         if (done && held)
             gcoll__comm_release(rc);
+        if (done)
+            waiter_leave(l);
         pthread_mutex_unlock(&l->lock);
         if (done)
             return finish(req);
-        if (comm && idle > spin + YIELD_PASSES && !poll)
+        if (comm && idle > spin + yields && !poll)
             gcoll__comm_idle(comm, ticket, 1000);
         else if (idle >= spin)
             sched_yield();

@@ -19,6 +19,8 @@ typedef struct gcoll__lane {
     unsigned passes;              /* progress passes, for the clock's sampling */
     int local_wait;               /* the last pass left a step waiting on local hardware (a GPU):
                                      waiters poll, since no peer's message will wake them */
+    int waiters;                  /* application threads in gcoll_wait: they drive the lane, so
+                                     the worker stands down rather than compete for the cores */
     int index;
     int has_worker, stop;
     pthread_t worker;

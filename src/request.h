@@ -23,6 +23,7 @@ struct gcoll_request {
     int progressed;   /* moved since the last clock reading */
     int done;
     unsigned polls; /* gcoll_test calls that found it unfinished */
+    double t_poll;  /* when the last of them returned: a caller that polls again at once waits */
     gcoll_status_t status;
     char errmsg[384];
     struct gcoll_request *next; /* in the active list */

@@ -81,7 +81,7 @@ static void *worker_main(void *arg)
     pthread_mutex_lock(&l->lock);
     unsigned idle = 0;
     while (!l->stop) {
-        if (!l->active) {
+        if (!l->active || l->waiters) {
             idle = 0;
             pthread_cond_wait(&l->wake, &l->lock);
             continue;

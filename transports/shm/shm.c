@@ -198,16 +198,40 @@ static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct tim
 }
 
 /* Sleepers and setters follow Dekker's pattern: a setter stores its counter and then reads
- * the sleeper count; a sleeper counts itself and then re-reads the counters. Sequential
+ * the sleeper counts; a sleeper counts itself and then re-reads the counters. Sequential
  * consistency makes at least one of them see the other, so a wake is never lost, and the
  * common case (nobody asleep) costs the setter no shared write beyond its own counter. */
+static void wake_rank(gcoll__shm_t *s, int q)
+{
+    gcoll__shm_ctrl_t *c = &s->ctrl[q];
+    if (atomic_load(&c->asleep)) {
+        atomic_fetch_add(&c->wake, 1);
+        futex(&c->wake, FUTEX_WAKE, INT32_MAX, NULL);
+    }
+}
+
 void gcoll__shm_set(gcoll__shm_t *s, _Atomic uint64_t *counter, uint64_t v)
 {
     atomic_store(counter, v);
-    if (atomic_load(&s->hdr->sleepers)) {
-        atomic_fetch_add(&s->hdr->wake, 1);
-        futex(&s->hdr->wake, FUTEX_WAKE, INT32_MAX, NULL);
-    }
+    if (!atomic_load(&s->hdr->sleepers))
+        return;
+    /* sequentially consistent loads: of two ranks that complete v at once, one sees the other */
+    size_t at = (size_t)((char *)counter - (char *)&s->ctrl[s->me]);
+    for (int q = 0; q < s->n; q++)
+        if (atomic_load((_Atomic uint64_t *)((char *)&s->ctrl[q] + at)) < v)
+            return;
+    for (int q = 0; q < s->n; q++)
+        wake_rank(s, q);
+}
+
+void gcoll__shm_ring_event(gcoll__shm_t *s, uint64_t events, int peer)
+{
+    atomic_store(&s->ctrl[s->me].rings, events);
+    if (!atomic_load(&s->hdr->sleepers))
+        return;
+    for (int q = 0; q < s->n; q++)
+        if (peer < 0 || q == peer)
+            wake_rank(s, q);
 }
 
 static int all_reached(gcoll__shm_t *s, uint64_t seq, int ready)
@@ -242,11 +266,14 @@ uint32_t gcoll__shm_ticket(gcoll__shm_t *s)
 void gcoll__shm_sleep(gcoll__shm_t *s, uint32_t ticket, long timeout_us)
 {
     struct timespec ts = {timeout_us / 1000000, (timeout_us % 1000000) * 1000};
+    gcoll__shm_ctrl_t *c = &s->ctrl[s->me];
+    atomic_fetch_add(&c->asleep, 1);
     atomic_fetch_add(&s->hdr->sleepers, 1);
-    uint32_t w = atomic_load(&s->hdr->wake);
+    uint32_t w = atomic_load(&c->wake);
     if (gcoll__shm_ticket(s) == ticket) /* nothing moved since the caller last looked */
-        futex(&s->hdr->wake, FUTEX_WAIT, w, &ts);
+        futex(&c->wake, FUTEX_WAIT, w, &ts);
     atomic_fetch_sub(&s->hdr->sleepers, 1);
+    atomic_fetch_sub(&c->asleep, 1);
 }
 
 void gcoll__shm_laggards(gcoll__shm_t *s, uint64_t seq, int ready, char *buf, size_t len)

@@ -35,6 +35,10 @@ typedef struct {
     } op[2];
     _Alignas(GCOLL_SHM_LINE) _Atomic uint64_t ready;  /* done with the peers' data for this op */
     _Alignas(GCOLL_SHM_LINE) _Atomic uint64_t rings;  /* bumped on every ring event of this rank */
+    /* This rank's threads sleep on wake; asleep counts them, so that a peer wakes only the
+     * ranks that sleep and that its move concerns. */
+    _Alignas(GCOLL_SHM_LINE) _Atomic uint32_t wake;
+    _Atomic uint32_t asleep;
     /* Set once, after why, when this rank's point-to-point endpoint found that the ranks' calls
      * differ: every peer reads it in its ring progress, so none waits on a ring that will not
      * move, and no ring needs room for the notice. */
@@ -43,8 +47,7 @@ typedef struct {
 } gcoll__shm_ctrl_t;
 
 typedef struct {
-    _Alignas(GCOLL_SHM_LINE) _Atomic uint32_t wake;   /* bumped when a counter moves and someone sleeps */
-    _Atomic uint32_t sleepers;                        /* waiters blocked in futex_wait */
+    _Alignas(GCOLL_SHM_LINE) _Atomic uint32_t sleepers; /* waiters of every rank blocked in futex_wait */
 } gcoll__shm_hdr_t;
 
 /* One cell of a point-to-point ring (sender -> receiver): a header line, then the payload. */
@@ -131,8 +134,11 @@ extern const struct gcoll__transport gcoll__transport_shm;
 gcoll_status_t gcoll__shm_p2p_open(gcoll__shm_t *s, const gcoll__optab_t *optab, const int *ranks,
                                    struct gcoll__tp **tp);
 
-/* Publishes a counter value and wakes sleepers. */
+/* Publishes this rank's arrive or ready counter; the rank whose move completes a value on
+ * every rank wakes the sleepers, since waits on these counters wait for all ranks. */
 void gcoll__shm_set(gcoll__shm_t *s, _Atomic uint64_t *counter, uint64_t v);
+/* Bumps this rank's ring counter and wakes local rank peer (-1: every rank) if it sleeps. */
+void gcoll__shm_ring_event(gcoll__shm_t *s, uint64_t events, int peer);
 /* 1 when every rank's arrive (ready) counter has reached seq. */
 int gcoll__shm_all_arrived(gcoll__shm_t *s, uint64_t seq);
 int gcoll__shm_all_ready(gcoll__shm_t *s, uint64_t seq);

@@ -1,19 +1,8 @@
-/* The shared-memory point-to-point transport: one single-producer ring per ordered pair of
- * local ranks, of GCOLL_SHM_RING_DEPTH cells with a cache-line header each. A message that fits
- * a cell travels inline; a larger one travels single copy (the receiver reads the sender's
- * buffer with process_vm_readv, a GCOLL_SHM_READ_CHUNK at a time where its consumer works on
- * each part as it lands, and acknowledges) where the kernel permits it, else as
- * consecutive fragments that the sender writes as cells free up, so sending and receiving
- * overlap. Messages between a pair enter the ring in the order they were posted and a receive
- * matches the first message with its tag, so messages with one tag match in posting order;
- * messages no receive is waiting for are copied aside (single-copy ones leave only their
- * descriptor). A single-copy send waits for its acknowledgement out of the queue, so the
- * messages behind it keep flowing: the receiver may need one of those before it posts the
- * receive that reads the large one.
- * Mismatch detection: a message's first cell carries the descriptor of the sender's operation
- * of its tag, which the receiver compares with its own as the message arrives, or, when its
- * operation had not started yet, as it receives or sends under that tag; a difference fails the
- * endpoint here and, through this rank's notice in the channel, at every peer. */
+/* The shared-memory point-to-point transport: one single-producer ring per ordered pair of local
+ * ranks. Small messages travel inline in cells; larger ones single copy (the receiver reads the
+ * sender's buffer with process_vm_readv) where the kernel permits, else as fragments. Messages
+ * with one tag match in posting order; a message's first cell carries its operation's descriptor
+ * for mismatch detection. docs/design.md describes the protocol. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,10 +58,10 @@ struct gcoll__shm_p2p {
     char why[GCOLL_SHM_NOTICE + 32];
 };
 
-/* Tells sleeping peers that a ring moved. */
-static void ring_event(gcoll__shm_t *s)
+/* Tells local rank peer (-1: every rank) that a ring between them moved, waking it if it sleeps. */
+static void ring_event(gcoll__shm_t *s, int peer)
 {
-    gcoll__shm_set(s, &s->ctrl[s->me].rings, ++s->p2p->events);
+    gcoll__shm_ring_event(s, ++s->p2p->events, peer);
 }
 
 struct gcoll__tp {
@@ -97,7 +86,7 @@ static void tell_peers(gcoll__shm_t *s)
     memcpy(c->why, p2p->why, n);
     c->why[n] = '\0';
     atomic_store_explicit(&c->mismatch, 1, memory_order_release);
-    ring_event(s); /* wakes the peers that sleep on the channel */
+    ring_event(s, -1); /* wakes the peers that sleep on the channel */
 }
 
 /* This rank's operation under tag (mine) differs from the one whose message came from local
@@ -236,7 +225,7 @@ static gcoll_status_t push_sends(gcoll__shm_t *s, int peer)
         if (len) /* empty messages (a barrier's) may come with a NULL buffer */
             memcpy((char *)(c + 1), r->buf + r->moved, len);
         atomic_store_explicit(&c->full, 1, memory_order_release);
-        ring_event(s);
+        ring_event(s, peer);
         p->tail++;
         r->started = 1;
         r->moved += len;
@@ -281,7 +270,7 @@ static gcoll_status_t pull(gcoll__shm_t *s, int peer, gcoll__tp_req_t *r, uint64
             landed(r, o, len);
     }
     atomic_store_explicit(gcoll__shm_ack(s, peer, s->me, msgid), msgid, memory_order_release);
-    ring_event(s);
+    ring_event(s, peer);
     r->status = st;
     r->done = 1;
     return GCOLL_SUCCESS;
@@ -390,7 +379,7 @@ static gcoll_status_t drain(gcoll__shm_t *s, int peer)
             }
         }
         atomic_store_explicit(&c->full, 0, memory_order_release);
-        ring_event(s);
+        ring_event(s, peer);
         p->head++;
     }
 }
