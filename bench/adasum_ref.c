@@ -1,4 +1,5 @@
-/* See adasum_ref.h. */
+/* See adasum_ref.h: the Adasum reference in double, the dtype decoding and the tolerance the
+ * tests and the benchmark's validation allow per dtype. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>

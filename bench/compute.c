@@ -1,4 +1,5 @@
-/* See compute.h. */
+/* See compute.h: the calibration of the spinning computation and the sleeping one that the
+ * overlap benchmarks run between posting an operation and waiting for it. */
 #include <errno.h>
 #include <stdint.h>
 #include <time.h>

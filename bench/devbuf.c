@@ -1,4 +1,5 @@
-/* See devbuf.h. */
+/* See devbuf.h: the benchmark's host or GPU buffers through a dlopen'd CUDA runtime, and the
+ * pinned-copy and device-memory bandwidths the report prints. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,8 +1,6 @@
 /* gcoll_bench: OSU-style collective benchmarks, gcoll beside MPI's own collective in one run.
- *   mpirun -np N gcoll_bench COLLECTIVE [options]     (see -h)
- *   mpirun -np N gcoll_bench iallreduce [options]     (overlap with computation, OSU's method)
- *   mpirun -np N gcoll_bench train [options]          (a training step of resnet50 or bert)
- *   gcoll_bench membw                                  (the machine's memory ceiling)
+ *   mpirun -np N gcoll_bench COLLECTIVE|iallreduce|train [options]   (see -h)
+ *   gcoll_bench membw                                                 (the memory ceiling)
  * Exits 0 when every row validated, 1 when one did not, 2 on a bad command line. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,5 @@
-/* See options.h. */
+/* See options.h: gcoll_bench's usage text and its strict parser; an option the subcommand
+ * would ignore is refused. */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>

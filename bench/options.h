@@ -1,4 +1,5 @@
-/* gcoll_bench's command line: a subcommand and OSU/nccl-tests style options, parsed strictly. */
+/* gcoll_bench's command line: a subcommand and OSU/nccl-tests style options, parsed strictly
+ * into bench_opts_t, which the runner, overlap and train modes read. */
 #ifndef GCOLL_BENCH_OPTIONS_H
 #define GCOLL_BENCH_OPTIONS_H
 

@@ -1,4 +1,5 @@
-/* See reference.h. */
+/* See reference.h: the deterministic test inputs every rank regenerates, and the exact expected
+ * results of each collective and op. */
 #include <math.h>
 #include <string.h>
 

@@ -1,4 +1,5 @@
-/* See report.h. Rows are kept until the end so the JSON can carry them with the header. */
+/* See report.h. Rows are kept until the end so the JSON can carry them with the header; the
+ * human table is printed row by row. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

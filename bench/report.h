@@ -1,4 +1,5 @@
-/* Benchmark output: the human table on stdout, and CSV and JSON files with the same rows. */
+/* Benchmark output: the human table on stdout (a header describing the machine, then a row per
+ * size), and CSV and JSON files with the same rows. */
 #ifndef GCOLL_BENCH_REPORT_H
 #define GCOLL_BENCH_REPORT_H
 

@@ -1,10 +1,7 @@
-/* See train.h. The gradients of all tensors live in one flat buffer, tensor t at off[t], as
- * frameworks keep them; every mode reduces in place there. The first step of each mode starts
- * from inputs regenerated on every rank (bench/reference.c) and its result is compared with the
- * independently computed reduction; the later steps reduce whatever the buffer holds, which
- * costs the same. Beside the times, each mode reports the CPU a rank's process spent per step
- * (every thread, user and system) and how busy rank 0's machine was: with a busy-looping
- * computation, a machine whose cores are all busy cannot hide the communication's own CPU work. */
+/* See train.h. The gradients live in one flat buffer, as frameworks keep them, and every mode
+ * reduces in place there; each mode's first step is checked against the reference reduction.
+ * Each mode also reports the CPU a rank spent per step and how busy rank 0's machine was: with a
+ * busy-looping computation, a machine with every core busy cannot hide gcoll's own CPU work. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,30 +1,7 @@
-/* Adasum's algorithms, all computing DESIGN.md's tree exactly: first rank r >= P folds into
- * r - P (P the largest power of two <= n), then adjacent pairs combine level by level.
- * halving: vector-halving distance-doubling. At the level of distance d, ranks r and r^d swap
- *   halves of the range they hold (the lower rank's group is a, the upper's b) and keep one; the
- *   per-tensor (a.b, a.a, b.b) of each kept part are summed among the 2d ranks of the pair group
- *   by recursive doubling (3 doubles per tensor, log2(2d) small messages), and each rank applies
- *   the coefficients to its part (the received half's sums are taken as it lands: between hosts
- *   a slice at a time, inside a host a chunk of the single copy at a time). Then a doubling
- *   allgather; or, where every rank shares the host and single copy works, the last level
- *   writes each piece of its result straight into the other ranks' outputs as it computes it.
- *   Data volume per rank is a Rabenseifner allreduce's, 2(P-1)/P of the vector, plus a whole
- *   vector each way for a folded rank; the extra messages total 3 ntensors doubles x
- *   log2(P)(log2(P)+1)/2 (pushing adds two rounds of P - 1 messages each way: the addresses
- *   and, empty, that the outputs are written).
- * shm_cma (by attr.algorithm only: halving over the node channel was faster at every size
- *   measured): every rank shares the host. Each rank owns a 1/n slice; per level it reads the slices
- *   of the level's inputs straight from the peers' buffers (single copy, a cache-sized chunk at
- *   a time), publishes the per-tensor partials of its slice, and after one synchronization every
- *   rank sums all partials in rank order, applies them, and computes the next level's partials
- *   in the same pass; the last level writes its slice into every rank's output. Levels + 1
- *   synchronizations; each rank reads its slice of every input twice and writes its slice of
- *   every output once.
- * shm_slots: small vectors on one host. Every rank copies its vector into its staging slot (or
- *   the arrive line, up to GCOLL_SHM_INLINE bytes) and, after one synchronization, computes the
- *   whole tree from all slots itself: n - 1 combinations per rank, every rank the same bits.
- * hierarchical: ranks of a host sum into the host's first rank, those leaders run halving
- *   among themselves in host order, and each leader broadcasts the result in its host. */
+/* Adasum's algorithms (halving, shm_cma, shm_slots, hierarchical), all computing DESIGN.md's
+ * exact tree: ranks r >= P fold into r - P, then adjacent pairs combine level by level.
+ * halving moves a Rabenseifner allreduce's volume, 2(P-1)/P of the vector per rank, plus
+ * 3 doubles per tensor and level of partial sums. docs/design.md describes each algorithm. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -182,8 +159,8 @@ static void swap_with_all(gcoll__sched_t *s, int P, int r, const void *mine, uin
 /* Whether halving's last level writes each piece of its result into the other ranks' outputs as
  * it computes it (their addresses swapped first) instead of a doubling allgather that reads the
  * results back: every rank on one host with single copy, and GCOLL_ADASUM_PUSH, by default once
- * the ranks' vectors together fill the L3 cache, so that the allgather would read from memory
- * (2 ranks, 64 MiB: 1.12x the sum's time against 1.19). The setting and the cache size are the
+ * the ranks' vectors together fill the L3 cache, so that the allgather would read from memory.
+ * The setting and the cache size are the
  * host's first rank's (the node channel carries them), so every rank decides alike. */
 static int pushes(const gcoll__sched_t *s, const gcoll__coll_args_t *a)
 {
@@ -245,10 +222,9 @@ static void build_halving(gcoll__sched_t *s, const gcoll__coll_args_t *a, const 
                    .first = ko, .n = kn, .sums = sums, .in = in, .s = s};
         /* between hosts both halves go in slices of GCOLL_CHUNK_BYTES (the peer cuts alike), and
          * each received slice's partial sums are taken as soon as it lands, hiding them behind
-         * the network (4 hosts x 1 at 1 Gbit/s, 64 MiB: 1.05x the sum's time against 1.13x
-         * unsliced); inside a host, where single copy moves a half at memory speed and slices
-         * only cost (2 ranks, 64 MiB: 1.42-1.50x against 1.35), the half goes whole and its
-         * partial sums are taken as each chunk of the copy lands, still in cache */
+         * the network; inside a host, where single copy moves a half at memory speed and slices
+         * only cost, the half goes whole and its partial sums are taken as each chunk of the
+         * copy lands, still in cache */
         int remote = !a->map || a->map->host[vp] != a->map->host[r];
         size_t slice = remote && gcoll__config.chunk_bytes / es ? gcoll__config.chunk_bytes / es : kn + sn + 1;
         gcoll__sched_round(s);
@@ -646,9 +622,8 @@ const char *const gcoll__adasum_names[GCOLL_ADASUM_NALGOS] = {"halving", "shm_sl
 static const char *const labels[GCOLL_ADASUM_NALGOS] = {"adasum/halving", "adasum/shm_slots", "adasum/shm_cma",
                                                         "adasum/hierarchical"};
 
-/* shm_slots while a vector fits a slot in one round. The built-in choice takes it up to 1/16 of
- * the slot (4 KiB by default), since every rank then combines all n vectors: 2 ranks of the
- * development machine ran 4 KiB in 4.3 us with it and 5.3 with halving, 16 KiB in 15.2 and 10.7. */
+/* shm_slots while a vector fits a slot in one round. The built-in choice takes it only up to 1/16
+ * of the slot (4 KiB by default): every rank combines all n vectors, so halving wins above that. */
 static int slots_usable(const gcoll__coll_args_t *a)
 {
     return a->shm != NULL && a->count * a->esize <= a->shm->slot_bytes;
@@ -673,9 +648,7 @@ static const char *choose(const gcoll__coll_args_t *a)
         return "hierarchical";
     if (slots_usable(a) && a->count * a->esize <= a->shm->slot_bytes / 16)
         return "shm_slots";
-    /* not shm_cma: on the development machine halving (over the node channel's single-copy
-     * messages) beat it at every size from 4 KiB to 64 MiB, 2 ranks (27.8 ms against 32.8 at
-     * 64 MiB, 66 us against 93 at 256 KiB) */
+    /* not shm_cma: halving, over the node channel's single-copy messages, is faster at every size */
     return "halving";
 }
 

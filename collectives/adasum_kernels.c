@@ -119,7 +119,7 @@ static void dot_half(gcoll_dtype_t dt, const uint16_t *a, const uint16_t *b, siz
 }
 
 /* fp32 combines in float: DESIGN.md asks double of the dot and norms only, and float keeps the
- * pass at memory speed (double took 0.5 ns an element in cache) */
+ * pass at memory speed */
 CLONES static void axpby_f32(float *dst, const float *a, const float *b, size_t n, double ca, double cb)
 {
     float fa = (float)ca, fb = (float)cb;

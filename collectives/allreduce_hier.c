@@ -1,17 +1,7 @@
-/* Hierarchical allreduce for communicators that span hosts (oneCCL's "2d"): the L ranks of each
- * host reduce-scatter the vector among themselves (a ring over the node's shared memory), the H
- * ranks that hold the same block, one per host, allreduce it over the network with the flat
- * algorithm the selection picks for a block of that size, and each host allgathers its blocks.
- * Cost for S bytes: 2(L-1) intra-host steps moving 2(L-1)/L S per rank, plus the flat algorithm
- * on S/L bytes among H ranks; with a ring there each host's link carries 2(H-1)/H S, where a
- * flat ring over all n = HL ranks carries 2(n-1)/n S per link: 1.5x less at 2 x 2, and the
- * network steps fall from 2(n-1) to 2(H-1). Needs the same rank count on every host (the
- * blocks must line up across hosts).
- * Vectors up to HIER_LEADER_BYTES go through the host's first rank alone: the others send it
- * their vectors (one intra-host step), it reduces them, allreduces the whole vector with the
- * other hosts' first ranks and sends the result back (one step). The host's link carries the
- * same bytes either way; what a small vector gains is one network message per host instead of
- * L (2 hosts x 2 ranks on 2 cores, forced, 16 B-4 KiB: 17-23 us against 24-34 split). */
+/* Hierarchical allreduce across hosts: a reduce-scatter inside each host (node channel), the flat
+ * allreduce of each block among the ranks that hold it (one per host), then an allgather inside
+ * each host. Cost: 2(L-1) intra-host steps plus the flat algorithm on S/L bytes among H ranks.
+ * Needs the same rank count on every host; small vectors go through each host's first rank. */
 #include "select.h"
 
 /* Up to this many bytes the vector goes through one rank per host: a few microseconds of

@@ -1,11 +1,7 @@
-/* Rabenseifner's allreduce, any rank count: a reduce-scatter by recursive halving and an
- * allgather by recursive doubling among P ranks, P the largest power of two <= n; the first
- * 2(n-P) ranks pair up first and the even one hands its vector to the odd one (and gets the
- * result back at the end). Cost: 2 log2(P) steps (+2 when n is not a power of two), each rank
- * sending 2(P-1)/P of the vector: a ring's volume in far fewer steps, for medium and large
- * vectors. Halving starts at distance 1, so with ranks numbered host by host the largest halves
- * stay inside a host and the network carries the smaller ones. Every block is reduced at one
- * rank and then copied everywhere, so all ranks end with the same bits. */
+/* Rabenseifner's allreduce, any rank count: a recursive-halving reduce-scatter and a
+ * recursive-doubling allgather among P ranks (the largest power of two <= n), the first 2(n-P)
+ * folded in pairs. Cost: 2 log2(P) steps (+2 off powers of two), 2(P-1)/P of the vector per
+ * rank. Each block is reduced at one rank and copied, so all ranks get the same bits. */
 #include "halving.h"
 
 void gcoll__allreduce_rabenseifner(gcoll__sched_t *s, const gcoll__coll_args_t *a)

@@ -1,11 +1,7 @@
-/* Ring allreduce: a ring reduce-scatter followed by a ring allgather, pipelined.
- * Cost: 2(n-1) steps; each rank sends and receives 2(n-1)/n of the vector, the bandwidth
- * optimum; latency grows with n, so small vectors go to recursive doubling. In every step the
- * block travels as slices of GCOLL_CHUNK_BYTES, up to GCOLL_PIPELINE_DEPTH of them per round; in
- * the reduce-scatter each slice is reduced as soon as it lands while the next ones are still on
- * the wire: only the last slice's reduction of a round is not hidden. Block b is reduced once,
- * along the ring to its owner b, and then copied to every rank, so all ranks get the same bits.
- * GCOLL_AVG divides each reduced block once, at its owner, before the allgather. */
+/* Ring allreduce: a ring reduce-scatter then a ring allgather, blocks in slices of
+ * GCOLL_CHUNK_BYTES reduced as they land. Cost: 2(n-1) steps, 2(n-1)/n of the vector sent and
+ * received per rank (the bandwidth optimum). Each block is reduced (and divided, for GCOLL_AVG)
+ * once, at its owner, and copied everywhere, so all ranks get the same bits. */
 #include "algo.h"
 
 void gcoll__allreduce_ring(gcoll__sched_t *s, const gcoll__coll_args_t *a)

@@ -1,22 +1,8 @@
-/* Top-k sparse allreduce (attr.compress = GCOLL_COMPRESS_TOPK). Each rank keeps its
- * k = floor(density * count) entries of largest magnitude (exact, ties to the lower index) as
- * (index, fp32 value) pairs, encoded in 6 bytes each (gcoll__topk_encode: uint16 index gaps with
- * an escape), a ring allgathers every rank's block, and every rank adds them into a zeroed dense
- * result, rank 0's first: one order everywhere, so all ranks get the same bits. GCOLL_AVG
- * divides the result by n.
- * Cost: selection reads the vector about once from 256 Ki entries up (a sample bounds the
- * threshold, one pass collects the candidates above the bound with vector compares, topk_scan.c,
- * an exact radix select runs over them; see sampled_select), else
- * twice (the radix select over everything: a histogram of the top 16 bits of |x| finds the
- * threshold's bin, a second pass takes what lies above it and the bin's low 16 bits); then n-1
- * ring steps of one block, 6(k + count/65535 + 1) bytes, where a dense ring moves
- * 8 count (n-1)/n; sparse is kept while k <= count/n; the ring's rounds clear the dense
- * vector while the blocks travel; last, n k additions. Above that density the kept entries go
- * dense: each rank writes its own into a zeroed vector and a ring allreduce sums those (its
- * cost, and its order of additions: the same bits on every rank still, but not those of the
- * rank-order sum).
- * With a residual (the session's error feedback) it selects from x + residual and leaves in the
- * residual what it did not send. */
+/* Top-k sparse allreduce (attr.compress = GCOLL_COMPRESS_TOPK): each rank keeps its k largest
+ * magnitudes as 6-byte (index gap, fp32) pairs, a ring allgathers the blocks and every rank adds
+ * them in rank order into a dense result (the same bits everywhere). Cost: about one read of the
+ * vector to select, n-1 ring steps of 6(k + count/65535 + 1) bytes, n k additions; above
+ * k = count/n it goes dense. With a residual it selects from x + residual (error feedback). */
 #include <stdio.h>
 #include <string.h>
 

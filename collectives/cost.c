@@ -1,10 +1,6 @@
-/* The cost model: every rank's schedule built dry and priced round by round. A round costs the
- * latency of the links it uses plus its heaviest transfer at the links' burst rate: on the network,
- * the bytes that leave the busiest host (its ranks share the host's link); inside a host, the
- * busiest rank's bytes; then its largest local reduction and copy that the transfers do not hide.
- * Rounds of all ranks are taken to run in step. The whole collective takes at least its busiest
- * link's bytes at the sustained rate, past the first GCOLL__COST_BURST_BYTES: short exchanges pass
- * at the burst rate (a token bucket's or a NIC queue's), a long run of them drains the bucket. */
+/* The cost model: every rank's schedule built dry and priced round by round (link latency, the
+ * heaviest transfer at the burst rate, unhidden local work), bounded below by the busiest link's
+ * bytes at its sustained rate. docs/design.md describes the model. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,16 +10,13 @@
 #include "cost.h"
 #include "select.h"
 
-/* Local work: the reduction kernels and copies of one core (gcoll_bench membw measures ~4 and
- * ~7 GB/s on the development machine). */
+/* Local work: the reduction kernels and copies of one core (what gcoll_bench membw reports). */
 #define REDUCE_BPS 4e9
 #define COPY_BPS 7e9
 /* Messages a rank posts in one round overlap on the wire, but each beyond the first adds half a
- * latency of its own (the software cost of a message, which a loaded host pays in full:
- * measured, a 1-to-3 fan-out of 8 B at 4 hosts costs about as much as two rounds of 1-to-1).
+ * latency of its own (the software cost of a message, which a loaded host pays in full).
  * The messages that leave one host in a round count alike, whichever of its ranks posts them:
- * they share the host's network stack (2 hosts x 2 ranks: a 4 B allreduce that sends one message
- * out of each host took 17.0 us, recursive doubling's two per host 19.2 us). */
+ * they share the host's network stack. */
 #define EXTRA_MSG 0.5
 /* Predictions this close to the least count as a tie (below the model's own accuracy). */
 #define TIE 0.01
@@ -37,7 +30,7 @@ gcoll__link_t gcoll__cost_link(const char *tp, int inter)
         const char *name;
         gcoll__link_t link;
     } known[] = {
-        /* measured on the development machine: 8 B allreduce and 64 MiB ring bandwidth */
+        /* built-in figures: an 8 B allreduce's latency and a 64 MiB ring's bandwidth */
         {"shm", {1e-6, 5e9, 5e9}},
         {"mpi", {5e-6, 2e9, 2e9}},
         {"tcp", {12e-6, 1e9, 1e9}},
@@ -252,8 +245,8 @@ int gcoll__cost_pick(const gcoll__coll_args_t *a, gcoll__links_t *links)
     }
     /* An exact tie of both (hierarchical and rabenseifner on two hosts of several ranks from 256
      * KiB to 4 MiB send the same bytes in rounds of the same cost) goes to hierarchical where a
-     * host holds several ranks: measured, it is as fast there or faster (README "Selection
-     * targets, measured"); the model prices its shared-memory phases like any transfer. */
+     * host holds several ranks: it runs as fast there or faster, since the model prices its
+     * shared-memory phases like any transfer. */
     int hier = a->map && a->map->nhosts < a->size ? gcoll__algo_find(a->coll, "hierarchical") : -1;
     int best = -1;
     double best_rounds = 0;

@@ -1,4 +1,5 @@
-/* The recursive halving and doubling steps shared by the algorithms of halving.h. */
+/* The recursive halving and doubling steps shared by the algorithms of halving.h: the fold of
+ * the first 2(n-P) ranks, the vrank numbering, the ranges, and the halving and doubling rounds. */
 #include "halving.h"
 
 void gcoll__halving_init(gcoll__halving_t *h, int n, int rank, size_t cnt, size_t per)

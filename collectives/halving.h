@@ -1,9 +1,8 @@
 /* Recursive halving and doubling among the P ranks left after the fold (P the largest power of
- * two <= n; of the first 2(n-P) ranks each even one hands its data to the odd one above it and
- * sits out). The vector is cut into P ranges, vrank v's range ending where v+1's begins; the
- * halving starts at distance 1 and leaves each vrank one range reduced, the doubling undoes it.
- * Rabenseifner's allreduce, reduce, recursive-halving reduce-scatter and recursive-doubling
- * allgather are built from these. */
+ * two <= n; each even rank of the first 2(n-P) hands its data to the odd one above and sits out).
+ * The vector is cut into P ranges; halving from distance 1 leaves each vrank one range reduced,
+ * doubling undoes it. Rabenseifner's allreduce and reduce, the recursive-halving reduce-scatter
+ * and the recursive-doubling allgather are built from these. */
 #ifndef GCOLL_HALVING_H
 #define GCOLL_HALVING_H
 

@@ -1,10 +1,7 @@
 /* Pipelined chain reduce: ranks root-1, root-2, ..., root+1, root form a chain; partial sums
- * move down it in slices of GCOLL_CHUNK_BYTES (up to GCOLL_PIPELINE_DEPTH per round), each rank
- * reducing a slice into its own contribution as soon as it lands and forwarding in one round
- * the slices it reduced in the round before. Cost: n-1 + S/slice steps of one slice; every rank
- * but the root sends the vector once and every rank but the first reduces it once, the least
- * any reduce moves: every link busy at once, for large vectors on slow links (the reduce twin
- * of the chain broadcast). GCOLL_AVG divides once, at the root; only the root writes recvbuf. */
+ * move down it in slices of GCOLL_CHUNK_BYTES, each reduced as it lands and forwarded the next
+ * round. Cost: n-1 + S/slice steps of one slice, each rank sending the vector once (the least any
+ * reduce moves): for large vectors on slow links. GCOLL_AVG divides once, at the root. */
 #include "algo.h"
 
 void gcoll__reduce_chain(gcoll__sched_t *s, const gcoll__coll_args_t *a)

@@ -1,9 +1,7 @@
-/* Ring reduce-scatter: n-1 steps; at each a partial block moves one rank to the right and
- * gains that rank's contribution, so block b is complete at rank b after n-1 steps.
- * Cost: n-1 steps, (n-1)/n of the input vector sent and received per rank. Partial blocks
- * travel in two alternating scratch blocks, as slices of GCOLL_CHUNK_BYTES (up to
- * GCOLL_PIPELINE_DEPTH a round) each reduced as it lands; the last reduction writes the
- * result in place. */
+/* Ring reduce-scatter: at each of n-1 steps a partial block moves one rank right and gains that
+ * rank's contribution, so block b completes at rank b. Cost: n-1 steps, (n-1)/n of the input sent
+ * and received per rank. Partial blocks travel in two alternating scratch blocks, in slices of
+ * GCOLL_CHUNK_BYTES reduced as they land; the last reduction writes the result in place. */
 #include "algo.h"
 
 void gcoll__reduce_scatter_ring(gcoll__sched_t *s, const gcoll__coll_args_t *a)

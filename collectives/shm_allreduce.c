@@ -1,15 +1,7 @@
-/* Intra-node allreduce over the node channel.
- * shm_slots: every rank copies its vector into its slot and reduces all n slots itself, in rank
- *   order (so every rank computes the same bits). One synchronization, n*count reads per rank:
- *   for small vectors. Up to GCOLL_SHM_INLINE bytes the vector rides on the arrive counter's
- *   line instead, so a peer's input costs one cache-line transfer. Larger vectors run as
- *   several slot-sized rounds (copy-in/copy-out).
- * shm_cma: each rank reduces its 1/n slice, reading the peers' slices straight from their
- *   buffers (process_vm_readv) a cache-sized chunk at a time into private scratch, and writes
- *   the reduced chunk, still in cache, into every rank's output (process_vm_writev to the peers,
- *   non-temporal stores to its own, which spares the read-for-ownership: about 5% at 64 MiB).
- *   Per rank: (n-1)/n of the vector read from peers, (n-1)/n written to them; two
- *   synchronizations. */
+/* Intra-node allreduce over the node channel. shm_slots: every rank copies its vector into its
+ * slot and reduces all n slots itself, in rank order (one synchronization; small vectors).
+ * shm_cma: each rank reduces its 1/n slice, reading the peers' slices with process_vm_readv a
+ * chunk at a time, and writes it into every rank's output (two synchronizations; large vectors). */
 #include <string.h>
 
 #include "../src/copy.h"

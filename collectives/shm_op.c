@@ -1,4 +1,5 @@
-/* See shm_op.h. */
+/* See shm_op.h: the round driver of the intra-node algorithms, their usability checks, and the
+ * slot staging and reduction helpers they share. */
 #include <stdio.h>
 #include <string.h>
 

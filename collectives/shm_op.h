@@ -1,11 +1,7 @@
-/* The driver of the intra-node algorithms: one custom schedule step that runs an operation
- * over the node channel as rounds. A round publishes this rank's inputs (into its staging slot,
- * or its buffer addresses for single copy), waits until every rank has published, does this
- * rank's share of the work, and marks it ready. Slot rounds alternate between two slots per
- * rank, so a round need not wait for the others to finish; single-copy rounds touch the peers'
- * own buffers, so they end only when every rank is ready. Operations on one channel run in the
- * order they were issued, which is the same on every rank, so a rank's arrival at round k+1
- * also says it has finished with round k. */
+/* The driver of the intra-node algorithms: one custom schedule step that runs an operation over
+ * the node channel as rounds (publish this rank's inputs, wait for every rank, do this rank's
+ * share, mark it ready). Operations on one channel run in issue order, the same on every rank;
+ * docs/design.md describes the round protocol. */
 #ifndef GCOLL_SHM_OP_H
 #define GCOLL_SHM_OP_H
 

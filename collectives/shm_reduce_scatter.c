@@ -1,10 +1,7 @@
-/* Intra-node reduce_scatter over the node channel.
- * shm_slots: every rank stages all n blocks (a slot-sized piece of each per round) and reduces
- *   block `rank` of every slot, in rank order.
- * shm_cma: each rank reads its block from every peer's input (process_vm_readv), a chunk at a
- *   time, and reduces it into its output: (n-1)/n of the vector read per rank, nothing written
- *   to peers. In place, the result waits in scratch until every peer has read this rank's
- *   input, since it lands on block 0 of that input. */
+/* Intra-node reduce_scatter over the node channel. shm_slots: every rank stages all n blocks (a
+ * slot-sized piece of each per round) and reduces block `rank` of every slot, in rank order.
+ * shm_cma: each rank reads its block from every peer's input (process_vm_readv) a chunk at a time
+ * and reduces it into its output; in place, the result waits in scratch until every peer has read. */
 #include <string.h>
 
 #include "../src/reduce.h"

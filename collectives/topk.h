@@ -1,4 +1,5 @@
-/* Top-k selection of the sparse allreduce (allreduce_topk.c), apart for the unit tests. */
+/* Top-k selection of the sparse allreduce (allreduce_topk.c), apart for the unit tests: the
+ * choice of k, the exact selection with its residual, the wire encoding and the merge. */
 #ifndef GCOLL_TOPK_H
 #define GCOLL_TOPK_H
 

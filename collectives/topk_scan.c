@@ -1,9 +1,7 @@
-/* The top-k selection's scanning kernel (collectives/topk.h), one per instruction set, chosen
- * with the reduction kernels: the scan reads the whole vector once, so it must run at memory
- * speed. Branches per entry on a compare that goes either way at random (a few percent of the
- * entries) kept the old loop far below that; these compare whole vectors and hand the caller
- * bit masks, whose few set bits it walks. The vector versions are compiled for their instruction
- * set with target attributes and only called where the CPU has it (gcoll__kernels_supported). */
+/* The top-k selection's scanning kernel (topk.h), one per instruction set, chosen with the
+ * reduction kernels: it compares whole vectors and hands the caller bit masks to walk, so the scan
+ * runs at memory speed instead of branching per entry. The vector versions are compiled with
+ * target attributes and called only where the CPU has them (gcoll__kernels_supported). */
 #include <immintrin.h>
 #include <string.h>
 

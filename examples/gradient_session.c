@@ -1,11 +1,7 @@
-/* The gradient session, as a data-parallel training loop uses it: register every parameter
- * tensor once, in forward order; commit; then in each iteration start each gradient the moment
- * backprop has produced it (last layer first) and wait for each layer's reduced gradient just
- * before the optimizer step needs it (first layer first). gcoll fuses the small gradients into
- * buckets, sends the first ones while backprop still runs, and finishes the first layers first.
- *
- *   mpirun -np 4 build/default/bin/gradient_session
- */
+/* The gradient session as a data-parallel training loop uses it: register every parameter tensor
+ * once in forward order, commit, then in each iteration start each gradient as backprop produces
+ * it and wait for each layer's reduced gradient just before the optimizer step needs it.
+ *   mpirun -np 4 build/default/bin/gradient_session */
 #include <stdio.h>
 #include <stdlib.h>
 

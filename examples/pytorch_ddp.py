@@ -1,12 +1,8 @@
 #!/usr/bin/python3
-"""PyTorch DistributedDataParallel with gcoll: trains a small MLP on synthetic data three ways
-from the same initial weights: DDP's own allreduce over gloo, gcoll.torch.allreduce_hook, and
-gcoll.torch.adasum_hook. Checks after each that the parameters are identical on every rank
-(gcoll MIN and MAX allreduce of the flat parameters equal them bit for bit) and that the loss
-fell, checks that the allreduce hook follows gloo's trajectory, and prints the time per
-iteration of each. Exit status 0 when every check passes.
-
-    mpirun -np 2 /usr/bin/python3 examples/pytorch_ddp.py [--iters N] [--hidden H] [--batch B]
+"""PyTorch DDP with gcoll: trains a small MLP from the same weights with gloo's allreduce, with
+gcoll.torch.allreduce_hook and with gcoll.torch.adasum_hook, checks that every rank's parameters
+agree, that the loss fell and that the allreduce hook follows gloo, and prints each one's time.
+Usage: mpirun -np 2 /usr/bin/python3 examples/pytorch_ddp.py [--iters N] [--hidden H] [--batch B]
 """
 import argparse
 import statistics

@@ -1,14 +1,8 @@
-/* A data-parallel MLP in plain C, trained with the gradient session: each rank draws its own
- * batches of a synthetic regression task (a fixed random "teacher" network plus noise), runs
- * forward and backward, and starts each layer's gradients as soon as backprop has produced them,
- * so the exchange of the last layers overlaps the backprop of the first. SGD on the averaged
- * gradients; the loss on a held-out set is printed, and at the end every rank checks that its
- * parameters are bit for bit those of every other rank.
+/* A data-parallel MLP in plain C trained with the gradient session on a synthetic regression task;
+ * each layer's gradients start as soon as backprop produces them. Exits 0 only when the held-out
+ * loss fell and every rank's parameters match bit for bit.
  *   mpirun -np 4 train_mlp [--compress none|fp16|bf16|topk:DENSITY] [--iters N] [--hidden H]
- *                          [--batch B] [--lr LR]
- * --compress applies to the weight matrices (biases stay dense, as frameworks do); top-k keeps
- * what it did not send in the session (error feedback). Exit status 0 only when the held-out
- * loss fell and the ranks agree. */
+ *                          [--batch B] [--lr LR] */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -30,8 +30,8 @@ static gcoll_status_t m_bcast(gcoll__boot_t *b, void *buf, size_t len, int root)
     return MPI_Bcast(buf, (int)len, MPI_BYTE, root, b->comm) == MPI_SUCCESS ? GCOLL_SUCCESS : failed("MPI_Bcast");
 }
 
-/* Busy-polling bystanders took the 2 cores of the development machine from the measuring pair
- * of the link probe and made a ~10 us latency read 250-390 us: the barrier naps. */
+/* Busy-polling bystanders would take the cores of the link probe's measuring pair and inflate
+ * the latency it reads: the barrier naps. */
 static gcoll_status_t m_barrier(gcoll__boot_t *b)
 {
     MPI_Request req;

@@ -1,11 +1,7 @@
 /* The bootstrap group of a job launched without MPI: a star over TCP around the group's rank 0.
- * Rank 0 listens; the others connect, retrying until GCOLL_TIMEOUT, and open with a hello that
- * proves the job secret (GCOLL_JOB_SECRET), compared in constant time as the tcp transport
- * compares its hellos'. A hello with another secret is closed unanswered; one with the right
- * secret that does not fit (size, rank, group) fails the whole group with the reason. Rank 0 then
- * serves allgather and bcast: it gathers and sends the result to each (size - 1 messages in, as
- * many out: fine for setup). A split builds a new star around each new group's rank 0, whose
- * address travels through the parent group. */
+ * The others connect (retrying until GCOLL_TIMEOUT) with a hello that proves GCOLL_JOB_SECRET,
+ * compared in constant time; rank 0 serves allgather and bcast by gathering and sending to each.
+ * A split builds a new star around each new group's rank 0, its address sent through the parent. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>

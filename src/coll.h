@@ -1,4 +1,5 @@
-/* Collective kinds and the arguments every algorithm builder receives. */
+/* Collective kinds, the node map of a communicator's ranks, and the arguments every algorithm
+ * builder receives. */
 #ifndef GCOLL_COLL_H
 #define GCOLL_COLL_H
 

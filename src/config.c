@@ -1,5 +1,6 @@
-/* Registry of GCOLL_* variables and their strict parsers. The README table is checked against
- * this list by tests/readme_vars.sh, so the two cannot drift. */
+/* Registry of GCOLL_* variables and their strict parsers. docs/env.md is generated from this list
+ * (gcoll-info --markdown; tests/docs_env.sh fails when the two differ), and tests/readme_vars.sh
+ * checks the README's short table against it. */
 #include <ctype.h>
 #include <sched.h>
 #include <errno.h>
@@ -376,8 +377,7 @@ static const var_def_t vars[] = {
      "pipelining chunk of the single-copy algorithms (kept in cache between read and reduce)",
      parse_bytes, NULL, &gcoll__config.shm_chunk_size, 4},
     /* Adasum's received half inside a host lands a read at a time and its dot products follow
-     * each read while it is in cache: 2 ranks, 64 MiB, reads of 256K 1.28x the sum's time, 512K
-     * 1.25, 1M (this machine's L2) 1.15-1.17, 2M 1.23, whole 1.31 (README "Adasum") */
+     * each read while it is in cache: a read of a core's L2 size is the fastest */
     {"GCOLL_SHM_READ_CHUNK", "auto, or bytes 4K..1G", "auto",
      "single-copy read of a message whose receiver works on each part as it lands (Adasum's dot "
      "products); auto: the L2 cache of a core (hwloc), 1M when unknown",
@@ -404,9 +404,8 @@ static const var_def_t vars[] = {
      "a non-loopback interface every host has",
      parse_iflist, NULL, gcoll__config.tcp_ifname, sizeof(gcoll__config.tcp_ifname)},
     /* 256K: what a sender may queue ahead of its receiver. Small enough that a receiver copies
-     * the bytes out while they are still in cache: 4 hosts x 1 on 2 cores, unshaped, 64 MiB
-     * allreduce 124-139 ms against 181-187 with 4M (README "Socket buffers"); a link whose
-     * bandwidth x round trip passes it needs more. */
+     * the bytes out while they are still in cache; a link whose bandwidth x round trip passes it
+     * needs more. */
     {"GCOLL_TCP_SNDBUF", "auto, or bytes 4K..1G", "256K",
      "SO_SNDBUF of every TCP socket: bytes a sender queues ahead of its receiver; auto leaves it to the "
      "kernel's autotuning (net.ipv4.tcp_wmem); raise it where bandwidth x round trip is larger",
@@ -419,11 +418,10 @@ static const var_def_t vars[] = {
      "libfabric provider for ofi: auto takes the best RDM provider fi_getinfo offers, a real NIC before "
      "tcp;ofi_rxm",
      parse_text, NULL, gcoll__config.ofi_provider, sizeof(gcoll__config.ofi_provider)},
-    /* 1M: far past the TCP transport's 64 KiB eager limit, so a slice's rendezvous round trip
-     * (~50 us) is a few percent of its ~1 ms on a 1 GB/s wire, and a landed slice is still in
-     * the core's L2 (2 MiB here) when it is reduced (~0.25 ms at 4 GB/s). 8 a round: the socket
-     * stays busy while the first slices are reduced. Slow links and long chains want smaller,
-     * fewer slices (the README's measurements). Every rank must use the same values: both sides
+    /* 1M: far past the TCP transport's 64 KiB eager limit, so a slice's rendezvous round trip is
+     * a few percent of its time on the wire, and a landed slice is still in the core's L2 when it
+     * is reduced. 8 a round: the socket stays busy while the first slices are reduced. Slow links
+     * and long chains want smaller, fewer slices. Every rank must use the same values: both sides
      * of a message cut it alike. */
     {"GCOLL_CHUNK_BYTES", "bytes, 4K..1G", "1M",
      "pipeline slice of the point-to-point ring and chain algorithms: each slice is reduced or forwarded "
@@ -477,9 +475,8 @@ static const var_def_t vars[] = {
     {"GCOLL_ADASUM", "auto|flat|hierarchical", "auto",
      "Adasum across hosts: flat over all ranks, or sum inside each host then Adasum among hosts; "
      "auto: hierarchical when some host holds several ranks", NULL, adasum_modes, &gcoll__config.adasum, 0},
-    /* 2 ranks, Adasum ms per call, median of 4 runs: 32 MiB 11.5 pushed against 12.6 gathered,
-     * 16 MiB 5.9 against 6.0, 8 MiB even, 2-4 MiB pushing no better (README "Adasum"). Taken from
-     * the host's first rank, as it changes the messages. */
+    /* Pushing pays once the vectors outgrow the cache, where an allgather would read them back
+     * from memory. Taken from the host's first rank, as it changes the messages. */
     {"GCOLL_ADASUM_PUSH", "auto|on|off", "auto",
      "Adasum on one host with single copy: the last level writes its result into the other ranks' "
      "outputs as it computes it, instead of an allgather; auto: when the ranks' vectors together "
@@ -567,7 +564,7 @@ gcoll_status_t gcoll__config_load(void)
     for (char **e = environ; *e; e++) {
         const char *eq = strchr(*e, '=');
         if (strncmp(*e, "GCOLL_", 6) == 0 && eq && !known_var(*e, (size_t)(eq - *e)))
-            GCOLL_LOG(GCOLL_LOG_WARN, "unknown variable %.*s ignored (HINT: see the README's list)",
+            GCOLL_LOG(GCOLL_LOG_WARN, "unknown variable %.*s ignored (HINT: see docs/env.md or gcoll-info)",
                       (int)(eq - *e), *e);
     }
     return GCOLL_SUCCESS;

@@ -1,4 +1,5 @@
-/* Copies of large results (see copy.c). */
+/* Copies of large results that are written once and not read again soon (see copy.c): non-temporal
+ * stores where the CPU has them. */
 #ifndef GCOLL_COPY_H
 #define GCOLL_COPY_H
 

@@ -1,4 +1,5 @@
-/* Public datatype and op introspection. */
+/* Public datatype and op introspection: gcoll_dtype_size, gcoll_dtype_name and gcoll_op_name
+ * over the tables of dtype.h. */
 #include "dtype.h"
 
 static const size_t sizes[GCOLL_DTYPE_COUNT] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};

@@ -1,4 +1,5 @@
-/* Status names and messages, and the per-thread detail string behind gcoll_last_error(). */
+/* Status names and messages, and the per-thread detail string behind gcoll_last_error(); the
+ * breadcrumb that GCOLL_CHECK logs as a failure travels upward. */
 #include <stdarg.h>
 #include <stdio.h>
 

@@ -1,4 +1,5 @@
-/* Log sink: stderr, one formatted line at a time so lines from threads never interleave. */
+/* Log sink: stderr, one formatted line at a time so lines from threads never interleave, each
+ * prefixed with the host and the rank. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,4 +1,5 @@
-/* Logging: one line per message, prefixed with host and rank, filtered by GCOLL_LOG_LEVEL. */
+/* Logging: one line per message, prefixed with host and rank, filtered by GCOLL_LOG_LEVEL before
+ * the message is formatted. */
 #ifndef GCOLL_LOG_H
 #define GCOLL_LOG_H
 

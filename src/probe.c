@@ -1,11 +1,7 @@
-/* Measures the links of the cost model, once per process, over the communicator's own
- * transport: the network link (rank 0 and the first rank of the second host) and the link inside
- * a host (rank 0 and the next rank of its host, if any). Latency: 8 B round trips with every rank
- * exchanging with its partner at once, as in a collective's round; burst rate: 16 KiB round
- * trips (short exchanges, which a token bucket or a NIC's queues let through at full speed);
- * sustained bandwidth: 4 MiB one way (past a token bucket's burst, so a shaped link shows its
- * rate), the rates by rank 0's pair alone while the others sleep. Each figure is a median of
- * several repetitions. Every rank gets rank 0's results through the bootstrap communicator. */
+/* Measures the cost model's links once per process over the communicator's own transport: the
+ * network link (rank 0 and the first rank of the second host) and a host's inner link. Latency
+ * from 8 B round trips, burst rate from 16 KiB round trips, sustained bandwidth from 4 MiB one
+ * way, each a median of several runs; every rank gets rank 0's results. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>

@@ -1,4 +1,5 @@
-/* The links' latency and bandwidth, measured for the cost model (GCOLL_COST_*=auto). */
+/* The links' latency and bandwidth, measured for the cost model (GCOLL_COST_*=auto), once per
+ * process at the first communicator that spans hosts. */
 #ifndef GCOLL_PROBE_H
 #define GCOLL_PROBE_H
 

@@ -1,4 +1,5 @@
-/* Chooses the reduction kernel table for this CPU. */
+/* Chooses the reduction kernel table for this CPU (GCOLL_REDUCE_ISA, or the best the CPU
+ * supports) among the portable, AVX2 and AVX-512 tables. */
 #include <stdint.h>
 
 #include "dtype.h"

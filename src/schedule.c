@@ -1,4 +1,5 @@
-/* Schedule construction. Steps and rounds grow in arrays; scratch buffers belong to the schedule. */
+/* Schedule construction: the builder calls of schedule.h. Steps and rounds grow in arrays (inline
+ * in the schedule while small); scratch buffers belong to the schedule. */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,22 +1,8 @@
-/* The gradient session (MLSL-style). Commit walks the parameter sets backwards, in the order
- * backprop produces their gradients, and cuts them into fusion buckets: the first small
- * (GCOLL_FUSION_FIRST_BYTES) so the network starts early, the rest up to GCOLL_FUSION_BYTES.
- * A bucket of several sets owns a fused buffer, a request and a schedule built once at commit;
- * every iteration rewinds that schedule instead of building one, so an iteration allocates
- * nothing. A bucket of one set (a tensor as large as a bucket, or larger) runs in place on the
- * set's own buffer, neither copied in nor out, its schedule built at the first start. A device
- * buffer, or one that moves to another address (a framework handing a fresh copy each step),
- * sends the bucket through a fused buffer of its own from then on: allocated once, so that
- * rebuilding the schedule does not become a per-iteration cost.
- * A bucket's priority rises with the earliness of its layers: the next forward pass needs the
- * first layers first.
- * Ranks may start the sets in different orders, so buckets launch in different orders: they
- * run on the session's own communicator (a duplicate made at commit) with tags that name the
- * bucket and its iteration rather than the launch order, and over point-to-point algorithms
- * only (the node channel runs its operations in one order on every rank). Adasum sets fuse only
- * with Adasum sets of their dtype, each its own tensor (dot products never cross sets).
- * Compressed sets fuse only with sets of the same compression; a top-k set is a bucket of its
- * own, so k and the error-feedback residual (allocated at commit) are the set's. */
+/* The gradient session: commit cuts the parameter sets, in backprop order, into fusion buckets
+ * (the first small, so the network starts early) whose schedules are built once and rewound each
+ * iteration, so an iteration allocates nothing. Buckets run on the session's own communicator
+ * with tags naming bucket and iteration, so ranks may start sets in different orders.
+ * docs/design.md describes the fusion rules. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

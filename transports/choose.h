@@ -1,4 +1,5 @@
-/* The inter-node transport chosen at init (see choose.c). */
+/* The inter-node transport chosen at init (see choose.c), and the libfabric offers that the
+ * automatic choice and gcoll-info look at. */
 #ifndef GCOLL_CHOOSE_H
 #define GCOLL_CHOOSE_H
 

@@ -1,4 +1,5 @@
-/* See liveness.h. */
+/* See liveness.h: a pid that kill() no longer finds, or a zombie, is gone; the pid space is a
+ * hash of the kernel's boot id and this pid namespace. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>

@@ -1,4 +1,5 @@
-/* An intrusive FIFO of structs with a `next` field, for the transports' request queues. */
+/* An intrusive FIFO of structs with a `next` field, for the transports' request queues: no
+ * allocation on the message path. */
 #ifndef GCOLL_QUEUE_H
 #define GCOLL_QUEUE_H
 

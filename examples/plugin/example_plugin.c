@@ -1,9 +1,7 @@
-/* An example gcoll transport plugin, built outside the library against its public headers
- * only: tagged messages over MPI point-to-point. A fabric vendor's plugin has this shape with
- * its own calls in place of MPI's. Build:
+/* An example transport plugin built against gcoll's public headers only: tagged messages over MPI
+ * point-to-point, the shape a fabric vendor's plugin takes with its own calls in place of MPI's.
  *   mpicc -shared -fPIC -Iinclude examples/plugin/example_plugin.c -o libgcoll_example_plugin.so
- * Use: GCOLL_TRANSPORT_PLUGIN=./libgcoll_example_plugin.so (with GCOLL_TRANSPORT_INTRA=inter to
- * carry the ranks of one host too). */
+ *   GCOLL_TRANSPORT_PLUGIN=./libgcoll_example_plugin.so (+ GCOLL_TRANSPORT_INTRA=inter: one host too) */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * real one is filled by dlopen of libcudart (and of libgcoll_cuda.so, the kernels nvcc built)
  * on first use, so libgcoll has no link-time dependency on CUDA and runs unchanged where there
  * is no driver or no GPU: then the table is absent and every pointer is host memory. Tests
- * install a fake table that emulates device memory on the host (tests/transport/test_cuda_fake.c). */
+ * install a fake table that emulates device memory on the host (tests/cuda/fake_cuda.c). */
 #ifndef GCOLL_CUDA_H
 #define GCOLL_CUDA_H
 

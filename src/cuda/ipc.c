@@ -1,9 +1,8 @@
-/* Collectives on device buffers when every rank of the communicator is on one host: each rank
- * exports its buffers as CUDA IPC handles once its input is ready, maps its peers' (a cache per
- * allocation), and reduces or copies its own share of the result straight between the GPUs'
- * memories with kernels; the host only carries the handles and a completion byte per peer.
- * Allreduce and reduce split the elements among the ranks; reduce_scatter, allgather, bcast and
- * alltoall give each rank its own blocks. */
+/* Collectives on device buffers when every rank is on one host: each rank exports its buffers as
+ * CUDA IPC handles once its input is ready, maps its peers' (cached per allocation), and reduces
+ * or copies its share of the result straight between the GPUs with kernels; the host carries only
+ * the handles and a completion byte per peer. Allreduce and reduce split the elements among the
+ * ranks; the other collectives give each rank its own blocks. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>

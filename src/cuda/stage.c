@@ -1,17 +1,8 @@
-/* The host-staged pipeline for collectives on device buffers. The buffer is cut into chunks
- * (GCOLL_CUDA_STAGE_CHUNK); each chunk is copied device -> pinned host on one stream, runs the
- * host algorithm the selection table picks for its size (a request of its own, with its own tag,
- * driven from here), and its result is copied pinned host -> device on a second stream. An
- * allreduce of two ranks that share no node channel instead exchanges the staged chunks, copies
- * the peer's up and reduces on the GPU (own op peer on both ranks: the ops commute). Chunks
- * move through these stages independently, so while chunk k is on the network chunk k+1 is
- * being copied down and chunk k-1 up; STAGE_SLOTS pinned slots bound the host memory. The
- * element-wise collectives (allreduce, reduce, bcast) are cut into ranges of elements;
- * reduce_scatter, allgather and alltoall with both buffers on the device into ranges of every
- * rank's block (each chunk's blocks packed in its slot); in place, with a host buffer, and
- * Adasum (whose norms span each tensor) stage the whole buffer as one chunk. The driver is one custom step
- * of the operation's schedule, so the engine, its timeouts and its priorities run it like any
- * other operation. */
+/* The host-staged pipeline for collectives on device buffers: chunks of GCOLL_CUDA_STAGE_CHUNK
+ * are copied down to pinned host slots, run the host algorithm as requests of their own and are
+ * copied back up, chunk k on the network while k+1 copies down and k-1 up. The driver is one
+ * custom step of the operation's schedule, so the engine's timeouts and priorities apply.
+ * docs/design.md describes the chunking and the two-rank reduction on the GPU. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,21 +1,8 @@
-/* Mismatch detection for transports that carry raw tagged bytes (the MPI transport, libfabric,
- * plugins):
- * a wrapper around such an inner transport whose messages say which operation sent them, so
- * that ranks which call different collectives, counts, dtypes or roots get
- * GCOLL_ERR_INVALID_USAGE naming both sides (opdesc.h) instead of garbage or a hang.
- *
- * Wire, per pair of ranks: a control stream under one inner tag, of fixed-size control messages
- * (an exact size, which raw transports require of a receive: a mismatch of sizes would otherwise
- * fail the receive before its header could be read). A control message is a data header (tag,
- * descriptor, size) with the payload inline when it fits, or a mismatch notice. A larger payload
- * follows as a message of its own under the operation's tag, zero-copy: the receive posts it as
- * soon as it is posted itself. Every control message is read in order (a few receives stay
- * posted per peer; tests read the streams) and matched here to the receives by tag, so a message
- * that no receive asks for (two ranks that both think they are a broadcast's root) is checked
- * too. A rank that finds a mismatch tells every peer with a notice, and fails every request, as
- * tcp does.
- * Inner tags: the control stream is 1, a payload's is its operation's tag shifted left by one, so a
- * transport that keeps only the low bits of a tag (MPI below MPI_TAG_UB) never confuses them. */
+/* Mismatch detection for transports that carry raw tagged bytes (MPI, libfabric, plugins): a
+ * wrapper whose messages name their operation, so ranks that call different collectives, counts,
+ * dtypes or roots get GCOLL_ERR_INVALID_USAGE naming both sides instead of garbage or a hang.
+ * Per pair, fixed-size control messages under inner tag 1 carry headers and small payloads; a
+ * larger payload follows under its operation's tag shifted left by one (docs/design.md). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,5 @@
-/* External transports loaded from a shared object (see plugin.c). */
+/* External transports loaded from a shared object (see plugin.c): loading and unloading the
+ * plugin named by GCOLL_TRANSPORT_PLUGIN, and its framed transport table. */
 #ifndef GCOLL_PLUGIN_H
 #define GCOLL_PLUGIN_H
 

@@ -1,9 +1,7 @@
 /* Per-peer routing for a communicator that mixes transports: the ranks of this host over one
- * endpoint (the node's shared-memory rings, or MPI) and the other hosts over the inter-node
- * transport. The endpoints keep their own peer numbering (the rings number local ranks), so
- * each peer maps to an endpoint and an index there. A request remembers its endpoint in the
- * low bit of its pointer: transports return malloc'd requests, aligned to at least 8 bytes,
- * so routing adds no allocation to the message path. */
+ * endpoint (shared-memory rings, or MPI), the other hosts over the inter-node transport. Each peer
+ * maps to an endpoint and its index there; a request keeps its endpoint in the low bit of its
+ * pointer (transports' requests are 8-byte aligned), so routing adds no allocation. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,5 @@
-/* Per-peer routing over two connected endpoints (see route.c). */
+/* Per-peer routing over two connected endpoints (see route.c): which endpoint and index reach
+ * each rank of the communicator. */
 #ifndef GCOLL_ROUTE_H
 #define GCOLL_ROUTE_H
 

@@ -1,9 +1,7 @@
-/* The TCP transport: tagged messages over nonblocking sockets driven by edge-triggered epoll,
- * GCOLL_TCP_NSOCKS sockets per peer. Messages up to TCP_EAGER_MAX travel eagerly on socket 0
- * (header and payload in one sendmsg; copied aside when no receive waits). Larger ones send an
- * RTS on socket 0; the receiver answers CTS once the receive is posted, and the payload then
- * streams straight from the sender's buffer into the receiver's, striped across the sockets in
- * DATA frames. Matching happens only on socket 0's frames, so per-tag order holds. */
+/* The TCP transport: tagged messages over nonblocking sockets (edge-triggered epoll),
+ * GCOLL_TCP_NSOCKS per peer. Messages up to TCP_EAGER_MAX go eagerly on socket 0; a larger one
+ * sends RTS, gets CTS once the receive is posted, and streams into the receiver's buffer striped
+ * across the sockets. Matching happens only on socket 0's frames, so per-tag order holds. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>

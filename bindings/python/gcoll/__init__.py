@@ -1,9 +1,7 @@
 """gcoll for Python: communicators, every collective on NumPy arrays and PyTorch tensors,
-nonblocking requests and the gradient session, over the C ABI of libgcoll through ctypes.
-
-A failing call raises a GcollError subclass chosen by the C status; its message carries
-gcoll_last_error(), which names the argument, collective or peer involved. The README section
-"Python and PyTorch" has the tour; include/gcoll.h is the reference for semantics.
+nonblocking requests and the gradient session, over libgcoll's C ABI through ctypes. A failing
+call raises the GcollError subclass of its status, with gcoll_last_error() in its message;
+include/gcoll.h is the reference for semantics.
 """
 import atexit
 import collections

@@ -1,16 +1,7 @@
-"""PyTorch DistributedDataParallel communication hooks over gcoll (torch 1.13 and later).
-
-    ddp.register_comm_hook(comm, gcoll.torch.allreduce_hook)   # averaged gradients
-    ddp.register_comm_hook(comm, gcoll.torch.adasum_hook)      # Adasum, one tensor per gradient
-
-state is the gcoll.Comm to reduce over (None: the world). Each hook starts a nonblocking
-operation on the bucket in place and returns a torch.futures.Future of the bucket. gcoll's
-progress thread (GCOLL_WORKER_COUNT) moves the data while backprop computes the earlier layers;
-the futures are completed when DDP hands over its last bucket, the point after which it waits
-for them, so that every gcoll call stays on the thread that runs backward.
-
-gloo_init_method(comm) gives torch.distributed.init_process_group an init_method that every rank
-of comm agrees on (a free port on rank 0's loopback), for a gloo group beside gcoll on one host.
+"""PyTorch DistributedDataParallel communication hooks over gcoll (torch 1.13 and later):
+ddp.register_comm_hook(comm, gcoll.torch.allreduce_hook) averages, adasum_hook applies Adasum.
+A hook starts a nonblocking operation on the bucket in place and returns its Future; the futures
+complete when DDP hands over its last bucket, so every gcoll call stays on the backward thread.
 """
 import socket
 
