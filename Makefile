@@ -81,10 +81,11 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 MPI_TESTS := $(patsubst tests/mpi/%.c,$(BINDIR)/%,$(filter-out tests/mpi/harness.c,$(wildcard tests/mpi/*.c)))
 TOOLS := $(BINDIR)/gcoll-info
 BENCH_SRCS := $(wildcard bench/*.c)
+REF_SRCS := reference/reference.c reference/adasum_ref.c
 BENCH := $(BINDIR)/gcoll_bench
 EXAMPLES := $(patsubst examples/%.c,$(BINDIR)/%,$(wildcard examples/*.c))
 
-.PHONY: all lib tests test check-san check-tsan check-valgrind run install uninstall clean distclean
+.PHONY: all lib tests test test-quick test-full check-san check-tsan check-valgrind run install uninstall clean distclean
 all: lib $(TOOLS) $(BENCH) $(EXAMPLES) $(LIBDIR)/libgcoll_mpi.so
 lib: $(SHLIB) $(STLIB) $(LIBDIR)/libgcoll.so $(CUDA_LIB)
 
@@ -117,9 +118,9 @@ $(STLIB): $(LIB_OBJS)
 # internal functions.
 PROG_LDFLAGS := -L$(LIBDIR) -Wl,-rpath,$(abspath $(LIBDIR)) -lgcoll $(SANFLAGS) $(LDLIBS)
 
-$(BENCH): $(BENCH_SRCS) $(wildcard bench/*.h) $(LIBDIR)/libgcoll.so include/gcoll.h
+$(BENCH): $(BENCH_SRCS) $(REF_SRCS) $(wildcard bench/*.h reference/*.h) $(LIBDIR)/libgcoll.so include/gcoll.h
 	@mkdir -p $(dir $@)
-	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(BENCH_SRCS) -o $@ $(PROG_LDFLAGS)
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) -Ireference $(BENCH_SRCS) $(REF_SRCS) -o $@ $(PROG_LDFLAGS)
 
 # gcoll-info reports what the internals see (topology, transport choices), so it links the static
 # library like the transport tests below.
@@ -127,30 +128,36 @@ $(BINDIR)/gcoll-info: tools/gcoll_info.c tools/select_table.c $(STLIB) $(wildcar
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(FEATURES) -Icollectives tools/gcoll_info.c tools/select_table.c -o $@ $(STLIB) $(SANFLAGS) $(LDLIBS)
 
-TEST_COMMON := tests/mpi/harness.c bench/reference.c bench/adasum_ref.c
-$(BINDIR)/%: tests/mpi/%.c $(TEST_COMMON) tests/mpi/harness.h bench/reference.h bench/adasum_ref.h $(LIBDIR)/libgcoll.so
+# The test harness (tests/common/check.c) and the independent references (reference/), shared
+# by every multi-rank test.
+CHECK_SRCS := tests/common/check.c
+TEST_COMMON := tests/mpi/harness.c $(CHECK_SRCS) $(REF_SRCS)
+TEST_HEADERS := tests/mpi/harness.h tests/common/check.h reference/reference.h reference/adasum_ref.h
+TEST_INC := -Itests/mpi -Itests/common -Ireference
+$(BINDIR)/%: tests/mpi/%.c $(TEST_COMMON) $(TEST_HEADERS) $(LIBDIR)/libgcoll.so
 	@mkdir -p $(dir $@)
-	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) -Itests/mpi -Ibench $< $(TEST_COMMON) -o $@ $(PROG_LDFLAGS)
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(TEST_INC) $< $(TEST_COMMON) -o $@ $(PROG_LDFLAGS)
 
 $(BINDIR)/%: examples/%.c $(LIBDIR)/libgcoll.so
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $< -o $@ $(PROG_LDFLAGS)
 
 # Transport-level tests reach the internal transport tables, so they link the static library.
-$(BINDIR)/tp_%: tests/transport/%.c $(STLIB) $(wildcard tests/transport/*.h transports/*.h src/*.h)
+$(BINDIR)/tp_%: tests/transport/%.c $(CHECK_SRCS) $(STLIB) $(wildcard tests/transport/*.h tests/common/*.h transports/*.h src/*.h)
 	@mkdir -p $(dir $@)
-	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(FEATURES) -Wno-missing-prototypes $< -o $@ $(STLIB) $(SANFLAGS) $(LDLIBS)
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(FEATURES) -Itests/common -Wno-missing-prototypes $< $(CHECK_SRCS) -o $@ \
+	    $(STLIB) $(SANFLAGS) $(LDLIBS)
 
 # Device buffers through the fake CUDA table: an internal hook, so the static library.
-$(BINDIR)/test_cuda_fake: tests/cuda/test_cuda_fake.c tests/cuda/fake_cuda.c tests/cuda/fake_cuda.h $(TEST_COMMON) $(STLIB) $(wildcard src/*.h src/cuda/*.h)
+$(BINDIR)/test_cuda_fake: tests/cuda/test_cuda_fake.c tests/cuda/fake_cuda.c tests/cuda/fake_cuda.h $(TEST_COMMON) $(TEST_HEADERS) $(STLIB) $(wildcard src/*.h src/cuda/*.h)
 	@mkdir -p $(dir $@)
-	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(FEATURES) -Itests/mpi -Ibench -Itests/cuda $< tests/cuda/fake_cuda.c $(TEST_COMMON) \
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(FEATURES) $(TEST_INC) -Itests/cuda $< tests/cuda/fake_cuda.c $(TEST_COMMON) \
 	    -o $@ $(STLIB) $(SANFLAGS) $(LDLIBS)
 
 # Real GPU memory (skips where no GPU is visible); loads libcudart itself, with dlopen.
-$(BINDIR)/test_cuda: tests/cuda/test_cuda.c $(TEST_COMMON) tests/mpi/harness.h $(LIBDIR)/libgcoll.so
+$(BINDIR)/test_cuda: tests/cuda/test_cuda.c $(TEST_COMMON) $(TEST_HEADERS) $(LIBDIR)/libgcoll.so
 	@mkdir -p $(dir $@)
-	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) -Itests/mpi -Ibench $< $(TEST_COMMON) -o $@ $(PROG_LDFLAGS)
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(TEST_INC) $< $(TEST_COMMON) -o $@ $(PROG_LDFLAGS)
 
 UNIT_BENCH := bench/metrics.c bench/options.c bench/models.c bench/compute.c
 $(BINDIR)/unit_tests: $(UNIT_SRCS) $(UNIT_BENCH) $(STLIB) $(wildcard tests/unit/*.h bench/*.h src/*.h transports/*.h transports/*/*.h collectives/*.h)
@@ -169,8 +176,22 @@ TP_TESTS := $(patsubst tests/transport/%.c,$(BINDIR)/tp_%,$(wildcard tests/trans
 tests: all $(BINDIR)/unit_tests $(MPI_TESTS) $(BINDIR)/test_cuda_fake $(BINDIR)/test_cuda $(TP_TESTS) $(PLUGIN) $(EXAMPLES) $(BINDIR)/readme_example \
     $(BINDIR)/test_interposer
 
+# tests/manifest lists every test; tests/run.sh NAME... or -l LABEL runs a part of it.
+RUN_TESTS = BINDIR=$(BINDIR) LIBDIR=$(LIBDIR) SAN=$(SAN) OFI=$(OFI) sh tests/run.sh
 test: tests
-	BINDIR=$(BINDIR) LIBDIR=$(LIBDIR) SAN=$(SAN) OFI=$(OFI) sh tests/run.sh
+	$(RUN_TESTS)
+# every collective, dtype and op at 1-4 ranks, and the quick checks
+test-quick: tests
+	TEST_QUICK=1 $(RUN_TESTS) -l quick -n 4
+# also the exhaustive collective matrix and the long soak
+test-full: tests
+	$(RUN_TESTS) -a
+
+# docs/env.md is generated from the configuration registry; tests/docs_env.sh checks it
+.PHONY: docs
+docs: docs/env.md
+docs/env.md: $(BINDIR)/gcoll-info
+	$(BINDIR)/gcoll-info --markdown > $@
 
 check-san:
 	$(MAKE) SAN=address test
@@ -201,10 +222,12 @@ $(LIBDIR)/libgcoll_mpi.so: interposer/interposer.c include/gcoll.h include/gcoll
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) -shared -fPIC -Wl,--no-undefined $< -o $@ $(PROG_LDFLAGS)
 
-$(BINDIR)/test_interposer: tests/interposer/test_interposer.c
+$(BINDIR)/test_interposer: tests/interposer/test_interposer.c $(CHECK_SRCS) tests/common/check.h
 	@mkdir -p $(dir $@)
-	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $< -o $@ $(SANFLAGS) -lpthread -lm
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) -Itests/common $< $(CHECK_SRCS) -o $@ $(SANFLAGS) -lpthread -lm
 
+# regenerated on every install: it records PREFIX, which may differ from the last one
+.PHONY: gcoll.pc
 gcoll.pc: gcoll.pc.in Makefile
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
 	    -e 's|@MPI_LIBS@|$(shell $(MPICC) --showme:link 2>/dev/null || $(MPICC) -link-info 2>/dev/null)|' \

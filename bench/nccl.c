@@ -10,6 +10,7 @@
 #include "nccl.h"
 
 typedef struct {
+    // cppcheck-suppress unusedStructMember ; ncclUniqueId's layout: only NCCL reads the bytes
     char internal[128];
 } nccl_uid_t;
 

@@ -40,7 +40,7 @@ void bench_usage(FILE *f, const char *prog)
             "                  (adasum: mpi means gcoll's sum allreduce)\n"
             "  --csv FILE      also write the rows as CSV\n"
             "  --json FILE     also write the rows as JSON\n"
-            "  --algo LIST     gcoll algorithms, comma-separated (see gcoll-info / the README), and\n"
+            "  --algo LIST     gcoll algorithms, comma-separated (see gcoll-info, docs/algorithms.md), and\n"
             "                  auto for the selection's own choice: one row each per size, the\n"
             "                  algorithms interleaved block by block in the same run\n"
             "  --compress C    allreduce: none, fp16, bf16 or topk:DENSITY (float32, sum or avg; the\n"

@@ -1,18 +1,16 @@
 #!/bin/bash
-# The overlap targets of issue 7 in the namespace cluster: 2 hosts x 1 rank, gcoll's tcp transport
-# between them, every link shaped to 1 Gbit/s. Runs `gcoll_bench iallreduce -m 1M:64M` and
-# `gcoll_bench train` (resnet50, then bert) with compute equal to communication, writes
-# $OUTDIR/overlap-{iallreduce,train-resnet50,train-bert}-1gbit.{csv,json}, and prints one TARGET
-# line per target (met / not met) from the runs' own figures.
+# The overlap targets in the namespace cluster (2 hosts x 1 rank, tcp, links shaped to 1 Gbit/s):
+# gcoll_bench iallreduce and train (resnet50, bert) with compute equal to communication; writes
+# $OUTDIR/overlap-*-1gbit.{csv,json} and prints a TARGET line per target (met / not met).
 #   tests/cluster/cluster.sh --hosts 2 --exec bench/overlap_targets.sh
+# Exit: 0 when every run validated (whether or not a target was met), 1 otherwise.
+set -u
+[ -n "${CLUSTER_MPIRUN:-}" ] || { echo "run under tests/cluster/cluster.sh --hosts 2 --exec $0"; exit 2; }
 # Environment: BINDIR (build/default/bin), OUTDIR (build/bench), BENCH_COMPUTE (spin or sleep;
 # spin), BENCH_ITERS (10; bert runs half as many steps), BENCH_MODELS ("resnet50 bert"),
 # BENCH_SIZES (1M:64M; a smaller range is for smoke runs, the target is stated for 1M:64M),
 # BENCH_FORWARD (train's --forward: the forward pass's part of a step's compute; gcoll_bench's
 # default 1/3 when unset).
-# Exit: 0 when every run validated (whether or not a target was met), 1 otherwise.
-set -u
-[ -n "${CLUSTER_MPIRUN:-}" ] || { echo "run under tests/cluster/cluster.sh --hosts 2 --exec $0"; exit 2; }
 B=$(cd "${BINDIR:-build/default/bin}" && pwd)/gcoll_bench
 OUTDIR=${OUTDIR:-build/bench}
 mkdir -p "$OUTDIR" && OUTDIR=$(cd "$OUTDIR" && pwd)

@@ -67,7 +67,7 @@ void report_header(const bench_opts_t *o, const bench_env_t *env)
         printf(" (MPI dense); wire B/call: gcoll's payload bytes per call and rank\n");
     }
     if (ada(o))
-        printf("# adasum validated against bench/adasum_ref.c (relative error <= %g), the sum bit for bit\n",
+        printf("# adasum validated against reference/adasum_ref.c (relative error <= %g), the sum bit for bit\n",
                adasum_ref_tolerance(o->dtype));
     printf("# memcpy bandwidth of this machine: %.1f GB/s (one core, 64 MiB)\n", env->memcpy_gbps);
     if (o->device) {

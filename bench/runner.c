@@ -97,6 +97,7 @@ static int prepare(ctx_t *x)
             if (!(x->expect_dense = malloc(cap)))
                 return -1;
             memcpy(x->expect_dense, x->expect, x->out_bytes);
+            // cppcheck-suppress invalidPointerCast ; the bytes are float32 values (topk is float32 only)
             ref_topk_expected((float *)x->expect, x->count, o->density, o->op, x->n);
         }
         if (x->coll == B_REDUCE && r != o->root)

@@ -1,4 +1,4 @@
-/* Adasum (README "Adasum", DESIGN.md's exact operator): the schedule builders behind
+/* Adasum (docs/adasum.md, DESIGN.md's exact operator): the schedule builders behind
  * gcoll_adasum and GCOLL_ADASUM, the per-tensor kernels they share, and the entry point that the
  * gradient session calls to reduce a bucket of fused tensors with Adasum. */
 #ifndef GCOLL_ADASUM_H

@@ -168,7 +168,9 @@ void gcoll__adasum_partials(const gcoll__adasum_shape_t *sh, const void *a, cons
         size_t at = (i - first) * sh->es, len = j - i;
         double *o = acc + 3 * t;
         switch (sh->dtype) {
+        // cppcheck-suppress invalidPointerCast ; the bytes are the caller's tensors of this dtype
         case GCOLL_FLOAT32: dot_f32((const float *)(pa + at), (const float *)(pb + at), len, o); break;
+        // cppcheck-suppress invalidPointerCast ; the bytes are the caller's tensors of this dtype
         case GCOLL_FLOAT64: dot_f64((const double *)(pa + at), (const double *)(pb + at), len, o); break;
         default: dot_half(sh->dtype, (const uint16_t *)(pa + at), (const uint16_t *)(pb + at), len, o); break;
         }
@@ -197,9 +199,11 @@ void gcoll__adasum_apply(const gcoll__adasum_shape_t *sh, void *dst, const void 
         double ca = coeff(s[0], s[1]), cb = coeff(s[0], s[2]);
         switch (sh->dtype) {
         case GCOLL_FLOAT32:
+            // cppcheck-suppress invalidPointerCast ; the bytes are the caller's tensors of this dtype
             axpby_f32((float *)(pd + at), (const float *)(pa + at), (const float *)(pb + at), len, ca, cb);
             break;
         case GCOLL_FLOAT64:
+            // cppcheck-suppress invalidPointerCast ; the bytes are the caller's tensors of this dtype
             axpby_f64((double *)(pd + at), (const double *)(pa + at), (const double *)(pb + at), len, ca, cb);
             break;
         default:

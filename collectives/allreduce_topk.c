@@ -341,6 +341,7 @@ void gcoll__allreduce_topk(gcoll__sched_t *s, const gcoll__coll_args_t *a)
     unsigned char *wire = gcoll__sched_scratch(s, (size_t)n * wire_bytes);
     if (!t || !hist || !cand || !pairs || !wire)
         return;
+    // cppcheck-suppress invalidPointerCast ; the input's bytes are float32 values (topk is float32 only)
     *t = (topk_t){.in = (const float *)gcoll__input(a), .out = a->recvbuf, .residual = a->residual,
                   .count = a->count, .k = k, .n = n, .rank = r, .pairs = pairs,
                   .wire = wire, .wire_bytes = wire_bytes,

@@ -144,7 +144,7 @@ static int add_rank(rounds_t *rs, const gcoll__sched_t *s, const gcoll__coll_arg
 static double round_lat(const gcoll__links_t *l, int nin, int nout)
 {
     double in = nin ? l->intra.lat_s : 0, out = nout ? l->inter.lat_s : 0, base = in > out ? in : out;
-    return nin + nout ? base + EXTRA_MSG * (nin * l->intra.lat_s + nout * l->inter.lat_s - base) : 0;
+    return (nin + nout) ? base + EXTRA_MSG * (nin * l->intra.lat_s + nout * l->inter.lat_s - base) : 0;
 }
 
 double gcoll__cost_predict_parts(int idx, const gcoll__coll_args_t *a, const gcoll__links_t *links, double *rounds_s)
@@ -230,7 +230,7 @@ int gcoll__cost_pick(const gcoll__coll_args_t *a, gcoll__links_t *links)
     gcoll__coll_args_t c = *a;
     c.count = 1;
     size_t per = gcoll__coll_bytes(&c); /* bytes per element of count */
-    c.count = ((size_t)1 << cls) / per ? ((size_t)1 << cls) / per : 1;
+    c.count = (((size_t)1 << cls) / per) ? ((size_t)1 << cls) / per : 1;
     /* the least prediction; among those within TIE of it, the least round cost: where the
      * sustained floor bounds several algorithms alike, the one with fewer latencies and less
      * local work, which the floor hides, is the faster */

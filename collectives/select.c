@@ -110,7 +110,7 @@ static int builtin_choice(const gcoll__coll_args_t *a, size_t bytes)
 static const gcoll__algo_t topk_algo = {GCOLL_COLL_ALLREDUCE, "topk", gcoll__allreduce_topk, NULL};
 
 /* The algorithms that carry a 16-bit wire format: those that reduce each block at one rank
- * and round it before copying it everywhere (README "Gradient compression"). */
+ * and round it before copying it everywhere (docs/compression.md). */
 static int carries_wire(int idx)
 {
     const char *n = algos[idx].name;

@@ -23,6 +23,7 @@ static void masks_generic(const float *x, float *residual, size_t n, uint32_t lo
     for (size_t b = 0; b * 64 < n; b++) {
         uint64_t ab = 0, mb = 0;
         size_t end = n - b * 64 < 64 ? n - b * 64 : 64;
+        // cppcheck-suppress knownConditionTrueFalse ; a false positive: end is 1..64 here
         for (size_t j = 0; j < end; j++) {
             size_t i = b * 64 + j;
             float v = x[i];

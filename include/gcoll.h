@@ -55,7 +55,7 @@ typedef enum {
     GCOLL_OP_COUNT /* not an op: the number of ops */
 } gcoll_op_t;
 
-/* Gradient compression of an fp32 SUM/AVG allreduce (README "Gradient compression").
+/* Gradient compression of an fp32 SUM/AVG allreduce (docs/compression.md).
  * FP16/BF16: what goes over the wire is 16-bit, every reduction is in fp32. TOPK: each rank
  * contributes only its floor(topk_density * count) largest-magnitude entries; the result is
  * the dense sum of what all ranks contributed. */
@@ -69,7 +69,7 @@ typedef enum {
 typedef struct {
     int priority;          /* higher runs first; default 0 */
     const char *name;      /* shown in logs and error messages; default NULL */
-    const char *algorithm; /* force an algorithm by name (see README); NULL: the selection table */
+    const char *algorithm; /* force an algorithm by name (docs/algorithms.md); NULL: the selection table */
     gcoll_compress_t compress; /* allreduce only; default GCOLL_COMPRESS_NONE */
     double topk_density;   /* GCOLL_COMPRESS_TOPK: fraction of entries kept, in (0, 1]; default 0.01 */
     void *stream;          /* a cudaStream_t: starts after the work queued on it, which then waits for the result */
@@ -91,7 +91,7 @@ GCOLL_API int gcoll_comm_rank(gcoll_comm_t comm); /* -1 for an invalid communica
 GCOLL_API int gcoll_comm_size(gcoll_comm_t comm); /* -1 for an invalid communicator */
 
 /* Blocking collectives. In-place is sendbuf == recvbuf, with MPI_IN_PLACE's meaning; count 0
- * is legal. Buffers need no alignment, and may be CUDA device memory (README "CUDA device buffers"). */
+ * is legal. Buffers need no alignment, and may be CUDA device memory (docs/cuda.md). */
 GCOLL_API gcoll_status_t gcoll_allreduce(const void *sendbuf, void *recvbuf, size_t count,
                                          gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm);
 GCOLL_API gcoll_status_t gcoll_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
@@ -129,7 +129,7 @@ GCOLL_API gcoll_status_t gcoll_ibarrier(gcoll_comm_t comm, const gcoll_attr_t *a
 
 /* Adasum (Maleki et al.): an allreduce that adds orthogonal gradients and averages parallel
  * ones, pairwise a, b -> (1 - a.b/2|a|^2) a + (1 - a.b/2|b|^2) b over a fixed binary tree of the
- * ranks (README "Adasum"). The buffer holds ntensors tensors back to back whose element counts
+ * ranks (docs/adasum.md). The buffer holds ntensors tensors back to back whose element counts
  * tensor_counts lists (they add up to count); dot products and norms never cross a tensor
  * boundary. tensor_counts NULL (ntensors 0 or 1) means one tensor. fp16, bf16, fp32, fp64;
  * GCOLL_ADASUM=flat|hierarchical picks the algorithm across hosts. */

@@ -2,7 +2,7 @@
  * MPI_Iallreduce, MPI_Reduce_scatter_block, MPI_Allgather, MPI_Bcast, MPI_Reduce and MPI_Barrier
  * on gcoll (as GCOLL_MPI_COLLS allows) and hands everything else to MPI through PMPI. Each
  * communicator maps once to a gcoll communicator, cached in an attribute whose delete callback
- * frees it. README "MPI interposer" gives the rules; the comments here say why. */
+ * frees it. docs/interposer.md gives the rules; the comments here say why. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>

@@ -10,6 +10,8 @@ PKGS="$PKGS clang libclang-rt-14-dev"
 PKGS="$PKGS python3-venv python3-setuptools python3-wheel python3-numpy"
 # The MPI interposer's mpi4py test.
 PKGS="$PKGS python3-mpi4py"
+# The linters (scripts/lint.sh): cppcheck, shellcheck, clang-format 14 (the .clang-format targets it).
+PKGS="$PKGS cppcheck shellcheck clang-format"
 # Wanted but not required: the PyTorch tests and example skip, saying so, where it cannot be had.
 OPTIONAL="python3-torch"
 
@@ -51,6 +53,7 @@ echo "gcoll: installing$missing" >&2
 export DEBIAN_FRONTEND=noninteractive
 # A fresh machine has no package lists yet; refresh them once if the install cannot find a package.
 # Another apt (a second build at the same moment) may hold the lock: wait for it.
+# shellcheck disable=SC2086 # $missing is a list of package names: split on purpose
 if ! apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 $missing >/tmp/gcoll-install-deps.log 2>&1; then
     apt-get update -qq >>/tmp/gcoll-install-deps.log 2>&1
     apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 $missing >>/tmp/gcoll-install-deps.log 2>&1 || {

@@ -128,7 +128,7 @@ static gcoll_status_t start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcol
         /* the staged chunks would each pick their own top k, and its 2-rank path has no wire format */
         if (a->compress != GCOLL_COMPRESS_NONE)
             return gcoll__error(GCOLL_ERR_UNSUPPORTED, "attr->compress: not with device buffers or a CUDA stream "
-                                "(README \"CUDA device buffers\")");
+                                "(docs/cuda.md)");
         const char *why;
         if (gcoll__cuda_ipc_eligible(a, comm, attr, &why))
             return gcoll__cuda_ipc_start(a, comm, attr, req);

@@ -302,12 +302,12 @@ static gcoll_status_t listen_on(struct in_addr addr, int *port, int backlog, int
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr = addr, .sin_port = htons((uint16_t)*port)};
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
     socklen_t alen = sizeof(a);
-    char text[64];
     if (fd >= 0)
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(fd, backlog) != 0 ||
         getsockname(fd, (struct sockaddr *)&a, &alen) != 0) {
         int e = errno;
+        char text[64];
         if (fd >= 0)
             close(fd);
         return gcoll__error(GCOLL_ERR_SYSTEM, "bootstrap: rank 0 cannot listen at %s: %s%s", addr_text(&a, text, sizeof(text)),
@@ -500,7 +500,7 @@ static gcoll_status_t join(star_t *s, const struct sockaddr_in *to, uint64_t non
     }
     nodelay(fd);
     s->fd[0] = fd;
-    unsigned char h[HELLO_BYTES], a[ACK_BYTES];
+    unsigned char h[HELLO_BYTES], a[ACK_BYTES] = {0};
     hello_pack(h, s->b.rank, s->b.size, nonce);
     gcoll_status_t st = send_all(fd, h, sizeof(h), deadline, 0);
     if (st == GCOLL_SUCCESS)

@@ -23,7 +23,7 @@ static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct gcoll_comm *registry;
 static unsigned next_id;
 
-static int registered(gcoll_comm_t comm)
+static int registered(const struct gcoll_comm *comm)
 {
     int found = 0;
     pthread_mutex_lock(&registry_lock);

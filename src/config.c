@@ -496,7 +496,7 @@ static const var_def_t vars[] = {
     {"GCOLL_MPI_COLLS", "all, none, or a list of allreduce,iallreduce,reduce_scatter_block,allgather,bcast,reduce,barrier",
      "all", "the MPI calls that the MPI interposer (LD_PRELOAD=lib/libgcoll_mpi.so) takes over; the others go to "
      "MPI unchanged", gcoll__parse_mpi_colls, NULL, &gcoll__config.mpi_colls, 0},
-    /* launch without MPI: README "MPI-free launch" */
+    /* launch without MPI: docs/transports.md */
     {"GCOLL_BOOT", "auto|mpi|env", "auto",
      "how the ranks find each other: mpi (MPI_COMM_WORLD), env (GCOLL_RANK, GCOLL_SIZE, GCOLL_ROOT_ADDR or torchrun's "
      "RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, over TCP); auto: env when those are set and no MPI launcher is seen",

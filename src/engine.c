@@ -1,10 +1,7 @@
 /* The progress engine: runs schedules round by round over the communicator's transport,
- * enforces GCOLL_TIMEOUT, and turns a failure into a failed communicator. Blocking calls are
- * a nonblocking start plus gcoll_wait. Requests live in their communicator's lane (lane.h),
- * highest priority first; a pass posts sends in that order within the lane's budget of bytes
- * in flight (GCOLL_INFLIGHT_BYTES), so a high-priority operation's slices overtake those of
- * operations issued before it. Messages match by each operation's sequence number, never by
- * the order of execution, so ranks that reorder differently cannot deadlock. */
+ * highest priority first within a lane's budget of bytes in flight, enforces GCOLL_TIMEOUT,
+ * and turns a failure into a failed communicator; blocking calls are a start plus gcoll_wait.
+ * Messages match by operation sequence number, so ranks that reorder cannot deadlock. */
 #include <sched.h>
 #include <stdio.h>
 #include <sys/resource.h>
@@ -340,7 +337,7 @@ static void look_for_dead_peer(gcoll_request_t r, double t)
  * has stalled, warns every GCOLL_STALL_WARN_S that it still waits, and ends it at its deadline. */
 static void watch(gcoll_request_t r, double t)
 {
-    char peers[160], why[256];
+    char peers[160];
     if (r->deadline == 0) { /* the clocks start at the first reading */
         r->deadline = t + gcoll__config.timeout_s;
         r->next_warn = gcoll__config.stall_warn_s > 0 ? t + gcoll__config.stall_warn_s : 0;
@@ -356,6 +353,7 @@ static void watch(gcoll_request_t r, double t)
         return;
     if (t > r->deadline) {
         int many = waited_for(r, peers, sizeof(peers));
+        char why[256];
         snprintf(why, sizeof(why), "timed out after %g s (GCOLL_TIMEOUT); no answer from rank%s %s",
                  gcoll__config.timeout_s, many ? "s" : "", peers);
         fail_request(r, GCOLL_ERR_TIMEOUT, why);
@@ -393,7 +391,7 @@ unsigned gcoll__lane_progress(gcoll__lane_t *l)
     gcoll_request_t r = l->active;
     while (r) {
         gcoll_request_t next = r->next;
-        gcoll_status_t st = GCOLL_SUCCESS;
+        gcoll_status_t st;
         unsigned before = moved;
         if (r->done) {
             /* failed in the reaping pass */
@@ -505,15 +503,13 @@ GCOLL_API gcoll_status_t gcoll_test(gcoll_request_t *req, int *done)
      * rather than yield the core and take it back at once, many times a millisecond. */
     int give_way = !*done && (++r->polls > SPIN_PASSES || gcoll__comm_crowded(comm));
     int nap = give_way && !l->local_wait && t - r->t_poll < TIGHT_POLL_S;
-    if (nap) {
+    if (nap)
         comm->refs++; /* the request may retire while this thread sleeps */
-        waiter_enter(l);
-    }
     pthread_mutex_unlock(&l->lock);
     if (nap) {
+        /* the worker keeps driving meanwhile: the sleep ends on this host's events only */
         gcoll__comm_idle(comm, ticket, NAP_US);
         pthread_mutex_lock(&l->lock);
-        waiter_leave(l);
         gcoll__comm_release(comm);
         pthread_mutex_unlock(&l->lock);
     } else if (give_way) {
@@ -543,7 +539,7 @@ GCOLL_API gcoll_status_t gcoll_wait(gcoll_request_t *req)
     unsigned yields = crowded ? CROWDED_YIELD_PASSES : YIELD_PASSES;
     /* Network communicators watch for preemption while they spin (a node channel knows its
      * crowding from the local rank count); short waits skip the look, it costs a system call. */
-    int watch = rc && !rc->shm && spin, held = watch;
+    int looking = rc && !rc->shm && spin, held = looking;
     if (held)
         rc->refs++; /* the request lets go of it when it finishes */
     waiter_enter(l);
@@ -556,14 +552,14 @@ GCOLL_API gcoll_status_t gcoll_wait(gcoll_request_t *req)
         if (!(*req)->done)
             gcoll__lane_progress(l);
         int done = (*req)->done, poll = l->local_wait;
-        if (watch && idle == PREEMPT_FIRST)
+        if (looking && idle == PREEMPT_FIRST)
             nivcsw = preemptions();
-        if (watch && idle > PREEMPT_FIRST && (done || idle % PREEMPT_CHECK == 0)) {
+        if (looking && idle > PREEMPT_FIRST && (done || idle % PREEMPT_CHECK == 0)) {
             if (preemptions() != nivcsw) {
                 rc->preempted = PREEMPT_MEMORY;
                 spin = idle + 1;
             }
-            watch = !done && idle < spin;
+            looking = !done && idle < spin;
         }
         if (!done && !comm && idle >= spin + yields) {
             comm = (*req)->comm;

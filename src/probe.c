@@ -71,7 +71,7 @@ static double median(double *v, int n)
 static gcoll_status_t round_trips(gcoll_comm_t c, int peer, int ping, char *buf, size_t n, size_t back_n, int reps,
                                   double *rtt)
 {
-    double t[PROBE_SMALL_REPS];
+    double t[PROBE_SMALL_REPS] = {0};
     reps = reps < PROBE_SMALL_REPS ? reps : PROBE_SMALL_REPS;
     for (int i = 0; i < reps; i++) {
         double t0 = now_s();
@@ -131,11 +131,12 @@ static int partner(const gcoll__nodemap_t *m, int r, int across)
 static gcoll_status_t measure(gcoll_comm_t c, int across, double *res)
 {
     int p = partner(&c->map, c->rank, across), b = partner(&c->map, 0, across);
-    char small[8] = {0};
     double rtt = 0;
     gcoll_status_t st = GCOLL_SUCCESS;
-    if (p >= 0)
+    if (p >= 0) {
+        char small[8] = {0};
         st = round_trips(c, p, c->rank < p, small, sizeof(small), sizeof(small), PROBE_SMALL_REPS, &rtt);
+    }
     (void)gcoll__boot_barrier(c->boot); /* it naps: a failed one shows in the next steps */
     char *big = NULL;
     if (st == GCOLL_SUCCESS && (c->rank == 0 || c->rank == b) && !(big = malloc(PROBE_BIG)))

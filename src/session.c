@@ -165,8 +165,8 @@ static gcoll_status_t check_agreement(gcoll_session_t s)
     for (size_t i = 0; i < s->nsets; i++) {
         uint64_t d;
         memcpy(&d, &s->sets[i].density, sizeof(d));
-        uint64_t v[5] = {s->sets[i].count, (uint64_t)s->sets[i].dtype, (uint64_t)s->sets[i].op,
-                         (uint64_t)s->sets[i].compress, d};
+        const uint64_t v[5] = {s->sets[i].count, (uint64_t)s->sets[i].dtype, (uint64_t)s->sets[i].op,
+                               (uint64_t)s->sets[i].compress, d};
         for (int k = 0; k < 5; k++)
             h = (h ^ v[k]) * 1099511628211ull;
     }

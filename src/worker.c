@@ -15,8 +15,8 @@
 #include "request.h"
 #include "topo.h"
 
-/* Passes without movement before a worker sleeps: about 20-50 us of polling, the span in which
- * a reply to a message just sent usually lands. */
+/* Passes without movement before a worker sleeps: a short spin, the span in which a reply to a
+ * message just sent usually lands. */
 #define WORKER_SPIN 64
 #define WORKER_SLEEP_US 1000
 

@@ -1,13 +1,8 @@
 #!/bin/sh
-# Launch without MPI on one host: ranks started as plain processes with `&`, finding each other
-# through GCOLL_RANK/GCOLL_SIZE/GCOLL_ROOT_ADDR or torchrun's RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT.
-# test_collectives (TEST_QUICK) at 1..4 ranks, test_split at 3 (sub-communicators over new
-# bootstrap stars), test_overlap at 3 with 2 progress threads and test_session at 2, each rank's
-# RESULT line checked; then the refusals: a rank with a wrong
-# GCOLL_JOB_SECRET, a root that never appears, ranks that disagree on the size, a non-loopback
-# root without a secret, GCOLL_TRANSPORT_INTER=mpi, malformed values; last, under mpirun the
-# variables are ignored with a warning. Prints a line per check, then a summary; exit 0 when
-# every check held.
+# Launch without MPI on one host: ranks started as plain processes, found through GCOLL_RANK/
+# GCOLL_SIZE/GCOLL_ROOT_ADDR or torchrun's variables, each rank's RESULT line checked; then the
+# refusals (a wrong secret, no root, sizes that disagree, malformed values) and, under mpirun, the
+# variables ignored with a warning. A line per check, a summary; exit 0 when every check held.
 set -u
 BINDIR=${BINDIR:-build/default/bin}
 PY=/usr/bin/python3
@@ -80,18 +75,18 @@ expect() {
 
 RANKVAR=GCOLL_RANK
 for n in 1 2 3 4; do
-    launch "gcoll-$n" "$(upto $n)" test_collectives GCOLL_SIZE=$n GCOLL_ROOT_ADDR=127.0.0.1:$(free_port) GCOLL_TIMEOUT=60
-    results "gcoll-$n" $n collectives
+    launch "gcoll-$n" "$(upto $n)" test_collectives "GCOLL_SIZE=$n" "GCOLL_ROOT_ADDR=127.0.0.1:$(free_port)" GCOLL_TIMEOUT=60
+    results "gcoll-$n" "$n" collectives
 done
 # sub-communicators and duplicates; every rank on TCP (as between hosts), with a job secret
-launch split "0 1 2" test_split GCOLL_SIZE=3 GCOLL_ROOT_ADDR=localhost:$(free_port) GCOLL_TIMEOUT=60 \
+launch split "0 1 2" test_split GCOLL_SIZE=3 "GCOLL_ROOT_ADDR=localhost:$(free_port)" GCOLL_TIMEOUT=60 \
     GCOLL_TRANSPORT_INTRA=inter GCOLL_JOB_SECRET=00112233445566778899aabbccddeeff
 results split 3 split
 # nonblocking operations on several communicators driven by 2 progress threads; the gradient session
-launch overlap "0 1 2" test_overlap GCOLL_SIZE=3 GCOLL_ROOT_ADDR=127.0.0.1:$(free_port) GCOLL_TIMEOUT=60 \
+launch overlap "0 1 2" test_overlap GCOLL_SIZE=3 "GCOLL_ROOT_ADDR=127.0.0.1:$(free_port)" GCOLL_TIMEOUT=60 \
     GCOLL_WORKER_COUNT=2
 results overlap 3 overlap
-launch session "0 1" test_session GCOLL_SIZE=2 GCOLL_ROOT_ADDR=127.0.0.1:$(free_port) GCOLL_TIMEOUT=60
+launch session "0 1" test_session GCOLL_SIZE=2 "GCOLL_ROOT_ADDR=127.0.0.1:$(free_port)" GCOLL_TIMEOUT=60
 results session 2 session
 
 # torchrun's variables: gcoll's root takes MASTER_PORT + 1 (torchrun's store has MASTER_PORT)
@@ -104,30 +99,30 @@ results torch 2 collectives
 RANKVAR=GCOLL_RANK
 port=$(free_port)
 good=GCOLL_JOB_SECRET=0123456789abcdef0123456789abcdef
-(launch wrong-secret 2 test_split GCOLL_SIZE=3 GCOLL_ROOT_ADDR=127.0.0.1:$port GCOLL_TIMEOUT=4 \
+(launch wrong-secret 2 test_split GCOLL_SIZE=3 "GCOLL_ROOT_ADDR=127.0.0.1:$port" GCOLL_TIMEOUT=4 \
     GCOLL_JOB_SECRET=ffffffffffffffffffffffffffffffff) &
-launch wrong-secret "0 1" test_split GCOLL_SIZE=3 GCOLL_ROOT_ADDR=127.0.0.1:$port GCOLL_TIMEOUT=4 "$good"
+launch wrong-secret "0 1" test_split GCOLL_SIZE=3 "GCOLL_ROOT_ADDR=127.0.0.1:$port" GCOLL_TIMEOUT=4 "$good"
 wait
 expect wrong-secret 2 "refused this rank's hello: a wrong job secret"
 expect wrong-secret 0 "rank 2 did not join rank 0 within 4 s (GCOLL_TIMEOUT); refused connections with a wrong job secret"
 expect wrong-secret 1 "rank 0 gave up: bootstrap: rank 2 did not join"
 
 # nobody listens at the root address
-launch no-root 1 test_split GCOLL_SIZE=2 GCOLL_ROOT_ADDR=127.0.0.1:$(free_port) GCOLL_TIMEOUT=1
+launch no-root 1 test_split GCOLL_SIZE=2 "GCOLL_ROOT_ADDR=127.0.0.1:$(free_port)" GCOLL_TIMEOUT=1
 expect no-root 1 "did not answer within 1 s (GCOLL_TIMEOUT)"
 
 # ranks that disagree on the job's size: refused by rank 0, which fails the job
 port=$(free_port)
-(launch size 1 test_split GCOLL_SIZE=3 GCOLL_ROOT_ADDR=127.0.0.1:$port GCOLL_TIMEOUT=20) &
-launch size 0 test_split GCOLL_SIZE=2 GCOLL_ROOT_ADDR=127.0.0.1:$port GCOLL_TIMEOUT=20
+(launch size 1 test_split GCOLL_SIZE=3 "GCOLL_ROOT_ADDR=127.0.0.1:$port" GCOLL_TIMEOUT=20) &
+launch size 0 test_split GCOLL_SIZE=2 "GCOLL_ROOT_ADDR=127.0.0.1:$port" GCOLL_TIMEOUT=20
 wait
 expect size 0 "rank 1 says the job has 3 ranks, rank 0 says 2"
 expect size 1 "refused rank 1: rank 1 says the job has 3 ranks"
 
 # refusals before any connection
-launch no-secret 0 test_split GCOLL_SIZE=2 GCOLL_ROOT_ADDR=10.255.255.1:$(free_port)
+launch no-secret 0 test_split GCOLL_SIZE=2 "GCOLL_ROOT_ADDR=10.255.255.1:$(free_port)"
 expect no-secret 0 "GCOLL_JOB_SECRET is not set"
-launch mpi-inter 0 test_split GCOLL_SIZE=1 GCOLL_ROOT_ADDR=127.0.0.1:$(free_port) GCOLL_TRANSPORT_INTER=mpi
+launch mpi-inter 0 test_split GCOLL_SIZE=1 "GCOLL_ROOT_ADDR=127.0.0.1:$(free_port)" GCOLL_TRANSPORT_INTER=mpi
 expect mpi-inter 0 "GCOLL_TRANSPORT_INTER=mpi: this job was launched without MPI"
 launch bad-secret 0 test_split GCOLL_SIZE=1 GCOLL_ROOT_ADDR=127.0.0.1:1 GCOLL_JOB_SECRET=0123456789abcdefXY
 expect bad-secret 0 "GCOLL_JOB_SECRET is not valid (18 characters): accepts none or exactly 32 hex digits"
@@ -143,9 +138,9 @@ expect torch-bad 0 "MASTER_PORT='65535' is not valid: accepts an integer from 1 
 
 # under an MPI launcher the variables are ignored, with a warning, and MPI carries the job
 checks=$((checks + 1))
-out=$(GCOLL_RANK=5 GCOLL_SIZE=9 GCOLL_ROOT_ADDR=127.0.0.1:1 timeout 120 mpirun --allow-run-as-root --oversubscribe \
-    --bind-to none -np 2 -x GCOLL_RANK -x GCOLL_SIZE -x GCOLL_ROOT_ADDR "$BINDIR/readme_example" 2>&1)
-if [ $? = 0 ] && printf '%s\n' "$out" | grep -q "GCOLL_RANK, GCOLL_SIZE or GCOLL_ROOT_ADDR ignored: an MPI launcher"; then
+if out=$(GCOLL_RANK=5 GCOLL_SIZE=9 GCOLL_ROOT_ADDR=127.0.0.1:1 timeout 120 mpirun --allow-run-as-root --oversubscribe \
+    --bind-to none -np 2 -x GCOLL_RANK -x GCOLL_SIZE -x GCOLL_ROOT_ADDR "$BINDIR/readme_example" 2>&1) &&
+    printf '%s\n' "$out" | grep -q "GCOLL_RANK, GCOLL_SIZE or GCOLL_ROOT_ADDR ignored: an MPI launcher"; then
     echo "ok   mpirun: GCOLL_RANK... ignored with a warning, the job ran over MPI ($(lap))"
 else
     bad "mpirun with GCOLL_RANK set:"

@@ -3,7 +3,8 @@
 # (errors, and threads on sub-communicators), and ThreadSanitizer on the threaded test and the
 # overlap example. TOOL=valgrind or TOOL=tsan. Ends with "N passed, N failed".
 set -u
-MPIRUN="mpirun --allow-run-as-root --oversubscribe --bind-to none"
+# mpi MPIRUN-ARGS...: mpirun on this host, ended after 600 s
+mpi() { timeout 600 mpirun --allow-run-as-root --oversubscribe --bind-to none "$@"; }
 passed=0
 failed=0
 step() {
@@ -21,31 +22,34 @@ step() {
 case ${TOOL:-} in
 valgrind)
     B=build/default/bin
-    VG="valgrind -q --num-callers=40 --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite --suppressions=/usr/share/openmpi/openmpi-valgrind.supp --suppressions=$(pwd)/tests/valgrind.supp"
-    step "unit tests under valgrind" env CK_FORK=no timeout 900 $VG $B/unit_tests
-    step "test_errors np=2 under valgrind" timeout 600 $MPIRUN -np 2 $VG $B/test_errors
-    step "test_split np=2 under valgrind" timeout 600 $MPIRUN -np 2 $VG $B/test_split
-    step "gradient_session np=2 under valgrind" timeout 600 $MPIRUN -np 2 $VG $B/gradient_session
+    # valgrind's command line, in "$@"
+    set -- valgrind -q --num-callers=40 --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite \
+        --suppressions=/usr/share/openmpi/openmpi-valgrind.supp "--suppressions=$(pwd)/tests/valgrind.supp"
+    step "unit tests under valgrind" env CK_FORK=no timeout 900 "$@" "$B/unit_tests"
+    step "test_errors np=2 under valgrind" mpi -np 2 "$@" "$B/test_errors"
+    step "test_split np=2 under valgrind" mpi -np 2 "$@" "$B/test_split"
+    step "gradient_session np=2 under valgrind" mpi -np 2 "$@" "$B/gradient_session"
     ;;
 tsan)
     B=build/tsan/bin
-    export TSAN_OPTIONS="halt_on_error=1:exitcode=66:report_signal_unsafe=0:suppressions=$(pwd)/tests/tsan.supp"
-    step "test_split np=2 under TSan" timeout 600 $MPIRUN -np 2 -x TSAN_OPTIONS $B/test_split
-    step "test_split np=3 under TSan" timeout 600 $MPIRUN -np 3 -x TSAN_OPTIONS $B/test_split
-    step "backprop_overlap np=2 under TSan" timeout 600 $MPIRUN -np 2 -x TSAN_OPTIONS $B/backprop_overlap
+    TSAN_OPTIONS="halt_on_error=1:exitcode=66:report_signal_unsafe=0:suppressions=$(pwd)/tests/tsan.supp"
+    export TSAN_OPTIONS
+    step "test_split np=2 under TSan" mpi -np 2 -x TSAN_OPTIONS "$B/test_split"
+    step "test_split np=3 under TSan" mpi -np 3 -x TSAN_OPTIONS "$B/test_split"
+    step "backprop_overlap np=2 under TSan" mpi -np 2 -x TSAN_OPTIONS "$B/backprop_overlap"
     # over tcp: waits sleep on the transport's epoll set without the engine lock
-    step "backprop_overlap np=2 over tcp under TSan" timeout 600 $MPIRUN -np 2 -x TSAN_OPTIONS \
-        -x GCOLL_TRANSPORT_INTRA=inter -x GCOLL_TRANSPORT_INTER=tcp $B/backprop_overlap
+    step "backprop_overlap np=2 over tcp under TSan" mpi -np 2 -x TSAN_OPTIONS \
+        -x GCOLL_TRANSPORT_INTRA=inter -x GCOLL_TRANSPORT_INTER=tcp "$B/backprop_overlap"
     # progress threads beside the application's: several lanes, a small budget, the session
-    step "test_overlap np=3, 2 progress threads, under TSan" timeout 600 $MPIRUN -np 3 -x TSAN_OPTIONS \
-        -x TEST_QUICK=1 -x GCOLL_WORKER_COUNT=2 -x GCOLL_INFLIGHT_BYTES=64K $B/test_overlap
-    step "test_session np=2 over tcp under TSan" timeout 600 $MPIRUN -np 2 -x TSAN_OPTIONS \
-        -x GCOLL_TRANSPORT_INTRA=inter $B/test_session
+    step "test_overlap np=3, 2 progress threads, under TSan" mpi -np 3 -x TSAN_OPTIONS \
+        -x TEST_QUICK=1 -x GCOLL_WORKER_COUNT=2 -x GCOLL_INFLIGHT_BYTES=64K "$B/test_overlap"
+    step "test_session np=2 over tcp under TSan" mpi -np 2 -x TSAN_OPTIONS \
+        -x GCOLL_TRANSPORT_INTRA=inter "$B/test_session"
     # mixed collectives, several outstanding, random priorities, two progress threads
-    step "test_soak np=3, 2 progress threads, under TSan" timeout 600 $MPIRUN -np 3 -x TSAN_OPTIONS \
-        -x SOAK_ITERS=150 -x TEST_QUICK=1 -x GCOLL_WORKER_COUNT=2 $B/test_soak
+    step "test_soak np=3, 2 progress threads, under TSan" mpi -np 3 -x TSAN_OPTIONS \
+        -x SOAK_ITERS=150 -x TEST_QUICK=1 -x GCOLL_WORKER_COUNT=2 "$B/test_soak"
     # gcoll_comm_abort from the application's thread while the progress thread drives the lane
-    step "test_faults abort np=3 under TSan" timeout 600 $MPIRUN -np 3 -x TSAN_OPTIONS $B/test_faults abort
+    step "test_faults abort np=3 under TSan" mpi -np 3 -x TSAN_OPTIONS "$B/test_faults" abort
     ;;
 *)
     echo "usage: TOOL=valgrind|tsan sh tests/check_tools.sh" >&2

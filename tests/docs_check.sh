@@ -60,7 +60,7 @@ done < "$list"
 # 3. repository paths in README.md's code: words under the tracked top-level folders (build
 # outputs such as build/ and lib/ aside), without globs or placeholders
 paths=0
-code "$README" | awk '{ for (i = 1; i <= NF; i++) print $i }' | grep -E '^[("'\'']*(src|tests|examples|bench|docs|scripts|include|tools|transports|collectives|bindings|interposer)/' |
+code "$README" | awk '{ for (i = 1; i <= NF; i++) print $i }' | grep -E '^[("'\'']*(src|tests|examples|bench|reference|docs|scripts|include|tools|transports|collectives|bindings|interposer)/' |
     sed -e 's/^[("'\'']*//' -e 's/[)"'\'',;.:]*$//' -e 's/:[0-9][0-9]*$//' |
     grep -v '[*{}<>$]\|\.\.\.' | sort -u > "$list"
 while read -r p; do

@@ -5,9 +5,12 @@
 # slowest detection seen. About 15 s.
 set -u
 BINDIR=${BINDIR:-build/default/bin}
-# --enable-recovery: without it mpirun kills the whole job when one rank dies
-MPIRUN="mpirun --allow-run-as-root --oversubscribe --bind-to none --enable-recovery"
-count() { ls /dev/shm 2>/dev/null | grep -c '^gcoll-'; }
+# count: the segments named gcoll-* in /dev/shm
+count() {
+    _n=0
+    for _f in /dev/shm/gcoll-*; do [ -e "$_f" ] && _n=$((_n + 1)); done
+    echo "$_n"
+}
 before=$(count)
 stamp=$(mktemp)
 worst=0
@@ -16,12 +19,14 @@ worst=0
 kill_run() {
     name=$1 np=$2
     shift 2
-    envs=""
-    for e in "$@"; do envs="$envs -x $e"; done
+    # "$@": -x ENV=VAL for each ENV=VAL given
+    for e in "$@"; do set -- "$@" -x "$e"; shift; done
     rm -f "$stamp"
     # mpirun itself sometimes lingers after the survivors have reported and exited (Open MPI's
-    # recovery of the dead rank): the time limit ends it, the survivors' output still counts
-    out=$(timeout 40 $MPIRUN -np "$np" -x GCOLL_TIMEOUT=30 $envs "$BINDIR/test_faults" kill "$stamp" 2>&1)
+    # recovery of the dead rank): the time limit ends it, the survivors' output still counts.
+    # --enable-recovery: without it mpirun kills the whole job when one rank dies
+    out=$(timeout 40 mpirun --allow-run-as-root --oversubscribe --bind-to none --enable-recovery -np "$np" \
+        -x GCOLL_TIMEOUT=30 "$@" "$BINDIR/test_faults" kill "$stamp" 2>&1)
     # by shape, not by line: mpirun may join two ranks' lines
     good=$(printf '%s\n' "$out" | grep -o "FAULTS rank=[0-9]* passed=[0-9]* failed=[0-9]*" | grep -c " failed=0$")
     if [ "$good" != $((np - 1)) ] || printf '%s\n' "$out" | grep -q '^FAIL'; then
@@ -32,7 +37,7 @@ kill_run() {
     for t in $(printf '%s\n' "$out" | sed -n 's/^DETECTED rank=[0-9]* after=\([0-9.]*\) s.*/\1/p'); do
         worst=$(awk -v a="$worst" -v b="$t" 'BEGIN { print (b > a) ? b : a }')
     done
-    [ "$(count)" = "$before" ] || { echo "$name: segments left: $(ls /dev/shm | grep '^gcoll-')"; exit 1; }
+    [ "$(count)" = "$before" ] || { echo "$name: segments left: $(cd /dev/shm && ls -d gcoll-*)"; exit 1; }
 }
 
 kill_run "kill -9 over shm" 4

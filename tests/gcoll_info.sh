@@ -34,6 +34,7 @@ row=$(sed -n '/^allreduce (/,/^$/p' "$out" | grep '^ *64M ')
 head=$(sed -n '/^allreduce (/,/^$/p' "$out" | grep '^ *bytes')
 rcol=$(echo "$head" | tr -s ' ' '\n' | grep -v '^$' | grep -n '^ring$' | cut -d: -f1)
 echo "$head" | grep -qw hierarchical || fail "no hierarchical column at 2x2: '$head'"
+# shellcheck disable=SC2015 # A && B || fail: fail unless both hold, as meant
 [ -n "$rcol" ] && echo "$row" | grep -q '\*' && ! echo "$row" | tr -s ' ' '\n' | grep -v '^$' | sed -n "${rcol}p" | grep -q '\*$' ||
     fail "the ring is the 64M allreduce pick at 2x2 over 1 Gbit/s (or nothing is): '$row'"
 # a burst rate shows on the layout line (and without one, the bandwidth stands for it)
@@ -58,5 +59,6 @@ grep -q '^== variables' "$out" || fail "no variables section after a malformed v
 
 "$BINDIR/gcoll-info" --no-such-option > "$out" 2>&1
 rc=$?
+# shellcheck disable=SC2015 # A && B || fail: fail unless both hold, as meant
 [ $rc = 2 ] && grep -q '^usage: ' "$out" || fail "exit $rc and no usage for a bad argument"
 echo "gcoll-info: sections present, $nvars variables with their sources, bad input refused"

@@ -31,7 +31,7 @@ static int set_size(gcoll__coll_args_t *a, size_t bytes)
 {
     a->count = 1;
     size_t per = gcoll__coll_bytes(a);
-    a->count = bytes / per ? bytes / per : 1;
+    a->count = (bytes / per) ? bytes / per : 1;
     return bytes <= LAST_SIZE;
 }
 

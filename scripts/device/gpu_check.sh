@@ -2,7 +2,8 @@
 # The GPU checks, run on the lent machine after scripts/device/prepare.sh here: test_cuda at 1-4
 # processes (IPC, on, off), torch's copy bandwidth, and gcoll_bench -d cuda (IPC and staged, NCCL
 # beside it where it runs). Device call: command "bash scripts/device/gpu_check.sh", carry .dev, lib.
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
+# shellcheck source=/dev/null # .dev/ompi/env.sh is the bundle prepare.sh unpacks, not in the tree
 . .dev/ompi/env.sh
 B=.dev/bin
 R="timeout 150 mpirun --bind-to none"

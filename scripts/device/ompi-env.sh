@@ -1,5 +1,7 @@
+# shellcheck shell=bash
 # Source this file (bash/zsh): . <repo>/.dev/ompi/env.sh
 # Relocatable Open MPI 4.1.4 runtime (from Debian 12) for a single-node run.
+# shellcheck disable=SC2296 # the fallback is zsh's way to name the sourced file
 _ompi_src=${BASH_SOURCE[0]:-${(%):-%x}}
 OMPI_BUNDLE=$(cd "$(dirname "$_ompi_src")" && pwd -P); unset _ompi_src
 OMPI_REPO=$(cd "$OMPI_BUNDLE/../.." && pwd -P)

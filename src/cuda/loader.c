@@ -137,9 +137,9 @@ static int bind(void *h, void **slot, const char *sym)
 static void load_kernels(void)
 {
     Dl_info info;
-    char path[4096];
     void *h = NULL;
     if (dladdr((void *)gcoll__cuda_get, &info) && info.dli_fname) {
+        char path[4096];
         const char *slash = strrchr(info.dli_fname, '/');
         int dir = slash ? (int)(slash - info.dli_fname) : 0;
         snprintf(path, sizeof(path), "%.*s%slibgcoll_cuda.so", dir, info.dli_fname, slash ? "/" : "");

@@ -90,6 +90,7 @@ void *gcoll__cuda_pinned_get(size_t bytes)
     return b->p;
 }
 
+// cppcheck-suppress constParameter ; the buffer goes back to the pool, to be written again
 void gcoll__cuda_pinned_put(void *p)
 {
     pthread_mutex_lock(&pin_lock);

@@ -1,10 +1,8 @@
 #!/bin/bash
-# Adasum across network-namespace hosts (tests/cluster/cluster.sh): test_adasum (TEST_QUICK=1)
-# on 3 hosts x 2 ranks over tcp, where GCOLL_ADASUM's auto choice is the hierarchical variant
-# (each host's sum, then Adasum among 3 hosts, which folds the third into the first) and the test
-# also forces it and the flat halving; every result is checked against the reference computed
-# from the hosts MPI reports. Prints "RESULT adasum np=6 passed=N failed=M"; exit 77 with a
-# "SKIP cluster:" line where namespaces cannot be made.
+# Adasum across network-namespace hosts (tests/cluster/cluster.sh): test_adasum (TEST_QUICK=1) on
+# 3 hosts x 2 ranks over tcp: the hierarchical variant (GCOLL_ADASUM's auto choice here) and the
+# flat halving, checked against a reference from the hosts MPI reports. Prints "RESULT adasum np=6
+# passed=N failed=M"; exit 77 with a "SKIP cluster:" line where namespaces cannot be made.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 BINDIR=$(cd "${BINDIR:-build/default/bin}" 2>/dev/null && pwd) || { echo "no BINDIR: build first"; exit 1; }

@@ -1,9 +1,10 @@
 #!/bin/bash
 # Automatic choice against the same algorithm forced (README "Auto against forced"): gcoll_bench
-# allreduce with GCOLL_ALLREDUCE unset (A) and with GCOLL_ALLREDUCE naming, per size, the algorithm
-# that A picked (B), in ABBA order, so that a drift of the machine's load touches both alike. Per
-# size, the median over each side's runs of gcoll_bench's median call and of its average, A / B
-# for both, and the runs in which A picked another algorithm than the first A did.
+# allreduce with GCOLL_ALLREDUCE unset (A) and set, per size, to the algorithm A picked (B), in ABBA
+# order; per size, the medians of both sides, A / B, and the runs in which A's pick changed.
+# Exit: 0; 1 when a run failed; 77 where the cluster cannot be made here.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
 # Environment:
 #   AB_HOSTS (2), AB_RANKS ranks per host (2); AB_HOSTS=1 runs mpirun on this machine, with
 #            GCOLL_TRANSPORT_INTRA=inter (tcp between the ranks, as between hosts) unless set
@@ -11,9 +12,6 @@
 #   AB_ITERS timed iterations (200), AB_WARMUP (2), AB_REPS ABBA groups (3),
 #   AB_TRANSPORT GCOLL_TRANSPORT_INTER (tcp), BINDIR (build/default/bin)
 # Every other GCOLL_* variable of the caller (GCOLL_COST_INTER=builtin, ...) reaches both sides.
-# Exit: 0; 1 when a run failed; 77 where the cluster cannot be made here.
-set -u
-here=$(cd "$(dirname "$0")" && pwd)
 hosts=${AB_HOSTS:-2} ranks=${AB_RANKS:-2} rate=${AB_RATE:-1gbit} sizes=${AB_SIZES:-4:4K}
 factor=${AB_FACTOR:-4} iters=${AB_ITERS:-200} warmup=${AB_WARMUP:-2} reps=${AB_REPS:-3}
 transport=${AB_TRANSPORT:-tcp}

@@ -1,16 +1,14 @@
 #!/bin/bash
 # make bench-cluster: allreduce 8 B..64 MiB on a 4-host x 1-rank namespace cluster
-# (tests/cluster/cluster.sh), gcoll beside Open MPI over its TCP BTL (--mca btl tcp,self), on
-# unshaped veths and on links shaped with tbf, for each inter-node transport. Writes
-# build/bench/cluster-<rate>-<transport>.{csv,json,png}. Before the runs on a shaped link, a
-# check that tbf holds: MPI's 64 MiB allreduce bus bandwidth must stay below the link rate.
-# Environment: CLUSTER_BENCH_TRANSPORTS ("tcp ofi"), CLUSTER_BENCH_RATES ("none 1gbit"),
-# CLUSTER_BENCH_HOSTS (4), BINDIR (build/default/bin), OUTDIR (build/bench).
+# (tests/cluster/cluster.sh), gcoll beside Open MPI over TCP, on unshaped and tbf-shaped links, for
+# each inter-node transport; writes build/bench/cluster-<rate>-<transport>.{csv,json,png}.
 # Exit: 0, 1 when a run failed (a transport not built yet fails visibly), 77 where the cluster
 # cannot be made here.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 BINDIR=$(cd "${BINDIR:-build/default/bin}" 2>/dev/null && pwd) || { echo "no BINDIR: build first"; exit 1; }
+# Environment: CLUSTER_BENCH_TRANSPORTS ("tcp ofi"), CLUSTER_BENCH_RATES ("none 1gbit"),
+# CLUSTER_BENCH_HOSTS (4), BINDIR (build/default/bin), OUTDIR (build/bench).
 OUTDIR=${OUTDIR:-build/bench}
 mkdir -p "$OUTDIR" && OUTDIR=$(cd "$OUTDIR" && pwd)
 transports=${CLUSTER_BENCH_TRANSPORTS:-tcp ofi}
@@ -45,7 +43,8 @@ for rate in $rates; do
     else
         label=$rate cap=$(gbps "$rate")
         link="$rate each way = $cap GB/s: a ring allreduce's bus bandwidth cannot exceed it"
-        # tbf check: MPI's own allreduce (gcoll over its MPI transport beside it) at 64 MiB
+        # tbf check: MPI's own allreduce (gcoll over its MPI transport beside it) at 64 MiB must
+        # stay within 30-100 % of the link rate
         out=$(GCOLL_TRANSPORT_INTER=mpi timeout 300 "$CLUSTER_MPIRUN" --baseline-tcp "$B" allreduce \
             -m 64M:64M -i 3 -x 1 --csv "$CLUSTER_DIR/tbf.csv" 2>&1)
         mpi=$(busbw64 "$CLUSTER_DIR/tbf.csv" 19 2>/dev/null)
@@ -68,10 +67,11 @@ for rate in $rates; do
         parts=("8:64K -i 200 -x 10" "128K:512K -i 40 -x 4" "1M:64M -i 6 -x 1")
         ok=1
         for k in 0 1 2; do
+            read -r -a part <<< "${parts[k]}"
             GCOLL_TRANSPORT_INTER=$t timeout 600 "$CLUSTER_MPIRUN" --baseline-tcp "$B" allreduce \
-                -m ${parts[k]} --csv "$base.$k.csv" --json "$base.$k.json" 2>&1 |
+                -m "${part[@]}" --csv "$base.$k.csv" --json "$base.$k.json" 2>&1 |
                 if [ $k = 0 ]; then grep -v '^# average'; else grep -v '^ *bytes\|^#'; fi
-            [ "${PIPESTATUS[0]}" = 0 ] && [ -s "$base.$k.csv" ] || { ok=0; break; }
+            { [ "${PIPESTATUS[0]}" = 0 ] && [ -s "$base.$k.csv" ]; } || { ok=0; break; }
         done
         echo "# link: $link; all hosts sent $(( ($(txsum) - tx0) / 1000000 )) MB over their $CLUSTER_IF in $(( $(date +%s) - s0 )) s"
         if [ $ok = 0 ]; then

@@ -1,15 +1,13 @@
 #!/bin/bash
 # Gradient compression across hosts of the namespace cluster (tests/cluster/cluster.sh), links
-# shaped with tbf, over tcp: gcoll_bench allreduce dense (--compress none), fp16, bf16 and top-k,
-# each with the hosts' eth0 byte counters before and after as a cross-check of the bytes on the
-# wire, then examples/train_mlp dense, fp16 and top-k with error feedback (final held-out loss).
-#   tests/cluster/bench_compress.sh
-# Environment: HOSTS (4), RANKS_PER_HOST (1), RATE (1gbit), SIZE (64M), ITERS (5), DENSITY (0.01),
-# TRAIN_ITERS (400), BINDIR (build/default/bin).
+# shaped with tbf, over tcp: gcoll_bench allreduce dense, fp16, bf16 and top-k with the hosts' eth0
+# byte counters as a cross-check, then examples/train_mlp dense, fp16 and top-k (final loss).
 # Exit: non-zero if a run failed, or 77 with a "SKIP cluster:" line where namespaces cannot be made.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 BINDIR=$(cd "${BINDIR:-build/default/bin}" 2>/dev/null && pwd) || { echo "no BINDIR: build first"; exit 1; }
+# Environment: HOSTS (4), RANKS_PER_HOST (1), RATE (1gbit), SIZE (64M), ITERS (5), DENSITY (0.01),
+# TRAIN_ITERS (400), BINDIR (build/default/bin).
 if [ "${1:-}" = --inner ]; then
     "$CLUSTER_SHAPE" "$RATE" || exit 1
     rc=0

@@ -1,11 +1,8 @@
 #!/bin/bash
-# Launch without MPI across network-namespace hosts (tests/cluster/cluster.sh): 2 hosts x 2 ranks of
-# test_collectives (TEST_QUICK=1) started as plain processes in each host's namespace under its own
-# hostname, rank 0 on host 1 listening at 10.77.0.1, a fresh job secret on every rank. Every rank
-# must pass and see 2 hosts, shared memory inside a host and tcp between ("shm+tcp"); then
-# test_split the same way (sub-communicators with their rank 0 on either host). Prints
-# "RESULT boot-cluster np=4 passed=N failed=M"; exit 77 with a "SKIP cluster:" line where
-# namespaces cannot be made.
+# Launch without MPI across network-namespace hosts (tests/cluster/cluster.sh): test_collectives
+# and test_split at 2 hosts x 2 ranks started as plain processes, rank 0 on host 1; every rank must
+# pass and see 2 hosts over shm+tcp. Prints "RESULT boot-cluster np=4 passed=N failed=M"; exit 77
+# with a "SKIP cluster:" line where namespaces cannot be made.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 BINDIR=$(cd "${BINDIR:-build/default/bin}" 2>/dev/null && pwd) || { echo "no BINDIR: build first"; exit 1; }
@@ -16,10 +13,11 @@ if [ "${1:-}" = --inner ]; then
     mkdir -p "$out"
     # start PROG: ranks 0, 1 on host 1 and 2, 3 on host 2, each under its host's name; waits
     start() {
-        local r=0 h local
+        local r=0 h
         for h in 0 1; do
-            for local in 0 1; do
+            for _ in 0 1; do # the host's 2 ranks
                 # a fresh namespace: the port is free there
+                # shellcheck disable=SC2016 # $0 and $@ are the inner sh's
                 ip netns exec "${hosts[h]}" unshare --uts -- sh -c 'hostname "$0" && exec "$@"' "${hosts[h]}" \
                     env GCOLL_RANK=$r GCOLL_SIZE=4 GCOLL_ROOT_ADDR=10.77.0.1:29400 GCOLL_JOB_SECRET="$secret" \
                     GCOLL_TIMEOUT=60 GCOLL_LOG_LEVEL=info TEST_QUICK=1 \

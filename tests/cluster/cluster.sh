@@ -1,34 +1,36 @@
 #!/bin/bash
-# A test cluster of several "hosts" on one machine: each host is a network namespace with its own
-# hostname (a UTS namespace per command), joined by a veth pair to a Linux bridge that lives in a
-# namespace of its own, so the root namespace's networking is never touched. mpirun runs in host
-# 1; Open MPI reaches the others through an rsh agent that enters their namespaces. Optional tbf
-# shaping per link, both directions. Everything is torn down on exit, INT and TERM.
-#
-#   cluster.sh [options] -- PROGRAM [ARGS]   one mpirun of PROGRAM over the cluster
-#   cluster.sh [options] --exec CMD [ARGS]   set up the cluster, run CMD in the root namespace with
-#                                            the helpers below in its environment, tear down
-# Options:
-#   --hosts N            hosts (default 2)
-#   --ranks-per-host R   ranks per host for the '--' form (default 1)
-#   --rate RATE          shape every link to RATE each way (tc units: 100mbit, 1gbit, ...)
-#   --burst BYTES        tbf burst (default: 4 ms at RATE, at least 64kb)
-#   -x VAR[=VALUE]       pass VAR to the ranks (mpirun -x); every GCOLL_* and TEST_* variable of
-#                        the caller's environment is passed on its own
-#   --mca NAME VALUE     one more Open MPI parameter for mpirun
-#   -v                   print the set-up commands
-# Helpers that --exec exports:
-#   CLUSTER_MPIRUN [--ranks-per-host R] [--baseline-tcp] [mpirun options] PROGRAM [ARGS]
-#        mpirun in host 1 over every host (np = hosts x R); --baseline-tcp restricts MPI to
-#        --mca btl tcp,self so that even ranks of one host talk over TCP
-#   CLUSTER_SHAPE RATE|none    (re)shape every link; CLUSTER_COUNTERS   per-host eth0 rx/tx bytes
-#   CLUSTER_HOSTS (count), CLUSTER_HOSTNAMES, CLUSTER_IF (eth0), CLUSTER_RATE, CLUSTER_DIR
-# Exit status: the program's, or 77 with a line "SKIP cluster: REASON" where namespaces, veth or
-# bridges cannot be made here (not root, no ip/tc/unshare/mpirun, no kernel support).
+# A test cluster of several "hosts" on one machine: a network namespace per host (own hostname),
+# veths to a bridge in a namespace of its own, optional tbf shaping of every link. Runs one mpirun
+# of a program over it, or a command with helpers to do so; tears everything down on exit, INT and
+# TERM. Exit: the program's, or 77 with "SKIP cluster: REASON" where it cannot be made. Usage: -h.
 set -u
 
 hosts=2 rph=1 rate="" burst="" verbose=0 mode="" xvars=() mcas=()
-usage() { sed -n "7,27p" "$0" | sed "s/^# \{0,1\}//" >&2; exit "${1:-2}"; }
+usage() {
+    cat >&2 <<'EOF'
+  cluster.sh [options] -- PROGRAM [ARGS]   one mpirun of PROGRAM over the cluster
+  cluster.sh [options] --exec CMD [ARGS]   set up the cluster, run CMD in the root namespace with
+                                           the helpers below in its environment, tear down
+Options:
+  --hosts N            hosts (default 2)
+  --ranks-per-host R   ranks per host for the '--' form (default 1)
+  --rate RATE          shape every link to RATE each way (tc units: 100mbit, 1gbit, ...)
+  --burst BYTES        tbf burst (default: 4 ms at RATE, at least 64kb)
+  -x VAR[=VALUE]       pass VAR to the ranks (mpirun -x); every GCOLL_* and TEST_* variable of
+                       the caller's environment is passed on its own
+  --mca NAME VALUE     one more Open MPI parameter for mpirun
+  -v                   print the set-up commands
+Helpers that --exec exports:
+  CLUSTER_MPIRUN [--ranks-per-host R] [--baseline-tcp] [mpirun options] PROGRAM [ARGS]
+       mpirun in host 1 over every host (np = hosts x R); --baseline-tcp restricts MPI to
+       --mca btl tcp,self so that even ranks of one host talk over TCP
+  CLUSTER_SHAPE RATE|none    (re)shape every link; CLUSTER_COUNTERS   per-host eth0 rx/tx bytes
+  CLUSTER_HOSTS (count), CLUSTER_HOSTNAMES, CLUSTER_IF (eth0), CLUSTER_RATE, CLUSTER_DIR
+Exit status: the program's, or 77 with a line "SKIP cluster: REASON" where namespaces, veth or
+bridges cannot be made here (not root, no ip/tc/unshare/mpirun, no kernel support).
+EOF
+    exit "${1:-2}"
+}
 while [ $# -gt 0 ]; do
     case $1 in
     --hosts) hosts=${2:?}; shift 2 ;;
@@ -38,21 +40,21 @@ while [ $# -gt 0 ]; do
     -x) xvars+=("${2:?}"); shift 2 ;;
     --mca) mcas+=(--mca "${2:?}" "${3:?}"); shift 3 ;;
     -v) verbose=1; shift ;;
-    --exec) mode=exec; shift; break ;;
-    --) mode=run; shift; break ;;
+    --exec) mode="exec"; shift; break ;;
+    --) mode="run"; shift; break ;;
     -h|--help) usage 0 ;;
     *) echo "cluster.sh: unknown option '$1'" >&2; usage ;;
     esac
 done
-[ -n "$mode" ] && [ $# -gt 0 ] || usage
+{ [ -n "$mode" ] && [ $# -gt 0 ]; } || usage
 case $hosts in ''|*[!0-9]*) usage ;; esac
 case $rph in ''|*[!0-9]*) usage ;; esac
-[ "$hosts" -ge 1 ] && [ "$hosts" -le 200 ] && [ "$rph" -ge 1 ] || usage
+{ [ "$hosts" -ge 1 ] && [ "$hosts" -le 200 ] && [ "$rph" -ge 1 ]; } || usage
 
 skip() { echo "SKIP cluster: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root to create network namespaces"
 for tool in ip tc unshare hostname mpirun; do
-    command -v $tool >/dev/null 2>&1 || skip "no '$tool' command"
+    command -v "$tool" >/dev/null 2>&1 || skip "no '$tool' command"
 done
 
 P=gc$$                          # prefix of every namespace of this invocation
@@ -66,17 +68,18 @@ for i in $(seq 1 "$hosts"); do names+=("${P}h$i"); done
 
 run() { [ $verbose = 1 ] && echo "+ $*" >&2; "$@"; }
 
+# shellcheck disable=SC2317 # called by the EXIT trap
 teardown() {
     trap '' INT TERM
     [ -z "$child" ] || kill -TERM "$child" 2>/dev/null
     # whatever still runs in a host (mpirun, an orted, a rank) is ours: TERM, then KILL after 2 s
     local ns left tries=0
-    while [ $tries -lt 30 ]; do
-        left=""
-        for ns in "${made[@]}"; do left="$left $(ip netns pids "$ns" 2>/dev/null)"; done
-        [ -n "${left// /}" ] || break
-        [ $tries = 0 ] && kill -TERM $left 2>/dev/null
-        [ $tries -ge 20 ] && kill -KILL $left 2>/dev/null
+    while [ "$tries" -lt 30 ]; do
+        left=()
+        for ns in "${made[@]}"; do mapfile -t -O "${#left[@]}" left < <(ip netns pids "$ns" 2>/dev/null); done
+        [ ${#left[@]} -gt 0 ] || break
+        [ "$tries" = 0 ] && kill -TERM "${left[@]}" 2>/dev/null
+        [ "$tries" -ge 20 ] && kill -KILL "${left[@]}" 2>/dev/null
         tries=$((tries + 1))
         sleep 0.1
     done
@@ -151,6 +154,7 @@ done
 EOF
 
 ncores=$(nproc)
+# shellcheck disable=SC2016,SC1003 # writes a bash script: its $ and \ are for it, not for this one
 {
     echo '#!/bin/bash'
     echo '# mpirun over the cluster, from host 1: [--ranks-per-host R] [--baseline-tcp] [mpirun options] PROGRAM [ARGS]'

@@ -1,20 +1,19 @@
 #!/bin/bash
-# A link cut across network-namespace hosts (tests/cluster/cluster.sh): 2 hosts x 1 rank over tcp
-# run 32 MiB allreduces in a loop with GCOLL_TIMEOUT=5 (tests/mpi/test_faults.c linkcut); once
-# both have finished 3, host 2's eth0 is set down inside its namespace. Nothing closes a socket,
-# so no end of file or reset tells either side: each rank must end its allreduce with
-# GCOLL_ERR_TIMEOUT (or GCOLL_ERR_REMOTE) within GCOLL_TIMEOUT plus SLACK seconds of the cut, and
-# exit by itself. mpirun's own out-of-band channel crosses the same link: it loses host 2's daemon
-# and neither mpirun nor MPI_Finalize can finish, so the ranks write their results to files,
-# leave without finalizing, and the script stops mpirun once both results are in.
-# Prints "RESULT cluster-linkcut passed=N failed=M"; exit 0, 1, or 77 (with a "SKIP cluster:"
-# line) where namespaces cannot be made here. About 10 s.
+# A link cut across network-namespace hosts (tests/cluster/cluster.sh): 2 hosts x 1 rank run
+# allreduces over tcp with GCOLL_TIMEOUT=5 until host 2's eth0 is set down; each rank must end
+# with GCOLL_ERR_TIMEOUT (or GCOLL_ERR_REMOTE) within GCOLL_TIMEOUT plus SLACK s and exit by itself.
+# Prints "RESULT cluster-linkcut passed=N failed=M"; exit 0, 1, or 77 (with "SKIP cluster:").
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 BINDIR=$(cd "${BINDIR:-build/default/bin}" 2>/dev/null && pwd) || { echo "no BINDIR: build first"; exit 1; }
 TIMEOUT=5
 SLACK=5 # the clock is read every 32 progress passes; a loaded machine runs them slowly
 
+# Once both ranks have finished 3 allreduces (32 MiB, tests/mpi/test_faults.c linkcut), the link
+# goes down inside host 2's namespace. Nothing closes a socket, so no end of file or reset tells
+# either side. mpirun's own out-of-band channel crosses the same link: it loses host 2's daemon
+# and neither mpirun nor MPI_Finalize can finish, so the ranks write their results to files,
+# leave without finalizing, and the script stops mpirun once both results are in. About 10 s.
 if [ "${1:-}" = --inner ]; then
     dir=$(mktemp -d)
     GCOLL_TRANSPORT_INTER=tcp GCOLL_TIMEOUT=$TIMEOUT timeout -k 3 150 "$CLUSTER_MPIRUN" --enable-recovery \

@@ -7,12 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    int rank, size, lrank, lsize, len, failed = 0, passed = 0;
+    int rank, size, lrank, lsize, len;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    check_set_rank(rank, size);
     int hosts = argc > 1 ? atoi(argv[1]) : 0, rph = argc > 2 ? atoi(argv[2]) : 0;
     const char *name = argc > 3 ? argv[3] : "nodes";
 
@@ -27,8 +30,7 @@ int main(int argc, char **argv)
     int mine[2] = {lsize, lrank == 0}, *all = malloc(sizeof(int) * 2 * size);
     char *names = calloc(size, MPI_MAX_PROCESSOR_NAME);
     MPI_Gather(mine, 2, MPI_INT, all, 2, MPI_INT, 0, MPI_COMM_WORLD);
-    MPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0,
-               MPI_COMM_WORLD);
+    MPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, MPI_COMM_WORLD);
     /* every rank of one node must carry one hostname, and no other node that hostname */
     char *lead = calloc(1, MPI_MAX_PROCESSOR_NAME);
     if (lrank == 0)
@@ -41,35 +43,28 @@ int main(int argc, char **argv)
         int nodes = 0, distinct = 0;
         for (int r = 0; r < size; r++) {
             nodes += all[2 * r + 1];
-            if (all[2 * r] == rph) {
-                passed++;
-            } else {
-                failed++;
-                printf("FAIL rank %d on %s: %d ranks share its node, want %d\n", r,
-                       names + (size_t)r * MPI_MAX_PROCESSOR_NAME, all[2 * r], rph);
-            }
+            CHECK(all[2 * r] == rph, "rank %d on %s: %d ranks share its node, want %d", r,
+                  names + (size_t)r * MPI_MAX_PROCESSOR_NAME, all[2 * r], rph);
             int seen = 0;
             for (int q = 0; q < r; q++)
-                seen |= strcmp(names + (size_t)q * MPI_MAX_PROCESSOR_NAME,
-                               names + (size_t)r * MPI_MAX_PROCESSOR_NAME) == 0;
+                seen |=
+                    strcmp(names + (size_t)q * MPI_MAX_PROCESSOR_NAME, names + (size_t)r * MPI_MAX_PROCESSOR_NAME) == 0;
             distinct += !seen;
         }
-        if (nodes == hosts && distinct == hosts && all_same) {
-            passed++;
-        } else {
-            failed++;
-            printf("FAIL %d nodes and %d distinct hostnames (one per node: %s), want %d\n", nodes,
-                   distinct, all_same ? "yes" : "no", hosts);
-        }
+        CHECK(nodes == hosts && distinct == hosts && all_same,
+              "%d nodes and %d distinct hostnames (one per node: %s), want %d", nodes, distinct,
+              all_same ? "yes" : "no", hosts);
         printf("# %d ranks: %d nodes by MPI_COMM_TYPE_SHARED, %d hostnames:", size, nodes, distinct);
         for (int r = 0; r < size; r++)
             printf(" %d@%s", r, names + (size_t)r * MPI_MAX_PROCESSOR_NAME);
-        printf("\nRESULT %s passed=%d failed=%d\n", name, passed, failed);
+        printf("\n");
+        fflush(stdout);
     }
+    int rc = check_summary(name, 0); /* rank 0 made every check */
     free(all);
     free(names);
     free(lead);
     MPI_Comm_free(&node);
     MPI_Finalize();
-    return failed != 0;
+    return rc;
 }

@@ -1,23 +1,14 @@
 #!/bin/bash
 # Every collective across network-namespace hosts (tests/cluster/cluster.sh): test_collectives
-# with TEST_QUICK=1 at 2 and 4 hosts x 1 and 2 ranks per host, over each inter-node transport.
-# One cluster serves every run of one host count. Prints per run
-#   RESULT cluster-<transport>-<hosts>x<rph> passed=N failed=M
-# (the test's checks, plus one for "every host's veth carried traffic"), and per host count and
-# ranks per host a check that MPI sees each namespace as its own node:
-#   RESULT cluster-nodes-<hosts>x<rph> passed=N failed=M
-# and at 2 hosts x 2 ranks the soak (tests/mpi/test_soak.c, quick, over tcp) and mismatched calls
-# (tests/mpi/test_mismatch.c, over tcp, ofi and mpi):
-#   RESULT cluster-soak-2x2 passed=N failed=M
-#   RESULT cluster-mismatch-<tcp|ofi|mpi>-2x2 passed=N failed=M
-# A transport that is not built fails its runs (passed=0 failed=1) with its error shown.
-# Exit: 0 all passed, 1 something failed, 77 (with a "SKIP cluster:" line) where namespaces
-# cannot be made here.
-# Environment: CLUSTER_TRANSPORTS (default "tcp ofi mpi"), CLUSTER_HOST_COUNTS ("2 4"),
-# CLUSTER_RPH ("1 2"), BINDIR (build/default/bin), CLUSTER_TIMEOUT (seconds per run, 300).
+# (TEST_QUICK=1) at 2 and 4 hosts x 1 and 2 ranks per host over each inter-node transport, a check
+# that MPI sees each namespace as a node, the soak and mismatched calls. Prints a RESULT line per
+# run; exit 0 all passed, 1 something failed, 77 (with "SKIP cluster:") where it cannot be made.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 BINDIR=$(cd "${BINDIR:-build/default/bin}" 2>/dev/null && pwd) || { echo "no BINDIR: build first"; exit 1; }
+# Environment: CLUSTER_TRANSPORTS (default "tcp ofi mpi"), CLUSTER_HOST_COUNTS ("2 4"),
+# CLUSTER_RPH ("1 2"), BINDIR (build/default/bin), CLUSTER_TIMEOUT (seconds per run, 300).
+# A transport that is not built fails its runs (passed=0 failed=1) with its error shown.
 transports=${CLUSTER_TRANSPORTS:-tcp ofi mpi}
 host_counts=${CLUSTER_HOST_COUNTS:-2 4}
 rphs=${CLUSTER_RPH:-1 2}
@@ -141,8 +132,11 @@ fi
 
 # --- outside: build the node check, then one cluster per host count
 nodecheck=$BINDIR/cluster_nodecheck
-if [ ! -x "$nodecheck" ] || [ "$here/nodecheck.c" -nt "$nodecheck" ]; then
-    ${MPICC:-mpicc} -O2 -std=c11 -Wall -Wextra -Werror "$here/nodecheck.c" -o "$nodecheck" || exit 1
+common=$here/../common # the test harness: check.c and check.h
+if [ ! -x "$nodecheck" ] || [ "$here/nodecheck.c" -nt "$nodecheck" ] || [ "$common/check.c" -nt "$nodecheck" ] ||
+    [ "$common/check.h" -nt "$nodecheck" ]; then
+    ${MPICC:-mpicc} -O2 -std=c11 -Wall -Wextra -Werror -I"$common" "$here/nodecheck.c" "$common/check.c" \
+        -o "$nodecheck" || exit 1
 fi
 [ -x "$BINDIR/test_collectives" ] || { echo "no $BINDIR/test_collectives: make tests first"; exit 1; }
 unset GCOLL_TCP_IFNAME GCOLL_OFI_PROVIDER GCOLL_TRANSPORT_INTER

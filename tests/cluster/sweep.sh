@@ -1,11 +1,10 @@
 #!/bin/bash
-# The allreduce algorithm sweep of the README's "Selection targets, measured": on a namespace
-# cluster (tests/cluster/cluster.sh), per size, the median over SWEEP_REPS runs of gcoll_bench's
-# median call for every algorithm forced and for the automatic choice, the auto pick, the best
-# forced algorithm and auto / best. Each run measures them all, `gcoll_bench --algo auto,ALGOS`:
-# the algorithms take turns block by block in one process, each forced through the
-# communicator's selection table and run by the blocking gcoll_allreduce, so that how this run's
-# ranks happen to share the cores, and any change of load, touch every column alike.
+# The allreduce algorithm sweep of the README's "Selection targets, measured", on a namespace
+# cluster (tests/cluster/cluster.sh): per size, the median over runs of gcoll_bench's median call
+# for every algorithm forced and for the automatic choice, as markdown tables and CSVs.
+# Exit: 0; 1 when a run failed; 77 where the cluster cannot be made here.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
 # Environment:
 #   SWEEP_HOSTS (2), SWEEP_RANKS ranks per host (2), SWEEP_RATE tbf rate of every link (1gbit; none)
 #   SWEEP_SIZES MIN:MAX in bytes with K/M/G (4:64M), SWEEP_FACTOR size step (4)
@@ -15,13 +14,6 @@
 #               rare millisecond-long call moves an average of 2000 by under a microsecond)
 #   SWEEP_TRANSPORT GCOLL_TRANSPORT_INTER (tcp), BINDIR (build/default/bin),
 #   SWEEP_CSV (build/bench/sweep-HOSTSxRANKS-RATE.csv)
-# Output: the links the first run measured, two markdown tables on stdout (by the median call,
-# and by OSU's average, from the same runs), and a CSV of each (SWEEP_CSV and SWEEP_CSV with
-# -avg before .csv): bytes, auto_pick, auto_us, one <algo>_us column per forced algorithm, best,
-# auto_over_best.
-# Exit: 0; 1 when a run failed; 77 where the cluster cannot be made here.
-set -u
-here=$(cd "$(dirname "$0")" && pwd)
 hosts=${SWEEP_HOSTS:-2} ranks=${SWEEP_RANKS:-2} rate=${SWEEP_RATE:-1gbit}
 sizes=${SWEEP_SIZES:-4:64M} factor=${SWEEP_FACTOR:-4} reps=${SWEEP_REPS:-5}
 algos=${SWEEP_ALGOS:-ring recursive_doubling rabenseifner direct hierarchical}
@@ -40,11 +32,11 @@ for v in "$hosts" "$ranks" "$factor" "$reps"; do
 done
 [ "$factor" -ge 2 ] || die "SWEEP_FACTOR must be at least 2"
 lo=$(to_bytes "${sizes%%:*}") hi=$(to_bytes "${sizes#*:}")
-[ -n "$lo" ] && [ -n "$hi" ] && [ "$lo" -ge 1 ] && [ "$lo" -le "$hi" ] ||
+{ [ -n "$lo" ] && [ -n "$hi" ] && [ "$lo" -ge 1 ] && [ "$lo" -le "$hi" ]; } ||
     die "SWEEP_SIZES='$sizes': accepts MIN:MAX in bytes with K/M/G suffixes, 1 <= MIN <= MAX"
-set -- $iters
-[ $# = 2 ] || die "SWEEP_ITERS='$iters': accepts two counts, e.g. '200 5'"
-small_iters=$1 large_iters=$2
+read -r -a it <<< "$iters"
+[ ${#it[@]} = 2 ] || die "SWEEP_ITERS='$iters': accepts two counts, e.g. '200 5'"
+small_iters=${it[0]} large_iters=${it[1]}
 
 if [ -z "${SWEEP_INNER:-}" ]; then
     BINDIR=$(cd "${BINDIR:-build/default/bin}" 2>/dev/null && pwd) || die "no BINDIR: build first"
@@ -60,7 +52,7 @@ fi
 # and above (few: a call takes up to seconds on a shaped link)
 small=() large=()
 for ((s = lo; s <= hi; s *= factor)); do
-    if [ $s -le 262144 ]; then small+=($s); else large+=($s); fi
+    if [ $s -le 262144 ]; then small+=("$s"); else large+=("$s"); fi
 done
 parts=()
 [ ${#small[@]} -gt 0 ] && parts+=("${small[0]}:${small[-1]} -i $small_iters")
@@ -69,10 +61,15 @@ parts=()
 "$CLUSTER_SHAPE" "$rate" || die "cannot shape the links to $rate"
 export GCOLL_TRANSPORT_INTER=$transport
 B=$BINDIR/gcoll_bench
-run() { # PART CSV: one gcoll_bench run of every algorithm
-    local part=$1 out=$2 list
-    list=auto,$(echo $algos | tr ' ' ',')
-    timeout 900 "$CLUSTER_MPIRUN" --ranks-per-host "$ranks" "$B" allreduce -m $part -f "$factor" -x 2 \
+# run PART CSV: one gcoll_bench run of every algorithm, `gcoll_bench --algo auto,ALGOS`: they take
+# turns block by block in one process, each forced through the communicator's selection table, so
+# that how the ranks share the cores, and any change of load, touch every column alike
+run() {
+    local out=$2 list part a
+    read -r -a part <<< "$1" # LO:HI -i ITERS
+    read -r -a a <<< "$algos"
+    list=$(IFS=,; echo "auto,${a[*]}")
+    timeout 900 "$CLUSTER_MPIRUN" --ranks-per-host "$ranks" "$B" allreduce -m "${part[@]}" -f "$factor" -x 2 \
         --algo "$list" --baseline none --csv "$out" > "$out.log" 2>&1
 }
 
@@ -105,7 +102,8 @@ done
 "$CLUSTER_SHAPE" none
 
 # medians per algorithm and size of one statistic (column 5: the median call, 6: the average);
-# the auto column's picks (several if runs disagreed)
+# the auto column's picks (several if runs disagreed). CSV columns: bytes, auto_pick, auto_us,
+# one <algo>_us per forced algorithm, best, auto_over_best.
 table() { # COLUMN CSV
 awk -F, -v algos="auto $algos" -v col="$1" -v csv="$2" '
 function median(key,   n, i, j, t, v) {

@@ -1,9 +1,8 @@
 /* Collectives on real GPU memory: every collective x fp32/fp64/fp16/bf16 x op on cudaMalloc'd
  * buffers (allreduce also in place and with chunks small enough to pipeline), the stream
  * attribute, and the kernels of libgcoll_cuda.so (reduction, Adasum dot/norms, scaled add)
- * against host references. With no GPU visible it prints "SKIP: no GPU visible (why)" and
- * checks nothing (tests/run.sh counts it as skipped; TEST_PROBE=1 stops after that look). The CUDA runtime is loaded with dlopen,
- * as libgcoll does, so this builds where CUDA is absent. Ranks share GPUs round-robin. */
+ * against host references. The CUDA runtime is loaded with dlopen, as libgcoll does, so this
+ * builds where CUDA is absent. Ranks share GPUs round-robin. */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
@@ -228,6 +227,8 @@ static void kernels(void)
 int main(int argc, char **argv)
 {
     world = h_init(&argc, &argv);
+    /* With no GPU visible: "SKIP: no GPU visible (why)" and nothing checked (tests/run.sh counts it
+     * as skipped). */
     const char *why = load_cuda();
     if (why) {
         if (h_rank == 0)

@@ -1,10 +1,8 @@
 /* Device buffers through the fake CUDA table (fake_cuda.c) on a machine with no GPU, over CUDA
- * IPC (one host; GCOLL_CUDA_IPC, FAKE_CUDA_GPUS) or the host-staged pipeline (GCOLL_CUDA_IPC=off):
- * every collective and the Adasum allreduce on "device" buffers that
- * gcoll cannot touch from the host, in place and not, host and device buffers mixed, with
- * chunks small enough that the pipeline cycles its slots, several operations in flight at once,
- * the stream attribute, and the gradient session; results checked against bench/reference.c and bench/adasum_ref.c.
- * Links the static library: installing the fake is an internal call, no public switch. */
+ * IPC (one host) or the host-staged pipeline: every collective and the Adasum allreduce on
+ * "device" buffers gcoll cannot touch from the host, in place and not, host and device buffers
+ * mixed, the pipeline's slots cycled, several operations in flight, the stream attribute and the
+ * gradient session; checked against reference/reference.c and reference/adasum_ref.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -390,6 +388,8 @@ static void all_cases(void)
     session();
 }
 
+/* The path: CUDA IPC (GCOLL_CUDA_IPC, FAKE_CUDA_GPUS) or the host-staged pipeline (GCOLL_CUDA_IPC=off).
+ * Links the static library: installing the fake is an internal call, no public switch. */
 int main(int argc, char **argv)
 {
     fake_init((size_t)256 << 20);

@@ -1,11 +1,6 @@
 /* libFuzzer harness for the TCP transport's wire decoders (transports/tcp/tcp_wire.c), called by
- * name on raw bytes so that it holds whatever the header's layout. The first byte picks what is
- * fuzzed: a received frame header (unpack + check), a hello (check), an ack, or header fields
- * (pack + unpack). Properties: a header that passes the check has the sequence number due, a
- * payload within its type's bound, and re-packed gives back the bytes received (no field the
- * check ignores); a rejection says why within the caller's buffer; an accepted hello names a
- * lower rank and a socket index below the count, and is exactly what pack makes of them; what
- * pack makes of a lower rank passes, of a rank not lower does not. */
+ * name on raw bytes so that it holds whatever the header's layout: received frame headers, hellos,
+ * acks and header fields, each against the properties stated above its function. */
 #include "fuzz.h"
 #include "tcp/tcp.h"
 
@@ -41,9 +36,12 @@ static void check_rejection(const char *why, size_t len, const char *what)
     PROPERTY(len == 1 || why[0] != '\0', "a rejected %s gives no reason", what);
 }
 
+/* A received header (unpack + check) that passes has the sequence number due, a payload within its
+ * type's bound, and re-packed gives back the bytes received (no field the check ignores); a
+ * rejection says why within the caller's buffer. */
 static void fuzz_header(const uint8_t *data, size_t size, size_t off)
 {
-    unsigned char buf[TCP_HDR_BYTES], again[TCP_HDR_BYTES];
+    unsigned char buf[TCP_HDR_BYTES];
     uint32_t seq;
     size_t len;
     take(data, size, &off, &seq, sizeof(seq));
@@ -65,12 +63,15 @@ static void fuzz_header(const uint8_t *data, size_t size, size_t off)
                  (unsigned long long)h.len);
         PROPERTY((h.type != TCP_RTS && h.type != TCP_CTS && h.type != TCP_BYE) || h.len == 0,
                  "a control frame with %llu payload bytes passes", (unsigned long long)h.len);
+        unsigned char again[TCP_HDR_BYTES];
         gcoll__tcp_hdr_pack(again, &h);
         PROPERTY(memcmp(buf, again, sizeof(buf)) == 0, "an accepted header does not re-pack to its bytes");
     }
     free(why);
 }
 
+/* An accepted hello names a lower rank and a socket index below the count, and is exactly what
+ * pack makes of them; what pack makes of a lower rank passes, of a rank not lower does not. */
 static void fuzz_hello(const uint8_t *data, size_t size, size_t off)
 {
     unsigned char buf[TCP_HELLO_BYTES], secret[TCP_SECRET_BYTES], again[TCP_HELLO_BYTES];
@@ -158,6 +159,8 @@ static void fuzz_fields(const uint8_t *data, size_t size, size_t off)
              "a header passes with sequence number %u where %u is due", (unsigned)h.seq, (unsigned)(h.seq + 1));
 }
 
+/* The first byte picks what is fuzzed: a frame header, a hello, an ack, or header fields (pack +
+ * unpack). */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)

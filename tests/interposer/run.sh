@@ -9,15 +9,16 @@ BINDIR=${BINDIR:-build/default/bin}
 LIBDIR=${LIBDIR:-lib}
 kind=$1 np=$2
 shift 2
+# mpirun's arguments after -np, in "$@": the -x options, then the program and its arguments
+for e in "$@"; do set -- "$@" -x "$e"; shift; done
 case $kind in
-c) prog="$BINDIR/test_interposer" ;;
-c-threads) prog="$BINDIR/test_interposer --threads" ;;
-py) prog="/usr/bin/python3 tests/interposer/test_mpi4py.py" ;;
+c) set -- "$@" "$BINDIR/test_interposer" ;;
+c-threads) set -- "$@" "$BINDIR/test_interposer" --threads ;;
+py) set -- "$@" /usr/bin/python3 tests/interposer/test_mpi4py.py ;;
 *) echo "usage: run.sh c|c-threads|py NP [VAR=VALUE ...]"; exit 2 ;;
 esac
-envs="-x LD_PRELOAD=$(cd "$LIBDIR" && pwd)/libgcoll_mpi.so -x GCOLL_LOG_LEVEL=info"
-for e in "$@"; do envs="$envs -x $e"; done
-out=$(timeout 120 mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np" $envs $prog 2>&1)
+set -- -x "LD_PRELOAD=$(cd "$LIBDIR" && pwd)/libgcoll_mpi.so" -x GCOLL_LOG_LEVEL=info "$@"
+out=$(timeout 120 mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$np" "$@" 2>&1)
 rc=$?
 bad=0
 # mpirun may join two ranks' lines (one's newline arrives after the other's line), so each record

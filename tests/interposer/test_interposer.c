@@ -1,15 +1,10 @@
 /* test_interposer: a plain MPI program, knowing nothing of gcoll, that tests/interposer/run.sh
  * runs with LD_PRELOAD=lib/libgcoll_mpi.so. It makes every call the interposer takes over, with
- * every type and op it maps, in place or not, on several communicators (world, a dup, a split,
- * MPI_COMM_SELF, and split/dup/free in a loop), plus calls it must hand to MPI (other types and
- * ops, gapped types, an inter-communicator), and checks each result against a closed form and
- * each reduction's also against the real MPI's (PMPI_*).
- * With --threads, also two threads at once on communicators of their own. Each rank prints
- * "EXPECT <report>" in the interposer's report format (the calls that GCOLL_MPI_COLLS lets it
- * take over, and the others), then after MPI_Finalize its RESULT line. */
+ * every type and op it maps, in place or not, on several communicators, plus calls it must hand
+ * to MPI (other types and ops, gapped types, an inter-communicator), and checks each result
+ * against a closed form and each reduction's also against the real MPI's (PMPI_*). */
 #include <math.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,29 +13,14 @@
 
 #include <mpi.h>
 
+#include "check.h"
+
 enum { ALLREDUCE, IALLREDUCE, REDUCE_SCATTER_BLOCK, ALLGATHER, BCAST, REDUCE, BARRIER, NCALLS };
 static const char *const call_names[NCALLS] = {"allreduce", "iallreduce", "reduce_scatter_block", "allgather",
                                                "bcast",     "reduce",     "barrier"};
 static int on[NCALLS];
 static long taken[NCALLS], passed[NCALLS];
-static long npassed, nfailed;
 static int wrank;
-
-static void check(int ok, const char *fmt, ...)
-{
-    if (ok) {
-        npassed++;
-        return;
-    }
-    if (nfailed++ < 20) {
-        char msg[512];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, sizeof(msg), fmt, ap);
-        va_end(ap);
-        fprintf(stderr, "FAIL rank %d: %s\n", wrank, msg); /* one write: ranks' lines stay whole */
-    }
-}
 
 /* A call the interposer should take over when GCOLL_MPI_COLLS allows it (takeable), else MPI's. */
 static void tally(int call, int takeable)
@@ -168,7 +148,7 @@ static char *real_input(const void *input, size_t bytes)
 static void same_as_mpi(const void *got, char *real, size_t bytes, const char *label, const char *call,
                         const type_t *ty, int o)
 {
-    check(memcmp(got, real, bytes) == 0, "%s %s %s %s: differs from the real MPI's result", label, call, ty->name,
+    CHECK(memcmp(got, real, bytes) == 0, "%s %s %s %s: differs from the real MPI's result", label, call, ty->name,
           op_names[o]);
     free(real);
 }
@@ -196,7 +176,7 @@ static void test_allreduce(MPI_Comm c, const char *label, int quick)
                     for (size_t i = cnt; i-- > 0;)
                         if (get(ty, out, i) != fold(ty, o, n, i))
                             bad = i;
-                    check(rc == MPI_SUCCESS && bad == cnt, "%s allreduce %s %s count %zu%s: rc %d, element %zu", label,
+                    CHECK(rc == MPI_SUCCESS && bad == cnt, "%s allreduce %s %s count %zu%s: rc %d, element %zu", label,
                           ty->name, op_names[o], cnt, inplace ? " in place" : "", rc, bad);
                     PMPI_Allreduce(MPI_IN_PLACE, real, (int)cnt, ty->t, op_list[o], c);
                     same_as_mpi(out, real, cnt * (size_t)ty->size, label, "allreduce", ty, o);
@@ -229,7 +209,7 @@ static void test_reduce_scatter_block(MPI_Comm c, const char *label)
                     for (size_t i = rc_; i-- > 0;)
                         if (get(ty, out, i) != fold(ty, o, n, (size_t)rank * rc_ + i))
                             bad = i;
-                    check(rc == MPI_SUCCESS && bad == rc_, "%s reduce_scatter_block %s %s recvcount %zu%s: rc %d, element %zu",
+                    CHECK(rc == MPI_SUCCESS && bad == rc_, "%s reduce_scatter_block %s %s recvcount %zu%s: rc %d, element %zu",
                           label, ty->name, op_names[o], rc_, inplace ? " in place" : "", rc, bad);
                     free(in);
                     free(out);
@@ -265,7 +245,7 @@ static void test_reduce(MPI_Comm c, const char *label)
                         for (size_t i = cnt; me && i-- > 0;)
                             if (get(ty, out, i) != fold(ty, o, n, i))
                                 bad = i;
-                        check(rc == MPI_SUCCESS && bad == cnt, "%s reduce %s %s root %d count %zu%s: rc %d, element %zu",
+                        CHECK(rc == MPI_SUCCESS && bad == cnt, "%s reduce %s %s root %d count %zu%s: rc %d, element %zu",
                               label, ty->name, op_names[o], root, cnt, ip ? " in place" : "", rc, bad);
                         free(in);
                         free(out);
@@ -332,16 +312,16 @@ static void test_iallreduce(MPI_Comm c, const char *label)
             int nulls = 0;
             for (int k = 0; k < K + 3; k++)
                 nulls += req[k] == MPI_REQUEST_NULL;
-            check(nulls == K + 3, "%s iallreduce %s completion %d: %d of %d requests released", label, ty->name, how,
+            CHECK(nulls == K + 3, "%s iallreduce %s completion %d: %d of %d requests released", label, ty->name, how,
                   nulls, K + 3);
-            check(recvv == ((rank + n - 1) % n) * 10 + how && shsum == n * (n + 1) / 2,
+            CHECK(recvv == ((rank + n - 1) % n) * 10 + how && shsum == n * (n + 1) / 2,
                   "%s iallreduce completion %d: MPI's requests beside them: got %d and %d", label, how, recvv, shsum);
             for (int k = 0; k < K; k++) {
                 size_t bad = CNT - k;
                 for (size_t i = CNT - k; i-- > 0;)
                     if (get(ty, out[k], i) != fold(ty, o, n, i))
                         bad = i;
-                check(bad == (size_t)(CNT - k), "%s iallreduce %s %s #%d (completion %d): element %zu", label,
+                CHECK(bad == (size_t)(CNT - k), "%s iallreduce %s %s #%d (completion %d): element %zu", label,
                       ty->name, op_names[o], k, how, bad);
                 free(in[k]);
                 free(out[k]);
@@ -358,15 +338,15 @@ static void test_passed_reductions(MPI_Comm c, const char *label)
     short s = (short)(rank + 1), ssum = 0;
     int rc = MPI_Allreduce(&s, &ssum, 1, MPI_SHORT, MPI_SUM, c);
     tally(ALLREDUCE, 0);
-    check(rc == MPI_SUCCESS && ssum == n * (n + 1) / 2, "%s allreduce MPI_SHORT: %d", label, ssum);
+    CHECK(rc == MPI_SUCCESS && ssum == n * (n + 1) / 2, "%s allreduce MPI_SHORT: %d", label, ssum);
     int bits = 1 << rank % 30 | 1 << 30, band = 0;
     rc = MPI_Allreduce(&bits, &band, 1, MPI_INT, MPI_BAND, c);
     tally(ALLREDUCE, 0);
-    check(rc == MPI_SUCCESS && band == (n == 1 ? bits : 1 << 30), "%s allreduce MPI_BAND: %x", label, band);
+    CHECK(rc == MPI_SUCCESS && band == (n == 1 ? bits : 1 << 30), "%s allreduce MPI_BAND: %x", label, band);
     struct { double v; int i; } mine = {(double)(rank % 3), rank}, best = {0, -1};
     rc = MPI_Allreduce(&mine, &best, 1, MPI_DOUBLE_INT, MPI_MAXLOC, c);
     tally(ALLREDUCE, 0);
-    check(rc == MPI_SUCCESS && best.v == (n > 2 ? 2 : n - 1) && best.i == (n > 2 ? 2 : n - 1),
+    CHECK(rc == MPI_SUCCESS && best.v == (n > 2 ? 2 : n - 1) && best.i == (n > 2 ? 2 : n - 1),
           "%s allreduce MPI_MAXLOC: %g at %d", label, best.v, best.i);
 }
 
@@ -420,7 +400,7 @@ static void test_allgather(MPI_Comm c, const char *label)
                         if (in_type && got != r * 1000 + i)
                             bad = r * 100000 + i;
                     }
-                check(rc == MPI_SUCCESS && bad < 0, "%s allgather form %d count %d%s: rc %d, rank*100000+element %d",
+                CHECK(rc == MPI_SUCCESS && bad < 0, "%s allgather form %d count %d%s: rc %d, rank*100000+element %d",
                       label, form, cnt, inplace ? " in place" : "", rc, bad);
                 free(send);
                 free(recv);
@@ -459,19 +439,12 @@ static void test_bcast(MPI_Comm c, const char *label)
                     if (buf[i] != want)
                         bad = i;
                 }
-                check(rc == MPI_SUCCESS && bad == nbytes, "%s bcast form %d count %d root %d: rc %d, byte %zu", label,
+                CHECK(rc == MPI_SUCCESS && bad == nbytes, "%s bcast form %d count %d root %d: rc %d, byte %zu", label,
                       form, cnt, root, rc, bad);
                 free(buf);
             }
     MPI_Type_free(&triple);
     MPI_Type_free(&gapped);
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* The last rank enters late; nobody may leave before it entered (one host: one monotonic clock). */
@@ -484,14 +457,14 @@ static void test_barrier(MPI_Comm c, const char *label)
     if (rank == n - 1) {
         struct timespec d = {0, 20 * 1000 * 1000};
         nanosleep(&d, NULL);
-        entered = now();
+        entered = check_now();
     }
     int rc = MPI_Barrier(c);
     tally(BARRIER, 1);
-    double left = now();
+    double left = check_now();
     int rc2 = MPI_Bcast(&entered, 1, MPI_DOUBLE, n - 1, c);
     tally(BCAST, 1);
-    check(rc == MPI_SUCCESS && rc2 == MPI_SUCCESS && left >= entered,
+    CHECK(rc == MPI_SUCCESS && rc2 == MPI_SUCCESS && left >= entered,
           "%s barrier: left %.6f before the last rank entered %.6f", label, left, entered);
 }
 
@@ -537,19 +510,21 @@ static void test_intercomm(int size)
     int rc = MPI_Allreduce(&mine, &got, 1, MPI_INT, MPI_SUM, inter); /* the other group's sum */
     tally(ALLREDUCE, 0);
     int lo_sum = (size / 2) * (size / 2 + 1) / 2, all = size * (size + 1) / 2;
-    check(rc == MPI_SUCCESS && got == (low ? all - lo_sum : lo_sum), "intercomm allreduce: %d", got);
+    CHECK(rc == MPI_SUCCESS && got == (low ? all - lo_sum : lo_sum), "intercomm allreduce: %d", got);
     rc = MPI_Barrier(inter);
     tally(BARRIER, 0);
-    check(rc == MPI_SUCCESS, "intercomm barrier: rc %d", rc);
+    CHECK(rc == MPI_SUCCESS, "intercomm barrier: rc %d", rc);
     MPI_Comm_free(&inter);
     MPI_Comm_free(&half);
 }
 
-/* --threads: two threads at once, each on its own communicator (MPI_THREAD_MULTIPLE); each
- * keeps its own counts, added to the totals after the join. */
+/* --threads: two threads at once, each on its own communicator (MPI_THREAD_MULTIPLE); each keeps
+ * its calls' counts and each iteration's outcome, checked after the join (CHECK is one thread's). */
+enum { THREAD_ITERS = 40 };
 typedef struct {
     MPI_Comm comm;
-    long ok, bad, allreduces, iallreduces;
+    char good[THREAD_ITERS];
+    long allreduces, iallreduces;
 } thread_arg_t;
 
 static void *thread_body(void *p)
@@ -558,7 +533,7 @@ static void *thread_body(void *p)
     int rank, n;
     MPI_Comm_rank(a->comm, &rank);
     MPI_Comm_size(a->comm, &n);
-    for (int it = 0; it < 40; it++) {
+    for (int it = 0; it < THREAD_ITERS; it++) {
         int v[64], w[64];
         for (int i = 0; i < 64; i++)
             v[i] = rank + it + i;
@@ -576,10 +551,7 @@ static void *thread_body(void *p)
         good &= rc == MPI_SUCCESS && MPI_Wait(&r, MPI_STATUS_IGNORE) == MPI_SUCCESS;
         for (int i = 0; i < 100; i++)
             good &= d[i] == (n - 1) * 0.5 + i;
-        if (good)
-            a->ok++;
-        else if (a->bad++ == 0)
-            fprintf(stderr, "FAIL rank %d: thread allreduce/iallreduce iteration %d\n", wrank, it);
+        a->good[it] = (char)good;
     }
     return NULL;
 }
@@ -594,8 +566,8 @@ static void test_threads(void)
         pthread_create(&t[i], NULL, thread_body, &a[i]);
     for (int i = 0; i < 2; i++) {
         pthread_join(t[i], NULL);
-        npassed += a[i].ok;
-        nfailed += a[i].bad;
+        for (int it = 0; it < THREAD_ITERS; it++)
+            CHECK(a[i].good[it], "thread %d: allreduce/iallreduce iteration %d", i, it);
         for (long k = 0; k < a[i].allreduces; k++)
             tally(ALLREDUCE, 1);
         for (long k = 0; k < a[i].iallreduces; k++)
@@ -604,6 +576,9 @@ static void test_threads(void)
     }
 }
 
+/* --threads: also two threads at once on communicators of their own. Each rank prints
+ * "EXPECT <report>" in the interposer's report format (the calls GCOLL_MPI_COLLS lets it take
+ * over, and the others), then after MPI_Finalize its RESULT line. */
 int main(int argc, char **argv)
 {
     int threads = argc > 1 && strcmp(argv[1], "--threads") == 0;
@@ -611,6 +586,7 @@ int main(int argc, char **argv)
     MPI_Init_thread(&argc, &argv, threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    check_set_rank(wrank, size);
     read_colls();
     init_types();
     op_list[0] = MPI_SUM, op_list[1] = MPI_PROD, op_list[2] = MPI_MIN, op_list[3] = MPI_MAX;
@@ -624,7 +600,7 @@ int main(int argc, char **argv)
     test_all(MPI_COMM_SELF, "self", 1);
     test_intercomm(size);
     if (threads) {
-        check(provided == MPI_THREAD_MULTIPLE, "--threads: MPI provides thread level %d", provided);
+        CHECK(provided == MPI_THREAD_MULTIPLE, "--threads: MPI provides thread level %d", provided);
         test_threads();
     }
 
@@ -642,7 +618,7 @@ int main(int argc, char **argv)
         MPI_Comm_free(&a);
     }
     int after = gcoll_segments();
-    check(after == before, "split/dup/free loop: %d gcoll segments mapped before, %d after", before, after);
+    CHECK(after == before, "split/dup/free loop: %d gcoll segments mapped before, %d after", before, after);
     MPI_Comm_free(&split);
     int during = gcoll_segments();
 
@@ -655,7 +631,6 @@ int main(int argc, char **argv)
     fflush(stdout);
     MPI_Finalize(); /* dup is left for MPI_Finalize to release */
     int end = gcoll_segments();
-    check(end == 0, "after MPI_Finalize: %d gcoll segments still mapped (%d before)", end, during);
-    printf("RESULT interposer rank=%d passed=%ld failed=%ld\n", wrank, npassed, nfailed);
-    return nfailed != 0;
+    CHECK(end == 0, "after MPI_Finalize: %d gcoll segments still mapped (%d before)", end, during);
+    return check_summary_rank("interposer", 0);
 }

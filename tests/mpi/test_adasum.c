@@ -1,10 +1,8 @@
-/* Adasum against the independent reference (bench/adasum_ref.c), which every rank computes from
- * regenerated inputs of all ranks: every algorithm (halving always; shm_cma where every rank
- * shares a host with single copy; hierarchical, whose reference sums each host first), every
- * float dtype, in and out of place, one tensor and many fused ones (empty ones, sizes the rank
- * count does not divide). Orthogonal inputs must give their sum and identical inputs their mean,
- * bit for bit; zero vectors, tiny and huge magnitudes; every rank gets the same bits. Then the
- * GCOLL_ADASUM op of gcoll_allreduce, the nonblocking form, and bad arguments. */
+/* Adasum against the independent reference (reference/adasum_ref.c), computed by every rank from
+ * all ranks' regenerated inputs: every algorithm (halving, shm_cma, hierarchical), every float
+ * dtype, in and out of place, one tensor and many fused ones. Orthogonal inputs must give their
+ * sum and identical ones their mean, bit for bit, the same bits on every rank; zero, tiny and huge
+ * inputs. Then the GCOLL_ADASUM op of gcoll_allreduce, the nonblocking form, bad arguments. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>

@@ -1,16 +1,52 @@
-/* Every collective x algorithm x dtype x op x in-place/out-of-place x count, at unaligned
- * offsets, checked against a reference each rank computes independently from the regenerated
- * inputs of all ranks (bench/reference.c). Then every allreduce algorithm on floats whose sums
- * round: every rank must get the same bits, within rounding of the exact sum. */
+/* Every collective, algorithm, dtype, op, count (0, 1, primes, n+-1, 1 Mi+3) and in-place or
+ * not, at unaligned offsets, checked against a reference computed from all ranks' regenerated
+ * inputs (reference/reference.c); then every allreduce algorithm's bits on rounding sums.
+ * By default each case runs one (algorithm, in-place) of each collective in turn, and the end
+ * checks that every pair of parameters met; TEST_FULL=1 runs every algorithm in every case. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "harness.h"
 #include "reference.h"
 
 static gcoll_comm_t world;
+
+/* The covering design. Cases are counts x dtypes x ops (movement: counts x dtypes); collective
+ * c runs, in its k-th case, algorithm k mod nalgo, in place when (k / nalgo) is odd, and k moves
+ * on by one per case and one more per count, so that every algorithm meets every count, dtype,
+ * op and placement, and every placement every count and dtype. met[][] records what met. */
+enum { C_ALLREDUCE, C_REDUCE, C_REDUCE_SCATTER, C_ALLGATHER, C_BCAST, C_ALLTOALL, C_AGREE, NCOLL };
+#define MAX_ALGO 16
+static int full;
+static unsigned turn[NCOLL];
+static int cur_count; /* index into main's counts */
+typedef struct {
+    uint32_t dtypes, ops, counts, placed; /* bit masks of what this algorithm met */
+} met_t;
+static met_t met[NCOLL][MAX_ALGO];
+static uint32_t placed_counts[NCOLL][2], placed_dtypes[NCOLL][2];
+
+/* Whether collective c runs algorithm a, in place (ip) or not, in this case. */
+static int chosen(int c, size_t a, int ip, size_t nalgo)
+{
+    if (full)
+        return 1;
+    return a == turn[c] % nalgo && ip == (int)(turn[c] / nalgo % 2);
+}
+
+static void record(int c, size_t a, gcoll_dtype_t d, gcoll_op_t op, int ip)
+{
+    met_t *m = &met[c][a];
+    m->dtypes |= 1u << d;
+    m->ops |= 1u << op;
+    m->counts |= 1u << cur_count;
+    m->placed |= 1u << ip;
+    placed_counts[c][ip] |= 1u << cur_count;
+    placed_dtypes[c][ip] |= 1u << d;
+}
 
 /* A buffer at an odd offset from malloc's alignment, so kernels see unaligned elements. */
 typedef struct {
@@ -80,6 +116,9 @@ static void test_reductions(gcoll_dtype_t d, gcoll_op_t op, size_t cnt)
     algos("allreduce", &names, &nalgo);
     for (size_t a = 0; a < nalgo; a++)
         for (int ip = 0; ip < 2; ip++) {
+            if (!chosen(C_ALLREDUCE, a, ip, nalgo))
+                continue;
+            record(C_ALLREDUCE, a, d, op, ip);
             buf_t in = balloc(cnt * es, 1), out = balloc(cnt * es, 2);
             ref_fill_values(in.p, cnt, r, d, op);
             attr.algorithm = names[a];
@@ -100,9 +139,12 @@ static void test_reductions(gcoll_dtype_t d, gcoll_op_t op, size_t cnt)
 
     /* reduce: root moves with the count; non-roots' buffers must stay untouched */
     algos("reduce", &names, &nalgo);
-    int root = (int)(cnt % (size_t)n);
+    int root = (int)((cnt + turn[C_REDUCE]) % (size_t)n);
     for (size_t a = 0; a < nalgo; a++)
         for (int ip = 0; ip < 2; ip++) {
+            if (!chosen(C_REDUCE, a, ip, nalgo))
+                continue;
+            record(C_REDUCE, a, d, op, ip);
             buf_t in = balloc(cnt * es, 3), out = balloc(cnt * es, 4);
             ref_fill_values(in.p, cnt, r, d, op);
             memset(out.p, 0xA5, cnt * es);
@@ -135,6 +177,9 @@ static void test_reductions(gcoll_dtype_t d, gcoll_op_t op, size_t cnt)
     algos("reduce_scatter", &names, &nalgo);
     for (size_t a = 0; a < nalgo; a++)
         for (int ip = 0; ip < 2; ip++) {
+            if (!chosen(C_REDUCE_SCATTER, a, ip, nalgo))
+                continue;
+            record(C_REDUCE_SCATTER, a, d, op, ip);
             buf_t in = balloc(total * es, 5), out = balloc(cnt * es, 6);
             ref_fill_values(in.p, total, r, d, op);
             attr.algorithm = names[a];
@@ -149,6 +194,9 @@ static void test_reductions(gcoll_dtype_t d, gcoll_op_t op, size_t cnt)
             free(out.base);
         }
     free(exp);
+    turn[C_ALLREDUCE]++;
+    turn[C_REDUCE]++;
+    turn[C_REDUCE_SCATTER]++;
 }
 
 static void test_movement(gcoll_dtype_t d, size_t cnt)
@@ -163,6 +211,9 @@ static void test_movement(gcoll_dtype_t d, size_t cnt)
     algos("allgather", &names, &nalgo);
     for (size_t a = 0; a < nalgo; a++)
         for (int ip = 0; ip < 2; ip++) {
+            if (!chosen(C_ALLGATHER, a, ip, nalgo))
+                continue;
+            record(C_ALLGATHER, a, d, GCOLL_SUM, ip);
             buf_t in = balloc(bytes, 7), out = balloc(bytes * (size_t)n, 8), exp = balloc(bytes * (size_t)n, 0);
             for (int q = 0; q < n; q++)
                 ref_fill_bytes(exp.p + (size_t)q * bytes, bytes, q, salt);
@@ -181,11 +232,13 @@ static void test_movement(gcoll_dtype_t d, size_t cnt)
             free(out.base);
             free(exp.base);
         }
-    (void)0;
 
     algos("bcast", &names, &nalgo);
     for (size_t a = 0; a < nalgo; a++)
         for (int root = 0; root < n; root += (n > 3 ? n / 2 + 1 : 1)) {
+            if (!full && a != turn[C_BCAST] % nalgo)
+                continue;
+            record(C_BCAST, a, d, GCOLL_SUM, 1);
             buf_t b = balloc(bytes, 9), exp = balloc(bytes, 0);
             ref_fill_bytes(exp.p, bytes, root, salt);
             if (r == root)
@@ -207,6 +260,9 @@ static void test_movement(gcoll_dtype_t d, size_t cnt)
     algos("alltoall", &names, &nalgo);
     for (size_t a = 0; a < nalgo; a++)
         for (int ip = 0; ip < 2; ip++) {
+            if (!chosen(C_ALLTOALL, a, ip, nalgo))
+                continue;
+            record(C_ALLTOALL, a, d, GCOLL_SUM, ip);
             buf_t in = balloc(bytes * (size_t)n, 10), out = balloc(bytes * (size_t)n, 11), exp = balloc(bytes * (size_t)n, 0);
             for (int q = 0; q < n; q++) {
                 ref_fill_bytes(in.p + (size_t)q * bytes, bytes, r * 64 + q, salt);
@@ -222,6 +278,9 @@ static void test_movement(gcoll_dtype_t d, size_t cnt)
             free(out.base);
             free(exp.base);
         }
+    turn[C_ALLGATHER]++;
+    turn[C_BCAST]++;
+    turn[C_ALLTOALL]++;
 }
 
 /* A float input whose sums round: full mantissas, both signs. */
@@ -256,16 +315,20 @@ static void test_agreement(void)
     const gcoll_dtype_t dts[] = {GCOLL_FLOAT16, GCOLL_BFLOAT16, GCOLL_FLOAT32, GCOLL_FLOAT64};
     const double eps[] = {0x1p-10, 0x1p-7, 0x1p-23, 0x1p-52};
     const gcoll_op_t ops[] = {GCOLL_SUM, GCOLL_AVG};
-    size_t counts[] = {1, (size_t)n + 1, 61, 4099};
+    const size_t counts[] = {1, (size_t)n + 1, 61, 4099};
     const char *const *names;
     size_t nalgo;
     gcoll_attr_t attr = GCOLL_ATTR_INIT;
     algos("allreduce", &names, &nalgo);
     for (size_t t = 0; t < 4; t++)
         for (size_t o = 0; o < 2; o++)
-            for (size_t c = 0; c < 4; c++)
+            for (size_t c = 0; c < 4; c++, turn[C_AGREE]++)
                 for (size_t a = 0; a < nalgo; a++)
                     for (int ip = 0; ip < 2; ip++) {
+                        if (!chosen(C_AGREE, a, ip, nalgo))
+                            continue;
+                        cur_count = (int)c;
+                        record(C_AGREE, a, dts[t], ops[o], ip);
                         gcoll_dtype_t d = dts[t];
                         size_t cnt = counts[c], es = gcoll_dtype_size(d), bytes = cnt * es;
                         buf_t in = balloc(bytes, 12), out = balloc(bytes, 13);
@@ -285,11 +348,11 @@ static void test_agreement(void)
                               CTX_ARGS("allreduce", names[a], d, ops[o], cnt, ip), differs);
                         long bad = -1;
                         for (size_t i = 0; i < cnt && bad < 0; i++) {
-                            double sum = 0, mag = 0, x;
+                            double sum = 0, mag = 0;
                             char enc[8];
                             for (int q = 0; q < n; q++) {
                                 ref_encode(d, inexact_value(q, i, d), enc);
-                                x = decode(d, enc);
+                                double x = decode(d, enc);
                                 sum += x;
                                 mag += fabs(x);
                             }
@@ -329,21 +392,58 @@ static void test_barrier(void)
     }
 }
 
+/* Every algorithm of every collective met every dtype, op, count and placement it can take, and
+ * each placement every count and dtype: what the design promises, whatever the rank count. */
+static void cover_check(uint32_t counts_run)
+{
+    static const char *const coll_names[NCOLL] = {"allreduce", "reduce", "reduce_scatter", "allgather",
+                                                  "bcast", "alltoall", "allreduce (agreement)"};
+    const uint32_t all_dtypes = (1u << GCOLL_DTYPE_COUNT) - 1;
+    const uint32_t all_ops = ((1u << GCOLL_OP_COUNT) - 1) & ~(1u << GCOLL_ADASUM);
+    const uint32_t floats = 1u << GCOLL_FLOAT16 | 1u << GCOLL_BFLOAT16 | 1u << GCOLL_FLOAT32 | 1u << GCOLL_FLOAT64;
+    for (int c = 0; c < NCOLL; c++) {
+        const char *const *names;
+        size_t nalgo;
+        algos(c == C_AGREE ? "allreduce" : coll_names[c], &names, &nalgo);
+        int reducing = c <= C_REDUCE_SCATTER;
+        uint32_t dt = c == C_AGREE ? floats : all_dtypes, cn = c == C_AGREE ? 0xF : counts_run;
+        uint32_t ops = c == C_AGREE ? (1u << GCOLL_SUM | 1u << GCOLL_AVG) : reducing ? all_ops : 1u << GCOLL_SUM;
+        uint32_t placed = c == C_BCAST ? 2 : 3;
+        for (size_t a = 0; a < nalgo && a < MAX_ALGO; a++) {
+            const met_t *m = &met[c][a];
+            CHECK(m->dtypes == dt && m->ops == ops && m->counts == cn && m->placed == placed,
+                  "design: %s/%s met dtypes %#x of %#x, ops %#x of %#x, counts %#x of %#x, placements %#x of %#x",
+                  coll_names[c], names[a], m->dtypes, dt, m->ops, ops, m->counts, cn, m->placed, placed);
+        }
+        for (int ip = 0; ip < 2; ip++)
+            CHECK(!(placed >> ip & 1) || (placed_counts[c][ip] == cn && placed_dtypes[c][ip] == dt),
+                  "design: %s %s met counts %#x of %#x, dtypes %#x of %#x", coll_names[c],
+                  ip ? "in place" : "out of place", placed_counts[c][ip], cn, placed_dtypes[c][ip], dt);
+    }
+}
+
 int main(int argc, char **argv)
 {
     world = h_init(&argc, &argv);
+    const char *f = getenv("TEST_FULL");
+    full = f && *f == '1';
     int n = h_size;
     size_t counts[] = {0, 1, 2, (size_t)n - 1, (size_t)n + 1, 3, 13, 61, 257, 4099, (1u << 20) + 3};
     size_t ncounts = sizeof(counts) / sizeof(counts[0]);
     const char *quick = getenv("TEST_QUICK"); /* drops the 1 Mi+3 case, for sanitizer runs */
     if (quick && *quick == '1')
         ncounts--;
+    uint32_t counts_run = 0;
     for (size_t c = 0; c < ncounts; c++) {
         int dup = 0; /* n-1 and n+1 may repeat another count */
         for (size_t e = 0; e < c; e++)
             dup |= counts[e] == counts[c];
         if (dup)
             continue;
+        cur_count = (int)c;
+        counts_run |= 1u << c;
+        for (int k = 0; k < NCOLL; k++)
+            turn[k]++; /* one more per count: see the design */
         for (int d = 0; d < GCOLL_DTYPE_COUNT; d++) {
             /* the 1 Mi+3 case, most of the run's time, at 5 ranks and more for every other dtype:
              * odd ones at 5 and 7 ranks, even ones at 8 (all of them at 1 to 4 ranks) */
@@ -357,5 +457,6 @@ int main(int argc, char **argv)
     }
     test_agreement();
     test_barrier();
+    cover_check(counts_run);
     return h_finish("collectives");
 }

@@ -1,10 +1,8 @@
-/* Gradient compression against independent references. fp16/bf16 wire formats: the result
- * within the documented rounding bound of the exact sum (computed here in double), the same
- * bits on every rank, half the bytes of the uncompressed algorithm. Top-k: every rank's kept
- * entries chosen here by a sort (not gcoll's radix select), their dense sum in rank order,
- * compared bit for bit; ties, duplicate indices, k = 0 and k = count. The session: error
- * feedback over several iterations against a reference that keeps every rank's residual, and
- * the accounting (what was sent plus what is left equals what was given). Argument checks. */
+/* Gradient compression against independent references. fp16/bf16 wire formats: within the
+ * documented rounding bound of the exact sum, the same bits on every rank, half the bytes. Top-k:
+ * the kept entries chosen here by a sort, their dense sum compared bit for bit (ties, duplicate
+ * indices, k = 0 and k = count). The session: error feedback over several iterations against a
+ * reference keeping every rank's residual, and its accounting. Argument checks. */
 #include <math.h>
 #include <mpi.h>
 #include <stdint.h>

@@ -1,21 +1,6 @@
-/* Failure detection (run by tests/faults.sh, not by run_mpi: a rank dies on purpose).
- *   test_faults kill FILE  the last rank kills itself (SIGKILL) in the middle of a large allreduce,
- *                          after writing its CLOCK_MONOTONIC time to FILE; every survivor must get
- *                          GCOLL_ERR_REMOTE naming the collective, its sequence number and the dead
- *                          rank within FAULT_BOUND_S (default 5) of the death, on the pending
- *                          operations and the later ones, then finalize and exit 0. Needs
- *                          mpirun --enable-recovery.
- *   test_faults abort      gcoll_comm_abort on one communicator: its pending and later operations
- *                          end with GCOLL_ERR_ABORTED at once, other communicators go on.
- *   test_faults stall      rank 0 joins an allreduce 2.5 s late with GCOLL_STALL_WARN_S=1: the
- *                          others log stall warnings (checked by the script), and the operation
- *                          still completes.
- *   test_faults linkcut DIR  allreduces of 32 MiB in a loop (run by tests/cluster/linkcut.sh,
- *                          which cuts a host's link mid-run); each rank writes DIR/progress.R
- *                          after each one, and when one fails, DIR/result.R with the status,
- *                          the seconds since its last success, its pid and the message, then exits
- *                          without MPI_Finalize (mpirun's own channel crosses the cut link).
- * Each rank prints "FAULTS rank=R passed=N failed=N" (kill: survivors only). */
+/* Failure detection, run by tests/faults.sh (not by run_mpi: a rank dies on purpose): a rank
+ * killed mid-allreduce, gcoll_comm_abort, a rank that stalls, a link cut mid-run. Each rank prints
+ * "FAULTS rank=R passed=N failed=N" (kill: survivors only). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +15,7 @@
 
 static void report(void)
 {
-    printf("FAULTS rank=%d passed=%ld failed=%ld\n", h_rank, h_passed, h_failed);
+    printf("FAULTS rank=%d passed=%ld failed=%ld\n", h_rank, check_passed, check_failed);
     fflush(stdout);
 }
 
@@ -110,7 +95,7 @@ static int kill_test(gcoll_comm_t world, const char *file)
     report();
     /* no h_finish: its MPI_Allreduce would wait for the dead rank; finalizing needs no peer */
     CHECK_OK(gcoll_finalize());
-    return h_failed ? 1 : 0;
+    return check_failed ? 1 : 0;
 }
 
 static int abort_test(gcoll_comm_t world)
@@ -196,6 +181,18 @@ static int linkcut_test(gcoll_comm_t world, const char *dir)
     _exit(st == GCOLL_ERR_TIMEOUT || st == GCOLL_ERR_REMOTE ? 0 : 1);
 }
 
+/* Modes:
+ *   kill FILE    the last rank SIGKILLs itself mid-allreduce after writing its CLOCK_MONOTONIC time
+ *                to FILE; every survivor must get GCOLL_ERR_REMOTE naming the collective, its
+ *                sequence number and the dead rank within FAULT_BOUND_S (default 5), then finalize.
+ *                Needs mpirun --enable-recovery.
+ *   abort        gcoll_comm_abort: that communicator's pending and later operations end with
+ *                GCOLL_ERR_ABORTED at once, other communicators go on.
+ *   stall        rank 0 joins an allreduce 2.5 s late with GCOLL_STALL_WARN_S=1: the others log
+ *                stall warnings (checked by the script), and it still completes.
+ *   linkcut DIR  32 MiB allreduces in a loop while tests/cluster/linkcut.sh cuts a link; each rank
+ *                writes DIR/progress.R after each, DIR/result.R when one fails, then exits without
+ *                MPI_Finalize (mpirun's own channel crosses the cut link). */
 int main(int argc, char **argv)
 {
     gcoll_comm_t world = h_init(&argc, &argv);

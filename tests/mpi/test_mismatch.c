@@ -1,9 +1,7 @@
 /* Mismatch detection: the last rank calls another collective, count, dtype or root than the
  * others, on a fresh communicator after two matching operations (so the odd one is #2). Every
- * rank must get GCOLL_ERR_INVALID_USAGE, from that call or, where its part of it completed
- * before the evidence arrived, from the next call on the communicator, with a message naming
- * both sides; the later calls on the failed communicator say so too. Run with GCOLL_TIMEOUT
- * well above the time a case may take, so that a hang fails instead of passing late. */
+ * rank must get GCOLL_ERR_INVALID_USAGE naming both sides, from that call or (where its part
+ * completed before the evidence arrived) the next one; later calls on the communicator too. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +76,8 @@ static void run_case(gcoll_comm_t world, const mcase_t *m)
     free(out);
 }
 
+/* Run with GCOLL_TIMEOUT well above the time a case may take, so that a hang fails instead of
+ * passing late. */
 int main(int argc, char **argv)
 {
     gcoll_comm_t world = h_init(&argc, &argv);

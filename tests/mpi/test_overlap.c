@@ -1,9 +1,7 @@
 /* Many nonblocking operations at once: mixed priorities, sizes, collectives and dtypes on
  * several communicators, issued in the same order on every rank but with priorities that make
- * each rank's engine run them in a different order (priorities depend on the rank), and waited
- * in yet another order. Every result is checked against the independent reference. The
- * progress threads (GCOLL_WORKER_COUNT) and the budget of bytes in flight
- * (GCOLL_INFLIGHT_BYTES) are set by tests/run.sh. */
+ * each rank's engine run them in a different order, and waited in yet another order. Every
+ * result is checked against the independent reference. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -26,6 +24,8 @@ typedef struct {
 
 static const size_t sizes[] = {0, 1, 7, 61, 1000, 4099, 65537, 300001};
 
+/* tests/run.sh sets the progress threads (GCOLL_WORKER_COUNT) and the budget of bytes in flight
+ * (GCOLL_INFLIGHT_BYTES). */
 int main(int argc, char **argv)
 {
     gcoll_comm_t world = h_init(&argc, &argv), comms[NCOMMS];

@@ -1,6 +1,6 @@
 /* gcoll_comm_set_algorithm: bad input gets a status and a message naming the argument and
  * leaves the table as it was; a table forces what gcoll_comm_algorithm reports and what the
- * blocking calls run (results against bench/reference.c, bytes on the wire against the forced
+ * blocking calls run (results against reference/reference.c, bytes on the wire against the forced
  * algorithm's own count); ranges; NULL goes back to GCOLL_ALLREDUCE (set to direct below) and
  * "auto" to the built-in choice; a duplicate does not inherit the table. */
 #include <stdlib.h>

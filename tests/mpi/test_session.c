@@ -1,9 +1,8 @@
 /* The gradient session: parameter sets of every dtype and both ops (sum, avg), fused into
  * buckets, started in an order that differs per rank and per iteration, waited with
  * gcoll_session_wait, _test and _wait_all; every gradient checked against the independent
- * reference each iteration. Then the misuse a framework could commit: a set started twice,
- * a wait on a bucket whose sets are not all started, sets added after commit, ranks that
- * registered different sets. */
+ * reference each iteration. Then misuse: a set started twice, a wait on a bucket not all started,
+ * sets added after commit, ranks that registered different sets. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

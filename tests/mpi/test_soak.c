@@ -1,12 +1,8 @@
 /* Soak: thousands of mixed collectives (allreduce, reduce_scatter, allgather, bcast, reduce,
- * alltoall, barrier, adasum) of random sizes, dtypes, ops and priorities, blocking and several
- * nonblocking at once, on the world, a dup and a split, every rank drawing the same sequence from
- * one seed. Every result is checked against the independent reference (bench/reference.c:
- * integer-valued inputs of (rank, element, iteration), so every reduction is exact), a checksum
- * of the results runs along, and after a warm-up resident memory may not grow by more than
- * 8 MiB + 5% by the end, nor the heap in use by more than 1 MiB (skipped under the sanitizers,
- * whose allocators keep freed memory).
- * SOAK_ITERS (or argv[1]) operations, SOAK_SEED; TEST_QUICK: fewer and smaller ones. */
+ * alltoall, barrier, adasum) of random sizes, dtypes, ops and priorities, blocking and several at
+ * once, on the world, a dup and a split, from one seed. Every result is checked against the exact
+ * reference (reference/reference.c) with a running checksum; after a warm-up, RSS may grow at most
+ * 8 MiB + 5% and the heap in use 1 MiB (not checked under the sanitizers). */
 #include <malloc.h>
 #include <mpi.h>
 #include <stdint.h>
@@ -360,6 +356,7 @@ static long env_long(const char *name, long def)
     return s && *s ? strtol(s, NULL, 10) : def;
 }
 
+/* SOAK_ITERS (or argv[1]): how many operations; SOAK_SEED; TEST_QUICK: fewer and smaller ones. */
 int main(int argc, char **argv)
 {
     comms[0] = h_init(&argc, &argv);

@@ -139,7 +139,7 @@ def _pair(a, b, counts):
 
 
 def adasum_ref(xs, counts):
-    """DESIGN.md's Adasum in float64: fold ranks >= P into r - P, then a tree of adjacent pairs."""
+    """docs/adasum.md's Adasum in float64: fold ranks >= P into r - P, then a tree of adjacent pairs."""
     v = [x.astype(np.float64) for x in xs]
     n = len(v)
     p = 1
@@ -154,7 +154,7 @@ def adasum_ref(xs, counts):
 
 
 def adasum_close(got, ref, xs, counts, tol):
-    """bench/adasum_ref.c's criterion: per tensor |got - ref| <= tol * max(|ref|, largest input)."""
+    """reference/adasum_ref.c's criterion: per tensor |got - ref| <= tol * max(|ref|, largest input)."""
     g = got.astype(np.float64)
     off = 0
     for c in counts:

@@ -1,18 +1,14 @@
-/* The OFI transport tested on its own under mpirun (2 to 4 ranks), raw (without the framing
- * of transports/frame, which the collective and mismatch tests run over): the registration cache
- * against counting callbacks, provider choice errors, messages of every size checked byte for
- * byte with guard bytes, many tags, receives before and after their sends, all-to-all, receives
- * that take shorter messages (irecv_upto), wrong
- * sizes, cancel, explicit registration, two endpoints side by side.
- * Last line on rank 0: "RESULT ofi passed=N failed=M". */
+/* The OFI transport tested on its own under mpirun (2 to 4 ranks), raw (without the framing of
+ * transports/frame): the registration cache against counting callbacks, provider choice errors,
+ * messages of every size checked byte for byte with guard bytes, many tags, receives before and
+ * after their sends, all-to-all, irecv_upto, wrong sizes, cancel, explicit registration, two
+ * endpoints side by side. Last line on rank 0: "RESULT ofi passed=N failed=M". */
 #include <mpi.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "../../src/config.h"
@@ -174,11 +170,11 @@ static size_t verify(const unsigned char *p, size_t n, int src, int dst, uint32_
 /* Tests every request until all are done; st[i] gets each status. Cancels stragglers. */
 static int wait_all(gcoll__tp_t *tp, gcoll__tp_req_t **req, gcoll_status_t *st, char (*msg)[256], int n)
 {
-    double until = now() + WAIT_S;
+    double until = check_now() + WAIT_S;
     int left = n;
     for (int i = 0; i < n; i++)
         left -= req[i] == NULL;
-    while (left && now() < until) {
+    while (left && check_now() < until) {
         int moved = 0;
         for (int i = 0; i < n; i++) {
             if (!req[i])
@@ -564,9 +560,7 @@ static void test_provider_choice(void)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    tp_init(&argc, &argv);
     CHECK(gcoll__config_load() == GCOLL_SUCCESS, "config: %s", gcoll_last_error());
 #if GCOLL_HAVE_OFI
     test_mrcache();
@@ -593,10 +587,7 @@ int main(int argc, char **argv)
     CHECK(st == GCOLL_ERR_UNSUPPORTED && strstr(gcoll_last_error(), "built without libfabric"),
           "without libfabric: %s: %s", gcoll_status_name(st), gcoll_last_error());
 #endif
-    long mine[2] = {passed, failed}, all[2] = {0, 0};
-    MPI_Reduce(mine, all, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("RESULT ofi passed=%ld failed=%ld\n", all[0], all[1]);
+    int rc = check_summary("ofi", 0);
     MPI_Finalize();
-    return failed ? 1 : 0;
+    return rc;
 }

@@ -1,17 +1,8 @@
 /* Transport-level tests of the node channel's point-to-point rings (transports/shm/shm_p2p.c)
- * under mpirun on one host, any rank count >= 2: each rank sends to the next and receives from
- * the previous. A single-copy message waiting for its receive must not hold back later messages
- * to the same peer (the receiver may need one of those before it posts that receive: issue 9's
- * deadlock); acknowledgements that come out of order complete only their own sends; more
- * single-copy messages in flight than the acknowledgement window; per-tag order over mixed
- * sizes; receives told of each part as it lands (in order, data in place, single copy in reads
- * of GCOLL_SHM_READ_CHUNK) whether posted before the message or after. Then mismatch
- * detection on the three paths where a message's operation descriptor is compared (on
- * arrival; at a receive, and at a send, under the tag of a message that came before the
- * operation started): the ranks whose peer differs get GCOLL_ERR_INVALID_USAGE naming both
- * sides, the others get it from the notice. A wait that would hang ends after WAIT_S seconds as
- * a failure, and the test posts what is missing so that it still ends. Prints "RESULT shm np=N
- * passed=N failed=N". */
+ * under mpirun on one host, 2 or more ranks, each sending to the next: single-copy messages not
+ * holding back later ones, out-of-order acknowledgements, the acknowledgement window, per-tag
+ * order, receives told of each part as it lands; then mismatch detection on the three paths that
+ * compare a message's operation descriptor. Prints "RESULT shm np=N passed=N failed=N". */
 #include <mpi.h>
 #include <sched.h>
 #include <stdint.h>
@@ -26,6 +17,7 @@
 #include "tp_check.h"
 #include "tp_data.h"
 
+/* A wait that would hang fails after WAIT_S seconds, and the test posts what is missing so that it ends. */
 #define WAIT_S 5.0
 
 static const gcoll__transport_t *T = &gcoll__transport_shm;
@@ -52,7 +44,7 @@ static int wait_until(gcoll__tp_t *tp, gcoll__tp_req_t **reqs, gcoll_status_t *s
                 reqs[i] = NULL;
             left += !done;
         }
-        if (!left || now() > until)
+        if (!left || check_now() > until)
             return left;
         sched_yield(); /* more ranks than cores: let the peer run */
     }
@@ -61,7 +53,7 @@ static int wait_until(gcoll__tp_t *tp, gcoll__tp_req_t **reqs, gcoll_status_t *s
 /* wait_until with the last resort: what is still pending after WAIT_S is a failure, cancelled. */
 static void wait_all(gcoll__tp_t *tp, gcoll__tp_req_t **reqs, gcoll_status_t *st, int n, const char *what)
 {
-    int left = wait_until(tp, reqs, st, n, now() + WAIT_S);
+    int left = wait_until(tp, reqs, st, n, check_now() + WAIT_S);
     CHECK(left == 0, "%s: %d requests still pending after %.0f s", what, left, WAIT_S);
     for (int i = 0; i < n; i++)
         if (reqs[i]) {
@@ -71,8 +63,9 @@ static void wait_all(gcoll__tp_t *tp, gcoll__tp_req_t **reqs, gcoll_status_t *st
         }
 }
 
-/* The deadlock of issue 9: a large message on tag 1, then a small one on tag 2; the receiver
- * waits for tag 2 before it posts the receive for tag 1. */
+/* A single-copy message waiting for its receive must not hold back a later message to the same
+ * peer: a large message on tag 1, then a small one on tag 2; the receiver waits for tag 2 before
+ * it posts the receive for tag 1. */
 static void test_not_held_back(gcoll__tp_t *tp, size_t big)
 {
     unsigned char *out = malloc(big), *in = malloc(big), sout[64], sin[64];
@@ -83,7 +76,7 @@ static void test_not_held_back(gcoll__tp_t *tp, size_t big)
     CHECK(T->isend(tp, to, 1, out, big, &r[0]) == GCOLL_SUCCESS, "isend: %s", gcoll_last_error());
     CHECK(T->isend(tp, to, 2, sout, sizeof(sout), &r[1]) == GCOLL_SUCCESS, "isend: %s", gcoll_last_error());
     CHECK(T->irecv(tp, from, 2, sin, sizeof(sin), &r[2]) == GCOLL_SUCCESS, "irecv: %s", gcoll_last_error());
-    int stuck = wait_until(tp, &r[2], &st[2], 1, now() + WAIT_S);
+    int stuck = wait_until(tp, &r[2], &st[2], 1, check_now() + WAIT_S);
     CHECK(!stuck, "a %zu-byte message on tag 2 is held back behind a %zu-byte one on tag 1 that waits for "
           "its receive", sizeof(sin), big);
     /* the receive that releases the large message; a stuck small one then follows it */
@@ -112,14 +105,14 @@ static void test_acks_out_of_order(gcoll__tp_t *tp, size_t big, int single_copy)
               gcoll_last_error());
     }
     CHECK(T->irecv(tp, from, 4, in[1], big, &r[3]) == GCOLL_SUCCESS, "irecv: %s", gcoll_last_error());
-    int stuck = wait_until(tp, &r[3], &st[3], 1, now() + WAIT_S);
+    int stuck = wait_until(tp, &r[3], &st[3], 1, check_now() + WAIT_S);
     CHECK(!stuck, "out of order: Y's receive waits for X's");
     /* Y's send completes; X's must not while no rank has posted X's receive */
-    stuck = wait_until(tp, &r[1], &st[1], 1, now() + WAIT_S);
+    stuck = wait_until(tp, &r[1], &st[1], 1, check_now() + WAIT_S);
     CHECK(!stuck, "out of order: Y's send not complete after its receive");
     MPI_Barrier(MPI_COMM_WORLD);
     if (single_copy) {
-        stuck = wait_until(tp, &r[0], &st[0], 1, now() + 0.05);
+        stuck = wait_until(tp, &r[0], &st[0], 1, check_now() + 0.05);
         CHECK(stuck, "out of order: X's send complete before its receive was posted (Y's acknowledgement "
               "taken for X's)");
     }
@@ -154,7 +147,7 @@ static void test_many_in_flight(gcoll__tp_t *tp, size_t big)
     CHECK(T->irecv(tp, from, 99, sin, sizeof(sin), &r[N + 1]) == GCOLL_SUCCESS, "irecv: %s", gcoll_last_error());
     /* the small send done: everything before it is in the ring, and the receiver needs no more
      * of this rank's progress to get it */
-    int stuck = wait_until(tp, &r[N], &st[N], 2, now() + WAIT_S);
+    int stuck = wait_until(tp, &r[N], &st[N], 2, check_now() + WAIT_S);
     CHECK(!stuck, "many in flight: the small message is held back behind %d large ones", N);
     /* Every large one has arrived before the small one, so each receive reads and acknowledges at
      * once; the senders look only afterwards, when every acknowledgement has been written. */
@@ -230,7 +223,7 @@ static void on_part(void *arg, size_t off, size_t len)
 
 /* Each size arrives once after its receive was posted and once before (set aside while a later
  * message is received first); every byte is told, in order, with its data already in place,
- * and a single-copy message in reads of read_bytes. */
+ * and a single-copy message in reads of read_bytes (GCOLL_SHM_READ_CHUNK). */
 static void test_landed(gcoll__tp_t *tp, size_t cell, size_t read_bytes, int single_copy)
 {
     const size_t sizes[5] = {0, 100, cell, 3 * cell + 5, 5 * read_bytes + 7};
@@ -321,7 +314,7 @@ static void check_told(gcoll__tp_t *tp, const char *path)
     gcoll__tp_req_t *r = NULL;
     gcoll_status_t st = T->irecv(tp, from, 9, &byte, 1, &r);
     if (st == GCOLL_SUCCESS) {
-        int left = wait_until(tp, &r, &st, 1, now() + WAIT_S);
+        int left = wait_until(tp, &r, &st, 1, check_now() + WAIT_S);
         if (left) {
             T->cancel(tp, r);
             st = GCOLL_ERR_TIMEOUT;
@@ -401,9 +394,7 @@ static void test_mismatch_early(int send_back)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    tp_init(&argc, &argv);
     gcoll__log_set_identity(rank);
     if (gcoll__config_load() != GCOLL_SUCCESS) {
         fprintf(stderr, "test_shm: %s\n", gcoll_last_error());
@@ -438,10 +429,7 @@ int main(int argc, char **argv)
         test_mismatch_early(0);
         test_mismatch_early(1);
     }
-    long mine[2] = {passed, failed}, all[2];
-    MPI_Allreduce(mine, all, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("RESULT shm np=%d passed=%ld failed=%ld\n", size, all[0], all[1]);
+    int rc = check_summary("shm", CHECK_NP);
     MPI_Finalize();
-    return all[1] ? 1 : 0;
+    return rc;
 }

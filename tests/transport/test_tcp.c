@@ -1,18 +1,14 @@
-/* Transport-level tests of the TCP transport under mpirun (any rank count >= 2): messages of
- * many sizes checked byte for byte, receives posted before and after arrival, tags interleaved
- * and posted out of order, all-to-all traffic, size mismatches, intruders on the listening
- * socket, malformed frames (the header check directly, and a bad frame on a live connection),
- * a peer that closes, the socket buffers GCOLL_TCP_SNDBUF / GCOLL_TCP_RCVBUF ask for, and the
- * priority order of a socket's queued data (isend_prio).
- * Prints "RESULT tcp np=N passed=N failed=N". */
+/* Transport-level tests of the TCP transport under mpirun (any rank count >= 2): messages of many
+ * sizes checked byte for byte, receives posted before and after arrival, tags interleaved and out
+ * of order, all-to-all, size mismatches, intruders on the listening socket, malformed frames, a
+ * peer that closes, GCOLL_TCP_SNDBUF / GCOLL_TCP_RCVBUF, and the priority order of queued data
+ * (isend_prio). Prints "RESULT tcp np=N passed=N failed=N". */
 #include <arpa/inet.h>
 #include <mpi.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "../../src/config.h"
@@ -49,7 +45,7 @@ static gcoll__tp_t *open_tp(void)
 /* Tests every request until all are done (each slot set to NULL), or 60 s pass. */
 static void wait_all(gcoll__tp_t *tp, gcoll__tp_req_t **reqs, gcoll_status_t *st, char (*why)[256], int n)
 {
-    double end = now() + 60;
+    double end = check_now() + 60;
     for (int left = n; left > 0;) {
         left = 0;
         for (int i = 0; i < n; i++) {
@@ -64,7 +60,7 @@ static void wait_all(gcoll__tp_t *tp, gcoll__tp_req_t **reqs, gcoll_status_t *st
             }
             left += !done;
         }
-        if (left && now() > end) {
+        if (left && check_now() > end) {
             CHECK(0, "%d requests still pending after 60 s", left);
             for (int i = 0; i < n; i++)
                 if (reqs[i]) {
@@ -95,7 +91,7 @@ static void drive(gcoll__tp_t *tp, int peer, double seconds)
     if (T->irecv(tp, peer, 0xfffffff0u, &dummy, 1, &r) != GCOLL_SUCCESS)
         return;
     int done = 0;
-    for (double end = now() + seconds; now() < end && !done;)
+    for (double end = check_now() + seconds; check_now() < end && !done;)
         T->test(tp, r, &done);
     CHECK(!done, "a receive nobody sends to completed");
     if (!done)
@@ -312,7 +308,7 @@ static void test_intruders(gcoll__tp_t *tp)
             gcoll__tp_req_t *r;
             T->irecv(tp, 0, 0xfffffff1u, &dummy, 1, &r);
             int done = 0;
-            for (double end = now() + 20; now() < end && tp->rejected == before && !done;)
+            for (double end = check_now() + 20; check_now() < end && tp->rejected == before && !done;)
                 T->test(tp, r, &done);
             if (!done)
                 T->cancel(tp, r);
@@ -540,7 +536,7 @@ static void test_live_faults(void)
         CHECK(T->isend(tp, 0, 6, small, 10, &s) == GCOLL_SUCCESS, "a send to a rank that left: %s", gcoll_last_error());
         int done = 0, sdone = 0;
         gcoll_status_t sst = GCOLL_SUCCESS;
-        for (double end = now() + 0.5; now() < end && !done;) {
+        for (double end = check_now() + 0.5; check_now() < end && !done;) {
             T->test(tp, r, &done);
             if (!sdone) /* an eager send may complete: the kernel took it */
                 sst = T->test(tp, s, &sdone);
@@ -559,9 +555,7 @@ static void test_live_faults(void)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    tp_init(&argc, &argv);
     gcoll__log_set_identity(rank);
     if (gcoll__config_load() != GCOLL_SUCCESS) {
         fprintf(stderr, "test_tcp: %s\n", gcoll_last_error());
@@ -581,11 +575,8 @@ int main(int argc, char **argv)
         test_live_faults();
         test_buffers();
     }
-    long mine[2] = {passed, failed}, all[2];
-    MPI_Allreduce(mine, all, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("RESULT tcp np=%d passed=%ld failed=%ld\n", size, all[0], all[1]);
+    int rc = check_summary("tcp", CHECK_NP);
     free(addrs);
     MPI_Finalize();
-    return all[1] ? 1 : 0;
+    return rc;
 }

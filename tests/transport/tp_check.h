@@ -1,42 +1,25 @@
-/* What every transport-level test shares: its rank, the pass/fail counts it reports on its
- * RESULT line, CHECK (the first 30 failures are printed with file and line), and a clock. */
+/* What every transport-level test shares on top of tests/common/check.h (CHECK, the counts, the
+ * RESULT line, check_now): its rank and size in MPI_COMM_WORLD, and the bootstrap group the
+ * transports are created with. */
 #ifndef GCOLL_TP_CHECK_H
 #define GCOLL_TP_CHECK_H
 
-#include <stdarg.h>
 #include <stdio.h>
-#include <time.h>
 
 #include <mpi.h>
 
 #include "boot.h"
+#include "check.h"
 
 static int rank, size;
-static long passed, failed;
 
-static void check(int ok, const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void check(int ok, const char *file, int line, const char *fmt, ...)
+/* MPI_Init, then rank and size (also for the failure lines). */
+static void tp_init(int *argc, char ***argv)
 {
-    if (ok) {
-        passed++;
-        return;
-    }
-    if (++failed > 30)
-        return;
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "FAIL [rank %d/%d] %s:%d: %s\n", rank, size, file, line, msg);
-}
-#define CHECK(cond, ...) check(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    check_set_rank(rank, size);
 }
 
 /* The bootstrap group transports are created with: MPI_COMM_WORLD's, made at the first call and

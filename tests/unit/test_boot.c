@@ -42,7 +42,7 @@ static int rank_main(int r, const char *root)
         int v = r == root_rank ? 1000 + root_rank : -1;
         BAD_IF(gcoll__boot_bcast(b, &v, sizeof(v), root_rank) != GCOLL_SUCCESS || v != 1000 + root_rank);
     }
-    int lo = r + 10, hi = r + 10;
+    int lo = r + 10, hi = lo;
     BAD_IF(gcoll__boot_min_int(b, &lo) != GCOLL_SUCCESS || lo != 10);
     BAD_IF(gcoll__boot_max_int(b, &hi) != GCOLL_SUCCESS || hi != NRANKS + 9);
     /* even and odd ranks, keys reversed; the last rank joins none */

@@ -300,7 +300,7 @@ START_TEST(cost_variables_parse)
 }
 END_TEST
 
-/* ---- the built-in choice builds what forcing its pick builds (issue 6) ---- */
+/* ---- the built-in choice builds what forcing its pick builds ---- */
 
 /* Where a step's pointer lies: in a user buffer, the schedule's arena or one of its heap scratch
  * blocks (the one with the nearest base below it), as a region number and an offset, so that two

@@ -91,8 +91,7 @@ static double flt_op(int d, int op, double x, double y)
         if (isnan(x) || isnan(y))
             return NAN;
         if (x == 0 && y == 0) /* zeros of either sign: min prefers -0, max prefers +0 */
-            return op == GCOLL_MIN && (signbit(x) || signbit(y)) ? -0.0 : op == GCOLL_MIN ? 0.0
-                   : signbit(x) && signbit(y) ? -0.0 : 0.0;
+            return (op == GCOLL_MIN ? signbit(x) || signbit(y) : signbit(x) && signbit(y)) ? -0.0 : 0.0;
         return (op == GCOLL_MIN) == (x < y) ? x : y;
     }
     if (d == GCOLL_FLOAT64)

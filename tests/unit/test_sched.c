@@ -390,11 +390,11 @@ static void check_algo(int coll, const char *algo, int n, size_t count, int root
                 if (st->kind != GCOLL_STEP_SEND && st->kind != GCOLL_STEP_RECV)
                     continue;
                 int send = st->kind == GCOLL_STEP_SEND;
-                ck_assert_msg(st->peer >= 0 && st->peer < n && st->peer != r, "%s n=%d rank %d: peer %d", algo, n, r,
+                CK_EXPECT(st->peer >= 0 && st->peer < n && st->peer != r, "%s n=%d rank %d: peer %d", algo, n, r,
                               st->peer);
-                ck_assert_msg(!pipelined || st->n <= chunk, "%s n=%d count=%zu rank %d: a %zu-byte message", algo, n,
+                CK_EXPECT(!pipelined || st->n <= chunk, "%s n=%d count=%zu rank %d: a %zu-byte message", algo, n,
                               count, r, st->n);
-                ck_assert_msg(!pipelined || ++per_peer[send][st->peer] <= depth,
+                CK_EXPECT(!pipelined || ++per_peer[send][st->peer] <= depth,
                               "%s n=%d count=%zu rank %d: round %zu has over %zu %s peer %d", algo, n, count, r, k,
                               depth, send ? "sends to" : "receives from", st->peer);
                 if (send)
@@ -413,11 +413,11 @@ static void check_algo(int coll, const char *algo, int n, size_t count, int root
         for (int q = 0; q < n; q++)
             for (size_t k = 0;; k++) {
                 const msg_t *x = nth(&sends, p, q, k), *y = nth(&recvs, p, q, k);
-                ck_assert_msg(!x == !y, "%s n=%d count=%zu: message %zu from %d to %d is %s", algo, n, count, k, p,
+                CK_EXPECT(!x == !y, "%s n=%d count=%zu: message %zu from %d to %d is %s", algo, n, count, k, p,
                               q, x ? "never received" : "received, never sent");
                 if (!x)
                     break;
-                ck_assert_msg(x->bytes == y->bytes, "%s n=%d count=%zu: message %zu from %d to %d: %zu bytes sent, "
+                CK_EXPECT(x->bytes == y->bytes, "%s n=%d count=%zu: message %zu from %d to %d: %zu bytes sent, "
                               "%zu expected", algo, n, count, k, p, q, x->bytes, y->bytes);
             }
     free(sends.m);
@@ -462,6 +462,7 @@ START_TEST(ring_slices_its_blocks)
     ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
     gcoll__config.chunk_bytes = 4096;
     gcoll__config.pipeline_depth = 3;
+    // cppcheck-suppress unassignedVariable ; the schedule only takes their addresses
     static float in[10000], out[10000];
     gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLREDUCE, .sendbuf = in, .recvbuf = out, .count = 10000,
                             .dtype = GCOLL_FLOAT32, .op = GCOLL_SUM, .rank = 1, .size = 3, .esize = 4};
@@ -492,6 +493,7 @@ START_TEST(adasum_halving_matches_and_moves_a_rabenseifner_volume)
      * sends what Rabenseifner's allreduce sends, 2(P-1)/P of the vector (a whole vector more to
      * and from a folded rank), plus log2 P (log2 P + 1) / 2 messages of 3 doubles per tensor */
     size_t tcs[3] = {1000, 0, 2345}, nt = 3, count = 3345, es = 4, part = 3 * nt * sizeof(double);
+    // cppcheck-suppress unassignedVariable ; the schedule only takes their addresses
     static float sb[3345], rb[3345];
     for (int n = 1; n <= 17; n++) {
         int P = 1, lg = 0;
@@ -531,10 +533,10 @@ START_TEST(adasum_halving_matches_and_moves_a_rabenseifner_volume)
             for (int q = 0; q < n; q++)
                 for (size_t k = 0;; k++) {
                     const msg_t *x = nth(&sends, p, q, k), *y = nth(&recvs, p, q, k);
-                    ck_assert_msg(!x == !y, "adasum n=%d: message %zu from %d to %d unmatched", n, k, p, q);
+                    CK_EXPECT(!x == !y, "adasum n=%d: message %zu from %d to %d unmatched", n, k, p, q);
                     if (!x)
                         break;
-                    ck_assert_msg(x->bytes == y->bytes, "adasum n=%d: message %zu from %d to %d: %zu vs %zu bytes",
+                    CK_EXPECT(x->bytes == y->bytes, "adasum n=%d: message %zu from %d to %d: %zu vs %zu bytes",
                                   n, k, p, q, x->bytes, y->bytes);
                 }
         free(sends.m);

@@ -42,22 +42,22 @@ START_TEST(worker_cpus_follow_the_spec)
     CPU_ZERO(&allowed);
     for (int c = 0; c < 4; c++)
         CPU_SET(c, &allowed);
-    int cpus[8];
-    ck_assert_int_eq(gcoll__worker_cpus("none", &allowed, 0, 1, 2, cpus, 8), 0);
-    ck_assert_int_eq(gcoll__worker_cpus("2,4-5", &allowed, 0, 1, 3, cpus, 8), 3);
-    ck_assert(cpus[0] == 2 && cpus[1] == 4 && cpus[2] == 5);
-    ck_assert_int_eq(gcoll__worker_cpus("0-7", &allowed, 0, 1, 1, cpus, 3), 3); /* at most max */
+    int got[8];
+    ck_assert_int_eq(gcoll__worker_cpus("none", &allowed, 0, 1, 2, got, 8), 0);
+    ck_assert_int_eq(gcoll__worker_cpus("2,4-5", &allowed, 0, 1, 3, got, 8), 3);
+    ck_assert(got[0] == 2 && got[1] == 4 && got[2] == 5);
+    ck_assert_int_eq(gcoll__worker_cpus("0-7", &allowed, 0, 1, 1, got, 3), 3); /* at most max */
     /* auto: from the back of the allowed cores, each local rank's workers after the previous' */
-    ck_assert_int_eq(gcoll__worker_cpus("auto", &allowed, 0, 2, 1, cpus, 8), 1);
-    ck_assert_int_eq(cpus[0], 3);
-    ck_assert_int_eq(gcoll__worker_cpus("auto", &allowed, 1, 2, 1, cpus, 8), 1);
-    ck_assert_int_eq(cpus[0], 2);
-    ck_assert_int_eq(gcoll__worker_cpus("auto", &allowed, 1, 2, 2, cpus, 8), 2);
-    ck_assert(cpus[0] == 1 && cpus[1] == 0);
+    ck_assert_int_eq(gcoll__worker_cpus("auto", &allowed, 0, 2, 1, got, 8), 1);
+    ck_assert_int_eq(got[0], 3);
+    ck_assert_int_eq(gcoll__worker_cpus("auto", &allowed, 1, 2, 1, got, 8), 1);
+    ck_assert_int_eq(got[0], 2);
+    ck_assert_int_eq(gcoll__worker_cpus("auto", &allowed, 1, 2, 2, got, 8), 2);
+    ck_assert(got[0] == 1 && got[1] == 0);
     CPU_ZERO(&allowed);
     CPU_SET(6, &allowed); /* a rank bound to one core: its worker shares it */
-    ck_assert_int_eq(gcoll__worker_cpus("auto", &allowed, 3, 4, 1, cpus, 8), 1);
-    ck_assert_int_eq(cpus[0], 6);
+    ck_assert_int_eq(gcoll__worker_cpus("auto", &allowed, 3, 4, 1, got, 8), 1);
+    ck_assert_int_eq(got[0], 6);
 }
 END_TEST
 

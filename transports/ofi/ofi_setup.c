@@ -338,10 +338,10 @@ static void join_names(char names[][64], int n, char *buf, size_t len)
 /* Rank 0: the provider GCOLL_OFI_PROVIDER names, or the best one that opens. */
 static gcoll_status_t choose(gcoll__tp_t *tp, choice_t *c)
 {
-    char names[MAX_PROVIDERS][64], offered[1024];
+    char names[MAX_PROVIDERS][64], on_offer[1024];
     int n;
     GCOLL_CHECK(list_providers(names, &n));
-    join_names(names, n, offered, sizeof(offered));
+    join_names(names, n, on_offer, sizeof(on_offer));
     const char *want = gcoll__config.ofi_provider;
     int named = strcmp(want, "auto") != 0;
     if (named) {
@@ -352,7 +352,7 @@ static gcoll_status_t choose(gcoll__tp_t *tp, choice_t *c)
                 found = k;
         if (found < 0)
             return gcoll__error(GCOLL_ERR_UNSUPPORTED, "ofi transport: GCOLL_OFI_PROVIDER=%s is not available; "
-                                "fi_getinfo offers RDM tagged providers: %s", want, n ? offered : "none");
+                                "fi_getinfo offers RDM tagged providers: %s", want, n ? on_offer : "none");
         gcoll_status_t st = open_provider(tp, names[found], 0, -1);
         if (st != GCOLL_SUCCESS)
             return gcoll__error(st, "GCOLL_OFI_PROVIDER=%s: %s", want, gcoll_last_error());
@@ -378,7 +378,7 @@ static gcoll_status_t choose(gcoll__tp_t *tp, choice_t *c)
             close_objects(tp); /* the next candidate starts clean */
         }
     return gcoll__error(GCOLL_ERR_UNSUPPORTED, "ofi transport: no usable libfabric provider for RDM tagged "
-                        "messages (offered: %s%s%s)", n ? offered : "none", failed[0] ? "; " : "", failed);
+                        "messages (offered: %s%s%s)", n ? on_offer : "none", failed[0] ? "; " : "", failed);
 }
 
 static atomic_int announced; /* the choice is logged at info level once per process */

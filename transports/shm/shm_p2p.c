@@ -137,7 +137,7 @@ static gcoll_status_t check_desc(gcoll__shm_t *s, int peer, uint32_t tag, const 
     return gcoll__opdesc_agree(mine, theirs) ? GCOLL_SUCCESS : found_mismatch(s, peer, tag, mine, theirs);
 }
 
-static void unlink_req(gcoll__tp_req_t **head, gcoll__tp_req_t **tail, gcoll__tp_req_t *r)
+static void unlink_req(gcoll__tp_req_t **head, gcoll__tp_req_t **tail, const gcoll__tp_req_t *r)
 {
     gcoll__tp_req_t *prev = NULL;
     for (gcoll__tp_req_t *x = *head; x; prev = x, x = x->next)

@@ -127,7 +127,7 @@ class Op(enum.IntEnum):
 
 SUM, PROD, MIN, MAX, AVG, ADASUM = Op.SUM, Op.PROD, Op.MIN, Op.MAX, Op.AVG, Op.ADASUM
 
-# gcoll_compress_t by the names iallreduce's compress= takes (README "Gradient compression")
+# gcoll_compress_t by the names iallreduce's compress= takes (docs/compression.md)
 _COMPRESS = {None: 0, "none": 0, "fp16": 1, "bf16": 2, "topk": 3}
 
 # NumPy dtypes by (kind, itemsize): numpy has no bfloat16.
@@ -335,7 +335,7 @@ class Comm:
     """A communicator. Collectives must be called in the same order on every rank.
 
     Output arguments: out=None allocates the result like the input; out=x (the input itself)
-    is C's in-place form (sendbuf == recvbuf, README "API"). Nonblocking twins (i...) take
+    is C's in-place form (sendbuf == recvbuf, docs/api.md). Nonblocking twins (i...) take
     priority, name and algorithm (gcoll_attr_t) and return a Request."""
 
     def __init__(self, handle):
@@ -547,7 +547,7 @@ class Comm:
         return self._start(_L.gcoll_ibarrier, (), [], None, priority, name, None)
 
     def adasum(self, x, tensor_counts=None, out=None):
-        """Adasum (README "Adasum") over the tensors whose element counts tensor_counts lists,
+        """Adasum (docs/adasum.md) over the tensors whose element counts tensor_counts lists,
         back to back in x (None: one tensor)."""
         args, bufs, result, _counts = self._adasum(x, tensor_counts, out)
         return self._run(_L.gcoll_adasum, args, bufs, result)
@@ -564,7 +564,7 @@ class Comm:
 # ---- the gradient session --------------------------------------------------------------------
 
 class Session:
-    """The gradient session (README "Overlap with backprop"): add() the parameter sets in forward
+    """The gradient session (docs/overlap.md): add() the parameter sets in forward
     order, commit() (collective), then each iteration start() each set as its gradient is ready
     and wait() or wait_all() before using it; the result replaces the buffer."""
 

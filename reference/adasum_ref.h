@@ -1,8 +1,8 @@
-/* An independent reference for Adasum (DESIGN.md's operator, in double), for the tests and the
- * benchmark's validation. Every combination is ca a + cb b with scalars per tensor, so the result
- * of the tree is, per tensor, a weighted sum of the ranks' inputs; the weights follow from the Gram
- * matrix of the inputs (one streaming pass that regenerates every rank's input), and the result
- * from a second pass. Nothing here calls gcoll, and no rank's vectors are stored. */
+/* An independent reference for Adasum (docs/adasum.md's operator, in double), for the tests and
+ * the benchmark's validation. Every combination is ca a + cb b with scalars per tensor, so the
+ * result of the tree is, per tensor, a weighted sum of the ranks' inputs; the weights follow from
+ * the Gram matrix of the inputs (one streaming pass that regenerates every rank's input), and the
+ * result from a second pass. Nothing here calls gcoll, and no rank's vectors are stored. */
 #ifndef GCOLL_ADASUM_REF_H
 #define GCOLL_ADASUM_REF_H
 

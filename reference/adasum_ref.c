@@ -56,7 +56,7 @@ static double gram_dot(const double *g, const double *u, const double *v, int n)
     return s;
 }
 
-/* DESIGN.md's combination of vectors a and b, on their weights: wa = ca wa + cb wb. */
+/* docs/adasum.md's combination of vectors a and b, on their weights: wa = ca wa + cb wb. */
 static void combine(const double *g, double *wa, const double *wb, int n)
 {
     double dot = gram_dot(g, wa, wb, n), na = gram_dot(g, wa, wa, n), nb = gram_dot(g, wb, wb, n);
