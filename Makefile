@@ -187,6 +187,11 @@ test-quick: tests
 test-full: tests
 	$(RUN_TESTS) -a
 
+# cppcheck, shellcheck and clang-format (.clang-format) over the tree
+.PHONY: lint
+lint:
+	sh scripts/lint.sh
+
 # docs/env.md is generated from the configuration registry; tests/docs_env.sh checks it
 .PHONY: docs
 docs: docs/env.md

@@ -52,9 +52,12 @@ static void half_op(const void *in, void *inout, int len, int bf16, int op)
     }
 }
 
-#define HALF_OP(name, bf16, op) \
+#define HALF_OP(name, bf16, op)                                         \
     static void name(void *in, void *inout, int *len, MPI_Datatype *dt) \
-    { (void)dt; half_op(in, inout, *len, bf16, op); }
+    {                                                                   \
+        (void)dt;                                                       \
+        half_op(in, inout, *len, bf16, op);                             \
+    }
 HALF_OP(f16_sum, 0, GCOLL_SUM)
 HALF_OP(f16_prod, 0, GCOLL_PROD)
 HALF_OP(f16_min, 0, GCOLL_MIN)
@@ -68,9 +71,8 @@ int baseline_init(baseline_t *b, gcoll_dtype_t dtype, gcoll_op_t op)
 {
     static MPI_User_function *const half_fns[2][4] = {{f16_sum, f16_prod, f16_min, f16_max},
                                                       {bf16_sum, bf16_prod, bf16_min, bf16_max}};
-    const MPI_Datatype dts[GCOLL_DTYPE_COUNT] = {MPI_INT8_T, MPI_UINT8_T, MPI_INT32_T, MPI_UINT32_T,
-                                                 MPI_INT64_T, MPI_UINT64_T, MPI_UINT16_T, MPI_UINT16_T,
-                                                 MPI_FLOAT, MPI_DOUBLE};
+    const MPI_Datatype dts[GCOLL_DTYPE_COUNT] = {MPI_INT8_T,   MPI_UINT8_T,  MPI_INT32_T,  MPI_UINT32_T, MPI_INT64_T,
+                                                 MPI_UINT64_T, MPI_UINT16_T, MPI_UINT16_T, MPI_FLOAT,    MPI_DOUBLE};
     const MPI_Op ops[4] = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX};
     int base = op == GCOLL_AVG ? GCOLL_SUM : (int)op;
     memset(b, 0, sizeof(*b));
@@ -111,12 +113,48 @@ static void divide(void *buf, size_t n, gcoll_dtype_t d, int k)
     for (size_t i = 0; i < n; i++) {
         char *p = (char *)buf + i * gcoll_dtype_size(d);
         switch (d) {
-        case GCOLL_INT8: { int8_t v; memcpy(&v, p, 1); v = (int8_t)(v / k); memcpy(p, &v, 1); break; }
-        case GCOLL_UINT8: { uint8_t v; memcpy(&v, p, 1); v = (uint8_t)(v / k); memcpy(p, &v, 1); break; }
-        case GCOLL_INT32: { int32_t v; memcpy(&v, p, 4); v /= k; memcpy(p, &v, 4); break; }
-        case GCOLL_UINT32: { uint32_t v; memcpy(&v, p, 4); v /= (uint32_t)k; memcpy(p, &v, 4); break; }
-        case GCOLL_INT64: { int64_t v; memcpy(&v, p, 8); v /= k; memcpy(p, &v, 8); break; }
-        case GCOLL_UINT64: { uint64_t v; memcpy(&v, p, 8); v /= (uint64_t)k; memcpy(p, &v, 8); break; }
+        case GCOLL_INT8: {
+            int8_t v;
+            memcpy(&v, p, 1);
+            v = (int8_t)(v / k);
+            memcpy(p, &v, 1);
+            break;
+        }
+        case GCOLL_UINT8: {
+            uint8_t v;
+            memcpy(&v, p, 1);
+            v = (uint8_t)(v / k);
+            memcpy(p, &v, 1);
+            break;
+        }
+        case GCOLL_INT32: {
+            int32_t v;
+            memcpy(&v, p, 4);
+            v /= k;
+            memcpy(p, &v, 4);
+            break;
+        }
+        case GCOLL_UINT32: {
+            uint32_t v;
+            memcpy(&v, p, 4);
+            v /= (uint32_t)k;
+            memcpy(p, &v, 4);
+            break;
+        }
+        case GCOLL_INT64: {
+            int64_t v;
+            memcpy(&v, p, 8);
+            v /= k;
+            memcpy(p, &v, 8);
+            break;
+        }
+        case GCOLL_UINT64: {
+            uint64_t v;
+            memcpy(&v, p, 8);
+            v /= (uint64_t)k;
+            memcpy(p, &v, 8);
+            break;
+        }
         case GCOLL_FLOAT16:
         case GCOLL_BFLOAT16: {
             uint16_t h;
@@ -125,14 +163,26 @@ static void divide(void *buf, size_t n, gcoll_dtype_t d, int k)
             memcpy(p, &h, 2);
             break;
         }
-        case GCOLL_FLOAT32: { float v; memcpy(&v, p, 4); v /= (float)k; memcpy(p, &v, 4); break; }
-        default: { double v; memcpy(&v, p, 8); v /= k; memcpy(p, &v, 8); break; }
+        case GCOLL_FLOAT32: {
+            float v;
+            memcpy(&v, p, 4);
+            v /= (float)k;
+            memcpy(p, &v, 4);
+            break;
+        }
+        default: {
+            double v;
+            memcpy(&v, p, 8);
+            v /= k;
+            memcpy(p, &v, 8);
+            break;
+        }
         }
     }
 }
 
-int baseline_run(baseline_t *b, bench_coll_t c, const void *sendbuf, void *recvbuf, size_t count,
-                 gcoll_dtype_t dtype, gcoll_op_t op, int root)
+int baseline_run(baseline_t *b, bench_coll_t c, const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
+                 gcoll_op_t op, int root)
 {
     if (b->nccl)
         return nccl_run(b->nccl, sendbuf, recvbuf, count, root);
@@ -155,14 +205,10 @@ int baseline_run(baseline_t *b, bench_coll_t c, const void *sendbuf, void *recvb
         if (op == GCOLL_AVG && rank == root)
             divide(recvbuf, count, dtype, b->nranks);
         return rc;
-    case B_ALLGATHER:
-        return MPI_Allgather(sb, n, b->dt, recvbuf, n, b->dt, b->comm);
-    case B_ALLTOALL:
-        return MPI_Alltoall(sb, n, b->dt, recvbuf, n, b->dt, b->comm);
-    case B_BCAST:
-        return MPI_Bcast(recvbuf, n, b->dt, root, b->comm);
-    default:
-        return MPI_Barrier(b->comm);
+    case B_ALLGATHER: return MPI_Allgather(sb, n, b->dt, recvbuf, n, b->dt, b->comm);
+    case B_ALLTOALL: return MPI_Alltoall(sb, n, b->dt, recvbuf, n, b->dt, b->comm);
+    case B_BCAST: return MPI_Bcast(recvbuf, n, b->dt, root, b->comm);
+    default: return MPI_Barrier(b->comm);
     }
 }
 

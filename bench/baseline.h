@@ -25,8 +25,8 @@ void baseline_free(baseline_t *b);
 int baseline_init_nccl(baseline_t *b, bench_coll_t c, gcoll_dtype_t dtype, gcoll_op_t op, int inplace, char *err,
                        size_t errlen);
 /* Runs one collective; in place when sendbuf == recvbuf. Returns an MPI error code (NCCL: 0 or -1). */
-int baseline_run(baseline_t *b, bench_coll_t c, const void *sendbuf, void *recvbuf, size_t count,
-                 gcoll_dtype_t dtype, gcoll_op_t op, int root);
+int baseline_run(baseline_t *b, bench_coll_t c, const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
+                 gcoll_op_t op, int root);
 /* MPI_Iallreduce and its wait, which also divides for GCOLL_AVG; out of place only. */
 int baseline_iallreduce(baseline_t *b, const void *sendbuf, void *recvbuf, size_t count, MPI_Request *req);
 int baseline_iallreduce_wait(baseline_t *b, MPI_Request *req, void *recvbuf, size_t count, gcoll_dtype_t dtype,

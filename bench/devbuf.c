@@ -30,12 +30,18 @@ int devbuf_cuda_open(int rank, char *err, size_t errlen)
         snprintf(err, errlen, "no CUDA runtime (libcudart) found");
         return -1;
     }
-    struct { void **slot; const char *sym; } syms[] = {
-        {(void **)&rt.get_device_count, "cudaGetDeviceCount"}, {(void **)&rt.set_device, "cudaSetDevice"},
-        {(void **)&rt.malloc_, "cudaMalloc"}, {(void **)&rt.free_, "cudaFree"}, {(void **)&rt.memcpy_, "cudaMemcpy"},
-        {(void **)&rt.host_alloc, "cudaHostAlloc"}, {(void **)&rt.free_host, "cudaFreeHost"},
-        {(void **)&rt.sync, "cudaDeviceSynchronize"},
-        {(void **)&rt.error_string, "cudaGetErrorString"}};
+    struct {
+        void **slot;
+        const char *sym;
+    } syms[] = {{(void **)&rt.get_device_count, "cudaGetDeviceCount"},
+                {(void **)&rt.set_device, "cudaSetDevice"},
+                {(void **)&rt.malloc_, "cudaMalloc"},
+                {(void **)&rt.free_, "cudaFree"},
+                {(void **)&rt.memcpy_, "cudaMemcpy"},
+                {(void **)&rt.host_alloc, "cudaHostAlloc"},
+                {(void **)&rt.free_host, "cudaFreeHost"},
+                {(void **)&rt.sync, "cudaDeviceSynchronize"},
+                {(void **)&rt.error_string, "cudaGetErrorString"}};
     for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++)
         if (!(*syms[i].slot = dlsym(h, syms[i].sym))) {
             snprintf(err, errlen, "the CUDA runtime lacks %s", syms[i].sym);

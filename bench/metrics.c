@@ -6,7 +6,7 @@
 #include "metrics.h"
 
 static const char *const names[B_NCOLL] = {"allreduce", "reduce_scatter", "allgather", "bcast",
-                                           "reduce", "alltoall", "barrier", "adasum"};
+                                           "reduce",    "alltoall",       "barrier",   "adasum"};
 
 const char *bench_coll_name(bench_coll_t c)
 {

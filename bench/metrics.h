@@ -6,7 +6,13 @@
 #include <stddef.h>
 
 typedef enum {
-    B_ALLREDUCE, B_REDUCE_SCATTER, B_ALLGATHER, B_BCAST, B_REDUCE, B_ALLTOALL, B_BARRIER,
+    B_ALLREDUCE,
+    B_REDUCE_SCATTER,
+    B_ALLGATHER,
+    B_BCAST,
+    B_REDUCE,
+    B_ALLTOALL,
+    B_BARRIER,
     B_ADASUM, /* gcoll_adasum, beside gcoll's sum allreduce instead of MPI */
     B_NCOLL
 } bench_coll_t;

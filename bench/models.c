@@ -373,8 +373,10 @@ static const bench_tensor_t bert_tensors[] = {
 };
 
 static const bench_model_t models[] = {
-    {"resnet50", "torchvision.models.resnet50", resnet50_tensors, sizeof(resnet50_tensors) / sizeof(resnet50_tensors[0])},
-    {"bert", "transformers.BertModel (bert-base-uncased)", bert_tensors, sizeof(bert_tensors) / sizeof(bert_tensors[0])},
+    {"resnet50", "torchvision.models.resnet50", resnet50_tensors,
+     sizeof(resnet50_tensors) / sizeof(resnet50_tensors[0])},
+    {"bert", "transformers.BertModel (bert-base-uncased)", bert_tensors,
+     sizeof(bert_tensors) / sizeof(bert_tensors[0])},
 };
 
 const bench_model_t *bench_model_find(const char *name)

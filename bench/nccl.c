@@ -43,13 +43,22 @@ static const char *load(void)
     void *h = dlopen("libnccl.so.2", RTLD_NOW);
     if (!h)
         return "libnccl.so.2 not found";
-    struct { void **slot; const char *sym; } syms[] = {
-        {(void **)&nc.get_unique_id, "ncclGetUniqueId"}, {(void **)&nc.comm_init_rank, "ncclCommInitRank"},
-        {(void **)&nc.comm_destroy, "ncclCommDestroy"}, {(void **)&nc.error_string, "ncclGetErrorString"},
-        {(void **)&nc.all_reduce, "ncclAllReduce"}, {(void **)&nc.reduce_scatter, "ncclReduceScatter"},
-        {(void **)&nc.all_gather, "ncclAllGather"}, {(void **)&nc.broadcast, "ncclBroadcast"},
-        {(void **)&nc.reduce, "ncclReduce"}, {(void **)&nc.send, "ncclSend"}, {(void **)&nc.recv, "ncclRecv"},
-        {(void **)&nc.group_start, "ncclGroupStart"}, {(void **)&nc.group_end, "ncclGroupEnd"}};
+    struct {
+        void **slot;
+        const char *sym;
+    } syms[] = {{(void **)&nc.get_unique_id, "ncclGetUniqueId"},
+                {(void **)&nc.comm_init_rank, "ncclCommInitRank"},
+                {(void **)&nc.comm_destroy, "ncclCommDestroy"},
+                {(void **)&nc.error_string, "ncclGetErrorString"},
+                {(void **)&nc.all_reduce, "ncclAllReduce"},
+                {(void **)&nc.reduce_scatter, "ncclReduceScatter"},
+                {(void **)&nc.all_gather, "ncclAllGather"},
+                {(void **)&nc.broadcast, "ncclBroadcast"},
+                {(void **)&nc.reduce, "ncclReduce"},
+                {(void **)&nc.send, "ncclSend"},
+                {(void **)&nc.recv, "ncclRecv"},
+                {(void **)&nc.group_start, "ncclGroupStart"},
+                {(void **)&nc.group_end, "ncclGroupEnd"}};
     for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++)
         if (!(*syms[i].slot = dlsym(h, syms[i].sym)))
             return "libnccl.so.2 lacks a function (NCCL 2.10 or later is needed)";
@@ -116,22 +125,14 @@ int nccl_run(nccl_side_t *n, const void *sendbuf, void *recvbuf, size_t count, i
     size_t blk = count * n->esize;
     int e = 0;
     switch (n->coll) {
-    case B_ALLREDUCE:
-        e = nc.all_reduce(sendbuf, recvbuf, count, n->dt, n->op, n->comm, NULL);
-        break;
-    case B_REDUCE_SCATTER:
-        e = nc.reduce_scatter(sendbuf, recvbuf, count, n->dt, n->op, n->comm, NULL);
-        break;
+    case B_ALLREDUCE: e = nc.all_reduce(sendbuf, recvbuf, count, n->dt, n->op, n->comm, NULL); break;
+    case B_REDUCE_SCATTER: e = nc.reduce_scatter(sendbuf, recvbuf, count, n->dt, n->op, n->comm, NULL); break;
     case B_ALLGATHER: /* in place: NCCL's send buffer is the rank's block of the output */
-        e = nc.all_gather(sendbuf == recvbuf ? (char *)recvbuf + (size_t)n->rank * blk : sendbuf, recvbuf, count,
-                          n->dt, n->comm, NULL);
+        e = nc.all_gather(sendbuf == recvbuf ? (char *)recvbuf + (size_t)n->rank * blk : sendbuf, recvbuf, count, n->dt,
+                          n->comm, NULL);
         break;
-    case B_BCAST:
-        e = nc.broadcast(recvbuf, recvbuf, count, n->dt, root, n->comm, NULL);
-        break;
-    case B_REDUCE:
-        e = nc.reduce(sendbuf, recvbuf, count, n->dt, n->op, root, n->comm, NULL);
-        break;
+    case B_BCAST: e = nc.broadcast(recvbuf, recvbuf, count, n->dt, root, n->comm, NULL); break;
+    case B_REDUCE: e = nc.reduce(sendbuf, recvbuf, count, n->dt, n->op, root, n->comm, NULL); break;
     case B_ALLTOALL:
         nc.group_start();
         for (int q = 0; q < n->size && !e; q++) {
@@ -142,8 +143,7 @@ int nccl_run(nccl_side_t *n, const void *sendbuf, void *recvbuf, size_t count, i
         if (nc.group_end() && !e)
             e = 1;
         break;
-    default:
-        return -1;
+    default: return -1;
     }
     if (e) {
         fprintf(stderr, "gcoll_bench [rank %d]: NCCL: %s\n", n->rank, nc.error_string(e));

@@ -13,52 +13,53 @@
 
 void bench_usage(FILE *f, const char *prog)
 {
-    fprintf(f,
-            "usage: mpirun -np N %s COLLECTIVE [options]\n"
-            "       mpirun -np N %s iallreduce [options]\n"
-            "       mpirun -np N %s train [options]\n"
-            "       %s membw\n"
-            "collectives: allreduce reduce_scatter allgather bcast reduce alltoall barrier\n"
-            "       adasum: gcoll_adasum (one tensor) beside gcoll_allreduce sum on the same buffers,\n"
-            "               instead of MPI (float16 bfloat16 float32 float64; --algo halving|shm_slots|shm_cma|hierarchical)\n"
-            "  -m MIN:MAX      message sizes in bytes, K/M/G suffixes (default 4:4M)\n"
-            "  -f FACTOR       size step factor, an integer >= 2 (default 2)\n"
-            "  -i ITERS        timed iterations per size (default: 1000, fewer for large sizes)\n"
-            "  -x WARMUP       untimed iterations per size (default: ITERS/10, at least 2)\n"
-            "  -d DTYPE        int8 uint8 int32 uint32 int64 uint64 float16 bfloat16 float32 float64\n"
-            "                  (default float32)\n"
-            "  -d cuda         buffers in GPU memory (also --device cuda|host), validated after a copy\n"
-            "                  to the host; NCCL's collective beside it where NCCL runs (not MPI:\n"
-            "                  that needs a CUDA-aware MPI); refused when\n"
-            "                  no GPU is visible. GCOLL_CUDA_STAGE_CHUNK=1G: stage everything first\n"
-            "  -o OP           sum prod min max avg (default sum)\n"
-            "  -r ROOT         root of bcast and reduce (default 0)\n"
-            "  --inplace       sendbuf == recvbuf\n"
-            "  -c              validate every iteration (default: once per size)\n"
-            "  --baseline B    mpi, nccl (-d cuda) or none (default mpi; -d cuda: nccl where it runs):\n"
-            "                  the other library's own collective in the same run\n"
-            "                  (adasum: mpi means gcoll's sum allreduce)\n"
-            "  --csv FILE      also write the rows as CSV\n"
-            "  --json FILE     also write the rows as JSON\n"
-            "  --algo LIST     gcoll algorithms, comma-separated (see gcoll-info, docs/algorithms.md), and\n"
-            "                  auto for the selection's own choice: one row each per size, the\n"
-            "                  algorithms interleaved block by block in the same run\n"
-            "  --compress C    allreduce: none, fp16, bf16 or topk:DENSITY (float32, sum or avg; the\n"
-            "                  MPI side stays dense) and a column of gcoll's bytes on the wire per call\n"
-            "  -h              this help\n"
-            "iallreduce: OSU's overlap of gcoll_iallreduce and MPI_Iallreduce with computation;\n"
-            "  -m -f -i -x -d -o -c --baseline --csv --json --algo as above, and\n"
-            "  --compute MODE  spin (a calibrated busy loop) or sleep (nanosleep) (default spin)\n"
-            "train: training steps of a real model, gradients reduced after backprop, per tensor\n"
-            "  as they are ready, and through the gradient session; -i (10) -x (1) -o sum|avg\n"
-            "  --compute --csv --json as above, and\n"
-            "  --model NAME    resnet50 or bert (default resnet50)\n"
-            "  --scale F       multiply every tensor's element count by F > 0 (default 1)\n"
-            "  --compute-ms T  compute per step (forward and backprop) in ms, spread over the\n"
-            "                  tensors by size (default: the time of one allreduce of all gradients)\n"
-            "  --forward F     the forward pass's part of that compute, 0 to 0.9 (default 1/3:\n"
-            "                  backprop about twice the forward pass); 0: backprop only\n",
-            prog, prog, prog, prog);
+    fprintf(
+        f,
+        "usage: mpirun -np N %s COLLECTIVE [options]\n"
+        "       mpirun -np N %s iallreduce [options]\n"
+        "       mpirun -np N %s train [options]\n"
+        "       %s membw\n"
+        "collectives: allreduce reduce_scatter allgather bcast reduce alltoall barrier\n"
+        "       adasum: gcoll_adasum (one tensor) beside gcoll_allreduce sum on the same buffers,\n"
+        "               instead of MPI (float16 bfloat16 float32 float64; --algo halving|shm_slots|shm_cma|hierarchical)\n"
+        "  -m MIN:MAX      message sizes in bytes, K/M/G suffixes (default 4:4M)\n"
+        "  -f FACTOR       size step factor, an integer >= 2 (default 2)\n"
+        "  -i ITERS        timed iterations per size (default: 1000, fewer for large sizes)\n"
+        "  -x WARMUP       untimed iterations per size (default: ITERS/10, at least 2)\n"
+        "  -d DTYPE        int8 uint8 int32 uint32 int64 uint64 float16 bfloat16 float32 float64\n"
+        "                  (default float32)\n"
+        "  -d cuda         buffers in GPU memory (also --device cuda|host), validated after a copy\n"
+        "                  to the host; NCCL's collective beside it where NCCL runs (not MPI:\n"
+        "                  that needs a CUDA-aware MPI); refused when\n"
+        "                  no GPU is visible. GCOLL_CUDA_STAGE_CHUNK=1G: stage everything first\n"
+        "  -o OP           sum prod min max avg (default sum)\n"
+        "  -r ROOT         root of bcast and reduce (default 0)\n"
+        "  --inplace       sendbuf == recvbuf\n"
+        "  -c              validate every iteration (default: once per size)\n"
+        "  --baseline B    mpi, nccl (-d cuda) or none (default mpi; -d cuda: nccl where it runs):\n"
+        "                  the other library's own collective in the same run\n"
+        "                  (adasum: mpi means gcoll's sum allreduce)\n"
+        "  --csv FILE      also write the rows as CSV\n"
+        "  --json FILE     also write the rows as JSON\n"
+        "  --algo LIST     gcoll algorithms, comma-separated (see gcoll-info, docs/algorithms.md), and\n"
+        "                  auto for the selection's own choice: one row each per size, the\n"
+        "                  algorithms interleaved block by block in the same run\n"
+        "  --compress C    allreduce: none, fp16, bf16 or topk:DENSITY (float32, sum or avg; the\n"
+        "                  MPI side stays dense) and a column of gcoll's bytes on the wire per call\n"
+        "  -h              this help\n"
+        "iallreduce: OSU's overlap of gcoll_iallreduce and MPI_Iallreduce with computation;\n"
+        "  -m -f -i -x -d -o -c --baseline --csv --json --algo as above, and\n"
+        "  --compute MODE  spin (a calibrated busy loop) or sleep (nanosleep) (default spin)\n"
+        "train: training steps of a real model, gradients reduced after backprop, per tensor\n"
+        "  as they are ready, and through the gradient session; -i (10) -x (1) -o sum|avg\n"
+        "  --compute --csv --json as above, and\n"
+        "  --model NAME    resnet50 or bert (default resnet50)\n"
+        "  --scale F       multiply every tensor's element count by F > 0 (default 1)\n"
+        "  --compute-ms T  compute per step (forward and backprop) in ms, spread over the\n"
+        "                  tensors by size (default: the time of one allreduce of all gradients)\n"
+        "  --forward F     the forward pass's part of that compute, 0 to 0.9 (default 1/3:\n"
+        "                  backprop about twice the forward pass); 0: backprop only\n",
+        prog, prog, prog, prog);
 }
 
 int bench_parse_bytes(const char *s, size_t *out)
@@ -68,8 +69,10 @@ int bench_parse_bytes(const char *s, size_t *out)
         return -1;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
-    unsigned shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20
-                   : *end == 'G' || *end == 'g' ? 30 : 0;
+    unsigned shift = *end == 'K' || *end == 'k' ? 10
+        : *end == 'M' || *end == 'm'            ? 20
+        : *end == 'G' || *end == 'g'            ? 30
+                                                : 0;
     if (shift)
         end++;
     if (errno || *end || v > (SIZE_MAX >> shift))
@@ -140,24 +143,27 @@ static int check_applicable(const bench_opts_t *o, const char *seen, char *err, 
     static const struct {
         char ch;
         const char *name;
-    } names[] = {{'m', "-m"}, {'f', "-f"}, {'r', "-r"}, {'c', "-c"}, {'d', "-d"}, {'I', "--inplace"},
-                 {'B', "--baseline"}, {'A', "--algo"}, {'P', "--compute"}, {'M', "--model"},
-                 {'S', "--scale"}, {'T', "--compute-ms"}, {'W', "--forward"}, {'Z', "--compress"},
-                 {'D', "-d cuda"}};
-    const char *allowed = o->subcmd == BENCH_TRAIN        ? "ixoPMSTWCJ"
-                        : o->subcmd == BENCH_IALLREDUCE ? "mfixdocBCJAP"
-                        : o->subcmd == B_ALLREDUCE      ? "mfixdorcIBCJAZD"
-                                                        : "mfixdorcIBCJAD";
+    } names[] = {{'m', "-m"},        {'f', "-f"},           {'r', "-r"},        {'c', "-c"},         {'d', "-d"},
+                 {'I', "--inplace"}, {'B', "--baseline"},   {'A', "--algo"},    {'P', "--compute"},  {'M', "--model"},
+                 {'S', "--scale"},   {'T', "--compute-ms"}, {'W', "--forward"}, {'Z', "--compress"}, {'D', "-d cuda"}};
+    const char *allowed = o->subcmd == BENCH_TRAIN ? "ixoPMSTWCJ"
+        : o->subcmd == BENCH_IALLREDUCE            ? "mfixdocBCJAP"
+        : o->subcmd == B_ALLREDUCE                 ? "mfixdorcIBCJAZD"
+                                                   : "mfixdorcIBCJAD";
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (seen[(int)names[i].ch] && !strchr(allowed, names[i].ch))
             return fail(err, errlen, "%s does not apply to %s", names[i].name,
-                        o->subcmd == BENCH_TRAIN ? "train" : o->subcmd == BENCH_IALLREDUCE ? "iallreduce"
-                        : o->subcmd == BENCH_MEMBW ? "membw" : bench_coll_name((bench_coll_t)o->subcmd));
+                        o->subcmd == BENCH_TRAIN            ? "train"
+                            : o->subcmd == BENCH_IALLREDUCE ? "iallreduce"
+                            : o->subcmd == BENCH_MEMBW      ? "membw"
+                                                            : bench_coll_name((bench_coll_t)o->subcmd));
     if (o->subcmd == BENCH_TRAIN && o->op != GCOLL_SUM && o->op != GCOLL_AVG)
         return fail(err, errlen, "-o %s: train reduces gradients with sum or avg", gcoll_op_name(o->op));
     if (o->nalgos > 1 && !bench_algo_by_table(o))
         return fail(err, errlen, "--algo '%s': %s takes one algorithm", o->algo,
-                    o->compress_set ? "--compress" : o->subcmd == BENCH_IALLREDUCE ? "iallreduce" : "adasum");
+                    o->compress_set                     ? "--compress"
+                        : o->subcmd == BENCH_IALLREDUCE ? "iallreduce"
+                                                        : "adasum");
     if (o->compress != GCOLL_COMPRESS_NONE && (o->dtype != GCOLL_FLOAT32 || (o->op != GCOLL_SUM && o->op != GCOLL_AVG)))
         return fail(err, errlen, "--compress: takes -d float32 and -o sum or avg");
     return 0;
@@ -165,29 +171,36 @@ static int check_applicable(const bench_opts_t *o, const char *seen, char *err, 
 
 int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen)
 {
-    *o = (bench_opts_t){.min_bytes = 4, .max_bytes = 4 << 20, .factor = 2, .warmup = -1,
-                        .dtype = GCOLL_FLOAT32, .op = GCOLL_SUM, .baseline_on = 1,
-                        .compute = BENCH_COMPUTE_SPIN, .model = "resnet50", .scale = 1, .compute_ms = -1,
+    *o = (bench_opts_t){.min_bytes = 4,
+                        .max_bytes = 4 << 20,
+                        .factor = 2,
+                        .warmup = -1,
+                        .dtype = GCOLL_FLOAT32,
+                        .op = GCOLL_SUM,
+                        .baseline_on = 1,
+                        .compute = BENCH_COMPUTE_SPIN,
+                        .model = "resnet50",
+                        .scale = 1,
+                        .compute_ms = -1,
                         .forward = 1.0 / 3};
     if (argc < 2)
         return fail(err, errlen, "a subcommand is needed");
     if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)
         return 1;
-    o->subcmd = strcmp(argv[1], "membw") == 0        ? BENCH_MEMBW
-              : strcmp(argv[1], "iallreduce") == 0 ? BENCH_IALLREDUCE
-              : strcmp(argv[1], "train") == 0      ? BENCH_TRAIN
-                                                   : bench_coll_find(argv[1]);
+    o->subcmd = strcmp(argv[1], "membw") == 0 ? BENCH_MEMBW
+        : strcmp(argv[1], "iallreduce") == 0  ? BENCH_IALLREDUCE
+        : strcmp(argv[1], "train") == 0       ? BENCH_TRAIN
+                                              : bench_coll_find(argv[1]);
     if (o->subcmd < 0)
         return fail(err, errlen, "unknown subcommand '%s'", argv[1]);
     static const struct option longopts[] = {
-        {"inplace", no_argument, NULL, 'I'}, {"baseline", required_argument, NULL, 'B'},
-        {"csv", required_argument, NULL, 'C'}, {"json", required_argument, NULL, 'J'},
-        {"algo", required_argument, NULL, 'A'}, {"help", no_argument, NULL, 'h'},
+        {"inplace", no_argument, NULL, 'I'},       {"baseline", required_argument, NULL, 'B'},
+        {"csv", required_argument, NULL, 'C'},     {"json", required_argument, NULL, 'J'},
+        {"algo", required_argument, NULL, 'A'},    {"help", no_argument, NULL, 'h'},
         {"compute", required_argument, NULL, 'P'}, {"model", required_argument, NULL, 'M'},
-        {"scale", required_argument, NULL, 'S'}, {"compute-ms", required_argument, NULL, 'T'},
+        {"scale", required_argument, NULL, 'S'},   {"compute-ms", required_argument, NULL, 'T'},
         {"forward", required_argument, NULL, 'W'}, {"compress", required_argument, NULL, 'Z'},
-        {"device", required_argument, NULL, 'D'},
-        {NULL, 0, NULL, 0}};
+        {"device", required_argument, NULL, 'D'},  {NULL, 0, NULL, 0}};
     optind = 2;
     opterr = 0;
     int ch, f;
@@ -295,18 +308,19 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen
         case 'Z':
             o->compress_set = 1;
             o->compress = strcmp(optarg, "none") == 0 ? GCOLL_COMPRESS_NONE
-                        : strcmp(optarg, "fp16") == 0 ? GCOLL_COMPRESS_FP16
-                        : strcmp(optarg, "bf16") == 0 ? GCOLL_COMPRESS_BF16
+                : strcmp(optarg, "fp16") == 0         ? GCOLL_COMPRESS_FP16
+                : strcmp(optarg, "bf16") == 0         ? GCOLL_COMPRESS_BF16
                                                       : GCOLL_COMPRESS_TOPK;
             if (o->compress == GCOLL_COMPRESS_TOPK &&
                 (strncmp(optarg, "topk:", 5) != 0 || parse_double(optarg + 5, &o->density) ||
                  !(o->density > 0 && o->density <= 1)))
-                return fail(err, errlen, "--compress '%s': expected none, fp16, bf16 or topk:DENSITY with DENSITY "
-                            "in (0, 1]", optarg);
+                return fail(err, errlen,
+                            "--compress '%s': expected none, fp16, bf16 or topk:DENSITY with DENSITY "
+                            "in (0, 1]",
+                            optarg);
             break;
         case 'h': return 1;
-        default:
-            return fail(err, errlen, "unknown or incomplete option '%s'", argv[optind - 1]);
+        default: return fail(err, errlen, "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc)
@@ -322,7 +336,8 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen
         return fail(err, errlen, "--baseline nccl: only for a collective on GPU buffers (-d cuda)");
     if (o->device && o->subcmd != B_ADASUM) { /* adasum's other side is gcoll's own sum */
         if (seen['B'] && o->baseline_on && !o->baseline_nccl)
-            return fail(err, errlen, "--baseline mpi: MPI on GPU buffers needs a CUDA-aware MPI; use --baseline "
+            return fail(err, errlen,
+                        "--baseline mpi: MPI on GPU buffers needs a CUDA-aware MPI; use --baseline "
                         "nccl or none");
         if (!seen['B'] && o->subcmd < B_NCOLL) /* NCCL where it can run */
             o->baseline_nccl = 2;

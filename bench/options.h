@@ -10,26 +10,26 @@
 #include "gcoll.h"
 #include "metrics.h"
 
-#define BENCH_MEMBW B_NCOLL /* the subcommand that measures the machine, not a collective */
+#define BENCH_MEMBW B_NCOLL            /* the subcommand that measures the machine, not a collective */
 #define BENCH_IALLREDUCE (B_NCOLL + 1) /* overlap of a nonblocking allreduce with computation */
 #define BENCH_TRAIN (B_NCOLL + 2)      /* a training step's backprop and gradient exchange */
 #define BENCH_MAX_ALGOS 8              /* names in one --algo list */
 
 typedef struct {
-    int subcmd;                 /* a bench_coll_t, or BENCH_MEMBW */
+    int subcmd; /* a bench_coll_t, or BENCH_MEMBW */
     size_t min_bytes, max_bytes;
     unsigned factor;
-    int iters;                  /* 0: by size */
-    int warmup;                 /* -1: by iterations */
+    int iters;  /* 0: by size */
+    int warmup; /* -1: by iterations */
     gcoll_dtype_t dtype;
     gcoll_op_t op;
     int root;
     int inplace;
-    int check_each;             /* -c: validate every iteration, not only once per size */
-    int baseline_on;            /* a baseline side: MPI's, or with baseline_nccl NCCL's */
-    int baseline_nccl;          /* -d cuda: NCCL's; 2 where it was not asked for (run it if it can) */
+    int check_each;    /* -c: validate every iteration, not only once per size */
+    int baseline_on;   /* a baseline side: MPI's, or with baseline_nccl NCCL's */
+    int baseline_nccl; /* -d cuda: NCCL's; 2 where it was not asked for (run it if it can) */
     const char *csv, *json;
-    const char *algo;             /* --algo as given (NULL: not given) */
+    const char *algo;                   /* --algo as given (NULL: not given) */
     const char *algos[BENCH_MAX_ALGOS]; /* its comma-separated names, measured side by side */
     int nalgos;
     bench_compute_mode_t compute; /* iallreduce and train */

@@ -123,12 +123,18 @@ static int measure(octx_t *x, int mpi, int iters, int warmup, bench_overlap_t *r
     return 0;
 }
 
-int overlap_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, const bench_compute_t *c,
-                     size_t count, overlap_row_t *row)
+int overlap_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, const bench_compute_t *c, size_t count,
+                     overlap_row_t *row)
 {
     size_t es = gcoll_dtype_size(o->dtype);
-    octx_t x = {.o = o, .comm = comm, .bl = bl, .cmp = c, .rank = gcoll_comm_rank(comm),
-                .n = gcoll_comm_size(comm), .count = count, .bytes = count * es};
+    octx_t x = {.o = o,
+                .comm = comm,
+                .bl = bl,
+                .cmp = c,
+                .rank = gcoll_comm_rank(comm),
+                .n = gcoll_comm_size(comm),
+                .count = count,
+                .bytes = count * es};
     int rc = -1;
     x.sbuf = malloc(x.bytes + 1);
     x.rbuf = malloc(x.bytes + 1);
@@ -216,8 +222,9 @@ static int write_csv(const bench_opts_t *o, const bench_env_t *env)
     FILE *f = fopen(o->csv, "w");
     if (!f)
         return -1;
-    fprintf(f, "collective,dtype,op,ranks,compute_mode,bytes,count,algorithm,iters,gcoll_pure_us,gcoll_compute_us,"
-               "gcoll_overall_us,gcoll_overlap_pct,mpi_pure_us,mpi_compute_us,mpi_overall_us,mpi_overlap_pct,valid\n");
+    fprintf(f,
+            "collective,dtype,op,ranks,compute_mode,bytes,count,algorithm,iters,gcoll_pure_us,gcoll_compute_us,"
+            "gcoll_overall_us,gcoll_overlap_pct,mpi_pure_us,mpi_compute_us,mpi_overall_us,mpi_overlap_pct,valid\n");
     for (size_t i = 0; i < nrows; i++) {
         const overlap_row_t *r = &rows[i];
         fprintf(f, "iallreduce,%s,%s,%d,%s,%zu,%zu,%s,%d,%.3f,%.3f,%.3f,%.2f,", gcoll_dtype_name(o->dtype),
@@ -234,8 +241,8 @@ static int write_csv(const bench_opts_t *o, const bench_env_t *env)
 
 static void json_side(FILE *f, const char *name, const bench_overlap_t *s)
 {
-    fprintf(f, ", \"%s\": {\"pure_us\": %.3f, \"compute_us\": %.3f, \"overall_us\": %.3f, \"overlap_pct\": %.2f}",
-            name, s->pure, s->compute, s->overall, s->overlap);
+    fprintf(f, ", \"%s\": {\"pure_us\": %.3f, \"compute_us\": %.3f, \"overall_us\": %.3f, \"overlap_pct\": %.2f}", name,
+            s->pure, s->compute, s->overall, s->overlap);
 }
 
 static int write_json(const bench_opts_t *o, const bench_env_t *env)
@@ -247,8 +254,8 @@ static int write_json(const bench_opts_t *o, const bench_env_t *env)
             env->gcoll_version, o->baseline_on ? "mpi" : "none");
     fprintf(f, "  \"ranks\": %d, \"hosts\": %d, \"transport\": \"%s\", \"dtype\": \"%s\", \"op\": \"%s\",\n",
             env->nranks, env->nhosts, env->transport, gcoll_dtype_name(o->dtype), gcoll_op_name(o->op));
-    fprintf(f, "  \"compute\": \"%s\", \"validate_every_iteration\": %s,\n  \"rows\": [", bench_compute_name(o->compute),
-            o->check_each ? "true" : "false");
+    fprintf(f, "  \"compute\": \"%s\", \"validate_every_iteration\": %s,\n  \"rows\": [",
+            bench_compute_name(o->compute), o->check_each ? "true" : "false");
     for (size_t i = 0; i < nrows; i++) {
         const overlap_row_t *r = &rows[i];
         fprintf(f, "%s\n    {\"bytes\": %zu, \"count\": %zu, \"algorithm\": \"%s\", \"iters\": %d", i ? "," : "",

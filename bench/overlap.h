@@ -22,8 +22,8 @@ typedef struct {
 } overlap_row_t;
 
 /* One size over comm; the row is valid on every rank. Returns 0, or -1 after printing why. */
-int overlap_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, const bench_compute_t *c,
-                     size_t count, overlap_row_t *row);
+int overlap_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, const bench_compute_t *c, size_t count,
+                     overlap_row_t *row);
 void overlap_header(const bench_opts_t *o, const bench_env_t *env, const bench_compute_t *c);
 void overlap_report_row(const bench_opts_t *o, const overlap_row_t *row);
 /* The footer, and --csv and --json; -1 if a file could not be written. */

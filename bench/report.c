@@ -51,14 +51,19 @@ void report_header(const bench_opts_t *o, const bench_env_t *env)
 {
     printf("# gcoll_bench %s: gcoll %s", bench_coll_name((bench_coll_t)o->subcmd), env->gcoll_version);
     if (o->baseline_on)
-        printf(" beside %s", ada(o) ? "gcoll_allreduce sum on the same buffers"
-                             : o->baseline_nccl ? "NCCL on the same GPU buffers" : env->mpi_version);
+        printf(" beside %s",
+               ada(o)                 ? "gcoll_allreduce sum on the same buffers"
+                   : o->baseline_nccl ? "NCCL on the same GPU buffers"
+                                      : env->mpi_version);
     printf("\n# %d ranks on %d host%s (%s), transport %s, algorithm %s\n", env->nranks, env->nhosts,
            env->nhosts == 1 ? "" : "s", env->hosts, env->transport, o->algo ? o->algo : "by size (column)");
     printf("# dtype %s, op %s, %s, validation %s; per size %s%s take turns in blocks of iterations\n",
            gcoll_dtype_name(o->dtype), gcoll_op_name(o->op), o->inplace ? "in place" : "out of place",
            o->check_each ? "every iteration" : "once per size", o->nalgos > 1 ? "the --algo list" : "gcoll",
-           !o->baseline_on ? " alone:" : ada(o) ? " and the sum" : o->baseline_nccl ? " and NCCL" : " and MPI");
+           !o->baseline_on        ? " alone:"
+               : ada(o)           ? " and the sum"
+               : o->baseline_nccl ? " and NCCL"
+                                  : " and MPI");
     if (o->compress_set) {
         static const char *const cname[] = {"none", "fp16", "bf16", "topk"};
         printf("# gcoll compression %s", cname[o->compress]);
@@ -78,13 +83,14 @@ void report_header(const bench_opts_t *o, const bench_env_t *env)
         printf("# pinned copy bandwidth (64 MiB): host->device %.1f GB/s, device->host %.1f GB/s: the staged ceiling\n",
                env->h2d_gbps, env->d2h_gbps);
         printf("# device memory bandwidth (a 256 MiB copy on rank 0's GPU, read + written): %.0f GB/s; ranks sharing "
-               "one GPU: an IPC allreduce of B bytes moves 2 x ranks x B there\n", env->dev_gbps);
+               "one GPU: an IPC allreduce of B bytes moves 2 x ranks x B there\n",
+               env->dev_gbps);
     }
     if (env->nccl_off)
         printf("# NCCL: not run: %s\n", env->nccl_off);
     printf("# latency in us (avg of rank averages, min and max rank average); bandwidth in GB/s\n");
-    printf("%12s %11s %-19s %10s %10s %10s %8s %8s", "bytes", "count", "algorithm", "avg", "min", "max",
-           "algbw", "busbw");
+    printf("%12s %11s %-19s %10s %10s %10s %8s %8s", "bytes", "count", "algorithm", "avg", "min", "max", "algbw",
+           "busbw");
     if (o->baseline_on) {
         char avg[16];
         snprintf(avg, sizeof(avg), "%s avg", base(o, 0));
@@ -121,19 +127,23 @@ static int write_csv(const bench_opts_t *o, const bench_env_t *env)
     if (!f)
         return -1;
     const char *b = base(o, 1);
-    fprintf(f, "collective,dtype,op,inplace,ranks,bytes,count,algorithm,iters,gcoll_avg_us,gcoll_min_us,"
-               "gcoll_max_us,gcoll_algbw_GBps,gcoll_busbw_GBps,%s_avg_us,%s_min_us,%s_max_us,"
-               "%s_algbw_GBps,%s_busbw_GBps,%s,valid,gcoll_med_us,%s_med_us\n", b, b, b, b, b,
-               ada(o) ? "adasum_over_sum" : o->baseline_nccl ? "nccl_over_gcoll" : "mpi_over_gcoll", b);
+    fprintf(f,
+            "collective,dtype,op,inplace,ranks,bytes,count,algorithm,iters,gcoll_avg_us,gcoll_min_us,"
+            "gcoll_max_us,gcoll_algbw_GBps,gcoll_busbw_GBps,%s_avg_us,%s_min_us,%s_max_us,"
+            "%s_algbw_GBps,%s_busbw_GBps,%s,valid,gcoll_med_us,%s_med_us\n",
+            b, b, b, b, b,
+            ada(o)                 ? "adasum_over_sum"
+                : o->baseline_nccl ? "nccl_over_gcoll"
+                                   : "mpi_over_gcoll",
+            b);
     for (size_t i = 0; i < nrows; i++) {
         const bench_row_t *r = &rows[i];
         fprintf(f, "%s,%s,%s,%d,%d,%zu,%zu,%s,%d,%.3f,%.3f,%.3f,%.4f,%.4f,", bench_coll_name((bench_coll_t)o->subcmd),
-                gcoll_dtype_name(o->dtype), gcoll_op_name(o->op), o->inplace, env->nranks, r->bytes, r->count,
-                r->algo, r->iters, r->g.avg, r->g.min, r->g.max, bench_algbw(r->bytes, r->g.avg),
-                busbw(o, env, r, r->g.avg));
+                gcoll_dtype_name(o->dtype), gcoll_op_name(o->op), o->inplace, env->nranks, r->bytes, r->count, r->algo,
+                r->iters, r->g.avg, r->g.min, r->g.max, bench_algbw(r->bytes, r->g.avg), busbw(o, env, r, r->g.avg));
         if (o->baseline_on)
-            fprintf(f, "%.3f,%.3f,%.3f,%.4f,%.4f,%.4f,", r->m.avg, r->m.min, r->m.max,
-                    bench_algbw(r->bytes, r->m.avg), busbw(o, env, r, r->m.avg), ratio(o, r));
+            fprintf(f, "%.3f,%.3f,%.3f,%.4f,%.4f,%.4f,", r->m.avg, r->m.min, r->m.max, bench_algbw(r->bytes, r->m.avg),
+                    busbw(o, env, r, r->m.avg), ratio(o, r));
         else
             fprintf(f, ",,,,,,");
         fprintf(f, "%s,%.3f,", valid_text(o, r), r->g_med);
@@ -151,21 +161,25 @@ static int write_json(const bench_opts_t *o, const bench_env_t *env)
         return -1;
     fprintf(f, "{\n  \"collective\": \"%s\", \"gcoll_version\": \"%s\", \"baseline\": \"%s\",\n",
             bench_coll_name((bench_coll_t)o->subcmd), env->gcoll_version,
-            !o->baseline_on ? "none" : ada(o) ? "allreduce_sum" : base(o, 1));
+            !o->baseline_on ? "none"
+                : ada(o)    ? "allreduce_sum"
+                            : base(o, 1));
     fprintf(f, "  \"ranks\": %d, \"hosts\": %d, \"transport\": \"%s\", \"dtype\": \"%s\", \"op\": \"%s\",\n",
             env->nranks, env->nhosts, env->transport, gcoll_dtype_name(o->dtype), gcoll_op_name(o->op));
     fprintf(f, "  \"inplace\": %s, \"validate_every_iteration\": %s, \"memcpy_GBps\": %.2f,\n  \"rows\": [",
             o->inplace ? "true" : "false", o->check_each ? "true" : "false", env->memcpy_gbps);
     for (size_t i = 0; i < nrows; i++) {
         const bench_row_t *r = &rows[i];
-        fprintf(f, "%s\n    {\"bytes\": %zu, \"count\": %zu, \"algorithm\": \"%s\", \"iters\": %d, "
-                   "\"gcoll\": {\"avg_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, \"median_us\": %.3f, "
-                   "\"busbw_GBps\": %.4f}",
+        fprintf(f,
+                "%s\n    {\"bytes\": %zu, \"count\": %zu, \"algorithm\": \"%s\", \"iters\": %d, "
+                "\"gcoll\": {\"avg_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, \"median_us\": %.3f, "
+                "\"busbw_GBps\": %.4f}",
                 i ? "," : "", r->bytes, r->count, r->algo, r->iters, r->g.avg, r->g.min, r->g.max, r->g_med,
                 busbw(o, env, r, r->g.avg));
         if (o->baseline_on)
-            fprintf(f, ", \"%s\": {\"avg_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, \"median_us\": %.3f, "
-                       "\"busbw_GBps\": %.4f}",
+            fprintf(f,
+                    ", \"%s\": {\"avg_us\": %.3f, \"min_us\": %.3f, \"max_us\": %.3f, \"median_us\": %.3f, "
+                    "\"busbw_GBps\": %.4f}",
                     base(o, 1), r->m.avg, r->m.min, r->m.max, r->m_med, busbw(o, env, r, r->m.avg));
         fprintf(f, ", \"valid\": \"%s\"}", valid_text(o, r));
     }

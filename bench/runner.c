@@ -12,7 +12,7 @@
 #include "reference.h"
 #include "runner.h"
 
-#define NBLOCKS 4 /* the sides alternate in at least this many blocks per size */
+#define NBLOCKS 4                       /* the sides alternate in at least this many blocks per size */
 #define MAX_SIDES (BENCH_MAX_ALGOS + 1) /* gcoll's algorithms, then the baseline */
 
 typedef struct {
@@ -22,17 +22,17 @@ typedef struct {
     baseline_t *bl;
     int rank, n;
     size_t count, es, in_bytes, out_bytes;
-    char *sbuf, *rbuf;   /* what the collectives use */
-    char *pristine;      /* the input, to restore before a checked iteration */
-    char *expect;        /* the output this rank must see */
-    char *expect_dense;  /* top-k: what the dense MPI side must see (expect is the sparse sum) */
-    char *readback;      /* -d cuda: the output copied to the host for the check */
-    char *in_at;         /* where the input lives: sbuf, or rbuf (+ offset) in place */
-    char *check_at;      /* where the output is read */
-    size_t check_bytes;  /* 0: nothing to check on this rank */
-    adasum_ref_t ada;    /* adasum: the reference of the gcoll side (the sum side checks expect) */
+    char *sbuf, *rbuf;  /* what the collectives use */
+    char *pristine;     /* the input, to restore before a checked iteration */
+    char *expect;       /* the output this rank must see */
+    char *expect_dense; /* top-k: what the dense MPI side must see (expect is the sparse sum) */
+    char *readback;     /* -d cuda: the output copied to the host for the check */
+    char *in_at;        /* where the input lives: sbuf, or rbuf (+ offset) in place */
+    char *check_at;     /* where the output is read */
+    size_t check_bytes; /* 0: nothing to check on this rank */
+    adasum_ref_t ada;   /* adasum: the reference of the gcoll side (the sum side checks expect) */
     int have_ada;
-    int ng;              /* gcoll's sides: side s < ng runs algorithm s of --algo; side ng the baseline */
+    int ng;                   /* gcoll's sides: side s < ng runs algorithm s of --algo; side ng the baseline */
     double *calls[MAX_SIDES]; /* each timed call's seconds per side, in call order (alike on every rank) */
     int ncalls[MAX_SIDES];
 } ctx_t;
@@ -51,9 +51,18 @@ static int prepare(ctx_t *x)
     int ip = o->inplace, r = x->rank;
     uint32_t salt = (uint32_t)(x->count * 31 + o->dtype);
     switch (x->coll) {
-    case B_REDUCE_SCATTER: x->in_bytes = all; x->out_bytes = blk; break;
-    case B_ALLGATHER: x->in_bytes = blk; x->out_bytes = all; break;
-    case B_ALLTOALL: x->in_bytes = all; x->out_bytes = all; break;
+    case B_REDUCE_SCATTER:
+        x->in_bytes = all;
+        x->out_bytes = blk;
+        break;
+    case B_ALLGATHER:
+        x->in_bytes = blk;
+        x->out_bytes = all;
+        break;
+    case B_ALLTOALL:
+        x->in_bytes = all;
+        x->out_bytes = all;
+        break;
     case B_BARRIER: x->in_bytes = x->out_bytes = 0; break;
     default: x->in_bytes = x->out_bytes = blk; break;
     }
@@ -124,8 +133,7 @@ static int prepare(ctx_t *x)
             ref_fill_bytes(x->expect + (size_t)q * blk, blk, q * 64 + r, salt);
         }
         break;
-    default:
-        break;
+    default: break;
     }
     devbuf_put(o->device, x->in_at, x->pristine, x->in_bytes);
     return 0;
@@ -176,8 +184,8 @@ static int use_side(const ctx_t *x, int s)
     if (s >= x->ng || !x->o->nalgos || !bench_algo_by_table(x->o))
         return 0;
     const char *name = x->o->algos[s];
-    gcoll_status_t st = gcoll_comm_set_algorithm(x->comm, bench_coll_name(x->coll),
-                                                 strcmp(name, "auto") == 0 ? NULL : name);
+    gcoll_status_t st =
+        gcoll_comm_set_algorithm(x->comm, bench_coll_name(x->coll), strcmp(name, "auto") == 0 ? NULL : name);
     if (st != GCOLL_SUCCESS)
         fprintf(stderr, "gcoll_bench [rank %d]: --algo %s: %s\n", x->rank, name, gcoll_last_error());
     return st == GCOLL_SUCCESS ? 0 : -1;
@@ -314,8 +322,14 @@ static void name_row(const ctx_t *x, int side, bench_row_t *row)
 
 int bench_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, size_t count, bench_row_t *rows)
 {
-    ctx_t x = {.o = o, .coll = (bench_coll_t)o->subcmd, .comm = comm, .bl = bl, .count = count,
-               .es = gcoll_dtype_size(o->dtype), .rank = gcoll_comm_rank(comm), .n = gcoll_comm_size(comm),
+    ctx_t x = {.o = o,
+               .coll = (bench_coll_t)o->subcmd,
+               .comm = comm,
+               .bl = bl,
+               .count = count,
+               .es = gcoll_dtype_size(o->dtype),
+               .rank = gcoll_comm_rank(comm),
+               .n = gcoll_comm_size(comm),
                .ng = o->nalgos > 1 ? o->nalgos : 1};
     int rc = -1, sides = x.ng + (o->baseline_on ? 1 : 0);
     if (prepare(&x) != 0) {

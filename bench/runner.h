@@ -8,7 +8,7 @@
 
 typedef struct {
     size_t bytes, count;
-    char algo[64];        /* the algorithm; "auto:PICK" for --algo's auto */
+    char algo[64]; /* the algorithm; "auto:PICK" for --algo's auto */
     int iters;
     bench_lat_t g, m;     /* microseconds, OSU style */
     int g_valid, m_valid; /* 1: every checked result matched the reference */

@@ -32,12 +32,12 @@ typedef struct {
     float *grad;          /* the flat gradient buffer */
     gcoll_request_t *req; /* per-tensor mode */
     gcoll_session_t session;
-    size_t *sid;          /* session set of each tensor */
+    size_t *sid; /* session set of each tensor */
     size_t nbuckets;
-    double fit;           /* how fit_compute scaled the calibrated compute */
-    double forward;       /* the forward pass's part of each tensor's compute share */
-    int inflight;         /* per-tensor and session: the last step's exchange may still run */
-    double bp_end;        /* when the last step's backprop ended */
+    double fit;     /* how fit_compute scaled the calibrated compute */
+    double forward; /* the forward pass's part of each tensor's compute share */
+    int inflight;   /* per-tensor and session: the last step's exchange may still run */
+    double bp_end;  /* when the last step's backprop ended */
 } tctx_t;
 
 typedef struct {
@@ -54,11 +54,11 @@ static void die(const tctx_t *x, const char *what, gcoll_status_t st)
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-#define CHECK(x, call)                               \
-    do {                                             \
-        gcoll_status_t st_ = (call);                 \
-        if (st_ != GCOLL_SUCCESS)                    \
-            die((x), #call, st_);                    \
+#define CHECK(x, call)               \
+    do {                             \
+        gcoll_status_t st_ = (call); \
+        if (st_ != GCOLL_SUCCESS)    \
+            die((x), #call, st_);    \
     } while (0)
 
 /* Runs fraction `part` of tensor t's compute share. */
@@ -75,7 +75,7 @@ static double cpu_ms(void)
     if (getrusage(RUSAGE_SELF, &u) != 0)
         return 0;
     return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 +
-           (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
+        (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
 }
 
 /* The machine's busy and total jiffies so far (/proc/stat's cpu line), or -1 where unreadable. */
@@ -84,7 +84,8 @@ static int machine_jiffies(double *busy, double *total)
     FILE *f = fopen("/proc/stat", "r");
     unsigned long long v[8] = {0};
     int n = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
-                       &v[6], &v[7]) : 0;
+                       &v[6], &v[7])
+              : 0;
     if (f)
         fclose(f);
     if (n < 5)
@@ -146,8 +147,9 @@ static void step(tctx_t *x, int m, double fig[F_COUNT], double *prev)
             gcoll_attr_t attr = GCOLL_ATTR_INIT;
             attr.priority = -(int)t;
             attr.name = x->model->tensors[t].name;
-            CHECK(x, gcoll_iallreduce(x->grad + x->off[t], x->grad + x->off[t], x->count[t], GCOLL_FLOAT32, o->op,
-                                      x->comm, &attr, &x->req[t]));
+            CHECK(x,
+                  gcoll_iallreduce(x->grad + x->off[t], x->grad + x->off[t], x->count[t], GCOLL_FLOAT32, o->op, x->comm,
+                                   &attr, &x->req[t]));
         } else if (m == M_SESSION) {
             CHECK(x, gcoll_session_start(x->session, x->sid[t], x->grad + x->off[t]));
         }
@@ -156,17 +158,16 @@ static void step(tctx_t *x, int m, double fig[F_COUNT], double *prev)
     switch (m) {
     case M_AFTER:
         for (size_t t = x->nt; t-- > 0;)
-            CHECK(x, gcoll_allreduce(x->grad + x->off[t], x->grad + x->off[t], x->count[t], GCOLL_FLOAT32, o->op,
-                                     x->comm));
+            CHECK(
+                x,
+                gcoll_allreduce(x->grad + x->off[t], x->grad + x->off[t], x->count[t], GCOLL_FLOAT32, o->op, x->comm));
         l0 = MPI_Wtime();
         break;
     case M_AFTER_FUSED:
         CHECK(x, gcoll_allreduce(x->grad, x->grad, x->total, GCOLL_FLOAT32, o->op, x->comm));
         l0 = MPI_Wtime();
         break;
-    default:
-        x->inflight = 1;
-        break;
+    default: x->inflight = 1; break;
     }
     fig[F_COMPUTE] = compute * 1e3;
     if (!x->inflight)
@@ -192,8 +193,9 @@ static void session_open(tctx_t *x)
 {
     CHECK(x, gcoll_session_create(x->comm, &x->session));
     for (size_t t = 0; t < x->nt; t++)
-        CHECK(x, gcoll_session_add(x->session, x->model->tensors[t].name, x->count[t], GCOLL_FLOAT32, x->o->op,
-                                   &x->sid[t]));
+        CHECK(
+            x,
+            gcoll_session_add(x->session, x->model->tensors[t].name, x->count[t], GCOLL_FLOAT32, x->o->op, &x->sid[t]));
     CHECK(x, gcoll_session_commit(x->session));
     CHECK(x, gcoll_session_buckets(x->session, &x->nbuckets));
 }
@@ -322,15 +324,15 @@ static void print_table(const tctx_t *x, const bench_env_t *env, int iters, int 
     const bench_opts_t *o = x->o;
     const char *w = getenv("GCOLL_WORKER_COUNT");
     printf("# gcoll_bench train: gcoll %s, model %s (%s): %zu tensors, %zu parameters (%.1f MB float32), "
-           "scale %g\n", env->gcoll_version, x->model->name, x->model->source, x->nt, x->total,
-           (double)x->total * 4 / 1e6, o->scale);
+           "scale %g\n",
+           env->gcoll_version, x->model->name, x->model->source, x->nt, x->total, (double)x->total * 4 / 1e6, o->scale);
     printf("# %d ranks on %d host%s (%s), transport %s, op %s, GCOLL_WORKER_COUNT %s\n", env->nranks, env->nhosts,
            env->nhosts == 1 ? "" : "s", env->hosts, env->transport, gcoll_op_name(o->op), w ? w : "default");
     printf("# communication: one allreduce of all gradients takes %.2f ms (slowest rank, median of 3)\n", comm_ms);
     printf("# compute: %s, %.2f ms per step (%s), spread over the tensors by size, %.3f of it in the forward "
            "pass;\n# rank 0 scaled its calibrated compute by %.3f so that a step's computation alone takes that long\n",
-           bench_compute_name(o->compute), compute_ms, o->compute_ms < 0 ? "equal to the communication" : "--compute-ms",
-           x->forward, x->fit);
+           bench_compute_name(o->compute), compute_ms,
+           o->compute_ms < 0 ? "equal to the communication" : "--compute-ms", x->forward, x->fit);
     printf("# session: %zu fusion buckets\n", x->nbuckets);
     printf("# per mode, %d timed steps run back to back (after 1 validated and %d warm-up steps; one more follows),"
            "\n# each figure the slowest rank's mean over them, in ms: step = from a forward pass's start to the next "
@@ -338,7 +340,8 @@ static void print_table(const tctx_t *x, const bench_env_t *env, int iters, int 
            "after-fused\n# reduce after backprop); compute = the computation inside it; exposed = step - compute; "
            "layer0 = from\n# the end of backprop until layer 0's gradient is reduced; cpu = CPU time of a rank's "
            "process per step\n# (all threads, user + system; mean of the ranks); busy = %% of rank 0's machine's CPU "
-           "time (all its\n# cores) not idle during the timed steps\n", iters, warmup);
+           "time (all its\n# cores) not idle during the timed steps\n",
+           iters, warmup);
     printf("%-12s %11s %11s %11s %11s %11s %6s %s\n", "mode", "step", "compute", "exposed", "layer0", "cpu", "busy",
            "valid");
     for (int m = 0; m < M_COUNT; m++) {
@@ -351,7 +354,8 @@ static void print_table(const tctx_t *x, const bench_env_t *env, int iters, int 
     }
     double s = res[M_SESSION].fig[F_STEP];
     printf("# session step / max(compute alone, communication) = %.3f (compute alone: after-fused's, where "
-           "nothing is in flight)\n", s / bound_ms(res, comm_ms));
+           "nothing is in flight)\n",
+           s / bound_ms(res, comm_ms));
     printf("# session step / max(its own compute, communication) = %.3f\n",
            s / fmax(res[M_SESSION].fig[F_COMPUTE], comm_ms));
     printf("# after / session = %.3f, after-fused / session = %.3f, per-tensor / session = %.3f\n",
@@ -367,8 +371,9 @@ static int write_files(const tctx_t *x, const bench_env_t *env, int iters, doubl
     FILE *f;
     if (o->csv) {
         if ((f = fopen(o->csv, "w")) != NULL) {
-            fprintf(f, "model,scale,parameters,ranks,op,compute_mode,steps,comm_ms,mode,step_ms,compute_ms,"
-                       "exposed_ms,layer0_ms,cpu_ms,busy_pct,valid,forward\n");
+            fprintf(f,
+                    "model,scale,parameters,ranks,op,compute_mode,steps,comm_ms,mode,step_ms,compute_ms,"
+                    "exposed_ms,layer0_ms,cpu_ms,busy_pct,valid,forward\n");
             for (int m = 0; m < M_COUNT; m++)
                 fprintf(f, "%s,%g,%zu,%d,%s,%s,%d,%.3f,%s,%.3f,%.3f,%.3f,%.3f,%.3f,%.1f,%s,%.3f\n", x->model->name,
                         o->scale, x->total, env->nranks, gcoll_op_name(o->op), bench_compute_name(o->compute), iters,
@@ -383,24 +388,26 @@ static int write_files(const tctx_t *x, const bench_env_t *env, int iters, doubl
     if (o->json) {
         if ((f = fopen(o->json, "w")) != NULL) {
             double s = res[M_SESSION].fig[F_STEP];
-            fprintf(f, "{\n  \"benchmark\": \"train\", \"gcoll_version\": \"%s\", \"model\": \"%s\", \"scale\": %g,\n"
-                       "  \"tensors\": %zu, \"parameters\": %zu, \"ranks\": %d, \"hosts\": %d, \"transport\": \"%s\",\n"
-                       "  \"op\": \"%s\", \"compute\": \"%s\", \"steps\": %d, \"comm_ms\": %.3f, \"compute_ms\": %.3f,\n"
-                       "  \"forward\": %.3f,\n"
-                       "  \"session_buckets\": %zu,\n  \"modes\": [",
+            fprintf(f,
+                    "{\n  \"benchmark\": \"train\", \"gcoll_version\": \"%s\", \"model\": \"%s\", \"scale\": %g,\n"
+                    "  \"tensors\": %zu, \"parameters\": %zu, \"ranks\": %d, \"hosts\": %d, \"transport\": \"%s\",\n"
+                    "  \"op\": \"%s\", \"compute\": \"%s\", \"steps\": %d, \"comm_ms\": %.3f, \"compute_ms\": %.3f,\n"
+                    "  \"forward\": %.3f,\n"
+                    "  \"session_buckets\": %zu,\n  \"modes\": [",
                     env->gcoll_version, x->model->name, o->scale, x->nt, x->total, env->nranks, env->nhosts,
                     env->transport, gcoll_op_name(o->op), bench_compute_name(o->compute), iters, comm_ms, compute_ms,
                     x->forward, x->nbuckets);
             for (int m = 0; m < M_COUNT; m++)
-                fprintf(f, "%s\n    {\"mode\": \"%s\", \"step_ms\": %.3f, \"compute_ms\": %.3f, \"exposed_ms\": %.3f, "
-                           "\"layer0_ms\": %.3f, \"cpu_ms\": %.3f, \"busy_pct\": %.1f, \"valid\": \"%s\"}",
+                fprintf(f,
+                        "%s\n    {\"mode\": \"%s\", \"step_ms\": %.3f, \"compute_ms\": %.3f, \"exposed_ms\": %.3f, "
+                        "\"layer0_ms\": %.3f, \"cpu_ms\": %.3f, \"busy_pct\": %.1f, \"valid\": \"%s\"}",
                         m ? "," : "", mode_names[m], res[m].fig[F_STEP], res[m].fig[F_COMPUTE], res[m].fig[F_EXPOSED],
                         res[m].fig[F_LAYER0], res[m].cpu, res[m].busy, res[m].valid ? "ok" : "FAIL");
-            fprintf(f, "\n  ],\n  \"session_over_bound\": %.4f, \"session_over_own_compute_bound\": %.4f, "
-                       "\"after_over_session\": %.4f, \"after_fused_over_session\": %.4f\n}\n",
+            fprintf(f,
+                    "\n  ],\n  \"session_over_bound\": %.4f, \"session_over_own_compute_bound\": %.4f, "
+                    "\"after_over_session\": %.4f, \"after_fused_over_session\": %.4f\n}\n",
                     s / bound_ms(res, comm_ms), s / fmax(res[M_SESSION].fig[F_COMPUTE], comm_ms),
-                    res[M_AFTER].fig[F_STEP] / s,
-                    res[M_AFTER_FUSED].fig[F_STEP] / s);
+                    res[M_AFTER].fig[F_STEP] / s, res[M_AFTER_FUSED].fig[F_STEP] / s);
         }
         if (!f || fclose(f) != 0) {
             fprintf(stderr, "gcoll_bench: cannot write %s\n", o->json);
@@ -412,11 +419,15 @@ static int write_files(const tctx_t *x, const bench_env_t *env, int iters, doubl
 
 int train_run(const bench_opts_t *o, gcoll_comm_t comm, const bench_env_t *env, const bench_compute_t *c)
 {
-    tctx_t x = {.o = o, .comm = comm, .cmp = c, .model = bench_model_find(o->model), .rank = gcoll_comm_rank(comm),
-                .n = gcoll_comm_size(comm), .forward = o->forward};
+    tctx_t x = {.o = o,
+                .comm = comm,
+                .cmp = c,
+                .model = bench_model_find(o->model),
+                .rank = gcoll_comm_rank(comm),
+                .n = gcoll_comm_size(comm),
+                .forward = o->forward};
     if (setup(&x) != 0) {
-        fprintf(stderr, "gcoll_bench [rank %d]: train: out of memory for %s at scale %g\n", x.rank, o->model,
-                o->scale);
+        fprintf(stderr, "gcoll_bench [rank %d]: train: out of memory for %s at scale %g\n", x.rank, o->model, o->scale);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     int iters = o->iters ? o->iters : 10, warmup = o->warmup >= 0 ? o->warmup : 1;

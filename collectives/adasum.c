@@ -36,8 +36,8 @@ typedef struct {
     /* JOB_SLICE: the partial sums of one received slice, added in slice order as soon as the
      * slice has landed (while later ones are still arriving, and the slice is still in cache) */
     const gcoll__sched_t *s;
-    size_t recv_step;  /* the step that receives this slice */
-    size_t prev_step;  /* the previous slice's step, or SIZE_MAX for the first (which zeroes sums) */
+    size_t recv_step; /* the step that receives this slice */
+    size_t prev_step; /* the previous slice's step, or SIZE_MAX for the first (which zeroes sums) */
     /* JOB_PUSH: ranks 0..npush-1 of the node channel shm (this one is me) and their outputs */
     struct gcoll__shm *shm;
     int me, npush;
@@ -64,9 +64,7 @@ static gcoll_status_t local_step(void *state, int *done)
         for (size_t i = 0; i < m; i++)
             j->sums[i] += j->in[i];
         break;
-    case JOB_APPLY:
-        gcoll__adasum_apply(j->sh, j->dst, j->a, j->b, j->first, j->n, j->sums);
-        break;
+    case JOB_APPLY: gcoll__adasum_apply(j->sh, j->dst, j->a, j->b, j->first, j->n, j->sums); break;
     case JOB_PUSH: /* each read's worth of the result goes to every other output while in cache */
         for (size_t es = j->sh->es, step = j->shm->read_bytes / es, o = 0; o < j->n; o += step) {
             size_t len = j->n - o < step ? j->n - o : step;
@@ -218,8 +216,15 @@ static void build_halving(gcoll__sched_t *s, const gcoll__coll_args_t *a, const 
         size_t so = gcoll__halving_off(&h, slo), sn = gcoll__halving_off(&h, shi) - so;
         char *recv_at = cur != rb ? rb + ko * es : tmp;
         const char *mine = cur + ko * es;
-        job_t j = {.sh = sh, .a = low ? mine : recv_at, .b = low ? recv_at : mine, .dst = rb + ko * es,
-                   .first = ko, .n = kn, .sums = sums, .in = in, .s = s};
+        job_t j = {.sh = sh,
+                   .a = low ? mine : recv_at,
+                   .b = low ? recv_at : mine,
+                   .dst = rb + ko * es,
+                   .first = ko,
+                   .n = kn,
+                   .sums = sums,
+                   .in = in,
+                   .s = s};
         /* between hosts both halves go in slices of GCOLL_CHUNK_BYTES (the peer cuts alike), and
          * each received slice's partial sums are taken as soon as it lands, hiding them behind
          * the network; inside a host, where single copy moves a half at memory speed and slices
@@ -294,14 +299,14 @@ static void build_halving(gcoll__sched_t *s, const gcoll__coll_args_t *a, const 
 typedef struct {
     gcoll__adasum_shape_t *sh;
     int nlev, npairs_max;
-    int *npairs;          /* [nlev] */
-    int *pa, *pb;         /* [nlev][npairs_max] */
-    int *src;             /* [nlev + 1][n] */
-    char **slot;          /* [n]: this rank's slice of intermediate vector v, or NULL */
-    size_t off, cnt;      /* this rank's slice */
+    int *npairs;                  /* [nlev] */
+    int *pa, *pb;                 /* [nlev][npairs_max] */
+    int *src;                     /* [nlev + 1][n] */
+    char **slot;                  /* [n]: this rank's slice of intermediate vector v, or NULL */
+    size_t off, cnt;              /* this rank's slice */
     uint64_t *in_addr, *out_addr; /* [n]: every rank's input and output */
-    double *parts[2];     /* [npairs_max][3 nt]: this rank's partials of the level, by parity */
-    double *sums, *peer;  /* [npairs_max][3 nt]: summed partials; a peer's, read */
+    double *parts[2];             /* [npairs_max][3 nt]: this rank's partials of the level, by parity */
+    double *sums, *peer;          /* [npairs_max][3 nt]: summed partials; a peer's, read */
 } shm_ada_t;
 
 static shm_ada_t *ada_of(shm_op_t *op)
@@ -600,8 +605,8 @@ gcoll_status_t gcoll__adasum_check(size_t count, gcoll_dtype_t dtype, const size
                             gcoll_dtype_name(dtype));
     if (!tensor_counts) {
         if (ntensors > 1)
-            return gcoll__error(GCOLL_ERR_INVALID_ARG, "tensor_counts is NULL with ntensors %zu (NULL means one tensor)",
-                                ntensors);
+            return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                                "tensor_counts is NULL with ntensors %zu (NULL means one tensor)", ntensors);
         return GCOLL_SUCCESS;
     }
     if (ntensors == 0)
@@ -609,8 +614,8 @@ gcoll_status_t gcoll__adasum_check(size_t count, gcoll_dtype_t dtype, const size
     size_t sum = 0;
     for (size_t t = 0; t < ntensors; t++) {
         if (tensor_counts[t] > count - sum)
-            return gcoll__error(GCOLL_ERR_INVALID_ARG, "tensor_counts: tensors 0..%zu hold more than count %zu elements",
-                                t, count);
+            return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                                "tensor_counts: tensors 0..%zu hold more than count %zu elements", t, count);
         sum += tensor_counts[t];
     }
     if (sum != count)
@@ -658,13 +663,17 @@ gcoll_status_t gcoll__adasum_build(gcoll__sched_t *s, const gcoll__coll_args_t *
     GCOLL_CHECK(gcoll__adasum_check(a->count, a->dtype, tensor_counts, ntensors));
     const char *name = forced ? forced : choose(a);
     if (!label(name))
-        return gcoll__error(GCOLL_ERR_INVALID_ARG, "attr->algorithm '%s' is not an adasum algorithm: accepts "
-                            "halving|shm_slots|shm_cma|hierarchical", name);
+        return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                            "attr->algorithm '%s' is not an adasum algorithm: accepts "
+                            "halving|shm_slots|shm_cma|hierarchical",
+                            name);
     /* as for the other collectives, an algorithm that cannot serve gives way to the built-in choice */
     if ((strcmp(name, "shm_cma") == 0 && !gcoll__shm_cma_usable(a)) || (strcmp(name, "hierarchical") == 0 && !a->map) ||
         (strcmp(name, "shm_slots") == 0 && !slots_usable(a))) {
-        GCOLL_LOG(GCOLL_LOG_INFO, "adasum: %s cannot serve this communicator (attr->algorithm); using the built-in "
-                  "choice", name);
+        GCOLL_LOG(GCOLL_LOG_INFO,
+                  "adasum: %s cannot serve this communicator (attr->algorithm); using the built-in "
+                  "choice",
+                  name);
         name = choose(a);
     }
     *algo = label(name);

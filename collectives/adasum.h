@@ -35,8 +35,8 @@ const char *gcoll__adasum_choice(const gcoll__coll_args_t *a);
 /* Kernels (adasum_kernels.c). For elements [first, first + n) of the fused buffer, a and b
  * pointing at element `first` of the two vectors: acc[3t..3t+2] += (a.b, a.a, b.b) over the part
  * of tensor t in the range, in double. */
-void gcoll__adasum_partials(const gcoll__adasum_shape_t *sh, const void *a, const void *b, size_t first,
-                            size_t n, double *acc);
+void gcoll__adasum_partials(const gcoll__adasum_shape_t *sh, const void *a, const void *b, size_t first, size_t n,
+                            double *acc);
 /* dst = ca a + cb b over [first, first + n), with tensor t's coefficients from its whole-tensor
  * sums[3t..3t+2] (dot, |a|^2, |b|^2). dst may be a or b. */
 void gcoll__adasum_apply(const gcoll__adasum_shape_t *sh, void *dst, const void *a, const void *b, size_t first,

@@ -21,8 +21,8 @@
 /* The f32 lanes, inlined into a plain and an FMA build: with FMA each lane costs a conversion and
  * three fused multiply-adds instead of six operations; the products are exact in double either
  * way, only the rounding of each sum differs. */
-static inline __attribute__((always_inline)) void dot_f32_lanes(const float *a, const float *b, size_t n,
-                                                                double out[3], int fused)
+static inline __attribute__((always_inline)) void dot_f32_lanes(const float *a, const float *b, size_t n, double out[3],
+                                                                int fused)
 {
     double d[LANES] = {0}, x[LANES] = {0}, y[LANES] = {0}, td = 0, tx = 0, ty = 0;
     size_t i = 0;
@@ -207,8 +207,8 @@ void gcoll__adasum_apply(const gcoll__adasum_shape_t *sh, void *dst, const void 
             axpby_f64((double *)(pd + at), (const double *)(pa + at), (const double *)(pb + at), len, ca, cb);
             break;
         default:
-            axpby_half(sh->dtype, (uint16_t *)(pd + at), (const uint16_t *)(pa + at), (const uint16_t *)(pb + at),
-                       len, ca, cb);
+            axpby_half(sh->dtype, (uint16_t *)(pd + at), (const uint16_t *)(pa + at), (const uint16_t *)(pb + at), len,
+                       ca, cb);
             break;
         }
         i = j;

@@ -48,8 +48,8 @@ size_t gcoll__pipe_groups(size_t cnt, size_t es);
 void gcoll__pipe_round(gcoll__sched_t *s, int to, const void *sbuf, size_t sn, size_t sg, int from, void *rbuf,
                        size_t rn, size_t rg, void *dst, const void *own, size_t es);
 /* A whole exchange: the rounds of every group of both blocks (a count of 0: nothing that way). */
-void gcoll__pipe(gcoll__sched_t *s, int to, const void *sbuf, size_t sn, int from, void *rbuf, size_t rn,
-                 void *dst, const void *own, size_t es);
+void gcoll__pipe(gcoll__sched_t *s, int to, const void *sbuf, size_t sn, int from, void *rbuf, size_t rn, void *dst,
+                 const void *own, size_t es);
 
 /* Whether an algorithm can serve these arguments (NULL: always). */
 typedef int (*gcoll__usable_fn)(const gcoll__coll_args_t *a);
@@ -57,33 +57,33 @@ int gcoll__shm_usable(const gcoll__coll_args_t *a);
 int gcoll__shm_cma_usable(const gcoll__coll_args_t *a);
 int gcoll__hier_usable(const gcoll__coll_args_t *a);
 
-#define GCOLL_ALGOS(X)                                                                         \
-    X(GCOLL_COLL_ALLREDUCE, ring, gcoll__allreduce_ring, NULL)                                 \
-    X(GCOLL_COLL_ALLREDUCE, recursive_doubling, gcoll__allreduce_rd, NULL)                     \
-    X(GCOLL_COLL_ALLREDUCE, rabenseifner, gcoll__allreduce_rabenseifner, NULL)                 \
-    X(GCOLL_COLL_ALLREDUCE, direct, gcoll__allreduce_direct, NULL)                             \
-    X(GCOLL_COLL_ALLREDUCE, shm_slots, gcoll__allreduce_shm_slots, gcoll__shm_usable)          \
-    X(GCOLL_COLL_ALLREDUCE, shm_cma, gcoll__allreduce_shm_cma, gcoll__shm_cma_usable)          \
-    X(GCOLL_COLL_ALLREDUCE, hierarchical, gcoll__allreduce_hier, gcoll__hier_usable)           \
-    X(GCOLL_COLL_REDUCE_SCATTER, ring, gcoll__reduce_scatter_ring, NULL)                       \
-    X(GCOLL_COLL_REDUCE_SCATTER, recursive_halving, gcoll__reduce_scatter_halving, NULL)       \
+#define GCOLL_ALGOS(X)                                                                          \
+    X(GCOLL_COLL_ALLREDUCE, ring, gcoll__allreduce_ring, NULL)                                  \
+    X(GCOLL_COLL_ALLREDUCE, recursive_doubling, gcoll__allreduce_rd, NULL)                      \
+    X(GCOLL_COLL_ALLREDUCE, rabenseifner, gcoll__allreduce_rabenseifner, NULL)                  \
+    X(GCOLL_COLL_ALLREDUCE, direct, gcoll__allreduce_direct, NULL)                              \
+    X(GCOLL_COLL_ALLREDUCE, shm_slots, gcoll__allreduce_shm_slots, gcoll__shm_usable)           \
+    X(GCOLL_COLL_ALLREDUCE, shm_cma, gcoll__allreduce_shm_cma, gcoll__shm_cma_usable)           \
+    X(GCOLL_COLL_ALLREDUCE, hierarchical, gcoll__allreduce_hier, gcoll__hier_usable)            \
+    X(GCOLL_COLL_REDUCE_SCATTER, ring, gcoll__reduce_scatter_ring, NULL)                        \
+    X(GCOLL_COLL_REDUCE_SCATTER, recursive_halving, gcoll__reduce_scatter_halving, NULL)        \
     X(GCOLL_COLL_REDUCE_SCATTER, shm_slots, gcoll__reduce_scatter_shm_slots, gcoll__shm_usable) \
     X(GCOLL_COLL_REDUCE_SCATTER, shm_cma, gcoll__reduce_scatter_shm_cma, gcoll__shm_cma_usable) \
-    X(GCOLL_COLL_ALLGATHER, ring, gcoll__allgather_ring, NULL)                                 \
-    X(GCOLL_COLL_ALLGATHER, recursive_doubling, gcoll__allgather_doubling, NULL)               \
-    X(GCOLL_COLL_ALLGATHER, shm_slots, gcoll__allgather_shm_slots, gcoll__shm_usable)          \
-    X(GCOLL_COLL_ALLGATHER, shm_cma, gcoll__allgather_shm_cma, gcoll__shm_cma_usable)          \
-    X(GCOLL_COLL_BCAST, binomial, gcoll__bcast_binomial, NULL)                                 \
-    X(GCOLL_COLL_BCAST, scatter_allgather, gcoll__bcast_scatter_allgather, NULL)               \
-    X(GCOLL_COLL_BCAST, chain, gcoll__bcast_chain, NULL)                                       \
-    X(GCOLL_COLL_BCAST, shm_slots, gcoll__bcast_shm_slots, gcoll__shm_usable)                  \
-    X(GCOLL_COLL_BCAST, shm_cma, gcoll__bcast_shm_cma, gcoll__shm_cma_usable)                  \
-    X(GCOLL_COLL_REDUCE, binomial, gcoll__reduce_binomial, NULL)                               \
-    X(GCOLL_COLL_REDUCE, rabenseifner, gcoll__reduce_rabenseifner, NULL)                       \
-    X(GCOLL_COLL_REDUCE, chain, gcoll__reduce_chain, NULL)                                     \
-    X(GCOLL_COLL_REDUCE, shm_slots, gcoll__reduce_shm_slots, gcoll__shm_usable)                \
-    X(GCOLL_COLL_ALLTOALL, pairwise, gcoll__alltoall_pairwise, NULL)                           \
-    X(GCOLL_COLL_ALLTOALL, shm_slots, gcoll__alltoall_shm_slots, gcoll__shm_usable)            \
+    X(GCOLL_COLL_ALLGATHER, ring, gcoll__allgather_ring, NULL)                                  \
+    X(GCOLL_COLL_ALLGATHER, recursive_doubling, gcoll__allgather_doubling, NULL)                \
+    X(GCOLL_COLL_ALLGATHER, shm_slots, gcoll__allgather_shm_slots, gcoll__shm_usable)           \
+    X(GCOLL_COLL_ALLGATHER, shm_cma, gcoll__allgather_shm_cma, gcoll__shm_cma_usable)           \
+    X(GCOLL_COLL_BCAST, binomial, gcoll__bcast_binomial, NULL)                                  \
+    X(GCOLL_COLL_BCAST, scatter_allgather, gcoll__bcast_scatter_allgather, NULL)                \
+    X(GCOLL_COLL_BCAST, chain, gcoll__bcast_chain, NULL)                                        \
+    X(GCOLL_COLL_BCAST, shm_slots, gcoll__bcast_shm_slots, gcoll__shm_usable)                   \
+    X(GCOLL_COLL_BCAST, shm_cma, gcoll__bcast_shm_cma, gcoll__shm_cma_usable)                   \
+    X(GCOLL_COLL_REDUCE, binomial, gcoll__reduce_binomial, NULL)                                \
+    X(GCOLL_COLL_REDUCE, rabenseifner, gcoll__reduce_rabenseifner, NULL)                        \
+    X(GCOLL_COLL_REDUCE, chain, gcoll__reduce_chain, NULL)                                      \
+    X(GCOLL_COLL_REDUCE, shm_slots, gcoll__reduce_shm_slots, gcoll__shm_usable)                 \
+    X(GCOLL_COLL_ALLTOALL, pairwise, gcoll__alltoall_pairwise, NULL)                            \
+    X(GCOLL_COLL_ALLTOALL, shm_slots, gcoll__alltoall_shm_slots, gcoll__shm_usable)             \
     X(GCOLL_COLL_BARRIER, dissemination, gcoll__barrier_dissemination, NULL)
 
 #define GCOLL_DECLARE_BUILDER(coll, name, fn, usable) void fn(gcoll__sched_t *s, const gcoll__coll_args_t *a);

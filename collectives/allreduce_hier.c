@@ -10,8 +10,8 @@
 
 /* The intra-host ring: reduce-scatter (each rank ends with its own block reduced) or allgather.
  * g lists the host's ranks, me is our index in it. */
-static void host_ring(gcoll__sched_t *s, const int *g, int L, int me, char *rb, const char *src,
-                      char *tmp, size_t cnt, size_t es, int reduce)
+static void host_ring(gcoll__sched_t *s, const int *g, int L, int me, char *rb, const char *src, char *tmp, size_t cnt,
+                      size_t es, int reduce)
 {
     int right = g[(me + 1) % L], left = g[gcoll__mod(me - 1, L)];
     for (int step = 0; step < L - 1; step++) {
@@ -54,8 +54,8 @@ static void across_hosts(gcoll__sched_t *s, const gcoll__coll_args_t *a, int *co
 }
 
 /* A small vector: through the host's first rank (see the top of the file). */
-static void through_leader(gcoll__sched_t *s, const gcoll__coll_args_t *a, const int *g, int L, int me,
-                           const char *src, char *rb)
+static void through_leader(gcoll__sched_t *s, const gcoll__coll_args_t *a, const int *g, int L, int me, const char *src,
+                           char *rb)
 {
     const gcoll__nodemap_t *m = a->map;
     size_t bytes = a->count * a->esize;

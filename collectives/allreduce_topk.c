@@ -11,8 +11,8 @@
 #include "topk.h"
 
 #define BINS 65536u
-#define ENTRY 6         /* bytes of an encoded entry: uint16 gap, fp32 value */
-#define ESCAPE 0xffffu  /* a gap entry: the next index lies 65535 further on */
+#define ENTRY 6        /* bytes of an encoded entry: uint16 gap, fp32 value */
+#define ESCAPE 0xffffu /* a gap entry: the next index lies 65535 further on */
 
 size_t gcoll__topk_k(size_t count, double density)
 {
@@ -342,9 +342,16 @@ void gcoll__allreduce_topk(gcoll__sched_t *s, const gcoll__coll_args_t *a)
     if (!t || !hist || !cand || !pairs || !wire)
         return;
     // cppcheck-suppress invalidPointerCast ; the input's bytes are float32 values (topk is float32 only)
-    *t = (topk_t){.in = (const float *)gcoll__input(a), .out = a->recvbuf, .residual = a->residual,
-                  .count = a->count, .k = k, .n = n, .rank = r, .pairs = pairs,
-                  .wire = wire, .wire_bytes = wire_bytes,
+    *t = (topk_t){.in = (const float *)gcoll__input(a),
+                  .out = a->recvbuf,
+                  .residual = a->residual,
+                  .count = a->count,
+                  .k = k,
+                  .n = n,
+                  .rank = r,
+                  .pairs = pairs,
+                  .wire = wire,
+                  .wire_bytes = wire_bytes,
                   .work = {.hist = hist, .cand = cand, .cand_cap = cap}};
     gcoll__sched_round(s);
     if (dense) {

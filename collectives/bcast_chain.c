@@ -14,6 +14,6 @@ void gcoll__bcast_chain(gcoll__sched_t *s, const gcoll__coll_args_t *a)
     /* round g: receive group g, forward group g-1 (the root sends group g) */
     size_t rn = vr > 0 ? cnt : 0, sn = vr < n - 1 ? cnt : 0, lag = vr > 0 && vr < n - 1;
     for (size_t g = 0; g < groups + lag; g++)
-        gcoll__pipe_round(s, next, a->recvbuf, g >= lag ? sn : 0, g >= lag ? g - lag : 0, prev, a->recvbuf, rn, g,
-                          NULL, NULL, es);
+        gcoll__pipe_round(s, next, a->recvbuf, g >= lag ? sn : 0, g >= lag ? g - lag : 0, prev, a->recvbuf, rn, g, NULL,
+                          NULL, es);
 }

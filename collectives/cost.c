@@ -119,16 +119,10 @@ static int add_rank(rounds_t *rs, const gcoll__sched_t *s, const gcoll__coll_arg
                     nin++;
                 }
                 break;
-            case GCOLL_STEP_REDUCE:
-                red += (double)st->n * (double)a->esize;
-                break;
-            case GCOLL_STEP_COPY:
-                copy += (double)st->n;
-                break;
-            case GCOLL_STEP_CUSTOM:
-                return 0;
-            default:
-                break;
+            case GCOLL_STEP_REDUCE: red += (double)st->n * (double)a->esize; break;
+            case GCOLL_STEP_COPY: copy += (double)st->n; break;
+            case GCOLL_STEP_CUSTOM: return 0;
+            default: break;
             }
         }
         r->intra = in > r->intra ? in : r->intra;
@@ -187,7 +181,7 @@ double gcoll__cost_predict_parts(int idx, const gcoll__coll_args_t *a, const gco
         }
         double across = busiest / inter_burst, inside = r->intra / intra_burst;
         t += round_lat(links, r->nin, nout) + (across > inside ? across : inside) + r->red / REDUCE_BPS +
-             r->copy / COPY_BPS;
+            r->copy / COPY_BPS;
         intra_total += r->intra;
     }
     /* the sustained floor: the bytes that leave the busiest host, and those of the busiest rank

@@ -32,8 +32,7 @@ gcoll__link_t gcoll__cost_link(const char *transport, int inter);
  * network, one rank per host), or a negative value when it cannot serve a. */
 double gcoll__cost_predict(int idx, const gcoll__coll_args_t *a, const gcoll__links_t *links);
 /* The same, and in *rounds_s the rounds' cost alone (without the sustained floor). */
-double gcoll__cost_predict_parts(int idx, const gcoll__coll_args_t *a, const gcoll__links_t *links,
-                                 double *rounds_s);
+double gcoll__cost_predict_parts(int idx, const gcoll__coll_args_t *a, const gcoll__links_t *links, double *rounds_s);
 /* The algorithm with the least predicted time among those that can serve a (never the node
  * channel's own algorithms; within 1% of the least, the least round cost); remembered per size
  * class in links->pick. */

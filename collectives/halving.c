@@ -28,8 +28,8 @@ size_t gcoll__halving_off(const gcoll__halving_t *h, int i)
 }
 
 /* The halving proper: the first step reads cur, later ones work. */
-static void halving_reduce(gcoll__sched_t *s, gcoll__halving_t *h, const char *cur, char *work, char *tmp,
-                           size_t es, int from_top)
+static void halving_reduce(gcoll__sched_t *s, gcoll__halving_t *h, const char *cur, char *work, char *tmp, size_t es,
+                           int from_top)
 {
     for (int mask = from_top ? h->P / 2 : 1; mask >= 1 && mask < h->P; mask = from_top ? mask >> 1 : mask << 1) {
         int vp = h->vr ^ mask, peer = gcoll__halving_rank(h, vp), mid = (h->lo + h->hi) / 2, low = h->vr < vp;
@@ -65,7 +65,8 @@ void gcoll__doubling_gather(gcoll__sched_t *s, gcoll__halving_t *h, char *work, 
 {
     /* after the halving, partners at distance P/2 hold adjacent ranges; from vrank order, those
      * at distance 1 do */
-    for (int mask = after_halving ? h->P / 2 : 1; mask >= 1 && mask < h->P; mask = after_halving ? mask >> 1 : mask << 1) {
+    for (int mask = after_halving ? h->P / 2 : 1; mask >= 1 && mask < h->P;
+         mask = after_halving ? mask >> 1 : mask << 1) {
         int vp = h->vr ^ mask, peer = gcoll__halving_rank(h, vp), w = h->hi - h->lo, low = h->vr < vp;
         int plo = low ? h->hi : h->lo - w, phi = low ? h->hi + w : h->lo;
         size_t po = gcoll__halving_off(h, plo), pn = gcoll__halving_off(h, phi) - po;

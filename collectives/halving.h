@@ -10,15 +10,15 @@
 
 typedef struct {
     int P, rem;
-    int vr;      /* this rank's vrank; -1 when folded out */
-    int lo, hi;  /* the ranges [lo, hi) this vrank holds */
-    size_t cnt;  /* elements of the vector */
-    size_t per;  /* 0: P near-equal ranges of cnt; else ranges of whole blocks of per elements,
+    int vr;     /* this rank's vrank; -1 when folded out */
+    int lo, hi; /* the ranges [lo, hi) this vrank holds */
+    size_t cnt; /* elements of the vector */
+    size_t per; /* 0: P near-equal ranges of cnt; else ranges of whole blocks of per elements,
                   * one per real rank, so that vrank v covers the blocks of the ranks it stands for */
 } gcoll__halving_t;
 
 void gcoll__halving_init(gcoll__halving_t *h, int n, int rank, size_t cnt, size_t per);
-int gcoll__halving_rank(const gcoll__halving_t *h, int vrank); /* the real rank of a vrank */
+int gcoll__halving_rank(const gcoll__halving_t *h, int vrank);   /* the real rank of a vrank */
 size_t gcoll__halving_off(const gcoll__halving_t *h, int range); /* element offset, range 0..P */
 /* The fold, then the halving, for a rank that is not folded out: an odd rank of the first
  * 2(n-P) first receives its even partner's vector and reduces it with src into work; then the

@@ -34,8 +34,8 @@ void gcoll__pipe_round(gcoll__sched_t *s, int to, const void *sbuf, size_t sn, s
     }
 }
 
-void gcoll__pipe(gcoll__sched_t *s, int to, const void *sbuf, size_t sn, int from, void *rbuf, size_t rn,
-                 void *dst, const void *own, size_t es)
+void gcoll__pipe(gcoll__sched_t *s, int to, const void *sbuf, size_t sn, int from, void *rbuf, size_t rn, void *dst,
+                 const void *own, size_t es)
 {
     size_t groups = gcoll__pipe_groups(sn > rn ? sn : rn, es);
     for (size_t g = 0; g < groups; g++)

@@ -17,8 +17,8 @@
 static const gcoll__algo_t algos[] = {GCOLL_ALGOS(GCOLL_ALGO_ENTRY)};
 #define NALGOS (sizeof(algos) / sizeof(algos[0]))
 
-static const char *const coll_names[GCOLL_COLL_COUNT] = {
-    "allreduce", "reduce_scatter", "allgather", "bcast", "reduce", "alltoall", "barrier"};
+static const char *const coll_names[GCOLL_COLL_COUNT] = {"allreduce", "reduce_scatter", "allgather", "bcast",
+                                                         "reduce",    "alltoall",       "barrier"};
 
 const char *gcoll__coll_name(int coll)
 {
@@ -74,10 +74,8 @@ size_t gcoll__coll_bytes(const gcoll__coll_args_t *a)
     switch (a->coll) {
     case GCOLL_COLL_REDUCE_SCATTER:
     case GCOLL_COLL_ALLGATHER:
-    case GCOLL_COLL_ALLTOALL:
-        return b * (size_t)a->size;
-    default:
-        return b;
+    case GCOLL_COLL_ALLTOALL: return b * (size_t)a->size;
+    default: return b;
     }
 }
 
@@ -123,8 +121,10 @@ static gcoll_status_t select_compressed(const gcoll__coll_args_t *a, const char 
 {
     if (a->compress == GCOLL_COMPRESS_TOPK) {
         if (forced && strcmp(forced, topk_algo.name) != 0)
-            return gcoll__error(GCOLL_ERR_INVALID_ARG, "attr->algorithm '%s' cannot serve attr->compress "
-                                "GCOLL_COMPRESS_TOPK: only 'topk' does", forced);
+            return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                                "attr->algorithm '%s' cannot serve attr->compress "
+                                "GCOLL_COMPRESS_TOPK: only 'topk' does",
+                                forced);
         *out = &topk_algo;
         return GCOLL_SUCCESS;
     }
@@ -132,8 +132,10 @@ static gcoll_status_t select_compressed(const gcoll__coll_args_t *a, const char 
     if (forced) {
         idx = gcoll__algo_find(a->coll, forced);
         if (idx < 0 || !carries_wire(idx))
-            return gcoll__error(GCOLL_ERR_INVALID_ARG, "attr->algorithm '%s' cannot carry attr->compress %s: "
-                                "accepts ring|rabenseifner|hierarchical", forced,
+            return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                                "attr->algorithm '%s' cannot carry attr->compress %s: "
+                                "accepts ring|rabenseifner|hierarchical",
+                                forced,
                                 a->compress == GCOLL_COMPRESS_FP16 ? "GCOLL_COMPRESS_FP16" : "GCOLL_COMPRESS_BF16");
     }
     if (idx >= 0 && !usable(idx, a))
@@ -157,8 +159,7 @@ static gcoll_status_t select_compressed(const gcoll__coll_args_t *a, const char 
     return GCOLL_SUCCESS;
 }
 
-gcoll_status_t gcoll__algo_select(const gcoll__coll_args_t *a, const char *forced,
-                                  const gcoll__algo_t **out)
+gcoll_status_t gcoll__algo_select(const gcoll__coll_args_t *a, const char *forced, const gcoll__algo_t **out)
 {
     if (a->compress != GCOLL_COMPRESS_NONE)
         return select_compressed(a, forced, out);
@@ -168,8 +169,8 @@ gcoll_status_t gcoll__algo_select(const gcoll__coll_args_t *a, const char *force
     if (forced) {
         idx = gcoll__algo_find(a->coll, forced);
         if (idx < 0)
-            return gcoll__error(GCOLL_ERR_INVALID_ARG, "attr->algorithm '%s' is not a %s algorithm: accepts %s",
-                                forced, gcoll__coll_name(a->coll), gcoll__algo_list(a->coll));
+            return gcoll__error(GCOLL_ERR_INVALID_ARG, "attr->algorithm '%s' is not a %s algorithm: accepts %s", forced,
+                                gcoll__coll_name(a->coll), gcoll__algo_list(a->coll));
     } else {
         const gcoll__algo_table_t *t = a->table ? a->table : &gcoll__config.algo[a->coll];
         for (int i = 0; i < t->nranges && idx < 0; i++)
@@ -179,8 +180,10 @@ gcoll_status_t gcoll__algo_select(const gcoll__coll_args_t *a, const char *force
         from = a->table ? "the communicator's selection table" : "the selection table";
     }
     if (idx >= 0 && !usable(idx, a)) {
-        GCOLL_LOG(GCOLL_LOG_INFO, "%s: %s cannot serve %zu bytes on this communicator (%s); using the built-in "
-                  "choice", gcoll__coll_name(a->coll), asked, bytes, from);
+        GCOLL_LOG(GCOLL_LOG_INFO,
+                  "%s: %s cannot serve %zu bytes on this communicator (%s); using the built-in "
+                  "choice",
+                  gcoll__coll_name(a->coll), asked, bytes, from);
         idx = -1;
     }
     if (idx < 0)
@@ -193,7 +196,9 @@ GCOLL_API gcoll_status_t gcoll_algorithms(const char *collective, const char *co
 {
     if (!collective || !names || !count)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is NULL",
-                            !collective ? "collective" : !names ? "names" : "count");
+                            !collective  ? "collective"
+                                : !names ? "names"
+                                         : "count");
     if (strcmp(collective, "adasum") == 0) {
         *names = gcoll__adasum_names;
         *count = GCOLL_ADASUM_NALGOS;

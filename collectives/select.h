@@ -14,10 +14,9 @@ typedef struct {
 
 int gcoll__algo_find(int coll, const char *name); /* index, or -1 */
 const gcoll__algo_t *gcoll__algo_get(int idx);    /* NULL past the last */
-const char *gcoll__algo_list(int coll);            /* "ring|recursive_doubling" */
+const char *gcoll__algo_list(int coll);           /* "ring|recursive_doubling" */
 /* Picks the algorithm; forced is attr.algorithm (NULL for the table). */
-gcoll_status_t gcoll__algo_select(const gcoll__coll_args_t *a, const char *forced,
-                                  const gcoll__algo_t **out);
+gcoll_status_t gcoll__algo_select(const gcoll__coll_args_t *a, const char *forced, const gcoll__algo_t **out);
 size_t gcoll__coll_bytes(const gcoll__coll_args_t *a); /* the size the table is indexed by */
 
 #endif

@@ -8,8 +8,7 @@
 
 static const char *my_block(const shm_op_t *op)
 {
-    return op->inplace ? (const char *)op->a.recvbuf + (size_t)op->shm->me * op->a.count * op->a.esize
-                       : op->a.sendbuf;
+    return op->inplace ? (const char *)op->a.recvbuf + (size_t)op->shm->me * op->a.count * op->a.esize : op->a.sendbuf;
 }
 
 static gcoll_status_t slots_publish(shm_op_t *op)

@@ -116,8 +116,13 @@ shm_op_t *gcoll__shm_op(gcoll__sched_t *s, const gcoll__coll_args_t *a, int sing
     shm_op_t *op = gcoll__sched_scratch(s, sizeof(*op));
     if (!op)
         return NULL;
-    *op = (shm_op_t){.shm = a->shm, .a = *a, .single_copy = single_copy, .blocks = blocks,
-                     .publish = publish, .work = work, .sched = s};
+    *op = (shm_op_t){.shm = a->shm,
+                     .a = *a,
+                     .single_copy = single_copy,
+                     .blocks = blocks,
+                     .publish = publish,
+                     .work = work,
+                     .sched = s};
     op->inplace = a->sendbuf == a->recvbuf;
     op->src = op->inplace ? a->recvbuf : a->sendbuf;
     if (scratch_bytes && !(op->scratch = gcoll__sched_scratch(s, scratch_bytes)))

@@ -15,18 +15,18 @@ typedef gcoll_status_t (*shm_hook_t)(shm_op_t *op);
 struct shm_op {
     gcoll__shm_t *shm;
     gcoll__coll_args_t a;
-    const char *src;    /* the input: sendbuf, or recvbuf in place */
+    const char *src; /* the input: sendbuf, or recvbuf in place */
     int inplace;
     int single_copy;
-    int tiny;           /* one round whose input fits GCOLL_SHM_INLINE: it rides on the arrive line */
-    size_t blocks;      /* blocks of the input staged per round: the rank count for
+    int tiny;         /* one round whose input fits GCOLL_SHM_INLINE: it rides on the arrive line */
+    size_t blocks;    /* blocks of the input staged per round: the rank count for
                            reduce_scatter and alltoall, else 1 */
-    size_t per_round;   /* elements of each block per slot round */
+    size_t per_round; /* elements of each block per slot round */
     int nrounds, round, phase;
-    uint64_t seq0;      /* the first round's sequence number on the channel */
-    const gcoll__sched_t *sched; /* its tag and descriptor, for mismatch detection */
+    uint64_t seq0;                    /* the first round's sequence number on the channel */
+    const gcoll__sched_t *sched;      /* its tag and descriptor, for mismatch detection */
     shm_hook_t publish, work, finish; /* finish (optional) runs once the last round is over */
-    char *scratch;      /* an algorithm's private buffer, if it asked for one */
+    char *scratch;                    /* an algorithm's private buffer, if it asked for one */
 };
 
 /* Builds the step. Slot rounds cover per_round elements of each block; single_copy makes one
@@ -48,7 +48,6 @@ static inline size_t shm_len(const shm_op_t *op)
     size_t lo = shm_lo(op);
     return op->a.count - lo < op->per_round ? op->a.count - lo : op->per_round;
 }
-
 
 /* Where rank q's input of this round is: the arrive line's inline bytes, or q's slot. */
 static inline char *shm_input(shm_op_t *op, int q)

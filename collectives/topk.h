@@ -51,10 +51,10 @@ gcoll_status_t gcoll__topk_merge(float *out, size_t count, const void *blocks, i
  * the bits of |v|, lies in [mid, hi), and bit j of m[b] when it lies in [lo, mid) (unsigned;
  * lo <= mid <= hi). Bits past n are clear. gcoll__topk_masks takes any n and uses the kernel of
  * the reduction table in use; gcoll__topk_masks_for gives a table's own, for n a multiple of 64. */
-typedef void (*gcoll__topk_masks_fn)(const float *x, float *residual, size_t n, uint32_t lo, uint32_t mid,
-                                     uint32_t hi, uint64_t *a, uint64_t *m);
+typedef void (*gcoll__topk_masks_fn)(const float *x, float *residual, size_t n, uint32_t lo, uint32_t mid, uint32_t hi,
+                                     uint64_t *a, uint64_t *m);
 gcoll__topk_masks_fn gcoll__topk_masks_for(const gcoll__kernels_t *k);
-void gcoll__topk_masks(const float *x, float *residual, size_t n, uint32_t lo, uint32_t mid, uint32_t hi,
-                       uint64_t *a, uint64_t *m);
+void gcoll__topk_masks(const float *x, float *residual, size_t n, uint32_t lo, uint32_t mid, uint32_t hi, uint64_t *a,
+                       uint64_t *m);
 
 #endif

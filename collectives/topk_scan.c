@@ -99,13 +99,12 @@ gcoll__topk_masks_fn gcoll__topk_masks_for(const gcoll__kernels_t *k)
     return k == &gcoll__kernels_avx512 ? masks_avx512 : k == &gcoll__kernels_avx2 ? masks_avx2 : masks_generic;
 }
 
-void gcoll__topk_masks(const float *x, float *residual, size_t n, uint32_t lo, uint32_t mid, uint32_t hi,
-                       uint64_t *a, uint64_t *m)
+void gcoll__topk_masks(const float *x, float *residual, size_t n, uint32_t lo, uint32_t mid, uint32_t hi, uint64_t *a,
+                       uint64_t *m)
 {
     size_t body = n / 64 * 64;
     if (body)
         gcoll__topk_masks_for(gcoll__kernels)(x, residual, body, lo, mid, hi, a, m);
     if (body < n)
-        masks_generic(x + body, residual ? residual + body : NULL, n - body, lo, mid, hi, a + body / 64,
-                      m + body / 64);
+        masks_generic(x + body, residual ? residual + body : NULL, n - body, lo, mid, hi, a + body / 64, m + body / 64);
 }

@@ -199,8 +199,9 @@ int main(int argc, char **argv)
             ok = 0;
         if (!ok) {
             if (rank == 0)
-                fprintf(stderr, "usage: train_mlp [--compress none|fp16|bf16|topk:DENSITY] [--iters N] [--hidden H] "
-                                "[--batch B] [--lr LR]\n");
+                fprintf(stderr,
+                        "usage: train_mlp [--compress none|fp16|bf16|topk:DENSITY] [--iters N] [--hidden H] "
+                        "[--batch B] [--lr LR]\n");
             gcoll_finalize();
             return 2;
         }
@@ -239,7 +240,8 @@ int main(int argc, char **argv)
     double first = eval_loss(L, ex, et, h1, h2, y);
     if (rank == 0)
         printf("train_mlp: %d ranks, %d-%d-%d-%d MLP, batch %d per rank, lr %g, compress %s; held-out loss %.5f "
-               "(noise floor %.5f)\n", n, DIN, hidden, hidden, DOUT, batch, lr, comp_name, first, NOISE * NOISE);
+               "(noise floor %.5f)\n",
+               n, DIN, hidden, hidden, DOUT, batch, lr, comp_name, first, NOISE * NOISE);
     for (int it = 0; it < iters; it++) {
         for (int s = 0; s < batch; s++)
             sample((uint32_t)rank + 1000, (uint32_t)it, (uint32_t)s, x + (size_t)s * DIN, t + (size_t)s * DOUT);

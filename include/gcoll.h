@@ -13,9 +13,8 @@ extern "C" {
 #define GCOLL_VERSION_MAJOR 0
 #define GCOLL_VERSION_MINOR 1
 #define GCOLL_VERSION_PATCH 0
-#define GCOLL_VERSION_CODE(maj, min, pat) ((maj) * 10000 + (min) * 100 + (pat))
-#define GCOLL_VERSION \
-    GCOLL_VERSION_CODE(GCOLL_VERSION_MAJOR, GCOLL_VERSION_MINOR, GCOLL_VERSION_PATCH)
+#define GCOLL_VERSION_CODE(maj, min, pat) ((maj)*10000 + (min)*100 + (pat))
+#define GCOLL_VERSION GCOLL_VERSION_CODE(GCOLL_VERSION_MAJOR, GCOLL_VERSION_MINOR, GCOLL_VERSION_PATCH)
 
 #if defined(__GNUC__)
 #define GCOLL_API __attribute__((visibility("default")))
@@ -32,18 +31,26 @@ typedef enum {
     GCOLL_ERR_INVALID_ARG,   /* an argument is wrong; gcoll_last_error() names it */
     GCOLL_ERR_INVALID_USAGE, /* a call out of order, or ranks that disagree */
     GCOLL_ERR_NOMEM,
-    GCOLL_ERR_SYSTEM,        /* an operating-system call failed */
-    GCOLL_ERR_TRANSPORT,     /* the transport failed */
-    GCOLL_ERR_REMOTE,        /* a peer failed */
-    GCOLL_ERR_TIMEOUT,       /* GCOLL_TIMEOUT passed before the operation completed */
+    GCOLL_ERR_SYSTEM,    /* an operating-system call failed */
+    GCOLL_ERR_TRANSPORT, /* the transport failed */
+    GCOLL_ERR_REMOTE,    /* a peer failed */
+    GCOLL_ERR_TIMEOUT,   /* GCOLL_TIMEOUT passed before the operation completed */
     GCOLL_ERR_UNSUPPORTED,
-    GCOLL_ERR_ABORTED,       /* the communicator failed or was aborted earlier */
+    GCOLL_ERR_ABORTED, /* the communicator failed or was aborted earlier */
     GCOLL_ERR_INTERNAL
 } gcoll_status_t;
 
 typedef enum {
-    GCOLL_INT8, GCOLL_UINT8, GCOLL_INT32, GCOLL_UINT32, GCOLL_INT64, GCOLL_UINT64,
-    GCOLL_FLOAT16, GCOLL_BFLOAT16, GCOLL_FLOAT32, GCOLL_FLOAT64,
+    GCOLL_INT8,
+    GCOLL_UINT8,
+    GCOLL_INT32,
+    GCOLL_UINT32,
+    GCOLL_INT64,
+    GCOLL_UINT64,
+    GCOLL_FLOAT16,
+    GCOLL_BFLOAT16,
+    GCOLL_FLOAT32,
+    GCOLL_FLOAT64,
     GCOLL_DTYPE_COUNT /* not a type: the number of types */
 } gcoll_dtype_t;
 
@@ -51,7 +58,12 @@ typedef enum {
  * GCOLL_ADASUM (floating-point types only) is adaptive summation (see gcoll_adasum); only
  * gcoll_allreduce (one tensor) and the gradient session take it. */
 typedef enum {
-    GCOLL_SUM, GCOLL_PROD, GCOLL_MIN, GCOLL_MAX, GCOLL_AVG, GCOLL_ADASUM,
+    GCOLL_SUM,
+    GCOLL_PROD,
+    GCOLL_MIN,
+    GCOLL_MAX,
+    GCOLL_AVG,
+    GCOLL_ADASUM,
     GCOLL_OP_COUNT /* not an op: the number of ops */
 } gcoll_op_t;
 
@@ -60,21 +72,27 @@ typedef enum {
  * contributes only its floor(topk_density * count) largest-magnitude entries; the result is
  * the dense sum of what all ranks contributed. */
 typedef enum {
-    GCOLL_COMPRESS_NONE, GCOLL_COMPRESS_FP16, GCOLL_COMPRESS_BF16, GCOLL_COMPRESS_TOPK,
+    GCOLL_COMPRESS_NONE,
+    GCOLL_COMPRESS_FP16,
+    GCOLL_COMPRESS_BF16,
+    GCOLL_COMPRESS_TOPK,
     GCOLL_COMPRESS_COUNT /* not a kind: the number of kinds */
 } gcoll_compress_t;
 
 /* Per-operation attributes. Always start from GCOLL_ATTR_INIT so that fields added later
  * keep their defaults; NULL in place of an attr pointer means all defaults. */
 typedef struct {
-    int priority;          /* higher runs first; default 0 */
-    const char *name;      /* shown in logs and error messages; default NULL */
-    const char *algorithm; /* force an algorithm by name (docs/algorithms.md); NULL: the selection table */
+    int priority;              /* higher runs first; default 0 */
+    const char *name;          /* shown in logs and error messages; default NULL */
+    const char *algorithm;     /* force an algorithm by name (docs/algorithms.md); NULL: the selection table */
     gcoll_compress_t compress; /* allreduce only; default GCOLL_COMPRESS_NONE */
-    double topk_density;   /* GCOLL_COMPRESS_TOPK: fraction of entries kept, in (0, 1]; default 0.01 */
-    void *stream;          /* a cudaStream_t: starts after the work queued on it, which then waits for the result */
+    double topk_density;       /* GCOLL_COMPRESS_TOPK: fraction of entries kept, in (0, 1]; default 0.01 */
+    void *stream;              /* a cudaStream_t: starts after the work queued on it, which then waits for the result */
 } gcoll_attr_t;
-#define GCOLL_ATTR_INIT {0, NULL, NULL, GCOLL_COMPRESS_NONE, 0.01, NULL}
+#define GCOLL_ATTR_INIT                                \
+    {                                                  \
+        0, NULL, NULL, GCOLL_COMPRESS_NONE, 0.01, NULL \
+    }
 
 /* Library lifetime. gcoll_init initializes MPI with MPI_THREAD_MULTIPLE if the caller has not;
  * gcoll_finalize finalizes MPI only if gcoll_init initialized it. argc/argv may be NULL. */
@@ -92,39 +110,36 @@ GCOLL_API int gcoll_comm_size(gcoll_comm_t comm); /* -1 for an invalid communica
 
 /* Blocking collectives. In-place is sendbuf == recvbuf, with MPI_IN_PLACE's meaning; count 0
  * is legal. Buffers need no alignment, and may be CUDA device memory (docs/cuda.md). */
-GCOLL_API gcoll_status_t gcoll_allreduce(const void *sendbuf, void *recvbuf, size_t count,
-                                         gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm);
-GCOLL_API gcoll_status_t gcoll_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
-                                              gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm);
-GCOLL_API gcoll_status_t gcoll_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
-                                         gcoll_dtype_t dtype, gcoll_comm_t comm);
-GCOLL_API gcoll_status_t gcoll_bcast(void *buf, size_t count, gcoll_dtype_t dtype, int root,
-                                     gcoll_comm_t comm);
-GCOLL_API gcoll_status_t gcoll_reduce(const void *sendbuf, void *recvbuf, size_t count,
-                                      gcoll_dtype_t dtype, gcoll_op_t op, int root, gcoll_comm_t comm);
-GCOLL_API gcoll_status_t gcoll_alltoall(const void *sendbuf, void *recvbuf, size_t count,
-                                        gcoll_dtype_t dtype, gcoll_comm_t comm);
+GCOLL_API gcoll_status_t gcoll_allreduce(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
+                                         gcoll_op_t op, gcoll_comm_t comm);
+GCOLL_API gcoll_status_t gcoll_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, gcoll_dtype_t dtype,
+                                              gcoll_op_t op, gcoll_comm_t comm);
+GCOLL_API gcoll_status_t gcoll_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, gcoll_dtype_t dtype,
+                                         gcoll_comm_t comm);
+GCOLL_API gcoll_status_t gcoll_bcast(void *buf, size_t count, gcoll_dtype_t dtype, int root, gcoll_comm_t comm);
+GCOLL_API gcoll_status_t gcoll_reduce(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
+                                      gcoll_op_t op, int root, gcoll_comm_t comm);
+GCOLL_API gcoll_status_t gcoll_alltoall(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
+                                        gcoll_comm_t comm);
 GCOLL_API gcoll_status_t gcoll_barrier(gcoll_comm_t comm);
 
 /* Nonblocking twins: the operation starts at once and completes through gcoll_wait or
  * gcoll_test. Buffers must stay untouched until then. */
-GCOLL_API gcoll_status_t gcoll_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
-                                          gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm,
-                                          const gcoll_attr_t *attr, gcoll_request_t *req);
+GCOLL_API gcoll_status_t gcoll_iallreduce(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
+                                          gcoll_op_t op, gcoll_comm_t comm, const gcoll_attr_t *attr,
+                                          gcoll_request_t *req);
 GCOLL_API gcoll_status_t gcoll_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
                                                gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm,
                                                const gcoll_attr_t *attr, gcoll_request_t *req);
-GCOLL_API gcoll_status_t gcoll_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount,
-                                          gcoll_dtype_t dtype, gcoll_comm_t comm,
-                                          const gcoll_attr_t *attr, gcoll_request_t *req);
-GCOLL_API gcoll_status_t gcoll_ibcast(void *buf, size_t count, gcoll_dtype_t dtype, int root,
-                                      gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req);
-GCOLL_API gcoll_status_t gcoll_ireduce(const void *sendbuf, void *recvbuf, size_t count,
-                                       gcoll_dtype_t dtype, gcoll_op_t op, int root, gcoll_comm_t comm,
-                                       const gcoll_attr_t *attr, gcoll_request_t *req);
-GCOLL_API gcoll_status_t gcoll_ialltoall(const void *sendbuf, void *recvbuf, size_t count,
-                                         gcoll_dtype_t dtype, gcoll_comm_t comm,
-                                         const gcoll_attr_t *attr, gcoll_request_t *req);
+GCOLL_API gcoll_status_t gcoll_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount, gcoll_dtype_t dtype,
+                                          gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req);
+GCOLL_API gcoll_status_t gcoll_ibcast(void *buf, size_t count, gcoll_dtype_t dtype, int root, gcoll_comm_t comm,
+                                      const gcoll_attr_t *attr, gcoll_request_t *req);
+GCOLL_API gcoll_status_t gcoll_ireduce(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
+                                       gcoll_op_t op, int root, gcoll_comm_t comm, const gcoll_attr_t *attr,
+                                       gcoll_request_t *req);
+GCOLL_API gcoll_status_t gcoll_ialltoall(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
+                                         gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req);
 GCOLL_API gcoll_status_t gcoll_ibarrier(gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req);
 
 /* Adasum (Maleki et al.): an allreduce that adds orthogonal gradients and averages parallel
@@ -153,8 +168,8 @@ typedef struct gcoll_session *gcoll_session_t;
 GCOLL_API gcoll_status_t gcoll_session_create(gcoll_comm_t comm, gcoll_session_t *session);
 /* op: GCOLL_SUM, GCOLL_AVG, or GCOLL_ADASUM (floating point; each set its own tensor).
  * *id numbers the sets 0, 1, ... in the order they are added. */
-GCOLL_API gcoll_status_t gcoll_session_add(gcoll_session_t s, const char *name, size_t count,
-                                           gcoll_dtype_t dtype, gcoll_op_t op, size_t *id);
+GCOLL_API gcoll_status_t gcoll_session_add(gcoll_session_t s, const char *name, size_t count, gcoll_dtype_t dtype,
+                                           gcoll_op_t op, size_t *id);
 /* Compression of set id (fp32, SUM or AVG), before commit; density matters for TOPK only. A
  * TOPK set keeps what it did not send (error feedback) and adds it to its next gradient. */
 GCOLL_API gcoll_status_t gcoll_session_set_compress(gcoll_session_t s, size_t id, gcoll_compress_t compress,
@@ -174,7 +189,7 @@ GCOLL_API gcoll_status_t gcoll_session_free(gcoll_session_t *s);
 /* Errors and introspection. */
 GCOLL_API const char *gcoll_strerror(gcoll_status_t status);
 GCOLL_API const char *gcoll_status_name(gcoll_status_t status); /* "GCOLL_ERR_TIMEOUT" */
-GCOLL_API const char *gcoll_last_error(void); /* this thread's detail of its last failure, or "" */
+GCOLL_API const char *gcoll_last_error(void);                   /* this thread's detail of its last failure, or "" */
 GCOLL_API const char *gcoll_version(void);
 GCOLL_API size_t gcoll_dtype_size(gcoll_dtype_t dtype); /* 0 for an invalid type */
 GCOLL_API const char *gcoll_dtype_name(gcoll_dtype_t dtype);
@@ -205,8 +220,8 @@ GCOLL_API gcoll_status_t gcoll_comm_transport(gcoll_comm_t comm, const char **na
 
 /* Local reduction with gcoll's kernels: inout[i] = inout[i] op in[i] (SUM, PROD, MIN, MAX).
  * Works before gcoll_init, with the portable kernels until then. */
-GCOLL_API gcoll_status_t gcoll_reduce_local(void *inout, const void *in, size_t count,
-                                            gcoll_dtype_t dtype, gcoll_op_t op);
+GCOLL_API gcoll_status_t gcoll_reduce_local(void *inout, const void *in, size_t count, gcoll_dtype_t dtype,
+                                            gcoll_op_t op);
 
 /* Algorithm names of a collective ("allreduce", ..., "adasum"), for listing and for attr.algorithm. */
 GCOLL_API gcoll_status_t gcoll_algorithms(const char *collective, const char *const **names, size_t *count);

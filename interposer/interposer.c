@@ -18,11 +18,11 @@
 #include "gcoll_mpi.h"
 
 enum { ALLREDUCE, IALLREDUCE, REDUCE_SCATTER_BLOCK, ALLGATHER, BCAST, REDUCE, BARRIER, NCALLS };
-static const char *const call_names[NCALLS] = {"allreduce", "iallreduce", "reduce_scatter_block", "allgather",
-                                               "bcast",     "reduce",     "barrier"};
+static const char *const call_names[NCALLS] = {"allreduce", "iallreduce", "reduce_scatter_block", "allgather", "bcast",
+                                               "reduce",    "barrier"};
 
-static int ready;               /* gcoll is up and takes over at least one call */
-static int enabled[NCALLS];     /* GCOLL_MPI_COLLS, read once after gcoll_init */
+static int ready;           /* gcoll is up and takes over at least one call */
+static int enabled[NCALLS]; /* GCOLL_MPI_COLLS, read once after gcoll_init */
 static atomic_ulong taken[NCALLS], passed[NCALLS];
 static int keyval = MPI_KEYVAL_INVALID;
 static int my_rank;
@@ -134,9 +134,9 @@ static int reduce_type(MPI_Datatype t, gcoll_dtype_t *out)
         *out = t == MPI_FLOAT ? GCOLL_FLOAT32 : GCOLL_FLOAT64;
         return 1;
     }
-    const MPI_Datatype sig[] = {MPI_SIGNED_CHAR, MPI_INT8_T, MPI_INT, MPI_INT32_T, MPI_LONG, MPI_LONG_LONG,
-                                MPI_INT64_T};
-    const MPI_Datatype uns[] = {MPI_UNSIGNED_CHAR, MPI_UINT8_T,   MPI_UNSIGNED, MPI_UINT32_T, MPI_UNSIGNED_LONG,
+    const MPI_Datatype sig[] = {MPI_SIGNED_CHAR, MPI_INT8_T,    MPI_INT,    MPI_INT32_T,
+                                MPI_LONG,        MPI_LONG_LONG, MPI_INT64_T};
+    const MPI_Datatype uns[] = {MPI_UNSIGNED_CHAR,      MPI_UINT8_T, MPI_UNSIGNED, MPI_UINT32_T, MPI_UNSIGNED_LONG,
                                 MPI_UNSIGNED_LONG_LONG, MPI_UINT64_T};
     int is_signed = -1;
     for (size_t i = 0; i < sizeof(sig) / sizeof(sig[0]) && is_signed < 0; i++)
@@ -242,8 +242,7 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, 
     return done(REDUCE_SCATTER_BLOCK, comm, GCOLL(gcoll_reduce_scatter(in, recvbuf, (size_t)recvcount, dt, gop, g)));
 }
 
-int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
-               MPI_Comm comm)
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
 {
     if (in_gcoll)
         return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
@@ -268,7 +267,7 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
         return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     size_t sbytes = 0, rbytes = 0;
     int fits = ready && enabled[ALLGATHER] && contiguous_bytes(recvtype, recvcount, &rbytes) &&
-               (sendbuf == MPI_IN_PLACE || (contiguous_bytes(sendtype, sendcount, &sbytes) && sbytes == rbytes));
+        (sendbuf == MPI_IN_PLACE || (contiguous_bytes(sendtype, sendcount, &sbytes) && sbytes == rbytes));
     gcoll_comm_t g = fits ? map_comm(comm) : NULL;
     if (!g) {
         atomic_fetch_add(&passed[ALLGATHER], 1);

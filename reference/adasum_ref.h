@@ -14,11 +14,11 @@
 typedef double (*adasum_value_fn)(int q, size_t i, void *ctx);
 
 typedef struct {
-    int n;          /* ranks */
-    size_t nt;      /* tensors */
-    size_t *off;    /* nt + 1 element offsets */
-    double *w;      /* [nt][n]: the result's weight of each rank's input */
-    double *scale;  /* [nt]: the largest norm among the vectors the tree combines */
+    int n;         /* ranks */
+    size_t nt;     /* tensors */
+    size_t *off;   /* nt + 1 element offsets */
+    double *w;     /* [nt][n]: the result's weight of each rank's input */
+    double *scale; /* [nt]: the largest norm among the vectors the tree combines */
     adasum_value_fn value;
     void *ctx;
 } adasum_ref_t;

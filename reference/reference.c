@@ -8,7 +8,7 @@
 uint32_t ref_hash(uint32_t a, uint32_t b, uint32_t c)
 {
     uint64_t x = ((uint64_t)a * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)b * 0xC2B2AE3D27D4EB4Full) ^
-                 ((uint64_t)c * 0x165667B19E3779F9ull);
+        ((uint64_t)c * 0x165667B19E3779F9ull);
     x ^= x >> 31;
     x *= 0xBF58476D1CE4E5B9ull;
     x ^= x >> 29;
@@ -38,13 +38,41 @@ static double round_sig(double v, int p)
 void ref_encode(gcoll_dtype_t d, double v, void *out)
 {
     switch (d) {
-    case GCOLL_INT8: { int8_t x = (int8_t)(int64_t)v; memcpy(out, &x, 1); break; }
-    case GCOLL_UINT8: { uint8_t x = (uint8_t)(uint64_t)v; memcpy(out, &x, 1); break; }
-    case GCOLL_INT32: { int32_t x = (int32_t)(int64_t)v; memcpy(out, &x, 4); break; }
-    case GCOLL_UINT32: { uint32_t x = (uint32_t)(uint64_t)v; memcpy(out, &x, 4); break; }
-    case GCOLL_INT64: { int64_t x = (int64_t)v; memcpy(out, &x, 8); break; }
-    case GCOLL_UINT64: { uint64_t x = (uint64_t)v; memcpy(out, &x, 8); break; }
-    case GCOLL_FLOAT16: { _Float16 x = (_Float16)v; memcpy(out, &x, 2); break; }
+    case GCOLL_INT8: {
+        int8_t x = (int8_t)(int64_t)v;
+        memcpy(out, &x, 1);
+        break;
+    }
+    case GCOLL_UINT8: {
+        uint8_t x = (uint8_t)(uint64_t)v;
+        memcpy(out, &x, 1);
+        break;
+    }
+    case GCOLL_INT32: {
+        int32_t x = (int32_t)(int64_t)v;
+        memcpy(out, &x, 4);
+        break;
+    }
+    case GCOLL_UINT32: {
+        uint32_t x = (uint32_t)(uint64_t)v;
+        memcpy(out, &x, 4);
+        break;
+    }
+    case GCOLL_INT64: {
+        int64_t x = (int64_t)v;
+        memcpy(out, &x, 8);
+        break;
+    }
+    case GCOLL_UINT64: {
+        uint64_t x = (uint64_t)v;
+        memcpy(out, &x, 8);
+        break;
+    }
+    case GCOLL_FLOAT16: {
+        _Float16 x = (_Float16)v;
+        memcpy(out, &x, 2);
+        break;
+    }
     case GCOLL_BFLOAT16: {
         float f = (float)round_sig(v, 8);
         uint32_t b;
@@ -53,7 +81,11 @@ void ref_encode(gcoll_dtype_t d, double v, void *out)
         memcpy(out, &h, 2);
         break;
     }
-    case GCOLL_FLOAT32: { float x = (float)v; memcpy(out, &x, 4); break; }
+    case GCOLL_FLOAT32: {
+        float x = (float)v;
+        memcpy(out, &x, 4);
+        break;
+    }
     default: memcpy(out, &v, 8); break;
     }
 }
@@ -70,9 +102,7 @@ double ref_value(int rank, size_t i, gcoll_dtype_t d, gcoll_op_t op)
         return tail[h % (is_unsigned(d) ? 1 : 2)];
     }
     case GCOLL_MIN:
-    case GCOLL_MAX:
-        k = is_unsigned(d) ? h % 201 : (double)(h % 201) - 100;
-        break;
+    case GCOLL_MAX: k = is_unsigned(d) ? h % 201 : (double)(h % 201) - 100; break;
     default: /* sums of 8 ranks stay within int8 and uint8 */
         k = is_unsigned(d) ? h % 32 : (double)(h % 31) - 15;
         break;

@@ -39,8 +39,8 @@ gcoll_status_t gcoll__check_common(gcoll__coll_args_t *a, gcoll_comm_t comm, int
     a->esize = gcoll_dtype_size(a->dtype);
     /* The whole vector of any collective is at most count * size elements. */
     if (a->count > SIZE_MAX / a->esize / (size_t)a->size)
-        return gcoll__error(GCOLL_ERR_INVALID_ARG, "count %zu is too large for %s on %d ranks",
-                            a->count, gcoll_dtype_name(a->dtype), a->size);
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "count %zu is too large for %s on %d ranks", a->count,
+                            gcoll_dtype_name(a->dtype), a->size);
     return GCOLL_SUCCESS;
 }
 
@@ -85,13 +85,13 @@ static gcoll_status_t apply_compress(gcoll__coll_args_t *a, const gcoll_attr_t *
 static gcoll_status_t check_root(int root, gcoll_comm_t comm)
 {
     if (root < 0 || root >= comm->size)
-        return gcoll__error(GCOLL_ERR_INVALID_ARG, "root %d is out of range for a communicator of %d ranks",
-                            root, comm->size);
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "root %d is out of range for a communicator of %d ranks", root,
+                            comm->size);
     return GCOLL_SUCCESS;
 }
 
 gcoll_status_t gcoll__build(const gcoll__coll_args_t *a, const char *forced, gcoll__sched_t *storage,
-                           gcoll__sched_t **out, const char **algo_name)
+                            gcoll__sched_t **out, const char **algo_name)
 {
     const gcoll__algo_t *algo;
     GCOLL_CHECK(gcoll__algo_select(a, forced, &algo));
@@ -106,8 +106,7 @@ gcoll_status_t gcoll__build(const gcoll__coll_args_t *a, const char *forced, gco
     if (s->status != GCOLL_SUCCESS) {
         gcoll_status_t st = s->status;
         gcoll__sched_free(s);
-        return gcoll__error(st, "%s: no memory for the schedule of %zu elements", gcoll__coll_name(a->coll),
-                            a->count);
+        return gcoll__error(st, "%s: no memory for the schedule of %zu elements", gcoll__coll_name(a->coll), a->count);
     }
     *out = s;
     *algo_name = algo->name;
@@ -120,14 +119,15 @@ static int staged(const gcoll__coll_args_t *a, const gcoll_attr_t *attr)
     return (attr && attr->stream) || gcoll__cuda_is_device(a->sendbuf) || gcoll__cuda_is_device(a->recvbuf);
 }
 
-static gcoll_status_t start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr,
-                            gcoll_request_t *req, gcoll__frame_t *frame)
+static gcoll_status_t start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req,
+                            gcoll__frame_t *frame)
 {
     GCOLL_CHECK(apply_compress(a, attr));
     if (staged(a, attr)) {
         /* the staged chunks would each pick their own top k, and its 2-rank path has no wire format */
         if (a->compress != GCOLL_COMPRESS_NONE)
-            return gcoll__error(GCOLL_ERR_UNSUPPORTED, "attr->compress: not with device buffers or a CUDA stream "
+            return gcoll__error(GCOLL_ERR_UNSUPPORTED,
+                                "attr->compress: not with device buffers or a CUDA stream "
                                 "(docs/cuda.md)");
         const char *why;
         if (gcoll__cuda_ipc_eligible(a, comm, attr, &why))
@@ -179,12 +179,12 @@ static gcoll_status_t run(gcoll_status_t started, gcoll_request_t *req)
     return gcoll_wait(req);
 }
 
-static gcoll_status_t post_allreduce(const void *sendbuf, void *recvbuf, size_t count,
-                                          gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm,
-                                          const gcoll_attr_t *attr, gcoll_request_t *req, gcoll__frame_t *frame)
+static gcoll_status_t post_allreduce(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
+                                     gcoll_op_t op, gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req,
+                                     gcoll__frame_t *frame)
 {
-    gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                            .count = count, .dtype = dtype, .op = op};
+    gcoll__coll_args_t a = {
+        .coll = GCOLL_COLL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count, .dtype = dtype, .op = op};
     GCOLL_CHECK(check_req(req));
     GCOLL_CHECK(gcoll__check_common(&a, comm, 1));
     GCOLL_CHECK(check_buf(sendbuf, count, "sendbuf"));
@@ -200,8 +200,12 @@ static gcoll_status_t post_adasum(const void *sendbuf, void *recvbuf, size_t cou
                                   const size_t *tensor_counts, size_t ntensors, gcoll_comm_t comm,
                                   const gcoll_attr_t *attr, gcoll_request_t *req, gcoll__frame_t *frame)
 {
-    gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                            .count = count, .dtype = dtype, .op = GCOLL_ADASUM};
+    gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLREDUCE,
+                            .sendbuf = sendbuf,
+                            .recvbuf = recvbuf,
+                            .count = count,
+                            .dtype = dtype,
+                            .op = GCOLL_ADASUM};
     GCOLL_CHECK(check_req(req));
     GCOLL_CHECK(gcoll__check_common(&a, comm, 1));
     GCOLL_CHECK(apply_compress(&a, attr)); /* refuses it */
@@ -210,12 +214,16 @@ static gcoll_status_t post_adasum(const void *sendbuf, void *recvbuf, size_t cou
     return start_adasum(&a, tensor_counts, ntensors, comm, attr, req, frame);
 }
 
-static gcoll_status_t post_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
-                                               gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm,
-                                               const gcoll_attr_t *attr, gcoll_request_t *req, gcoll__frame_t *frame)
+static gcoll_status_t post_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, gcoll_dtype_t dtype,
+                                          gcoll_op_t op, gcoll_comm_t comm, const gcoll_attr_t *attr,
+                                          gcoll_request_t *req, gcoll__frame_t *frame)
 {
-    gcoll__coll_args_t a = {.coll = GCOLL_COLL_REDUCE_SCATTER, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                            .count = recvcount, .dtype = dtype, .op = op};
+    gcoll__coll_args_t a = {.coll = GCOLL_COLL_REDUCE_SCATTER,
+                            .sendbuf = sendbuf,
+                            .recvbuf = recvbuf,
+                            .count = recvcount,
+                            .dtype = dtype,
+                            .op = op};
     GCOLL_CHECK(check_req(req));
     GCOLL_CHECK(gcoll__check_common(&a, comm, 1));
     GCOLL_CHECK(check_buf(sendbuf, recvcount, "sendbuf"));
@@ -223,12 +231,12 @@ static gcoll_status_t post_reduce_scatter(const void *sendbuf, void *recvbuf, si
     return start(&a, comm, attr, req, frame);
 }
 
-static gcoll_status_t post_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
-                                          gcoll_dtype_t dtype, gcoll_comm_t comm,
-                                          const gcoll_attr_t *attr, gcoll_request_t *req, gcoll__frame_t *frame)
+static gcoll_status_t post_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, gcoll_dtype_t dtype,
+                                     gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req,
+                                     gcoll__frame_t *frame)
 {
-    gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLGATHER, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                            .count = sendcount, .dtype = dtype};
+    gcoll__coll_args_t a = {
+        .coll = GCOLL_COLL_ALLGATHER, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = sendcount, .dtype = dtype};
     GCOLL_CHECK(check_req(req));
     GCOLL_CHECK(gcoll__check_common(&a, comm, 0));
     GCOLL_CHECK(check_buf(sendbuf, sendcount, "sendbuf"));
@@ -236,11 +244,11 @@ static gcoll_status_t post_allgather(const void *sendbuf, void *recvbuf, size_t 
     return start(&a, comm, attr, req, frame);
 }
 
-static gcoll_status_t post_bcast(void *buf, size_t count, gcoll_dtype_t dtype, int root,
-                                      gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req, gcoll__frame_t *frame)
+static gcoll_status_t post_bcast(void *buf, size_t count, gcoll_dtype_t dtype, int root, gcoll_comm_t comm,
+                                 const gcoll_attr_t *attr, gcoll_request_t *req, gcoll__frame_t *frame)
 {
-    gcoll__coll_args_t a = {.coll = GCOLL_COLL_BCAST, .sendbuf = buf, .recvbuf = buf, .count = count,
-                            .dtype = dtype, .root = root};
+    gcoll__coll_args_t a = {
+        .coll = GCOLL_COLL_BCAST, .sendbuf = buf, .recvbuf = buf, .count = count, .dtype = dtype, .root = root};
     GCOLL_CHECK(check_req(req));
     GCOLL_CHECK(gcoll__check_common(&a, comm, 0));
     GCOLL_CHECK(check_root(root, comm));
@@ -248,12 +256,17 @@ static gcoll_status_t post_bcast(void *buf, size_t count, gcoll_dtype_t dtype, i
     return start(&a, comm, attr, req, frame);
 }
 
-static gcoll_status_t post_reduce(const void *sendbuf, void *recvbuf, size_t count,
-                                       gcoll_dtype_t dtype, gcoll_op_t op, int root, gcoll_comm_t comm,
-                                       const gcoll_attr_t *attr, gcoll_request_t *req, gcoll__frame_t *frame)
+static gcoll_status_t post_reduce(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype, gcoll_op_t op,
+                                  int root, gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req,
+                                  gcoll__frame_t *frame)
 {
-    gcoll__coll_args_t a = {.coll = GCOLL_COLL_REDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                            .count = count, .dtype = dtype, .op = op, .root = root};
+    gcoll__coll_args_t a = {.coll = GCOLL_COLL_REDUCE,
+                            .sendbuf = sendbuf,
+                            .recvbuf = recvbuf,
+                            .count = count,
+                            .dtype = dtype,
+                            .op = op,
+                            .root = root};
     GCOLL_CHECK(check_req(req));
     GCOLL_CHECK(gcoll__check_common(&a, comm, 1));
     GCOLL_CHECK(check_root(root, comm));
@@ -263,12 +276,12 @@ static gcoll_status_t post_reduce(const void *sendbuf, void *recvbuf, size_t cou
     return start(&a, comm, attr, req, frame);
 }
 
-static gcoll_status_t post_alltoall(const void *sendbuf, void *recvbuf, size_t count,
-                                         gcoll_dtype_t dtype, gcoll_comm_t comm,
-                                         const gcoll_attr_t *attr, gcoll_request_t *req, gcoll__frame_t *frame)
+static gcoll_status_t post_alltoall(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
+                                    gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req,
+                                    gcoll__frame_t *frame)
 {
-    gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLTOALL, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                            .count = count, .dtype = dtype};
+    gcoll__coll_args_t a = {
+        .coll = GCOLL_COLL_ALLTOALL, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count, .dtype = dtype};
     GCOLL_CHECK(check_req(req));
     GCOLL_CHECK(gcoll__check_common(&a, comm, 0));
     GCOLL_CHECK(check_buf(sendbuf, count, "sendbuf"));
@@ -276,7 +289,8 @@ static gcoll_status_t post_alltoall(const void *sendbuf, void *recvbuf, size_t c
     return start(&a, comm, attr, req, frame);
 }
 
-static gcoll_status_t post_barrier(gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req, gcoll__frame_t *frame)
+static gcoll_status_t post_barrier(gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req,
+                                   gcoll__frame_t *frame)
 {
     gcoll__coll_args_t a = {.coll = GCOLL_COLL_BARRIER, .dtype = GCOLL_UINT8};
     GCOLL_CHECK(check_req(req));
@@ -285,9 +299,9 @@ static gcoll_status_t post_barrier(gcoll_comm_t comm, const gcoll_attr_t *attr, 
 }
 
 /* The nonblocking entry points: the same posting, with heap-allocated request and schedule. */
-GCOLL_API gcoll_status_t gcoll_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
-                                          gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm,
-                                          const gcoll_attr_t *attr, gcoll_request_t *req)
+GCOLL_API gcoll_status_t gcoll_iallreduce(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
+                                          gcoll_op_t op, gcoll_comm_t comm, const gcoll_attr_t *attr,
+                                          gcoll_request_t *req)
 {
     return post_allreduce(sendbuf, recvbuf, count, dtype, op, comm, attr, req, NULL);
 }
@@ -299,29 +313,27 @@ GCOLL_API gcoll_status_t gcoll_ireduce_scatter(const void *sendbuf, void *recvbu
     return post_reduce_scatter(sendbuf, recvbuf, recvcount, dtype, op, comm, attr, req, NULL);
 }
 
-GCOLL_API gcoll_status_t gcoll_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount,
-                                          gcoll_dtype_t dtype, gcoll_comm_t comm,
-                                          const gcoll_attr_t *attr, gcoll_request_t *req)
+GCOLL_API gcoll_status_t gcoll_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount, gcoll_dtype_t dtype,
+                                          gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req)
 {
     return post_allgather(sendbuf, recvbuf, sendcount, dtype, comm, attr, req, NULL);
 }
 
-GCOLL_API gcoll_status_t gcoll_ibcast(void *buf, size_t count, gcoll_dtype_t dtype, int root,
-                                      gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req)
+GCOLL_API gcoll_status_t gcoll_ibcast(void *buf, size_t count, gcoll_dtype_t dtype, int root, gcoll_comm_t comm,
+                                      const gcoll_attr_t *attr, gcoll_request_t *req)
 {
     return post_bcast(buf, count, dtype, root, comm, attr, req, NULL);
 }
 
-GCOLL_API gcoll_status_t gcoll_ireduce(const void *sendbuf, void *recvbuf, size_t count,
-                                       gcoll_dtype_t dtype, gcoll_op_t op, int root, gcoll_comm_t comm,
-                                       const gcoll_attr_t *attr, gcoll_request_t *req)
+GCOLL_API gcoll_status_t gcoll_ireduce(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
+                                       gcoll_op_t op, int root, gcoll_comm_t comm, const gcoll_attr_t *attr,
+                                       gcoll_request_t *req)
 {
     return post_reduce(sendbuf, recvbuf, count, dtype, op, root, comm, attr, req, NULL);
 }
 
-GCOLL_API gcoll_status_t gcoll_ialltoall(const void *sendbuf, void *recvbuf, size_t count,
-                                         gcoll_dtype_t dtype, gcoll_comm_t comm,
-                                         const gcoll_attr_t *attr, gcoll_request_t *req)
+GCOLL_API gcoll_status_t gcoll_ialltoall(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
+                                         gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req)
 {
     return post_alltoall(sendbuf, recvbuf, count, dtype, comm, attr, req, NULL);
 }
@@ -331,48 +343,47 @@ GCOLL_API gcoll_status_t gcoll_ibarrier(gcoll_comm_t comm, const gcoll_attr_t *a
     return post_barrier(comm, attr, req, NULL);
 }
 
-GCOLL_API gcoll_status_t gcoll_allreduce(const void *sendbuf, void *recvbuf, size_t count,
-                                         gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm)
+GCOLL_API gcoll_status_t gcoll_allreduce(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
+                                         gcoll_op_t op, gcoll_comm_t comm)
 {
     gcoll_request_t r;
     gcoll__frame_t f;
     return run(post_allreduce(sendbuf, recvbuf, count, dtype, op, comm, NULL, &r, &f), &r);
 }
 
-GCOLL_API gcoll_status_t gcoll_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
-                                              gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm)
+GCOLL_API gcoll_status_t gcoll_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, gcoll_dtype_t dtype,
+                                              gcoll_op_t op, gcoll_comm_t comm)
 {
     gcoll_request_t r;
     gcoll__frame_t f;
     return run(post_reduce_scatter(sendbuf, recvbuf, recvcount, dtype, op, comm, NULL, &r, &f), &r);
 }
 
-GCOLL_API gcoll_status_t gcoll_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
-                                         gcoll_dtype_t dtype, gcoll_comm_t comm)
+GCOLL_API gcoll_status_t gcoll_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, gcoll_dtype_t dtype,
+                                         gcoll_comm_t comm)
 {
     gcoll_request_t r;
     gcoll__frame_t f;
     return run(post_allgather(sendbuf, recvbuf, sendcount, dtype, comm, NULL, &r, &f), &r);
 }
 
-GCOLL_API gcoll_status_t gcoll_bcast(void *buf, size_t count, gcoll_dtype_t dtype, int root,
-                                     gcoll_comm_t comm)
+GCOLL_API gcoll_status_t gcoll_bcast(void *buf, size_t count, gcoll_dtype_t dtype, int root, gcoll_comm_t comm)
 {
     gcoll_request_t r;
     gcoll__frame_t f;
     return run(post_bcast(buf, count, dtype, root, comm, NULL, &r, &f), &r);
 }
 
-GCOLL_API gcoll_status_t gcoll_reduce(const void *sendbuf, void *recvbuf, size_t count,
-                                      gcoll_dtype_t dtype, gcoll_op_t op, int root, gcoll_comm_t comm)
+GCOLL_API gcoll_status_t gcoll_reduce(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
+                                      gcoll_op_t op, int root, gcoll_comm_t comm)
 {
     gcoll_request_t r;
     gcoll__frame_t f;
     return run(post_reduce(sendbuf, recvbuf, count, dtype, op, root, comm, NULL, &r, &f), &r);
 }
 
-GCOLL_API gcoll_status_t gcoll_alltoall(const void *sendbuf, void *recvbuf, size_t count,
-                                        gcoll_dtype_t dtype, gcoll_comm_t comm)
+GCOLL_API gcoll_status_t gcoll_alltoall(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
+                                        gcoll_comm_t comm)
 {
     gcoll_request_t r;
     gcoll__frame_t f;

@@ -146,12 +146,16 @@ static gcoll_status_t env_job(int *rank, int *size, char *root, size_t len)
 {
     const gcoll__config_t *c = &gcoll__config;
     if (c->boot_rank >= 0 || c->boot_size >= 0 || c->root_addr[0]) {
-        const char *missing = c->boot_rank < 0 ? "GCOLL_RANK" : c->boot_size < 0 ? "GCOLL_SIZE"
-                              : !c->root_addr[0] ? "GCOLL_ROOT_ADDR" : NULL;
+        const char *missing = c->boot_rank < 0 ? "GCOLL_RANK"
+            : c->boot_size < 0                 ? "GCOLL_SIZE"
+            : !c->root_addr[0]                 ? "GCOLL_ROOT_ADDR"
+                                               : NULL;
         if (missing)
-            return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is not set: a launch without MPI needs GCOLL_RANK, "
+            return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                                "%s is not set: a launch without MPI needs GCOLL_RANK, "
                                 "GCOLL_SIZE and GCOLL_ROOT_ADDR together (or torchrun's RANK, WORLD_SIZE, "
-                                "MASTER_ADDR and MASTER_PORT)", missing);
+                                "MASTER_ADDR and MASTER_PORT)",
+                                missing);
         if (c->boot_rank >= c->boot_size)
             return gcoll__error(GCOLL_ERR_INVALID_ARG, "GCOLL_RANK=%d is not below GCOLL_SIZE=%d", c->boot_rank,
                                 c->boot_size);
@@ -161,7 +165,8 @@ static gcoll_status_t env_job(int *rank, int *size, char *root, size_t len)
         return GCOLL_SUCCESS;
     }
     if (!getenv("RANK") || !getenv("WORLD_SIZE") || !getenv("MASTER_ADDR") || !getenv("MASTER_PORT"))
-        return gcoll__error(GCOLL_ERR_INVALID_ARG, "GCOLL_BOOT=env, but neither GCOLL_RANK, GCOLL_SIZE and "
+        return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                            "GCOLL_BOOT=env, but neither GCOLL_RANK, GCOLL_SIZE and "
                             "GCOLL_ROOT_ADDR nor RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT are all set");
     long r, n, port;
     GCOLL_CHECK(torch_int("WORLD_SIZE", 1, 1 << 24, &n));
@@ -170,16 +175,17 @@ static gcoll_status_t env_job(int *rank, int *size, char *root, size_t len)
     GCOLL_CHECK(torch_int("MASTER_PORT", 1, 65534, &port));
     const char *host = getenv("MASTER_ADDR");
     if (!*host || strlen(host) > 200 || strchr(host, ':'))
-        return gcoll__error(GCOLL_ERR_INVALID_ARG, "MASTER_ADDR='%s' is not valid: accepts an IPv4 address or a "
-                            "host name", host);
+        return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                            "MASTER_ADDR='%s' is not valid: accepts an IPv4 address or a "
+                            "host name",
+                            host);
     *rank = (int)r;
     *size = (int)n;
     snprintf(root, len, "%s:%ld", host, port + 1);
     return GCOLL_SUCCESS;
 }
 
-gcoll_status_t gcoll__boot_world(int *argc, char ***argv, gcoll__boot_mode_t *mode, int *mpi_owned,
-                                 gcoll__boot_t **out)
+gcoll_status_t gcoll__boot_world(int *argc, char ***argv, gcoll__boot_mode_t *mode, int *mpi_owned, gcoll__boot_t **out)
 {
     const gcoll__config_t *c = &gcoll__config;
     int inited = 0, env = c->boot == 2;
@@ -189,16 +195,18 @@ gcoll_status_t gcoll__boot_world(int *argc, char ***argv, gcoll__boot_mode_t *mo
         int torch = getenv("RANK") && getenv("WORLD_SIZE") && getenv("MASTER_ADDR") && getenv("MASTER_PORT");
         env = (ours || torch) && !inited && !mpi_launcher();
         if (ours && !env)
-            GCOLL_LOG(GCOLL_LOG_WARN, "GCOLL_RANK, GCOLL_SIZE or GCOLL_ROOT_ADDR ignored: %s (HINT: GCOLL_BOOT=env "
-                      "to launch without MPI anyway)", inited ? "the application started MPI"
-                                                             : "an MPI launcher started this process");
+            GCOLL_LOG(GCOLL_LOG_WARN,
+                      "GCOLL_RANK, GCOLL_SIZE or GCOLL_ROOT_ADDR ignored: %s (HINT: GCOLL_BOOT=env "
+                      "to launch without MPI anyway)",
+                      inited ? "the application started MPI" : "an MPI launcher started this process");
     }
     *mode = env ? GCOLL_BOOT_ENV : GCOLL_BOOT_MPI;
     *mpi_owned = 0;
     if (!env)
         return gcoll__boot_mpi_world(argc, argv, mpi_owned, out);
     if (inited)
-        return gcoll__error(GCOLL_ERR_INVALID_USAGE, "GCOLL_BOOT=env, but the application started MPI: "
+        return gcoll__error(GCOLL_ERR_INVALID_USAGE,
+                            "GCOLL_BOOT=env, but the application started MPI: "
                             "gcoll would not use it (HINT: GCOLL_BOOT=auto)");
     int rank = 0, size = 0;
     char root[300];

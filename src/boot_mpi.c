@@ -116,7 +116,9 @@ gcoll_status_t gcoll__boot_mpi_world(int *argc, char ***argv, int *mpi_owned, gc
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     gcoll__log_set_identity(rank);
     if (provided < MPI_THREAD_MULTIPLE)
-        GCOLL_LOG(GCOLL_LOG_WARN, "MPI provides thread level %d, not MPI_THREAD_MULTIPLE: call gcoll "
-                  "from one thread at a time (HINT: let gcoll_init start MPI)", provided);
+        GCOLL_LOG(GCOLL_LOG_WARN,
+                  "MPI provides thread level %d, not MPI_THREAD_MULTIPLE: call gcoll "
+                  "from one thread at a time (HINT: let gcoll_init start MPI)",
+                  provided);
     return gcoll__boot_from_mpi(MPI_COMM_WORLD, out);
 }

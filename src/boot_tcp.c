@@ -30,16 +30,16 @@
 #define FRAME_BYTES 24          /* magic, type, operation number, 0, payload bytes (8) */
 #define SECRET_BYTES 16
 #define VERSION 1
-#define MAX_PEND 64      /* connections whose hello has not fully arrived */
+#define MAX_PEND 64         /* connections whose hello has not fully arrived */
 #define RETRY_NS 100000000L /* between connection attempts to a root not listening yet */
 enum { F_DATA = 1, F_FAIL };
 
 typedef struct {
     gcoll__boot_t b;
-    int *fd;              /* rank 0: one socket per rank (fd[0] unused); the others: fd[0], to rank 0 */
-    uint32_t seq;         /* operations so far: every frame carries the number of its own */
-    struct in_addr self;  /* where the others reach this rank: a split's new rank 0 listens there */
-    char why[256];        /* set once the group failed: every later call fails with it */
+    int *fd;             /* rank 0: one socket per rank (fd[0] unused); the others: fd[0], to rank 0 */
+    uint32_t seq;        /* operations so far: every frame carries the number of its own */
+    struct in_addr self; /* where the others reach this rank: a split's new rank 0 listens there */
+    char why[256];       /* set once the group failed: every later call fails with it */
 } star_t;
 
 static unsigned char secret[SECRET_BYTES];
@@ -188,10 +188,11 @@ static gcoll_status_t recv_frame(star_t *s, int peer, void *buf, size_t len, dou
     if (gcoll__get32(h) != FRAME_MAGIC || type != F_DATA || gcoll__get32(h + 12) != 0)
         return gcoll__error(GCOLL_ERR_TRANSPORT, "bootstrap: rank %d sent a malformed frame", peer);
     if (seq != s->seq || n != len)
-        return gcoll__error(GCOLL_ERR_INVALID_USAGE, "bootstrap: rank %d sent %llu bytes for setup step %u where "
+        return gcoll__error(GCOLL_ERR_INVALID_USAGE,
+                            "bootstrap: rank %d sent %llu bytes for setup step %u where "
                             "this rank expects %zu for step %u (HINT: every rank must make the same "
-                            "communicator calls in the same order)", peer, (unsigned long long)n, (unsigned)seq,
-                            len, (unsigned)s->seq);
+                            "communicator calls in the same order)",
+                            peer, (unsigned long long)n, (unsigned)seq, len, (unsigned)s->seq);
     return recv_all(fd, buf, len, deadline, peer);
 }
 
@@ -310,8 +311,9 @@ static gcoll_status_t listen_on(struct in_addr addr, int *port, int backlog, int
         char text[64];
         if (fd >= 0)
             close(fd);
-        return gcoll__error(GCOLL_ERR_SYSTEM, "bootstrap: rank 0 cannot listen at %s: %s%s", addr_text(&a, text, sizeof(text)),
-                            strerror(e), e == EADDRINUSE ? " (HINT: another program holds the port: pick another)" : "");
+        return gcoll__error(GCOLL_ERR_SYSTEM, "bootstrap: rank 0 cannot listen at %s: %s%s",
+                            addr_text(&a, text, sizeof(text)), strerror(e),
+                            e == EADDRINUSE ? " (HINT: another program holds the port: pick another)" : "");
     }
     *port = ntohs(a.sin_port);
     *out = fd;
@@ -339,7 +341,8 @@ static int hello_check(const star_t *s, const unsigned char *h, uint64_t nonce, 
     if (gcoll__get32(h) != HELLO_MAGIC || diff)
         return 1;
     if (gcoll__get32(h + 12) != VERSION)
-        snprintf(why, len, "a rank runs another gcoll bootstrap version (%u, here %d)", (unsigned)gcoll__get32(h + 12), VERSION);
+        snprintf(why, len, "a rank runs another gcoll bootstrap version (%u, here %d)", (unsigned)gcoll__get32(h + 12),
+                 VERSION);
     else if (gcoll__get64(h + 16) != nonce)
         snprintf(why, len, "a hello for another group arrived (a rank of an earlier job?)");
     else if (n != (uint32_t)s->b.size)
@@ -394,10 +397,11 @@ static gcoll_status_t serve(star_t *s, int lfd, uint64_t nonce, double deadline)
         if (left <= 0) {
             char who[128];
             missing(s, who, sizeof(who));
-            st = gcoll__error(GCOLL_ERR_TIMEOUT, "bootstrap: rank%s %s did not join rank 0 within %g s (GCOLL_TIMEOUT)%s%s",
-                              strchr(who, ',') ? "s" : "", who, gcoll__config.timeout_s,
-                              refused ? "; refused connections with a wrong job secret (GCOLL_JOB_SECRET), the last from "
-                                      : "", refused ? from : "");
+            st = gcoll__error(
+                GCOLL_ERR_TIMEOUT, "bootstrap: rank%s %s did not join rank 0 within %g s (GCOLL_TIMEOUT)%s%s",
+                strchr(who, ',') ? "s" : "", who, gcoll__config.timeout_s,
+                refused ? "; refused connections with a wrong job secret (GCOLL_JOB_SECRET), the last from " : "",
+                refused ? from : "");
             break;
         }
         struct pollfd p[MAX_PEND + 1];
@@ -417,7 +421,10 @@ static gcoll_status_t serve(star_t *s, int lfd, uint64_t nonce, double deadline)
             if (n < 0 && (errno == EAGAIN || errno == EINTR))
                 continue;
             q->got += n > 0 ? (size_t)n : 0;
-            int r = -1, verdict = n <= 0 ? 1 : q->got < HELLO_BYTES ? -1 : hello_check(s, q->h, nonce, &r, why, sizeof(why));
+            int r = -1,
+                verdict = n <= 0       ? 1
+                : q->got < HELLO_BYTES ? -1
+                                       : hello_check(s, q->h, nonce, &r, why, sizeof(why));
             if (verdict < 0)
                 continue;
             if (verdict == 0) {
@@ -429,8 +436,10 @@ static gcoll_status_t serve(star_t *s, int lfd, uint64_t nonce, double deadline)
                 refused += n > 0;
                 addr_text(&q->from, from, sizeof(from));
                 if (n > 0)
-                    GCOLL_LOG(GCOLL_LOG_WARN, "bootstrap: refused a connection from %s: not a hello with this job's "
-                              "secret (GCOLL_JOB_SECRET)", from);
+                    GCOLL_LOG(GCOLL_LOG_WARN,
+                              "bootstrap: refused a connection from %s: not a hello with this job's "
+                              "secret (GCOLL_JOB_SECRET)",
+                              from);
                 close(q->fd);
             } else {
                 answer(q->fd, 1, why, now() + 1);
@@ -493,9 +502,11 @@ static gcoll_status_t join(star_t *s, const struct sockaddr_in *to, uint64_t non
     while ((fd = try_connect(to, deadline)) < 0) {
         int e = errno;
         if (now() + RETRY_NS * 1e-9 >= deadline)
-            return gcoll__error(GCOLL_ERR_TIMEOUT, "bootstrap: rank 0 at %s did not answer within %g s (GCOLL_TIMEOUT): "
+            return gcoll__error(GCOLL_ERR_TIMEOUT,
+                                "bootstrap: rank 0 at %s did not answer within %g s (GCOLL_TIMEOUT): "
                                 "%s (HINT: start rank 0; check GCOLL_ROOT_ADDR or MASTER_ADDR/MASTER_PORT and "
-                                "firewalls)", where, gcoll__config.timeout_s, strerror(e));
+                                "firewalls)",
+                                where, gcoll__config.timeout_s, strerror(e));
         nanosleep(&(struct timespec){0, RETRY_NS}, NULL);
     }
     nodelay(fd);
@@ -506,9 +517,11 @@ static gcoll_status_t join(star_t *s, const struct sockaddr_in *to, uint64_t non
     if (st == GCOLL_SUCCESS)
         st = recv_all(fd, a, sizeof(a), deadline, 0);
     if (st == GCOLL_ERR_REMOTE) /* closed unanswered: what rank 0 does to another secret */
-        st = gcoll__error(GCOLL_ERR_INVALID_ARG, "bootstrap: rank 0 at %s refused this rank's hello: %s (HINT: "
-                          "GCOLL_JOB_SECRET must be the same on every rank)", where,
-                          gcoll__config.has_job_secret ? "a wrong job secret" : "no job secret (GCOLL_JOB_SECRET) here");
+        st = gcoll__error(
+            GCOLL_ERR_INVALID_ARG,
+            "bootstrap: rank 0 at %s refused this rank's hello: %s (HINT: "
+            "GCOLL_JOB_SECRET must be the same on every rank)",
+            where, gcoll__config.has_job_secret ? "a wrong job secret" : "no job secret (GCOLL_JOB_SECRET) here");
     if (st == GCOLL_SUCCESS && (gcoll__get32(a) != ACK_MAGIC || gcoll__get32(a + 4) != 0)) {
         a[ACK_BYTES - 1] = '\0';
         st = gcoll__error(GCOLL_ERR_INVALID_ARG, "bootstrap: rank 0 at %s refused rank %d: %s", where, s->b.rank,
@@ -537,7 +550,7 @@ static gcoll_status_t t_split(gcoll__boot_t *b, int color, int key, gcoll__boot_
     int n = b->size;
     int32_t mine[2] = {color < 0 ? -1 : color, key};
     int32_t *ck = malloc(sizeof(int32_t) * 2 * (size_t)n);
-    unsigned char (*ad)[16] = malloc(16 * (size_t)n);
+    unsigned char(*ad)[16] = malloc(16 * (size_t)n);
     if (!ck || !ad) {
         free(ck);
         free(ad);
@@ -577,8 +590,10 @@ static gcoll_status_t t_split(gcoll__boot_t *b, int color, int key, gcoll__boot_
         struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)gcoll__get32(ad[leader] + 4))};
         memcpy(&to.sin_addr.s_addr, ad[leader], 4);
         st = to.sin_port ? join(sub, &to, gcoll__get64(ad[leader] + 8), deadline)
-                         : gcoll__error(GCOLL_ERR_SYSTEM, "bootstrap: rank %d, the new group's rank 0, could not "
-                                        "listen (its log says why)", leader);
+                         : gcoll__error(GCOLL_ERR_SYSTEM,
+                                        "bootstrap: rank %d, the new group's rank 0, could not "
+                                        "listen (its log says why)",
+                                        leader);
     }
     if (lfd >= 0)
         close(lfd);
@@ -639,9 +654,11 @@ gcoll_status_t gcoll__boot_tcp_world(int rank, int size, const char *root, gcoll
     GCOLL_CHECK(resolve(root, &to, deadline));
     int loopback = (ntohl(to.sin_addr.s_addr) >> 24) == 127;
     if (!gcoll__config.has_job_secret && !loopback)
-        return gcoll__error(GCOLL_ERR_INVALID_ARG, "GCOLL_JOB_SECRET is not set: a job launched without MPI whose "
+        return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                            "GCOLL_JOB_SECRET is not set: a job launched without MPI whose "
                             "root address (%s) is not loopback needs 32 hex digits shared by every rank (HINT: "
-                            "export GCOLL_JOB_SECRET=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n'))", root);
+                            "export GCOLL_JOB_SECRET=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n'))",
+                            root);
     if (gcoll__config.has_job_secret)
         memcpy(secret, gcoll__config.job_secret, SECRET_BYTES);
     else

@@ -8,8 +8,14 @@
 #include "gcoll.h"
 
 typedef enum {
-    GCOLL_COLL_ALLREDUCE, GCOLL_COLL_REDUCE_SCATTER, GCOLL_COLL_ALLGATHER, GCOLL_COLL_BCAST,
-    GCOLL_COLL_REDUCE, GCOLL_COLL_ALLTOALL, GCOLL_COLL_BARRIER, GCOLL_COLL_COUNT
+    GCOLL_COLL_ALLREDUCE,
+    GCOLL_COLL_REDUCE_SCATTER,
+    GCOLL_COLL_ALLGATHER,
+    GCOLL_COLL_BCAST,
+    GCOLL_COLL_REDUCE,
+    GCOLL_COLL_ALLTOALL,
+    GCOLL_COLL_BARRIER,
+    GCOLL_COLL_COUNT
 } gcoll__coll_t;
 
 const char *gcoll__coll_name(int coll);
@@ -36,8 +42,8 @@ typedef struct {
     gcoll_op_t op;
     int root;
     int rank, size;
-    size_t esize; /* bytes per element */
-    struct gcoll__shm *shm; /* the node's shared-memory channel when every rank shares a host */
+    size_t esize;                /* bytes per element */
+    struct gcoll__shm *shm;      /* the node's shared-memory channel when every rank shares a host */
     const gcoll__nodemap_t *map; /* NULL inside a sub-group (see gcoll__sched_t.peermap) */
     struct gcoll__links *links;  /* the communicator's cost-model links and picks */
     /* the communicator's own selection table (gcoll_comm_set_algorithm); NULL: GCOLL_<COLL>'s */

@@ -67,8 +67,7 @@ static gcoll_status_t connect_transport(gcoll_comm_t c, const gcoll__transport_t
     size_t len = ops->addr_len(*tp);
     char *all = calloc((size_t)c->size, len ? len : 1);
     char *mine = calloc(1, len ? len : 1);
-    gcoll_status_t st = (all && mine) ? ops->addr(*tp, mine)
-                                      : gcoll__error(GCOLL_ERR_NOMEM, "no memory for addresses");
+    gcoll_status_t st = (all && mine) ? ops->addr(*tp, mine) : gcoll__error(GCOLL_ERR_NOMEM, "no memory for addresses");
     if (st == GCOLL_SUCCESS && len)
         st = gcoll__boot_allgather(c->boot, mine, all, len);
     if (st == GCOLL_SUCCESS)
@@ -243,7 +242,7 @@ static int host_crowded(int nlocal)
 {
     cpu_set_t cpus;
     return sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) < nlocal &&
-           sysconf(_SC_NPROCESSORS_ONLN) < nlocal;
+        sysconf(_SC_NPROCESSORS_ONLN) < nlocal;
 }
 
 /* Picks and connects the transports: one host with shared memory on takes the node channel for
@@ -276,7 +275,6 @@ int gcoll__comm_crowded(gcoll_comm_t comm)
 {
     return comm->crowded || comm->preempted;
 }
-
 
 uint32_t gcoll__comm_ticket(gcoll_comm_t comm)
 {
@@ -322,7 +320,8 @@ gcoll_status_t gcoll__comm_create(gcoll__boot_t *boot, gcoll_comm_t *out)
     c->links.inter = gcoll__cost_link(inter, 1);
     c->links.intra = gcoll__cost_link(intra[gcoll__config.transport_intra], 0);
     if (c->map.nhosts > 1 && (gcoll__config.cost_probe[0] || gcoll__config.cost_probe[1]))
-        (void)gcoll__probe_links(c, gcoll__config.cost_probe[1], gcoll__config.cost_probe[0]); /* failures keep the figures */
+        (void)gcoll__probe_links(c, gcoll__config.cost_probe[1],
+                                 gcoll__config.cost_probe[0]); /* failures keep the figures */
     pthread_mutex_lock(&registry_lock);
     c->next = registry;
     registry = c;
@@ -339,8 +338,7 @@ gcoll_status_t gcoll__comm_check(gcoll_comm_t comm, const char *argname)
     if (!comm)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is NULL", argname);
     if (!registered(comm))
-        return gcoll__error(GCOLL_ERR_INVALID_ARG,
-                            "%s is not a live communicator (freed, or never created)", argname);
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is not a live communicator (freed, or never created)", argname);
     /* under its lane's lock: a progress thread may be failing it right now */
     gcoll__lane_t *l = comm->lane;
     gcoll_status_t st = GCOLL_SUCCESS;
@@ -391,7 +389,8 @@ GCOLL_API gcoll_status_t gcoll_comm_from_mpi(MPI_Comm mpi_comm, gcoll_comm_t *co
     if (!gcoll__context.initialized)
         return gcoll__error(GCOLL_ERR_INVALID_USAGE, "gcoll is not initialized: call gcoll_init first");
     if (gcoll__context.boot_mode != GCOLL_BOOT_MPI)
-        return gcoll__error(GCOLL_ERR_INVALID_USAGE, "gcoll_comm_from_mpi: this job was launched without MPI "
+        return gcoll__error(GCOLL_ERR_INVALID_USAGE,
+                            "gcoll_comm_from_mpi: this job was launched without MPI "
                             "(GCOLL_BOOT=env, or GCOLL_RANK/RANK... set): use gcoll_comm_split or gcoll_comm_dup");
     if (mpi_comm == MPI_COMM_NULL)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "mpi_comm is MPI_COMM_NULL");
@@ -434,8 +433,7 @@ GCOLL_API gcoll_status_t gcoll_comm_free(gcoll_comm_t *comm)
         !(st == GCOLL_ERR_INVALID_USAGE && gcoll__context.initialized))
         return st;
     if ((*comm)->is_world)
-        return gcoll__error(GCOLL_ERR_INVALID_USAGE,
-                            "*comm is the world communicator: gcoll_finalize frees it");
+        return gcoll__error(GCOLL_ERR_INVALID_USAGE, "*comm is the world communicator: gcoll_finalize frees it");
     unregister(*comm);
     gcoll__lane_t *l = (*comm)->lane;
     pthread_mutex_lock(&l->lock);

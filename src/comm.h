@@ -22,20 +22,20 @@ struct gcoll_comm {
     uint64_t seq;          /* collectives issued so far: the tag of the next one */
     gcoll_status_t failed; /* GCOLL_SUCCESS while healthy */
     char failmsg[256];
-    double t_alive;        /* when a stalled wait last looked for dead peers */
-    int refs;              /* the user's handle plus requests in flight */
+    double t_alive; /* when a stalled wait last looked for dead peers */
+    int refs;       /* the user's handle plus requests in flight */
     int is_world;
-    int crowded;             /* more ranks on this host than cores (see gcoll__comm_crowded) */
-    unsigned preempted;      /* waits left to run as if crowded: a spinning wait lost its core */
-    char tpname[32];         /* what gcoll_comm_transport reports: "shm", "tcp", "shm+tcp" */
-    gcoll__shm_t *shm;       /* every rank on this host: the node's shared-memory channel */
-    gcoll__shm_t *node_shm;  /* spanning hosts: this host's channel, for point-to-point only */
-    gcoll__nodemap_t map;    /* which host every rank is on */
-    gcoll__links_t links;    /* the cost model's view of its transports */
+    int crowded;              /* more ranks on this host than cores (see gcoll__comm_crowded) */
+    unsigned preempted;       /* waits left to run as if crowded: a spinning wait lost its core */
+    char tpname[32];          /* what gcoll_comm_transport reports: "shm", "tcp", "shm+tcp" */
+    gcoll__shm_t *shm;        /* every rank on this host: the node's shared-memory channel */
+    gcoll__shm_t *node_shm;   /* spanning hosts: this host's channel, for point-to-point only */
+    gcoll__nodemap_t map;     /* which host every rank is on */
+    gcoll__links_t links;     /* the cost model's view of its transports */
     struct gcoll__lane *lane; /* which progress lane drives its operations */
     uint64_t bytes_sent;      /* payload handed to the transport (gcoll_comm_bytes_sent); lane lock */
-    struct gcoll_comm *next; /* the registry of live handles */
-    gcoll__optab_t optab;    /* its recent operations' descriptors, for mismatch detection */
+    struct gcoll_comm *next;  /* the registry of live handles */
+    gcoll__optab_t optab;     /* its recent operations' descriptors, for mismatch detection */
     /* gcoll_comm_set_algorithm's tables, where own_table is set; else GCOLL_<COLL>'s */
     gcoll__algo_table_t table[GCOLL_COLL_COUNT];
     unsigned char own_table[GCOLL_COLL_COUNT];
@@ -59,6 +59,6 @@ uint32_t gcoll__comm_ticket(gcoll_comm_t comm);
  * a recent wait found its spinning preempted (ranks of other "hosts" may share the cores). */
 int gcoll__comm_crowded(gcoll_comm_t comm);
 void gcoll__comm_idle(gcoll_comm_t comm, uint32_t ticket, long usec);
-void gcoll__comm_free_all(void);             /* at finalize */
+void gcoll__comm_free_all(void); /* at finalize */
 
 #endif

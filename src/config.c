@@ -23,7 +23,7 @@ typedef struct {
     const char *accepts;
     const char *def;
     const char *desc;
-    parse_fn parse;                /* NULL for a choice among `choices` */
+    parse_fn parse; /* NULL for a choice among `choices` */
     const char *const *choices;
     void *out;
     int arg; /* parser argument: the collective, for selection tables */
@@ -58,8 +58,7 @@ static gcoll_status_t parse_bytes(const char *var, const char *s, void *out, int
     size_t v;
     if (gcoll__parse_size(s, &v) != GCOLL_SUCCESS || v < (size_t)min_kib << 10 || v > ((size_t)1 << 30))
         return gcoll__error(GCOLL_ERR_INVALID_ARG,
-                            "%s='%s' is not valid: accepts bytes with K/M/G suffixes from %dK to 1G", var, s,
-                            min_kib);
+                            "%s='%s' is not valid: accepts bytes with K/M/G suffixes from %dK to 1G", var, s, min_kib);
     *(size_t *)out = v;
     return GCOLL_SUCCESS;
 }
@@ -72,8 +71,8 @@ static gcoll_status_t parse_count(const char *var, const char *s, void *out, int
     errno = 0;
     long v = strtol(s, &end, 10);
     if (!isdigit((unsigned char)*s) || *end || errno || v < lo || v > 1024)
-        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s='%s' is not valid: accepts an integer from %ld to 1024",
-                            var, s, lo);
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s='%s' is not valid: accepts an integer from %ld to 1024", var, s,
+                            lo);
     *(int *)out = (int)v;
     return GCOLL_SUCCESS;
 }
@@ -97,7 +96,8 @@ static gcoll_status_t parse_iflist(const char *var, const char *s, void *out, in
     if (!ok)
         return gcoll__error(GCOLL_ERR_INVALID_ARG,
                             "%s='%s' is not valid: accepts auto, or interface names separated by commas, "
-                            "all after one optional ^ (exclude) or = (exact match)", var, s);
+                            "all after one optional ^ (exclude) or = (exact match)",
+                            var, s);
     return parse_text(var, s, out, cap);
 }
 
@@ -131,9 +131,21 @@ gcoll_status_t gcoll__parse_size(const char *s, size_t *out)
         return GCOLL_ERR_INVALID_ARG;
     unsigned shift = 0;
     switch (*end) {
-    case 'K': case 'k': shift = 10; end++; break;
-    case 'M': case 'm': shift = 20; end++; break;
-    case 'G': case 'g': shift = 30; end++; break;
+    case 'K':
+    case 'k':
+        shift = 10;
+        end++;
+        break;
+    case 'M':
+    case 'm':
+        shift = 20;
+        end++;
+        break;
+    case 'G':
+    case 'g':
+        shift = 30;
+        end++;
+        break;
     default: break;
     }
     if (*end != '\0' || (shift && v > (SIZE_MAX >> shift)) || v > SIZE_MAX)
@@ -152,31 +164,27 @@ gcoll_status_t gcoll__parse_algo_table(const char *var, const char *s, gcoll__al
     }
     char buf[512];
     if (strlen(s) >= sizeof(buf))
-        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is too long (over %zu characters)", var,
-                            sizeof(buf) - 1);
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is too long (over %zu characters)", var, sizeof(buf) - 1);
     strcpy(buf, s);
     char *save = NULL;
     for (char *item = strtok_r(buf, ";", &save); item; item = strtok_r(NULL, ";", &save)) {
         if (t.nranges == GCOLL_MAX_RANGES)
-            return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s has more than %d ranges", var,
-                                GCOLL_MAX_RANGES);
+            return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s has more than %d ranges", var, GCOLL_MAX_RANGES);
         gcoll__algo_range_t *r = &t.range[t.nranges];
         char *colon = strchr(item, ':');
         if (colon)
             *colon = '\0';
         r->algo = gcoll__algo_find(coll, item);
         if (r->algo < 0)
-            return gcoll__error(GCOLL_ERR_INVALID_ARG,
-                                "%s: unknown %s algorithm '%s': accepts %s", var,
+            return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s: unknown %s algorithm '%s': accepts %s", var,
                                 gcoll__coll_name(coll), item, gcoll__algo_list(coll));
         r->lo = 0;
         r->hi = SIZE_MAX;
         if (colon) {
             char *dash = strchr(colon + 1, '-');
             if (!dash)
-                return gcoll__error(GCOLL_ERR_INVALID_ARG,
-                                    "%s: range '%s' needs the form LO-HI, e.g. 0-8K or 1M-max", var,
-                                    colon + 1);
+                return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s: range '%s' needs the form LO-HI, e.g. 0-8K or 1M-max",
+                                    var, colon + 1);
             *dash = '\0';
             if (gcoll__parse_size(colon + 1, &r->lo) != GCOLL_SUCCESS ||
                 gcoll__parse_size(dash + 1, &r->hi) != GCOLL_SUCCESS || r->lo >= r->hi)
@@ -241,8 +249,8 @@ static gcoll_status_t parse_auto_bytes(const char *var, const char *s, void *out
     }
     if (parse_bytes(var, s, out, min_kib) != GCOLL_SUCCESS)
         return gcoll__error(GCOLL_ERR_INVALID_ARG,
-                            "%s='%s' is not valid: accepts auto, or bytes with K/M/G suffixes from %dK to 1G", var,
-                            s, min_kib);
+                            "%s='%s' is not valid: accepts auto, or bytes with K/M/G suffixes from %dK to 1G", var, s,
+                            min_kib);
     return GCOLL_SUCCESS;
 }
 
@@ -270,7 +278,8 @@ static gcoll_status_t parse_cpulist(const char *var, const char *s, void *out, i
     if (!ok)
         return gcoll__error(GCOLL_ERR_INVALID_ARG,
                             "%s='%s' is not valid: accepts none, auto, or CPU numbers and ranges separated by "
-                            "commas, e.g. 3 or 2,3 or 4-7,12 (below %d)", var, s, CPU_SETSIZE);
+                            "commas, e.g. 3 or 2,3 or 4-7,12 (below %d)",
+                            var, s, CPU_SETSIZE);
     return parse_text(var, s, out, cap);
 }
 
@@ -292,7 +301,6 @@ static gcoll_status_t parse_outside_path(const char *var, const char *s, void *o
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is empty: accepts none or a file path", var);
     return GCOLL_SUCCESS;
 }
-
 
 /* none (stored as -1), or an integer from arg to 2^24 - 1 + arg: a rank or a job size. */
 static gcoll_status_t parse_rank(const char *var, const char *s, void *out, int arg)
@@ -325,8 +333,10 @@ static gcoll_status_t parse_hostport(const char *var, const char *s, void *out, 
     char *end = NULL;
     long port = ok && isdigit((unsigned char)colon[1]) ? strtol(colon + 1, &end, 10) : 0;
     if (!ok || !end || *end || port < 1 || port > 65535)
-        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s='%s' is not valid: accepts none or HOST:PORT, an IPv4 address "
-                            "or host name and a port from 1 to 65535, e.g. 10.0.0.1:29400", var, s);
+        return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                            "%s='%s' is not valid: accepts none or HOST:PORT, an IPv4 address "
+                            "or host name and a port from 1 to 65535, e.g. 10.0.0.1:29400",
+                            var, s);
     return parse_text(var, s, out, cap);
 }
 
@@ -345,37 +355,41 @@ static gcoll_status_t parse_secret(const char *var, const char *s, void *out, in
         key[i] = (unsigned char)strtoul(pair, NULL, 16);
     }
     if (!ok) /* the value itself stays out of the message: it may be most of the secret */
-        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is not valid (%zu characters): accepts none or exactly 32 hex "
-                            "digits, e.g. from: od -An -N16 -tx1 /dev/urandom | tr -d ' \\n'", var, strlen(s));
+        return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                            "%s is not valid (%zu characters): accepts none or exactly 32 hex "
+                            "digits, e.g. from: od -An -N16 -tx1 /dev/urandom | tr -d ' \\n'",
+                            var, strlen(s));
     gcoll__config.has_job_secret = 1;
     return GCOLL_SUCCESS;
 }
 
 static const char *const boot_modes[] = {"auto", "mpi", "env", NULL};
 
-#define ALGO_VAR(NAME, COLL, DEF_DESC)                                                    \
-    {"GCOLL_" NAME, "auto, or ALGO[:LO-HI][;...]", "auto", DEF_DESC, parse_algo_var,   \
-     NULL, &gcoll__config.algo[COLL], COLL}
+#define ALGO_VAR(NAME, COLL, DEF_DESC)                                                        \
+    {                                                                                         \
+        "GCOLL_" NAME, "auto, or ALGO[:LO-HI][;...]", "auto", DEF_DESC, parse_algo_var, NULL, \
+            &gcoll__config.algo[COLL], COLL                                                   \
+    }
 
 static const var_def_t vars[] = {
     {"GCOLL_LOG_LEVEL", "error|warn|info|debug|trace", "warn",
-     "messages up to this level go to stderr, prefixed with host and rank", NULL, log_levels,
-     &gcoll__config.log_level, 0},
+     "messages up to this level go to stderr, prefixed with host and rank", NULL, log_levels, &gcoll__config.log_level,
+     0},
     {"GCOLL_TIMEOUT", "seconds > 0", "300",
-     "bound on every wait: an operation not complete by then fails with GCOLL_ERR_TIMEOUT",
-     parse_seconds, NULL, &gcoll__config.timeout_s, 0},
+     "bound on every wait: an operation not complete by then fails with GCOLL_ERR_TIMEOUT", parse_seconds, NULL,
+     &gcoll__config.timeout_s, 0},
     {"GCOLL_REDUCE_ISA", "auto|generic|avx2|avx512", "auto",
-     "reduction kernels (and the top-k selection's scan): auto picks the widest vector instructions this CPU has",
-     NULL, isas, &gcoll__config.reduce_isa, 0},
+     "reduction kernels (and the top-k selection's scan): auto picks the widest vector instructions this CPU has", NULL,
+     isas, &gcoll__config.reduce_isa, 0},
     {"GCOLL_TRANSPORT_INTRA", "shm|inter|mpi", "shm",
      "between ranks of one host: shared memory, the transport used between hosts, or MPI", NULL, intra,
      &gcoll__config.transport_intra, 0},
     {"GCOLL_SHM_SLOT_SIZE", "bytes, 4K..1G", "64K",
-     "staging slot per rank (two per rank): the largest message of one copy-in/copy-out round",
-     parse_bytes, NULL, &gcoll__config.shm_slot_size, 4},
+     "staging slot per rank (two per rank): the largest message of one copy-in/copy-out round", parse_bytes, NULL,
+     &gcoll__config.shm_slot_size, 4},
     {"GCOLL_SHM_CHUNK_SIZE", "bytes, 4K..1G", "256K",
-     "pipelining chunk of the single-copy algorithms (kept in cache between read and reduce)",
-     parse_bytes, NULL, &gcoll__config.shm_chunk_size, 4},
+     "pipelining chunk of the single-copy algorithms (kept in cache between read and reduce)", parse_bytes, NULL,
+     &gcoll__config.shm_chunk_size, 4},
     /* Adasum's received half inside a host lands a read at a time and its dot products follow
      * each read while it is in cache: a read of a core's L2 size is the fastest */
     {"GCOLL_SHM_READ_CHUNK", "auto, or bytes 4K..1G", "auto",
@@ -383,19 +397,19 @@ static const var_def_t vars[] = {
      "products); auto: the L2 cache of a core (hwloc), 1M when unknown",
      parse_auto_bytes, NULL, &gcoll__config.shm_read_chunk, 4},
     {"GCOLL_SHM_SINGLE_COPY", "auto|on|off", "auto",
-     "cross-memory attach (process_vm_readv/writev) for large messages; auto probes it",
-     NULL, onoff, &gcoll__config.shm_single_copy, 0},
+     "cross-memory attach (process_vm_readv/writev) for large messages; auto probes it", NULL, onoff,
+     &gcoll__config.shm_single_copy, 0},
     {"GCOLL_SHM_RING_CELL_SIZE", "bytes, 1K..1G", "8K",
-     "payload of one point-to-point ring cell: larger messages go single copy or in fragments",
-     parse_bytes, NULL, &gcoll__config.shm_cell_size, 1},
-    {"GCOLL_SHM_RING_DEPTH", "2..1024", "8", "cells per point-to-point ring (one ring per ordered pair)",
-     parse_count, NULL, &gcoll__config.shm_ring_depth, 2},
+     "payload of one point-to-point ring cell: larger messages go single copy or in fragments", parse_bytes, NULL,
+     &gcoll__config.shm_cell_size, 1},
+    {"GCOLL_SHM_RING_DEPTH", "2..1024", "8", "cells per point-to-point ring (one ring per ordered pair)", parse_count,
+     NULL, &gcoll__config.shm_ring_depth, 2},
     {"GCOLL_TRANSPORT_INTER", "auto|tcp|ofi|mpi", "auto",
-     "between hosts: auto takes the plugin if one is loaded, else libfabric on a real NIC, else TCP",
-     NULL, inter, &gcoll__config.transport_inter, 0},
+     "between hosts: auto takes the plugin if one is loaded, else libfabric on a real NIC, else TCP", NULL, inter,
+     &gcoll__config.transport_inter, 0},
     {"GCOLL_TRANSPORT_PLUGIN", "none, or the path of a .so", "none",
-     "an external transport (see include/gcoll_transport_plugin.h); auto between hosts then picks it",
-     parse_text, NULL, gcoll__config.transport_plugin, sizeof(gcoll__config.transport_plugin)},
+     "an external transport (see include/gcoll_transport_plugin.h); auto between hosts then picks it", parse_text, NULL,
+     gcoll__config.transport_plugin, sizeof(gcoll__config.transport_plugin)},
     {"GCOLL_TCP_NSOCKS", "1..1024", "1",
      "TCP sockets per peer; messages of 1 MiB and more are striped across them (for NICs one flow cannot fill)",
      parse_count, NULL, &gcoll__config.tcp_nsocks, 1},
@@ -425,39 +439,43 @@ static const var_def_t vars[] = {
      * of a message cut it alike. */
     {"GCOLL_CHUNK_BYTES", "bytes, 4K..1G", "1M",
      "pipeline slice of the point-to-point ring and chain algorithms: each slice is reduced or forwarded "
-     "while the next ones arrive", parse_bytes, NULL, &gcoll__config.chunk_bytes, 4},
-    {"GCOLL_PIPELINE_DEPTH", "1..1024", "8", "slices in flight per peer and step of a pipelined algorithm",
-     parse_count, NULL, &gcoll__config.pipeline_depth, 1},
+     "while the next ones arrive",
+     parse_bytes, NULL, &gcoll__config.chunk_bytes, 4},
+    {"GCOLL_PIPELINE_DEPTH", "1..1024", "8", "slices in flight per peer and step of a pipelined algorithm", parse_count,
+     NULL, &gcoll__config.pipeline_depth, 1},
     {"GCOLL_COST_INTRA", "auto, builtin, or LATENCY_US:GB_PER_S[:BURST_GB_PER_S]", "auto",
      "the link between ranks of one host as the algorithm choice prices it: auto measures it at the first "
-     "communicator that spans hosts, builtin takes the transport's figure", parse_cost, NULL,
-     &gcoll__config.cost[0], 0},
+     "communicator that spans hosts, builtin takes the transport's figure",
+     parse_cost, NULL, &gcoll__config.cost[0], 0},
     {"GCOLL_COST_INTER", "auto, builtin, or LATENCY_US:GB_PER_S[:BURST_GB_PER_S]", "auto",
      "a host's network link as the algorithm choice prices it: auto measures it at the first communicator "
      "that spans hosts, builtin takes the transport's figure, 50:0.125 says 50 us and 1 Gbit/s, 50:0.125:1.5 "
-     "adds short exchanges at 1.5 GB/s (a token bucket's burst)", parse_cost,
-     NULL, &gcoll__config.cost[1], 1},
+     "adds short exchanges at 1.5 GB/s (a token bucket's burst)",
+     parse_cost, NULL, &gcoll__config.cost[1], 1},
     {"GCOLL_WORKER_COUNT", "0..1024", "1",
      "progress threads that drive nonblocking operations (communicators are spread over them); 0: progress only "
-     "inside gcoll calls", parse_count, NULL, &gcoll__config.worker_count, 0},
+     "inside gcoll calls",
+     parse_count, NULL, &gcoll__config.worker_count, 0},
     {"GCOLL_WORKER_AFFINITY", "none, auto, or a CPU list", "none",
      "cores of the progress threads, one per thread in turn: a list such as 3 or 2,3; auto takes cores of this "
-     "rank's allowed set away from those its host's other ranks start on", parse_cpulist, NULL,
-     gcoll__config.worker_affinity, sizeof(gcoll__config.worker_affinity)},
+     "rank's allowed set away from those its host's other ranks start on",
+     parse_cpulist, NULL, gcoll__config.worker_affinity, sizeof(gcoll__config.worker_affinity)},
     {"GCOLL_INFLIGHT_BYTES", "bytes, 64K..1G", "8M",
      "bound on bytes of sends in flight per progress thread, each operation's first send aside: once reached, an "
-     "operation that already has a send in flight waits, and higher priorities get the room first", parse_bytes, NULL,
-     &gcoll__config.inflight_bytes, 64},
+     "operation that already has a send in flight waits, and higher priorities get the room first",
+     parse_bytes, NULL, &gcoll__config.inflight_bytes, 64},
     {"GCOLL_FUSION_BYTES", "auto, or bytes 4K..1G", "auto",
      "gradient session: the size of a fusion bucket; auto is about 2 ms of the communicator's slowest link, "
-     "between 64K and 64M", parse_auto_bytes, NULL, &gcoll__config.fusion_bytes, 4},
+     "between 64K and 64M",
+     parse_auto_bytes, NULL, &gcoll__config.fusion_bytes, 4},
     {"GCOLL_FUSION_FIRST_BYTES", "bytes, 4K..1G", "1M",
      "gradient session: the first bucket (the last layers, ready first) is at most this big, so communication "
-     "starts early", parse_bytes, NULL, &gcoll__config.fusion_first_bytes, 4},
+     "starts early",
+     parse_bytes, NULL, &gcoll__config.fusion_first_bytes, 4},
     {"GCOLL_TIMELINE", "none, or a path", "none",
      "writes a Chrome trace (JSON, for Perfetto or chrome://tracing) of every operation, chunk and reduction; "
-     "%r in the path becomes the rank, else .RANK is appended", parse_path, NULL, gcoll__config.timeline,
-     sizeof(gcoll__config.timeline)},
+     "%r in the path becomes the rank, else .RANK is appended",
+     parse_path, NULL, gcoll__config.timeline, sizeof(gcoll__config.timeline)},
     {"GCOLL_STALL_WARN_S", "seconds >= 0", "30",
      "an operation still pending after this long logs a warning on each rank naming it, its sequence number and "
      "the peers that have not delivered, again at each such interval until GCOLL_TIMEOUT ends it; 0: never",
@@ -467,14 +485,17 @@ static const var_def_t vars[] = {
              "hierarchical, shm_slots, shm_cma"),
     ALGO_VAR("REDUCE_SCATTER", GCOLL_COLL_REDUCE_SCATTER,
              "reduce_scatter algorithm per size range: ring, recursive_halving, shm_slots, shm_cma"),
-    ALGO_VAR("ALLGATHER", GCOLL_COLL_ALLGATHER, "allgather algorithm per size range: ring, recursive_doubling, shm_slots, shm_cma"),
-    ALGO_VAR("BCAST", GCOLL_COLL_BCAST, "bcast algorithm per size range: binomial, scatter_allgather, chain, shm_slots, shm_cma"),
+    ALGO_VAR("ALLGATHER", GCOLL_COLL_ALLGATHER,
+             "allgather algorithm per size range: ring, recursive_doubling, shm_slots, shm_cma"),
+    ALGO_VAR("BCAST", GCOLL_COLL_BCAST,
+             "bcast algorithm per size range: binomial, scatter_allgather, chain, shm_slots, shm_cma"),
     ALGO_VAR("REDUCE", GCOLL_COLL_REDUCE, "reduce algorithm per size range: binomial, rabenseifner, chain, shm_slots"),
     ALGO_VAR("ALLTOALL", GCOLL_COLL_ALLTOALL, "alltoall algorithm per size range: pairwise, shm_slots"),
     ALGO_VAR("BARRIER", GCOLL_COLL_BARRIER, "barrier algorithm (dissemination)"),
     {"GCOLL_ADASUM", "auto|flat|hierarchical", "auto",
      "Adasum across hosts: flat over all ranks, or sum inside each host then Adasum among hosts; "
-     "auto: hierarchical when some host holds several ranks", NULL, adasum_modes, &gcoll__config.adasum, 0},
+     "auto: hierarchical when some host holds several ranks",
+     NULL, adasum_modes, &gcoll__config.adasum, 0},
     /* Pushing pays once the vectors outgrow the cache, where an allgather would read them back
      * from memory. Taken from the host's first rank, as it changes the messages. */
     {"GCOLL_ADASUM_PUSH", "auto|on|off", "auto",
@@ -484,7 +505,8 @@ static const var_def_t vars[] = {
      NULL, onoff, &gcoll__config.adasum_push, 0},
     {"GCOLL_CUDA_STAGE_CHUNK", "bytes, 64K..1G", "4M",
      "device buffers: the chunk of the host-staged pipeline (copy down, send, copy up overlap chunk by chunk); "
-     "1G stages a whole buffer of up to 1 GiB before sending", parse_bytes, NULL, &gcoll__config.cuda_chunk, 64},
+     "1G stages a whole buffer of up to 1 GiB before sending",
+     parse_bytes, NULL, &gcoll__config.cuda_chunk, 64},
     {"GCOLL_CUDA_IPC", "auto|on|off", "auto",
      "device buffers, every rank of the communicator on one host: each rank maps its peers' buffers "
      "(CUDA IPC) and reduces or copies its share with kernels; off: the host-staged pipeline; on: as auto, "
@@ -492,25 +514,29 @@ static const var_def_t vars[] = {
      NULL, onoff, &gcoll__config.cuda_ipc, 0},
     {"GCOLL_LIBRARY", "none, or a path", "none",
      "Python package (bindings/python): the libgcoll.so it loads; none: the path recorded at install, one beside "
-     "the package, then the loader's search", parse_outside_path, NULL, NULL, 0},
-    {"GCOLL_MPI_COLLS", "all, none, or a list of allreduce,iallreduce,reduce_scatter_block,allgather,bcast,reduce,barrier",
-     "all", "the MPI calls that the MPI interposer (LD_PRELOAD=lib/libgcoll_mpi.so) takes over; the others go to "
-     "MPI unchanged", gcoll__parse_mpi_colls, NULL, &gcoll__config.mpi_colls, 0},
+     "the package, then the loader's search",
+     parse_outside_path, NULL, NULL, 0},
+    {"GCOLL_MPI_COLLS",
+     "all, none, or a list of allreduce,iallreduce,reduce_scatter_block,allgather,bcast,reduce,barrier", "all",
+     "the MPI calls that the MPI interposer (LD_PRELOAD=lib/libgcoll_mpi.so) takes over; the others go to "
+     "MPI unchanged",
+     gcoll__parse_mpi_colls, NULL, &gcoll__config.mpi_colls, 0},
     /* launch without MPI: docs/transports.md */
     {"GCOLL_BOOT", "auto|mpi|env", "auto",
      "how the ranks find each other: mpi (MPI_COMM_WORLD), env (GCOLL_RANK, GCOLL_SIZE, GCOLL_ROOT_ADDR or torchrun's "
      "RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, over TCP); auto: env when those are set and no MPI launcher is seen",
      NULL, boot_modes, &gcoll__config.boot, 0},
-    {"GCOLL_RANK", "none, or 0..16777215", "none", "launch without MPI: this process's rank",
-     parse_rank, NULL, &gcoll__config.boot_rank, 0},
-    {"GCOLL_SIZE", "none, or 1..16777216", "none", "launch without MPI: the number of ranks",
-     parse_rank, NULL, &gcoll__config.boot_size, 1},
+    {"GCOLL_RANK", "none, or 0..16777215", "none", "launch without MPI: this process's rank", parse_rank, NULL,
+     &gcoll__config.boot_rank, 0},
+    {"GCOLL_SIZE", "none, or 1..16777216", "none", "launch without MPI: the number of ranks", parse_rank, NULL,
+     &gcoll__config.boot_size, 1},
     {"GCOLL_ROOT_ADDR", "none, or HOST:PORT", "none",
-     "launch without MPI: where rank 0 listens and the others connect (IPv4 address or host name)",
-     parse_hostport, NULL, gcoll__config.root_addr, sizeof(gcoll__config.root_addr)},
+     "launch without MPI: where rank 0 listens and the others connect (IPv4 address or host name)", parse_hostport,
+     NULL, gcoll__config.root_addr, sizeof(gcoll__config.root_addr)},
     {"GCOLL_JOB_SECRET", "none, or 32 hex digits", "none",
      "launch without MPI: the secret every connection proves; required unless the root address is loopback "
-     "(never printed)", parse_secret, NULL, gcoll__config.job_secret, 0},
+     "(never printed)",
+     parse_secret, NULL, gcoll__config.job_secret, 0},
 };
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
 
@@ -524,8 +550,7 @@ GCOLL_API size_t gcoll_config_count(void)
 GCOLL_API gcoll_status_t gcoll_config_var(size_t index, gcoll_config_var_t *var)
 {
     if (index >= NVARS)
-        return gcoll__error(GCOLL_ERR_INVALID_ARG, "index %zu is out of range (count %zu)", index,
-                            NVARS);
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "index %zu is out of range (count %zu)", index, NVARS);
     if (!var)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "var is NULL");
     var->name = vars[index].name;
@@ -575,7 +600,10 @@ void gcoll__config_dump(void)
     for (size_t i = 0; i < NVARS; i++) {
         const char *env = getenv(vars[i].name);
         int hide = env && vars[i].parse == parse_secret;
-        GCOLL_LOG(GCOLL_LOG_INFO, "%s = %s (%s)", vars[i].name, hide ? "(hidden)" : env ? env : vars[i].def,
+        GCOLL_LOG(GCOLL_LOG_INFO, "%s = %s (%s)", vars[i].name,
+                  hide      ? "(hidden)"
+                      : env ? env
+                            : vars[i].def,
                   sources[i]);
     }
 }

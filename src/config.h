@@ -33,44 +33,44 @@ typedef struct {
 typedef struct {
     int log_level;
     double timeout_s;
-    int transport_inter;   /* 0 auto, 1 tcp, 2 ofi, 3 mpi */
+    int transport_inter;        /* 0 auto, 1 tcp, 2 ofi, 3 mpi */
     char transport_plugin[256]; /* "" when none */
-    int reduce_isa; /* 0 auto, 1 generic, 2 avx2, 3 avx512 */
-    int transport_intra;   /* 0 shm, 1 inter (as between hosts), 2 mpi */
-    size_t shm_slot_size;  /* staging bytes per rank and parity */
-    size_t shm_chunk_size; /* single-copy pipelining chunk */
-    size_t shm_read_chunk; /* single-copy read of a message consumed as it lands; 0: auto */
-    int shm_single_copy;   /* 0 auto, 1 on, 2 off */
-    size_t shm_cell_size;  /* point-to-point ring cell payload */
-    int shm_ring_depth;    /* cells per ring */
-    int tcp_nsocks;        /* sockets per peer, striped for large messages */
-    char tcp_ifname[256];  /* "auto", or a list: "eth0,eth1", "^lo,docker" */
-    size_t tcp_sndbuf;     /* SO_SNDBUF of every socket; 0: the kernel's autotuning */
-    size_t tcp_rcvbuf;     /* SO_RCVBUF likewise */
-    char ofi_provider[64]; /* "auto", or a libfabric provider name such as "tcp;ofi_rxm" */
-    size_t chunk_bytes;    /* pipeline slice of the point-to-point algorithms */
-    int pipeline_depth;    /* slices in flight per round */
-    int worker_count;            /* progress threads; 0: none */
-    char worker_affinity[256];   /* "none", "auto", or a CPU list */
-    size_t inflight_bytes;       /* sends in flight per lane */
-    size_t fusion_bytes;         /* 0: auto */
+    int reduce_isa;             /* 0 auto, 1 generic, 2 avx2, 3 avx512 */
+    int transport_intra;        /* 0 shm, 1 inter (as between hosts), 2 mpi */
+    size_t shm_slot_size;       /* staging bytes per rank and parity */
+    size_t shm_chunk_size;      /* single-copy pipelining chunk */
+    size_t shm_read_chunk;      /* single-copy read of a message consumed as it lands; 0: auto */
+    int shm_single_copy;        /* 0 auto, 1 on, 2 off */
+    size_t shm_cell_size;       /* point-to-point ring cell payload */
+    int shm_ring_depth;         /* cells per ring */
+    int tcp_nsocks;             /* sockets per peer, striped for large messages */
+    char tcp_ifname[256];       /* "auto", or a list: "eth0,eth1", "^lo,docker" */
+    size_t tcp_sndbuf;          /* SO_SNDBUF of every socket; 0: the kernel's autotuning */
+    size_t tcp_rcvbuf;          /* SO_RCVBUF likewise */
+    char ofi_provider[64];      /* "auto", or a libfabric provider name such as "tcp;ofi_rxm" */
+    size_t chunk_bytes;         /* pipeline slice of the point-to-point algorithms */
+    int pipeline_depth;         /* slices in flight per round */
+    int worker_count;           /* progress threads; 0: none */
+    char worker_affinity[256];  /* "none", "auto", or a CPU list */
+    size_t inflight_bytes;      /* sends in flight per lane */
+    size_t fusion_bytes;        /* 0: auto */
     size_t fusion_first_bytes;
-    char timeline[256];          /* "none" or a path */
+    char timeline[256]; /* "none" or a path */
     gcoll__algo_table_t algo[GCOLL_COLL_COUNT];
-    double stall_warn_s;         /* 0: no stall warnings */
+    double stall_warn_s;   /* 0: no stall warnings */
     int adasum;            /* GCOLL_ADASUM: 0 auto, 1 flat, 2 hierarchical */
     int adasum_push;       /* GCOLL_ADASUM_PUSH: 0 auto, 1 on, 2 off */
     gcoll__link_t cost[2]; /* inside a host, to the network */
     int cost_probe[2];     /* GCOLL_COST_INTRA/INTER=auto: measure the link */
     unsigned mpi_colls;    /* GCOLL_MPI_COLLS: a bit per call of src/mpi_colls.c's list */
     /* launch without MPI (src/boot.c) */
-    int boot;                  /* GCOLL_BOOT: 0 auto, 1 mpi, 2 env */
-    int boot_rank, boot_size;  /* GCOLL_RANK, GCOLL_SIZE: -1 when unset */
-    char root_addr[256];       /* GCOLL_ROOT_ADDR: HOST:PORT, "" when unset */
+    int boot;                 /* GCOLL_BOOT: 0 auto, 1 mpi, 2 env */
+    int boot_rank, boot_size; /* GCOLL_RANK, GCOLL_SIZE: -1 when unset */
+    char root_addr[256];      /* GCOLL_ROOT_ADDR: HOST:PORT, "" when unset */
     unsigned char job_secret[16];
     int has_job_secret;
-    size_t cuda_chunk;     /* device buffers: the staged pipeline's chunk */
-    int cuda_ipc;          /* GCOLL_CUDA_IPC: 0 auto, 1 on, 2 off */
+    size_t cuda_chunk; /* device buffers: the staged pipeline's chunk */
+    int cuda_ipc;      /* GCOLL_CUDA_IPC: 0 auto, 1 on, 2 off */
 } gcoll__config_t;
 
 extern gcoll__config_t gcoll__config;

@@ -3,8 +3,8 @@
 #include "dtype.h"
 
 static const size_t sizes[GCOLL_DTYPE_COUNT] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
-static const char *const dtype_names[GCOLL_DTYPE_COUNT] = {
-    "int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64"};
+static const char *const dtype_names[GCOLL_DTYPE_COUNT] = {"int8",   "uint8",   "int32",    "uint32",  "int64",
+                                                           "uint64", "float16", "bfloat16", "float32", "float64"};
 static const char *const op_names[GCOLL_OP_COUNT] = {"sum", "prod", "min", "max", "avg", "adasum"};
 
 GCOLL_API size_t gcoll_dtype_size(gcoll_dtype_t dtype)

@@ -48,7 +48,7 @@ static inline uint16_t gcoll__f32_to_f16(float f)
         return (uint16_t)(sign | 0x7e00 | ((ax >> 13) & 0x3ff));
     if (ax >= 0x477ff000) /* 65520 and up, and infinity: round to infinity */
         return (uint16_t)(sign | 0x7c00);
-    if (ax < 0x38800000) { /* below the smallest normal half: subnormal or zero */
+    if (ax < 0x38800000) {   /* below the smallest normal half: subnormal or zero */
         if (ax < 0x33000000) /* at most 2^-25: rounds to zero (the tie goes to even) */
             return (uint16_t)sign;
         uint32_t mant = (ax & 0x7fffff) | 0x800000, shift = 126 - (ax >> 23);

@@ -49,15 +49,9 @@ static void run_local(gcoll_request_t r, const gcoll__step_t *st)
     const gcoll__sched_t *s = r->sched;
     double t0 = gcoll__timeline_on ? gcoll__timeline_now() : 0;
     switch (st->kind) {
-    case GCOLL_STEP_REDUCE:
-        gcoll__reduce(st->dst, st->a, st->b, st->n, s->dtype, s->op);
-        break;
-    case GCOLL_STEP_COPY:
-        memcpy(st->dst, st->a, st->n);
-        break;
-    case GCOLL_STEP_DIV:
-        gcoll__kernels->div[s->dtype](st->dst, st->n, s->divisor);
-        break;
+    case GCOLL_STEP_REDUCE: gcoll__reduce(st->dst, st->a, st->b, st->n, s->dtype, s->op); break;
+    case GCOLL_STEP_COPY: memcpy(st->dst, st->a, st->n); break;
+    case GCOLL_STEP_DIV: gcoll__kernels->div[s->dtype](st->dst, st->n, s->divisor); break;
     case GCOLL_STEP_ROUND:
         for (size_t i = 0; i < st->n; i += 1024) { /* through a small stack buffer */
             uint16_t w[1024];
@@ -66,8 +60,7 @@ static void run_local(gcoll_request_t r, const gcoll__step_t *st)
             gcoll__kernels->from_wire[s->wire - 1]((float *)st->dst + i, w, m);
         }
         break;
-    default:
-        break;
+    default: break;
     }
     if (gcoll__timeline_on)
         gcoll__timeline_step(r, st, t0);
@@ -209,8 +202,7 @@ static gcoll_status_t advance(gcoll_request_t r, unsigned *moved)
 static int listed_before(const gcoll__step_t *st, size_t i)
 {
     for (size_t j = 0; j < i; j++)
-        if ((st[j].kind == GCOLL_STEP_SEND || st[j].kind == GCOLL_STEP_RECV) && !st[j].done &&
-            st[j].peer == st[i].peer)
+        if ((st[j].kind == GCOLL_STEP_SEND || st[j].kind == GCOLL_STEP_RECV) && !st[j].done && st[j].peer == st[i].peer)
             return 1;
     return 0;
 }
@@ -239,8 +231,8 @@ void gcoll__request_peers(const gcoll_request_t r, char *buf, size_t len)
 static void describe(const gcoll_request_t r, char *buf, size_t len)
 {
     snprintf(buf, len, "%s #%llu%s%s%s on comm %u (%s, round %zu of %zu)", gcoll__coll_name(r->coll),
-             (unsigned long long)r->seq, r->name[0] ? " '" : "", r->name, r->name[0] ? "'" : "",
-             r->comm->id, r->algo, r->sched->cur + 1, r->sched->nrounds);
+             (unsigned long long)r->seq, r->name[0] ? " '" : "", r->name, r->name[0] ? "'" : "", r->comm->id, r->algo,
+             r->sched->cur + 1, r->sched->nrounds);
 }
 
 gcoll_status_t gcoll__request_advance(gcoll_request_t r, unsigned *moved)
@@ -307,8 +299,8 @@ static void fail_from_transport(gcoll_request_t r, gcoll_status_t status)
     gcoll_comm_t c = r->comm;
     char evidence[300], ignored[200], why[384];
     snprintf(evidence, sizeof(evidence), "%s", gcoll_last_error());
-    int dead = status == GCOLL_ERR_REMOTE && c->tpops->dead_peer ? c->tpops->dead_peer(c->tp, ignored, sizeof(ignored))
-                                                                 : -1;
+    int dead =
+        status == GCOLL_ERR_REMOTE && c->tpops->dead_peer ? c->tpops->dead_peer(c->tp, ignored, sizeof(ignored)) : -1;
     if (dead >= 0)
         snprintf(why, sizeof(why), "rank %d failed: %s", dead, evidence);
     else
@@ -361,9 +353,10 @@ static void watch(gcoll_request_t r, double t)
         char what[192];
         describe(r, what, sizeof(what));
         int many = waited_for(r, peers, sizeof(peers));
-        GCOLL_LOG(GCOLL_LOG_WARN, "%s still pending after %.0f s; not yet delivered by rank%s %s (GCOLL_TIMEOUT "
-                  "ends it after %g s)", what, t - (r->deadline - gcoll__config.timeout_s), many ? "s" : "", peers,
-                  gcoll__config.timeout_s);
+        GCOLL_LOG(GCOLL_LOG_WARN,
+                  "%s still pending after %.0f s; not yet delivered by rank%s %s (GCOLL_TIMEOUT "
+                  "ends it after %g s)",
+                  what, t - (r->deadline - gcoll__config.timeout_s), many ? "s" : "", peers, gcoll__config.timeout_s);
         r->next_warn += gcoll__config.stall_warn_s;
     }
 }
@@ -413,9 +406,8 @@ unsigned gcoll__lane_progress(gcoll__lane_t *l)
     return moved;
 }
 
-gcoll_status_t gcoll__request_start(gcoll_comm_t comm, gcoll__coll_t coll, const char *algo,
-                                    gcoll__sched_t *sched, const gcoll_attr_t *attr,
-                                    gcoll_request_t *out, const gcoll__start_t *how)
+gcoll_status_t gcoll__request_start(gcoll_comm_t comm, gcoll__coll_t coll, const char *algo, gcoll__sched_t *sched,
+                                    const gcoll_attr_t *attr, gcoll_request_t *out, const gcoll__start_t *how)
 {
     gcoll_request_t r = how->storage ? memset(how->storage, 0, sizeof(*r)) : calloc(1, sizeof(*r));
     if (!r) {

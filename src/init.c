@@ -25,12 +25,13 @@ static gcoll_status_t start(int *argc, char ***argv)
 {
     gcoll__log_set_identity(gcoll__boot_env_rank()); /* the bootstrap confirms it */
     GCOLL_CHECK(gcoll__config_load());
-    GCOLL_CHECK(gcoll__boot_world(argc, argv, &gcoll__context.boot_mode, &gcoll__context.mpi_owned,
-                                  &gcoll__context.boot));
+    GCOLL_CHECK(
+        gcoll__boot_world(argc, argv, &gcoll__context.boot_mode, &gcoll__context.mpi_owned, &gcoll__context.boot));
     gcoll__config_dump();
-    if (gcoll__context.boot_mode == GCOLL_BOOT_ENV && (gcoll__config.transport_inter == 3 ||
-                                                       gcoll__config.transport_intra == 2))
-        return gcoll__error(GCOLL_ERR_INVALID_ARG, "GCOLL_TRANSPORT_%s=mpi: this job was launched without MPI "
+    if (gcoll__context.boot_mode == GCOLL_BOOT_ENV &&
+        (gcoll__config.transport_inter == 3 || gcoll__config.transport_intra == 2))
+        return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                            "GCOLL_TRANSPORT_%s=mpi: this job was launched without MPI "
                             "(GCOLL_BOOT=env, or GCOLL_RANK/RANK... set), so there is no MPI to carry messages "
                             "(HINT: leave it auto, or launch with mpirun)",
                             gcoll__config.transport_inter == 3 ? "INTER" : "INTRA");

@@ -47,7 +47,7 @@ unsigned gcoll__lane_progress(gcoll__lane_t *l);
  * ("none", "auto" or a CPU list), allowed the rank's binding, local/nlocal its place among the
  * ranks of its host, workers the worker count. Pure, for tests. Returns the number of CPUs
  * written to cpus (0: leave the workers unpinned), at most max. */
-int gcoll__worker_cpus(const char *spec, const cpu_set_t *allowed, int local, int nlocal, int workers,
-                       int *cpus, int max);
+int gcoll__worker_cpus(const char *spec, const cpu_set_t *allowed, int local, int nlocal, int workers, int *cpus,
+                       int max);
 
 #endif

@@ -8,8 +8,8 @@
 #include "gcoll_mpi.h"
 #include "context.h"
 
-static const char *const names[] = {"allreduce", "iallreduce", "reduce_scatter_block", "allgather",
-                                    "bcast",     "reduce",     "barrier"};
+static const char *const names[] = {"allreduce", "iallreduce", "reduce_scatter_block", "allgather", "bcast",
+                                    "reduce",    "barrier"};
 #define NNAMES (sizeof(names) / sizeof(names[0]))
 
 static int find(const char *s, size_t len)

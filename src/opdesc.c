@@ -33,8 +33,8 @@ void gcoll__opdesc_str(const gcoll__opdesc_t *d, uint32_t tag, char *buf, size_t
              (unsigned long long)d->count, root);
 }
 
-gcoll_status_t gcoll__opdesc_mismatch(uint32_t tag, const gcoll__opdesc_t *mine, int me,
-                                      const gcoll__opdesc_t *theirs, int peer)
+gcoll_status_t gcoll__opdesc_mismatch(uint32_t tag, const gcoll__opdesc_t *mine, int me, const gcoll__opdesc_t *theirs,
+                                      int peer)
 {
     char a[96], b[96];
     gcoll__opdesc_t same = *theirs;
@@ -45,8 +45,8 @@ gcoll_status_t gcoll__opdesc_mismatch(uint32_t tag, const gcoll__opdesc_t *mine,
             return gcoll__error(GCOLL_ERR_INVALID_USAGE,
                                 "%s: rank %d %s and rank %d %s; every rank must pass device memory for every "
                                 "buffer, with the same GCOLL_CUDA_IPC",
-                                a, me, mine->where == GCOLL_OPDESC_IPC ? "moves it over CUDA IPC" : "stages it",
-                                peer, theirs->where == GCOLL_OPDESC_IPC ? "moves it over CUDA IPC" : "stages it");
+                                a, me, mine->where == GCOLL_OPDESC_IPC ? "moves it over CUDA IPC" : "stages it", peer,
+                                theirs->where == GCOLL_OPDESC_IPC ? "moves it over CUDA IPC" : "stages it");
         return gcoll__error(GCOLL_ERR_INVALID_USAGE,
                             "%s: rank %d passed %s memory and rank %d %s memory; every rank's buffers must be on "
                             "the GPU, or every rank's in host memory",

@@ -12,7 +12,7 @@
 #include "gcoll.h"
 
 typedef struct {
-    uint8_t coll;  /* the collective kind + 1; 0: unknown, never compared (transport tests) */
+    uint8_t coll; /* the collective kind + 1; 0: unknown, never compared (transport tests) */
     uint8_t dtype;
     uint8_t op;    /* OPDESC_NONE where the collective reduces nothing */
     uint8_t where; /* 0: host memory; GCOLL_OPDESC_DEVICE: device memory, staged; GCOLL_OPDESC_IPC: over CUDA IPC */
@@ -51,8 +51,8 @@ static inline void gcoll__optab_put(gcoll__optab_t *t, uint32_t tag, const gcoll
 static inline int gcoll__opdesc_agree(const gcoll__opdesc_t *a, const gcoll__opdesc_t *b)
 {
     return !a || !b || !a->coll || !b->coll ||
-           (a->coll == b->coll && a->dtype == b->dtype && a->op == b->op && a->root == b->root &&
-            a->count == b->count && a->where == b->where);
+        (a->coll == b->coll && a->dtype == b->dtype && a->op == b->op && a->root == b->root && a->count == b->count &&
+         a->where == b->where);
 }
 
 /* The descriptor of a collective (gcoll__coll_t) as the public call gave it; the fields a
@@ -65,7 +65,7 @@ void gcoll__opdesc_str(const gcoll__opdesc_t *d, uint32_t tag, char *buf, size_t
 void gcoll__opdesc_printable(char *text);
 /* Records the mismatch for gcoll_last_error ("<mine> on rank <me> does not match <theirs> from
  * rank <peer>") and returns GCOLL_ERR_INVALID_USAGE. */
-gcoll_status_t gcoll__opdesc_mismatch(uint32_t tag, const gcoll__opdesc_t *mine, int me,
-                                      const gcoll__opdesc_t *theirs, int peer);
+gcoll_status_t gcoll__opdesc_mismatch(uint32_t tag, const gcoll__opdesc_t *mine, int me, const gcoll__opdesc_t *theirs,
+                                      int peer);
 
 #endif

@@ -14,15 +14,15 @@
 #include "log.h"
 #include "probe.h"
 
-#define PROBE_TAG 0xfffffff0u /* a collective's tag is its sequence number: far below this */
-#define PROBE_SMALL_REPS 31 /* 8 B round trips; the most of any kind */
+#define PROBE_TAG 0xfffffff0u               /* a collective's tag is its sequence number: far below this */
+#define PROBE_SMALL_REPS 31                 /* 8 B round trips; the most of any kind */
 #define PROBE_BURST GCOLL__COST_BURST_BYTES /* what the cost model trusts to pass at the burst rate */
 /* 16 KiB round trips: 15 of them pass well inside a 1 Gbit/s tbf's default 500 kB bucket */
 #define PROBE_BURST_REPS 15
 #define PROBE_BIG ((size_t)4 << 20)
 #define PROBE_BIG_REPS 3
 #define PROBE_LIMIT_S 30.0
-#define PROBE_SPIN 4 /* fruitless polls before a waiting rank yields its core */
+#define PROBE_SPIN 4        /* fruitless polls before a waiting rank yields its core */
 #define PROBE_NAP_NS 100000 /* a sleeping rank's look at the barrier every 0.1 ms */
 
 static double now_s(void)
@@ -46,8 +46,7 @@ static gcoll_status_t xfer(gcoll_comm_t c, int peer, int send, void *buf, size_t
             return GCOLL_SUCCESS;
         if (polls % 64 == 63 && now_s() > limit) {
             c->tpops->cancel(c->tp, r);
-            return gcoll__error(GCOLL_ERR_TIMEOUT, "link probe: rank %d did not answer in %.0f s", peer,
-                                PROBE_LIMIT_S);
+            return gcoll__error(GCOLL_ERR_TIMEOUT, "link probe: rank %d did not answer in %.0f s", peer, PROBE_LIMIT_S);
         }
         if (polls >= PROBE_SPIN) /* the peer, or a rank it waits for, may need this core */
             sched_yield();
@@ -180,10 +179,12 @@ gcoll_status_t gcoll__probe_links(gcoll_comm_t c, int inter, int intra)
         memcpy(probed, res, sizeof(res));
         char inside[128] = "inside a host: none (rank 0 is alone on its host)";
         if (near > 0)
-            snprintf(inside, sizeof(inside), "inside a host (ranks 0 and %d) %.1f us, %.3f GB/s, burst %.3f GB/s",
-                     near, res[3] * 1e6, res[4] * 1e-9, res[5] * 1e-9);
-        GCOLL_LOG(GCOLL_LOG_INFO, "comm %u: links measured: between hosts (ranks 0 and %d) %.1f us, %.3f GB/s, "
-                  "burst %.3f GB/s; %s%s%s", c->id, far, res[0] * 1e6, res[1] * 1e-9, res[2] * 1e-9, inside,
+            snprintf(inside, sizeof(inside), "inside a host (ranks 0 and %d) %.1f us, %.3f GB/s, burst %.3f GB/s", near,
+                     res[3] * 1e6, res[4] * 1e-9, res[5] * 1e-9);
+        GCOLL_LOG(GCOLL_LOG_INFO,
+                  "comm %u: links measured: between hosts (ranks 0 and %d) %.1f us, %.3f GB/s, "
+                  "burst %.3f GB/s; %s%s%s",
+                  c->id, far, res[0] * 1e6, res[1] * 1e-9, res[2] * 1e-9, inside,
                   st != GCOLL_SUCCESS ? "; failed: " : "", st != GCOLL_SUCCESS ? gcoll_last_error() : "");
     }
     pthread_mutex_unlock(&probe_lock);

@@ -17,7 +17,7 @@ struct gcoll_request {
     int priority;
     char name[64];
     gcoll__sched_t *sched;
-    double deadline; /* monotonic seconds; 0 until the engine first reads the clock */
+    double deadline;  /* monotonic seconds; 0 until the engine first reads the clock */
     double t_moved;   /* the clock reading after its last progress: how long it has stalled */
     double next_warn; /* when the next stall warning is due; 0: none (GCOLL_STALL_WARN_S=0) */
     int progressed;   /* moved since the last clock reading */
@@ -44,18 +44,17 @@ typedef struct {
 /* How a request starts, beyond its schedule. */
 typedef struct {
     struct gcoll_request *storage; /* the request's memory; NULL: allocate it */
-    int kept;     /* the schedule stays the caller's (rewound before each run, gcoll__sched_rewind) */
-    int wake;     /* hand it to the lane's worker (nonblocking calls; a blocking call drives its own
+    int kept;                      /* the schedule stays the caller's (rewound before each run, gcoll__sched_rewind) */
+    int wake;                      /* hand it to the lane's worker (nonblocking calls; a blocking call drives its own
                      operation and spares the worker a wake-up) */
-    int own_tag;  /* use tag as the messages' tag instead of the communicator's issue count: for
+    int own_tag;                   /* use tag as the messages' tag instead of the communicator's issue count: for
                      callers that issue in an order ranks do not share and name operations alike */
     uint64_t tag;
 } gcoll__start_t;
 
 /* Takes ownership of sched unless kept; the request starts at once. */
-gcoll_status_t gcoll__request_start(gcoll_comm_t comm, gcoll__coll_t coll, const char *algo,
-                                    gcoll__sched_t *sched, const gcoll_attr_t *attr,
-                                    gcoll_request_t *out, const gcoll__start_t *how);
+gcoll_status_t gcoll__request_start(gcoll_comm_t comm, gcoll__coll_t coll, const char *algo, gcoll__sched_t *sched,
+                                    const gcoll_attr_t *attr, gcoll_request_t *out, const gcoll__start_t *how);
 /* Fills a's communicator fields after checking comm, dtype and (needs_op) op; the messages
  * name the argument. */
 gcoll_status_t gcoll__check_common(gcoll__coll_args_t *a, gcoll_comm_t comm, int needs_op);
@@ -66,7 +65,7 @@ gcoll_status_t gcoll__compress_check(gcoll_compress_t compress, double density, 
 /* The schedule of a, built by the algorithm forced (NULL: the selection's), in storage or on
  * the heap. */
 gcoll_status_t gcoll__build(const gcoll__coll_args_t *a, const char *forced, gcoll__sched_t *storage,
-                           gcoll__sched_t **out, const char **algo_name);
+                            gcoll__sched_t **out, const char **algo_name);
 /* For requests that another operation drives (src/cuda/stage.c), outside the lane's list: runs
  * r's schedule as far as it can, and abandons its messages in flight. Lane lock held. */
 gcoll_status_t gcoll__request_advance(gcoll_request_t r, unsigned *moved);

@@ -137,8 +137,12 @@ void gcoll__sched_send(gcoll__sched_t *s, int peer, const void *buf, size_t byte
     if (s->nrounds == 0)
         gcoll__sched_round(s);
     void *w = s->wire && bytes ? stage(s, bytes / 2) : NULL;
-    add_step(s, (gcoll__step_t){.kind = GCOLL_STEP_SEND, .peer = s->peermap ? s->peermap[peer] : peer,
-                                .a = buf, .n = w ? bytes / 2 : bytes, .wire = w});
+    add_step(s,
+             (gcoll__step_t){.kind = GCOLL_STEP_SEND,
+                             .peer = s->peermap ? s->peermap[peer] : peer,
+                             .a = buf,
+                             .n = w ? bytes / 2 : bytes,
+                             .wire = w});
 }
 
 void gcoll__sched_recv(gcoll__sched_t *s, int peer, void *buf, size_t bytes)
@@ -146,8 +150,12 @@ void gcoll__sched_recv(gcoll__sched_t *s, int peer, void *buf, size_t bytes)
     if (s->nrounds == 0)
         gcoll__sched_round(s);
     void *w = s->wire && bytes ? stage(s, bytes / 2) : NULL;
-    add_step(s, (gcoll__step_t){.kind = GCOLL_STEP_RECV, .peer = s->peermap ? s->peermap[peer] : peer,
-                                .dst = buf, .n = w ? bytes / 2 : bytes, .wire = w});
+    add_step(s,
+             (gcoll__step_t){.kind = GCOLL_STEP_RECV,
+                             .peer = s->peermap ? s->peermap[peer] : peer,
+                             .dst = buf,
+                             .n = w ? bytes / 2 : bytes,
+                             .wire = w});
 }
 
 void gcoll__sched_recv_landed(gcoll__sched_t *s, int peer, void *buf, size_t bytes, gcoll__tp_landed_fn landed,

@@ -14,7 +14,11 @@
 #include "transport.h"
 
 typedef enum {
-    GCOLL_STEP_SEND, GCOLL_STEP_RECV, GCOLL_STEP_REDUCE, GCOLL_STEP_COPY, GCOLL_STEP_DIV,
+    GCOLL_STEP_SEND,
+    GCOLL_STEP_RECV,
+    GCOLL_STEP_REDUCE,
+    GCOLL_STEP_COPY,
+    GCOLL_STEP_DIV,
     GCOLL_STEP_CUSTOM, /* polled like a message: an algorithm's own resumable state machine */
     GCOLL_STEP_ROUND   /* rounds n fp32 values at dst to the schedule's wire format, in place */
 } gcoll__step_kind_t;
@@ -29,12 +33,12 @@ typedef struct {
     int peer;
     void *dst;
     const void *a, *b;
-    size_t n;              /* bytes for send/recv/copy, elements for reduce/div */
-    gcoll__tp_req_t *req;  /* in flight, for send/recv */
-    gcoll__step_fn fn;     /* custom steps */
+    size_t n;             /* bytes for send/recv/copy, elements for reduce/div */
+    gcoll__tp_req_t *req; /* in flight, for send/recv */
+    gcoll__step_fn fn;    /* custom steps */
     gcoll__step_who_fn who;
     void (*rewind)(void *state); /* custom steps that can run again: back to their start */
-    int local; /* a custom step that waits on this rank's own hardware (a GPU), which wakes no one */
+    int local;                   /* a custom step that waits on this rank's own hardware (a GPU), which wakes no one */
     void *state;
     void *wire; /* a send or receive of fp32 that travels in the wire format: its staging buffer
                    (a: the fp32 to send, dst: where the received values land as fp32; n: wire bytes) */
@@ -45,7 +49,7 @@ typedef struct {
     int parts;
     int done;
     int counted; /* a send in its lane's budget: every one but the first of its operation's in flight */
-    double t0; /* timeline: when the step was posted or started */
+    double t0;   /* timeline: when the step was posted or started */
 } gcoll__step_t;
 
 typedef struct {
@@ -60,13 +64,13 @@ typedef struct gcoll__sched {
     size_t nsteps, cap_steps;
     gcoll__round_t *rounds;
     size_t nrounds, cap_rounds;
-    void **scratch;       /* heap scratch buffers */
+    void **scratch; /* heap scratch buffers */
     size_t nscratch;
     gcoll_dtype_t dtype;
     gcoll_op_t op;
-    unsigned divisor;      /* for GCOLL_AVG */
-    gcoll__opdesc_t desc;  /* what its messages say about it (zero: unchecked) */
-    uint32_t tag;          /* its messages' tag, set as it starts: named in mismatch messages */
+    unsigned divisor;     /* for GCOLL_AVG */
+    gcoll__opdesc_t desc; /* what its messages say about it (zero: unchecked) */
+    uint32_t tag;         /* its messages' tag, set as it starts: named in mismatch messages */
     /* While set, builders address a sub-group: peer i of a send or receive is rank peermap[i]
      * of the communicator (hierarchical algorithms run flat ones inside groups this way). */
     const int *peermap;
@@ -77,7 +81,7 @@ typedef struct gcoll__sched {
     size_t *stage_bytes;
     size_t nstage, stage_next;
     int dry; /* built only to be priced: scratch over 1 MiB is a stand-in (builders write tables, not data) */
-    gcoll_status_t status; /* first build failure (out of memory) */
+    gcoll_status_t status;      /* first build failure (out of memory) */
     void (*cleanup)(void *arg); /* run when the schedule is freed, before its scratch goes */
     void *cleanup_arg;
     /* execution state */

@@ -36,24 +36,24 @@ enum { B_IDLE, B_RUNNING, B_DONE };
 typedef struct {
     size_t first, nsets; /* sets first .. first + nsets - 1 */
     size_t count, bytes;
-    void *data;          /* the fused gradients, the sets copied in and out; NULL while one set runs in place */
-    void *buf;           /* what the schedule runs on: data, or the one set's own host buffer */
-    size_t *tensors;     /* Adasum: each set's count (its own tensor, never mixed with a neighbour's) */
+    void *data;      /* the fused gradients, the sets copied in and out; NULL while one set runs in place */
+    void *buf;       /* what the schedule runs on: data, or the one set's own host buffer */
+    size_t *tensors; /* Adasum: each set's count (its own tensor, never mixed with a neighbour's) */
     gcoll__sched_t *sched;
     const char *algo;
-    int rewindable;      /* else the schedule is built again each iteration */
+    int rewindable; /* else the schedule is built again each iteration */
     struct gcoll_request req;
     gcoll_request_t handle;
     gcoll_attr_t attr;
     char label[48];
     size_t waiting; /* sets not yet started in this iteration */
     int state;
-    uint64_t iter;  /* launches so far: with the bucket's index, its messages' tag */
+    uint64_t iter; /* launches so far: with the bucket's index, its messages' tag */
 } bucket_t;
 
 struct gcoll_session {
-    gcoll_comm_t comm;  /* the user's, held until free */
-    gcoll_comm_t own;   /* the duplicate the buckets run on */
+    gcoll_comm_t comm; /* the user's, held until free */
+    gcoll_comm_t own;  /* the duplicate the buckets run on */
     set_t *sets;
     size_t nsets, cap;
     bucket_t *buckets;
@@ -66,8 +66,9 @@ static gcoll_status_t check_session(gcoll_session_t s, int committed)
     if (!s)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "s is NULL");
     if (s->committed != committed)
-        return gcoll__error(GCOLL_ERR_INVALID_USAGE, committed ? "s is not committed yet: call gcoll_session_commit"
-                                                               : "s is already committed: add every set before");
+        return gcoll__error(GCOLL_ERR_INVALID_USAGE,
+                            committed ? "s is not committed yet: call gcoll_session_commit"
+                                      : "s is already committed: add every set before");
     return GCOLL_SUCCESS;
 }
 
@@ -107,8 +108,10 @@ GCOLL_API gcoll_status_t gcoll_session_add(gcoll_session_t s, const char *name, 
     if (!gcoll__dtype_valid(dtype))
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "dtype %d is not a gcoll_dtype_t", (int)dtype);
     if (op != GCOLL_SUM && op != GCOLL_AVG && op != GCOLL_ADASUM)
-        return gcoll__error(GCOLL_ERR_INVALID_ARG, "op %d is not valid for a gradient session: accepts GCOLL_SUM, "
-                            "GCOLL_AVG or GCOLL_ADASUM", (int)op);
+        return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                            "op %d is not valid for a gradient session: accepts GCOLL_SUM, "
+                            "GCOLL_AVG or GCOLL_ADASUM",
+                            (int)op);
     if (op == GCOLL_ADASUM && dtype != GCOLL_FLOAT16 && dtype != GCOLL_BFLOAT16 && dtype != GCOLL_FLOAT32 &&
         dtype != GCOLL_FLOAT64)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "dtype %s: GCOLL_ADASUM takes float16, bfloat16, float32 or float64",
@@ -139,8 +142,10 @@ GCOLL_API gcoll_status_t gcoll_session_set_compress(gcoll_session_t s, size_t id
     set_t *set = &s->sets[id];
     GCOLL_CHECK(gcoll__compress_check(compress, density, set->dtype, set->op, "compress", "density"));
     if (compress == GCOLL_COMPRESS_TOPK && set->count > UINT32_MAX)
-        return gcoll__error(GCOLL_ERR_INVALID_ARG, "compress GCOLL_COMPRESS_TOPK: set %zu has %zu elements, top-k "
-                            "sends 32-bit indices", id, set->count);
+        return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                            "compress GCOLL_COMPRESS_TOPK: set %zu has %zu elements, top-k "
+                            "sends 32-bit indices",
+                            id, set->count);
     set->compress = compress;
     set->density = compress == GCOLL_COMPRESS_TOPK ? density : 1;
     return GCOLL_SUCCESS;
@@ -175,9 +180,11 @@ static gcoll_status_t check_agreement(gcoll_session_t s)
         return gcoll__error(GCOLL_ERR_TRANSPORT, "gcoll_session_commit: the bootstrap allreduce failed: %s",
                             gcoll_last_error());
     if ((uint64_t)all[0] != h || (uint64_t)all[1] != ~h)
-        return gcoll__error(GCOLL_ERR_INVALID_USAGE, "gcoll_session_commit: ranks added different parameter sets "
-                            "(count, dtype, op or compression differ, or their number): every rank must add the same sets in "
-                            "the same order");
+        return gcoll__error(
+            GCOLL_ERR_INVALID_USAGE,
+            "gcoll_session_commit: ranks added different parameter sets "
+            "(count, dtype, op or compression differ, or their number): every rank must add the same sets in "
+            "the same order");
     return GCOLL_SUCCESS;
 }
 
@@ -196,9 +203,15 @@ static gcoll_status_t stage(bucket_t *b, size_t k)
 static gcoll_status_t build_bucket(gcoll_session_t s, bucket_t *b)
 {
     const set_t *first = &s->sets[b->first];
-    gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLREDUCE, .sendbuf = b->buf, .recvbuf = b->buf,
-                            .count = b->count, .dtype = first->dtype, .op = first->op,
-                            .compress = first->compress, .density = first->density, .residual = first->residual};
+    gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLREDUCE,
+                            .sendbuf = b->buf,
+                            .recvbuf = b->buf,
+                            .count = b->count,
+                            .dtype = first->dtype,
+                            .op = first->op,
+                            .compress = first->compress,
+                            .density = first->density,
+                            .residual = first->residual};
     GCOLL_CHECK(gcoll__check_common(&a, s->own, 1));
     a.shm = NULL; /* point-to-point algorithms only (see the top of this file) */
     if (first->op != GCOLL_ADASUM)
@@ -286,7 +299,10 @@ static gcoll_status_t launch(gcoll_session_t s, bucket_t *b)
         gcoll__sched_rewind(b->sched);
     }
     b->state = B_RUNNING;
-    gcoll__start_t how = {.storage = &b->req, .kept = 1, .wake = 1, .own_tag = 1,
+    gcoll__start_t how = {.storage = &b->req,
+                          .kept = 1,
+                          .wake = 1,
+                          .own_tag = 1,
                           .tag = b->iter++ * s->nbuckets + (uint64_t)(b - s->buckets)};
     return gcoll__request_start(s->own, GCOLL_COLL_ALLREDUCE, b->algo, b->sched, &b->attr, &b->handle, &how);
 }
@@ -305,8 +321,8 @@ GCOLL_API gcoll_status_t gcoll_session_start(gcoll_session_t s, size_t id, void 
             s->sets[i].started = 0;
     }
     if (set->started || b->state != B_IDLE)
-        return gcoll__error(GCOLL_ERR_INVALID_USAGE, "set %zu ('%s') was started again before gcoll_session_wait",
-                            id, set->name);
+        return gcoll__error(GCOLL_ERR_INVALID_USAGE, "set %zu ('%s') was started again before gcoll_session_wait", id,
+                            set->name);
     GCOLL_CHECK(gcoll__comm_check(s->own, "the session's communicator"));
     if (!b->data && ((b->sched && b->buf != buf) || gcoll__cuda_is_device(buf))) {
         /* device memory, or a buffer that moved: through the bucket's own buffer from now on */
@@ -347,8 +363,10 @@ static gcoll_status_t unstarted(gcoll_session_t s, const bucket_t *b, size_t id)
 {
     for (size_t i = b->first; i < b->first + b->nsets; i++)
         if (!s->sets[i].started)
-            return gcoll__error(GCOLL_ERR_INVALID_USAGE, "set %zu ('%s') cannot complete: set %zu ('%s') of its fusion "
-                                "bucket was not started", id, s->sets[id].name, i, s->sets[i].name);
+            return gcoll__error(GCOLL_ERR_INVALID_USAGE,
+                                "set %zu ('%s') cannot complete: set %zu ('%s') of its fusion "
+                                "bucket was not started",
+                                id, s->sets[id].name, i, s->sets[i].name);
     return GCOLL_SUCCESS;
 }
 

@@ -61,8 +61,8 @@ static void name_threads(unsigned comm_id)
 {
     static const char *what[TID_KINDS] = {"operations", "message slices", "reductions and copies"};
     for (int k = 0; k < TID_KINDS; k++)
-        emit("\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%u,\"args\":{\"name\":\"comm %u %s\"}",
-             rank, comm_id * TID_KINDS + (unsigned)k, comm_id, what[k]);
+        emit("\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%u,\"args\":{\"name\":\"comm %u %s\"}", rank,
+             comm_id * TID_KINDS + (unsigned)k, comm_id, what[k]);
 }
 
 gcoll_status_t gcoll__timeline_open(void)
@@ -121,7 +121,8 @@ void gcoll__timeline_step(gcoll_request_t r, const gcoll__step_t *st, double t0)
     int msg = st->kind == GCOLL_STEP_SEND || st->kind == GCOLL_STEP_RECV;
     double t = gcoll__timeline_now();
     size_t bytes = st->kind == GCOLL_STEP_REDUCE || st->kind == GCOLL_STEP_DIV || st->kind == GCOLL_STEP_ROUND
-                       ? st->n * gcoll_dtype_size(r->sched->dtype) : st->n;
+        ? st->n * gcoll_dtype_size(r->sched->dtype)
+        : st->n;
     char peer[24] = "";
     if (msg)
         snprintf(peer, sizeof(peer), ",\"peer\":%d", st->peer);
@@ -146,7 +147,8 @@ void gcoll__timeline_op(gcoll_request_t r)
             *p = '_';
     if (run > r->t_start)
         emit("\"name\":\"queued\",\"cat\":\"queue\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%u,"
-             "\"args\":{\"op\":\"%s\"}", r->t_start * 1e6, (run - r->t_start) * 1e6, rank, tid, label);
+             "\"args\":{\"op\":\"%s\"}",
+             r->t_start * 1e6, (run - r->t_start) * 1e6, rank, tid, label);
     emit("\"name\":\"%s\",\"cat\":\"operation\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%u,"
          "\"args\":{\"algorithm\":\"%s\",\"priority\":%d,\"status\":\"%s\"}",
          label, run * 1e6, (t - run) * 1e6, rank, tid, r->algo, r->priority, gcoll_status_name(r->status));

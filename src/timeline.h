@@ -12,7 +12,7 @@ extern int gcoll__timeline_on;
 
 gcoll_status_t gcoll__timeline_open(void); /* at init: opens the file when GCOLL_TIMELINE names one */
 void gcoll__timeline_close(void);
-double gcoll__timeline_now(void);          /* seconds on the trace's clock */
+double gcoll__timeline_now(void); /* seconds on the trace's clock */
 /* A step of r that ran from t0 until now; an operation that ended now. Lane lock held. */
 void gcoll__timeline_step(gcoll_request_t r, const gcoll__step_t *st, double t0);
 void gcoll__timeline_op(gcoll_request_t r);

@@ -49,8 +49,10 @@ static void discover_fallback(gcoll__topo_t *t, const char *why)
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     memset(t, 0, sizeof(*t));
     t->pus = t->cores = n > 0 ? (int)n : 0;
-    snprintf(t->note, sizeof(t->note), "%.150s: cores counted as online logical CPUs; packages, NUMA nodes, caches "
-             "and NICs unknown", why);
+    snprintf(t->note, sizeof(t->note),
+             "%.150s: cores counted as online logical CPUs; packages, NUMA nodes, caches "
+             "and NICs unknown",
+             why);
     if (sched_getaffinity(0, sizeof(t->binding), &t->binding) != 0)
         CPU_ZERO(&t->binding);
 }
@@ -113,7 +115,7 @@ static gcoll_status_t discover_hwloc(int from, const char *arg, gcoll__topo_t *t
         return gcoll__error(GCOLL_ERR_NOMEM, "hwloc_topology_init failed");
     /* this machine: every PU, also those a cgroup keeps from us (the binding says which we have) */
     int rc = from == FROM_SYSTEM ? hwloc_topology_set_flags(topo, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED)
-             : from == FROM_XML  ? hwloc_topology_set_xml(topo, arg)
+        : from == FROM_XML       ? hwloc_topology_set_xml(topo, arg)
                                  : hwloc_topology_set_synthetic(topo, arg);
 #if HWLOC_API_VERSION >= 0x00020100
     /* Linux's own backend reads PCI devices and their locality from sysfs; the libpciaccess
@@ -128,10 +130,14 @@ static gcoll_status_t discover_hwloc(int from, const char *arg, gcoll__topo_t *t
     if (rc != 0) {
         hwloc_topology_destroy(topo);
         return from == FROM_SYSTEM ? gcoll__error(GCOLL_ERR_SYSTEM, "hwloc could not discover this machine")
-               : from == FROM_XML  ? gcoll__error(GCOLL_ERR_INVALID_ARG, "path '%s' is not a readable hwloc XML "
-                                                  "topology", arg)
-                                   : gcoll__error(GCOLL_ERR_INVALID_ARG, "description '%s' is not a valid hwloc "
-                                                  "synthetic topology", arg);
+            : from == FROM_XML     ? gcoll__error(GCOLL_ERR_INVALID_ARG,
+                                                  "path '%s' is not a readable hwloc XML "
+                                                      "topology",
+                                                  arg)
+                                   : gcoll__error(GCOLL_ERR_INVALID_ARG,
+                                                  "description '%s' is not a valid hwloc "
+                                                      "synthetic topology",
+                                                  arg);
     }
     memset(t, 0, sizeof(*t));
     t->hwloc = 1;
@@ -253,8 +259,7 @@ int gcoll__topo_pick_nic(const gcoll__topo_t *t, const cpu_set_t *cpus, const gc
         }
     }
     if (best_nic && best_loc == GCOLL_LOCALITY_NUMA)
-        snprintf(reason, len, "%s: NIC on NUMA node %d, local to this rank's cores", cand[best].name,
-                 best_nic->numa);
+        snprintf(reason, len, "%s: NIC on NUMA node %d, local to this rank's cores", cand[best].name, best_nic->numa);
     else if (best_nic)
         snprintf(reason, len, "%s: NIC on package %d, the package of this rank's cores", cand[best].name,
                  best_nic->package);
@@ -297,9 +302,11 @@ void gcoll__topo_log(void)
     }
     gcoll__topo_cpulist(&t->binding, bind, sizeof(bind));
     if (t->hwloc)
-        GCOLL_LOG(GCOLL_LOG_INFO, "topology: packages %d, NUMA nodes %d, cores %d, PUs %d; L1d %s, L2 %s, L3 %s; "
-                  "NICs: %s; bound to PUs %s%s%s", t->packages, t->numa_nodes, t->cores, t->pus, l1, l2, l3,
-                  t->nnics ? nics : "none", bind, t->note[0] ? "; " : "", t->note);
+        GCOLL_LOG(GCOLL_LOG_INFO,
+                  "topology: packages %d, NUMA nodes %d, cores %d, PUs %d; L1d %s, L2 %s, L3 %s; "
+                  "NICs: %s; bound to PUs %s%s%s",
+                  t->packages, t->numa_nodes, t->cores, t->pus, l1, l2, l3, t->nnics ? nics : "none", bind,
+                  t->note[0] ? "; " : "", t->note);
     else
         GCOLL_LOG(GCOLL_LOG_INFO, "topology: logical CPUs %d; bound to PUs %s; %s", t->pus, bind, t->note);
 }

@@ -24,25 +24,25 @@ typedef enum {
 } gcoll__locality_t;
 
 typedef struct {
-    char name[32];           /* the OS device name: eth0, ib0, mlx5_0 */
-    gcoll__nic_kind_t kind;  /* network interface, or OpenFabrics (verbs) device */
-    char pci[16];            /* PCI bus id "0000:17:00.0"; "" when not on PCI */
-    int local;               /* 1: attached to part of the machine (the cpus below); 0: no locality */
-    int numa;                /* OS index of the one NUMA node it is attached to, else -1 */
-    int package;             /* OS index of its package, else -1 */
-    cpu_set_t cpus;          /* the cores of the object it is attached to */
-    cpu_set_t package_cpus;  /* the cores of its package (empty when package is -1) */
+    char name[32];          /* the OS device name: eth0, ib0, mlx5_0 */
+    gcoll__nic_kind_t kind; /* network interface, or OpenFabrics (verbs) device */
+    char pci[16];           /* PCI bus id "0000:17:00.0"; "" when not on PCI */
+    int local;              /* 1: attached to part of the machine (the cpus below); 0: no locality */
+    int numa;               /* OS index of the one NUMA node it is attached to, else -1 */
+    int package;            /* OS index of its package, else -1 */
+    cpu_set_t cpus;         /* the cores of the object it is attached to */
+    cpu_set_t package_cpus; /* the cores of its package (empty when package is -1) */
 } gcoll__nic_t;
 
 typedef struct {
-    int hwloc;              /* 1: discovered by hwloc; 0: the fallback (see note) */
-    char note[256];         /* what is unknown and why; "" when nothing */
+    int hwloc;                            /* 1: discovered by hwloc; 0: the fallback (see note) */
+    char note[256];                       /* what is unknown and why; "" when nothing */
     int packages, numa_nodes, cores, pus; /* 0: unknown */
-    size_t l1d, l2, l3;     /* bytes of one data or unified cache of each level; 0: none known */
+    size_t l1d, l2, l3;                   /* bytes of one data or unified cache of each level; 0: none known */
     int nnics;
     gcoll__nic_t nic[GCOLL_TOPO_MAX_NICS];
-    cpu_set_t machine;      /* every PU */
-    cpu_set_t binding;      /* the PUs this process may run on (read at discovery) */
+    cpu_set_t machine; /* every PU */
+    cpu_set_t binding; /* the PUs this process may run on (read at discovery) */
 } gcoll__topo_t;
 
 /* This node, discovered on the first call (thread-safe, never fails: what hwloc cannot tell is

@@ -44,8 +44,8 @@ void gcoll__lane_kick(gcoll__lane_t *l)
         pthread_cond_signal(&l->wake);
 }
 
-int gcoll__worker_cpus(const char *spec, const cpu_set_t *allowed, int local, int nlocal, int workers,
-                       int *cpus, int max)
+int gcoll__worker_cpus(const char *spec, const cpu_set_t *allowed, int local, int nlocal, int workers, int *cpus,
+                       int max)
 {
     int n = 0;
     if (strcmp(spec, "none") == 0 || workers <= 0)
@@ -134,8 +134,8 @@ gcoll_status_t gcoll__lanes_start(void)
     if (workers > 0 && strcmp(gcoll__config.worker_affinity, "none") != 0) {
         int local, nlocal;
         local_place(&local, &nlocal);
-        ncpus = gcoll__worker_cpus(gcoll__config.worker_affinity, &gcoll__topo()->binding, local, nlocal, workers,
-                                   cpus, 64);
+        ncpus = gcoll__worker_cpus(gcoll__config.worker_affinity, &gcoll__topo()->binding, local, nlocal, workers, cpus,
+                                   64);
     }
     for (size_t i = 0; i < nlanes; i++) {
         gcoll__lane_t *l = &lanes[i];

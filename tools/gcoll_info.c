@@ -113,8 +113,7 @@ static const char *capacity(double v, char *buf, size_t len)
 static void print_nic(const gcoll__topo_t *t, const gcoll__nic_t *nic)
 {
     static const char *const to_me[] = {"", "not local to this process's cores",
-                                        "on the package of this process's cores",
-                                        "local to this process's cores"};
+                                        "on the package of this process's cores", "local to this process's cores"};
     char cpus[128], where[256];
     gcoll__topo_cpulist(&nic->cpus, cpus, sizeof(cpus));
     if (!nic->local)
@@ -139,8 +138,8 @@ static void print_topology(void)
         printf("packages %d, NUMA nodes %d, cores %d, PUs %d\n", t->packages, t->numa_nodes, t->cores, t->pus);
     else
         printf("logical CPUs %d\n", t->pus);
-    printf("caches: L1d %s, L2 %s, L3 %s (one cache of each level)\n", bytes(t->l1d, l1, sizeof(l1)), bytes(t->l2, l2, sizeof(l2)),
-           bytes(t->l3, l3, sizeof(l3)));
+    printf("caches: L1d %s, L2 %s, L3 %s (one cache of each level)\n", bytes(t->l1d, l1, sizeof(l1)),
+           bytes(t->l2, l2, sizeof(l2)), bytes(t->l3, l3, sizeof(l3)));
     printf("NICs: %d\n", t->nnics);
     for (int i = 0; i < t->nnics; i++)
         print_nic(t, &t->nic[i]);
@@ -225,10 +224,10 @@ static void print_cma(void)
             scope = -1;
         fclose(f);
     }
-    const char *policy = scope < 0    ? "no Yama ptrace policy: processes of one user may"
-                         : scope == 0 ? "Yama ptrace_scope 0: processes of one user may"
-                         : scope == 1 ? "Yama ptrace_scope 1: only a parent may, so ranks may not"
-                                      : "Yama ptrace_scope >= 2: ranks may not";
+    const char *policy = scope < 0 ? "no Yama ptrace policy: processes of one user may"
+        : scope == 0               ? "Yama ptrace_scope 0: processes of one user may"
+        : scope == 1               ? "Yama ptrace_scope 1: only a parent may, so ranks may not"
+                                   : "Yama ptrace_scope >= 2: ranks may not";
     printf("  cross-memory attach: process_vm_readv %s; %s\n", works ? "works" : "refused", policy);
 }
 
@@ -321,7 +320,8 @@ int main(int argc, char **argv)
 {
     int markdown = argc == 2 && strcmp(argv[1], "--markdown") == 0;
     int hosts = 2, rph = 2;
-    if (argc > 1 && !markdown && !(argc == 3 && strcmp(argv[1], "--layout") == 0 && parse_layout(argv[2], &hosts, &rph))) {
+    if (argc > 1 && !markdown &&
+        !(argc == 3 && strcmp(argv[1], "--layout") == 0 && parse_layout(argv[2], &hosts, &rph))) {
         fprintf(stderr, "usage: %s [--markdown | --layout HOSTSxRANKS]\n", argv[0]);
         return 2;
     }

@@ -104,10 +104,16 @@ void print_selection(int hosts, int rph)
            hosts, rph, intra, links->intra.lat_s * 1e6, links->intra.bw_Bps * 1e-9, intra_burst * 1e-9, inter,
            links->inter.lat_s * 1e6, links->inter.bw_Bps * 1e-9, inter_burst * 1e-9,
            (gcoll__config.cost_probe[0] || gcoll__config.cost_probe[1]) && hosts > 1
-               ? " (a job spanning hosts measures the links set to auto in GCOLL_COST_*)" : "");
+               ? " (a job spanning hosts measures the links set to auto in GCOLL_COST_*)"
+               : "");
     for (int c = 0; c < GCOLL_COLL_COUNT; c++) {
-        gcoll__coll_args_t a = {.coll = (gcoll__coll_t)c, .dtype = GCOLL_FLOAT32, .op = GCOLL_SUM, .esize = 4,
-                                .size = n, .map = &map, .links = links};
+        gcoll__coll_args_t a = {.coll = (gcoll__coll_t)c,
+                                .dtype = GCOLL_FLOAT32,
+                                .op = GCOLL_SUM,
+                                .esize = 4,
+                                .size = n,
+                                .map = &map,
+                                .links = links};
         static float in, out;
         a.sendbuf = &in;
         a.recvbuf = &out;

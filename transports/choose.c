@@ -23,8 +23,10 @@ gcoll_status_t gcoll__transport_choose(void)
         gcoll__context.transport = named[which];
         gcoll__context.transport_why = " (GCOLL_TRANSPORT_INTER)";
         if (plugged)
-            GCOLL_LOG(GCOLL_LOG_WARN, "GCOLL_TRANSPORT_PLUGIN is loaded but GCOLL_TRANSPORT_INTER=%s "
-                      "takes precedence (HINT: GCOLL_TRANSPORT_INTER=auto uses the plugin)", named[which]->name);
+            GCOLL_LOG(GCOLL_LOG_WARN,
+                      "GCOLL_TRANSPORT_PLUGIN is loaded but GCOLL_TRANSPORT_INTER=%s "
+                      "takes precedence (HINT: GCOLL_TRANSPORT_INTER=auto uses the plugin)",
+                      named[which]->name);
     } else if (plugged) {
         gcoll__context.transport = &gcoll__transport_plugin;
         gcoll__context.transport_why = " (auto: GCOLL_TRANSPORT_PLUGIN)";

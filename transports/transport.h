@@ -39,13 +39,12 @@ typedef struct gcoll__transport {
      * they were posted. A receive must match the sent size exactly; anything else fails it. */
     gcoll_status_t (*isend)(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes,
                             gcoll__tp_req_t **req);
-    gcoll_status_t (*irecv)(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
-                            gcoll__tp_req_t **req);
+    gcoll_status_t (*irecv)(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes, gcoll__tp_req_t **req);
     /* isend for an operation of this priority: where messages to the peer queue for the link,
      * higher priorities' data goes out first (equal ones in posting order), so an urgent message
      * posted late does not wait behind bulk posted before it. NULL: posting order only. */
-    gcoll_status_t (*isend_prio)(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes,
-                                 int priority, gcoll__tp_req_t **req);
+    gcoll_status_t (*isend_prio)(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes, int priority,
+                                 gcoll__tp_req_t **req);
     /* A receive of at most bytes: a shorter message completes it too, and its length is in *got
      * once test reports it done (a longer one fails it). NULL: receives take exact sizes only. */
     gcoll_status_t (*irecv_upto)(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes, size_t *got,

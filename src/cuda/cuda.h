@@ -19,7 +19,7 @@
 typedef struct gcoll__cuda_ops {
     const char *name;
     int (*is_device)(const void *p, int *device); /* 1 device, 2 managed memory, 0 host (cudaPointerGetAttributes) */
-    int (*set_device)(int device); /* the calling thread's device: progress threads run copies too */
+    int (*set_device)(int device);                /* the calling thread's device: progress threads run copies too */
     int (*stream_create)(void **stream);
     int (*stream_destroy)(void *stream);
     int (*stream_wait_event)(void *stream, void *event);
@@ -29,7 +29,7 @@ typedef struct gcoll__cuda_ops {
     int (*event_query)(void *event);
     int (*event_sync)(void *event);
     int (*memcpy_async)(void *dst, const void *src, size_t bytes, void *stream); /* any direction */
-    int (*host_alloc)(void **p, size_t bytes); /* pinned */
+    int (*host_alloc)(void **p, size_t bytes);                                   /* pinned */
     int (*host_free)(void *p);
     int (*dev_alloc)(void **p, size_t bytes);
     int (*dev_free)(void *p);
@@ -59,11 +59,11 @@ void gcoll__cuda_set_ops(const gcoll__cuda_ops_t *ops);
 
 /* gcoll__error for a failed CUDA call: "CUDA <what> failed: <the runtime's message>". */
 gcoll_status_t gcoll__cuda_fail(int err, const char *what);
-#define GCOLL_CU(call, what)                      \
-    do {                                          \
-        int e_ = (call);                          \
-        if (e_)                                   \
-            return gcoll__cuda_fail(e_, (what));  \
+#define GCOLL_CU(call, what)                     \
+    do {                                         \
+        int e_ = (call);                         \
+        if (e_)                                  \
+            return gcoll__cuda_fail(e_, (what)); \
     } while (0)
 /* *done: 1 when the event has completed, 0 when not yet; a failed query is returned. */
 gcoll_status_t gcoll__cuda_ready(void *event, int *done);

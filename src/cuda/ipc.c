@@ -28,8 +28,8 @@ typedef struct {
     uint64_t off[2]; /* their offsets in their allocations */
     uint64_t id[2];  /* their allocations' ids */
     gcoll__cuda_ipc_handle_t h[2];
-    char bus[32];    /* its GPU's PCI bus id; empty when unknown */
-    uint8_t has[2];  /* whether the rank passes each buffer */
+    char bus[32];   /* its GPU's PCI bus id; empty when unknown */
+    uint8_t has[2]; /* whether the rank passes each buffer */
     uint8_t pad[6];
 } rec_t;
 
@@ -147,7 +147,7 @@ typedef struct {
      * a rank that passed host memory meets a mismatch instead of a hang */
     gcoll__shm_t *shm;
     uint64_t seq;
-    int stage;             /* export step: 0 waiting its turn, 1 its input, 2 the others' arrival */
+    int stage; /* export step: 0 waiting its turn, 1 its input, 2 the others' arrival */
     const gcoll__sched_t *sched;
     char err[240];
 } ipc_t;
@@ -182,8 +182,7 @@ static void needs(const gcoll__coll_args_t *a, int *send, int *recv)
     *recv = a->coll != GCOLL_COLL_REDUCE || a->rank == a->root;
 }
 
-int gcoll__cuda_ipc_eligible(const gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr,
-                             const char **why)
+int gcoll__cuda_ipc_eligible(const gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr, const char **why)
 {
     const gcoll__cuda_ops_t *cu = gcoll__cuda_get();
     int s, r;
@@ -243,7 +242,7 @@ static gcoll_status_t launch_for(ipc_t *g, int r, int whole)
                 dst[nd++] = g->recvp[q] + lo * es;
         }
         GCOLL_CU(cu->reduce_multi(dst, nd, src, p, hi - lo, (int)a->dtype, (int)a->op, div, g->stream),
-           "reduction kernel");
+                 "reduction kernel");
         return GCOLL_SUCCESS;
     }
     case GCOLL_COLL_REDUCE_SCATTER: /* in place, the share lands in the rank's own block first */
@@ -267,8 +266,7 @@ static gcoll_status_t launch_for(ipc_t *g, int r, int whole)
             GCOLL_CU(cu->memcpy_async(out + (size_t)q * blk, g->sendp[q] + (size_t)r * blk, blk, g->stream), "copy");
         return GCOLL_SUCCESS;
     }
-    default:
-        return gcoll__error(GCOLL_ERR_INTERNAL, "CUDA IPC: no plan for %s", gcoll__coll_name(a->coll));
+    default: return gcoll__error(GCOLL_ERR_INTERNAL, "CUDA IPC: no plan for %s", gcoll__coll_name(a->coll));
     }
 }
 
@@ -409,7 +407,8 @@ static gcoll_status_t step_run(void *state, int *done)
         g->whole = one_gpu(g);
         for (int q = 0; q < g->a.size && !g->err[0]; q++) /* every rank names an export that failed */
             if (g->recs[q].err)
-                snprintf(g->err, sizeof(g->err), "rank %d could not export its buffer for CUDA IPC (%s): "
+                snprintf(g->err, sizeof(g->err),
+                         "rank %d could not export its buffer for CUDA IPC (%s): "
                          "cudaMallocAsync pools and VMM memory have none; GCOLL_CUDA_IPC=off",
                          q, g->cu->error_string(g->recs[q].err));
         if (!g->err[0] && (!g->whole || g->a.rank == 0)) /* on one GPU only rank 0 touches the peers' buffers */
@@ -453,7 +452,8 @@ static gcoll_status_t step_finish(void *state, int *done)
     if (!g->moved) {
         g->moved = 1;
         if (a->coll == GCOLL_COLL_REDUCE_SCATTER && a->sendbuf == a->recvbuf && a->rank && !g->whole)
-            GCOLL_CU(g->cu->memcpy_async(a->recvbuf, (char *)a->recvbuf + (size_t)a->rank * blk, blk, g->stream), "copy");
+            GCOLL_CU(g->cu->memcpy_async(a->recvbuf, (char *)a->recvbuf + (size_t)a->rank * blk, blk, g->stream),
+                     "copy");
         else if (g->scratch)
             GCOLL_CU(g->cu->memcpy_async(a->recvbuf, g->scratch, blk * (size_t)a->size, g->stream), "copy");
         else {

@@ -22,20 +22,44 @@ static_assert(sizeof(gcoll__cuda_ipc_handle_t) == sizeof(cudaIpcMemHandle_t),
 #define GCOLL_CUDA_EXPORT extern "C" __attribute__((visibility("default")))
 
 template <typename T> struct conv {
-    __device__ static T in(T v) { return v; }
-    __device__ static T out(T v) { return v; }
+    __device__ static T in(T v)
+    {
+        return v;
+    }
+    __device__ static T out(T v)
+    {
+        return v;
+    }
 };
 template <> struct conv<__half> {
-    __device__ static float in(__half v) { return __half2float(v); }
-    __device__ static __half out(float v) { return __float2half_rn(v); }
+    __device__ static float in(__half v)
+    {
+        return __half2float(v);
+    }
+    __device__ static __half out(float v)
+    {
+        return __float2half_rn(v);
+    }
 };
 template <> struct conv<__nv_bfloat16> {
-    __device__ static float in(__nv_bfloat16 v) { return __bfloat162float(v); }
-    __device__ static __nv_bfloat16 out(float v) { return __float2bfloat16_rn(v); }
+    __device__ static float in(__nv_bfloat16 v)
+    {
+        return __bfloat162float(v);
+    }
+    __device__ static __nv_bfloat16 out(float v)
+    {
+        return __float2bfloat16_rn(v);
+    }
 };
-template <typename T> struct acc { typedef T type; };
-template <> struct acc<__half> { typedef float type; };
-template <> struct acc<__nv_bfloat16> { typedef float type; };
+template <typename T> struct acc {
+    typedef T type;
+};
+template <> struct acc<__half> {
+    typedef float type;
+};
+template <> struct acc<__nv_bfloat16> {
+    typedef float type;
+};
 
 // Float min/max as the host kernels do them: a NaN propagates, and min(-0,+0) is -0 and
 // max(-0,+0) +0 in either order, so ranks that combine in different orders get the same bits.
@@ -66,8 +90,7 @@ template <int OP, typename A> __device__ static A combine(A x, A y)
     return r;
 }
 
-template <typename T, int OP>
-__global__ void reduce_kernel(T *dst, const T *a, const T *b, size_t n)
+template <typename T, int OP> __global__ void reduce_kernel(T *dst, const T *a, const T *b, size_t n)
 {
     typedef typename acc<T>::type A;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
@@ -75,8 +98,7 @@ __global__ void reduce_kernel(T *dst, const T *a, const T *b, size_t n)
     }
 }
 
-template <typename T>
-__global__ void div_kernel(T *buf, size_t n, unsigned divisor)
+template <typename T> __global__ void div_kernel(T *buf, size_t n, unsigned divisor)
 {
     typedef typename acc<T>::type A;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
@@ -93,8 +115,7 @@ struct multi_args {
 };
 
 // VEC: every pointer 16-byte aligned, so whole 16-byte words move, the tail element by element.
-template <typename T, int OP, bool VEC>
-__global__ void multi_kernel(multi_args m, size_t n, unsigned divisor)
+template <typename T, int OP, bool VEC> __global__ void multi_kernel(multi_args m, size_t n, unsigned divisor)
 {
     typedef typename acc<T>::type A;
     const int V = 16 / sizeof(T);
@@ -126,8 +147,7 @@ __global__ void multi_kernel(multi_args m, size_t n, unsigned divisor)
 }
 
 // out[0] += a.b, out[1] += a.a, out[2] += b.b, in double.
-template <typename T>
-__global__ void dots_kernel(const T *a, const T *b, size_t n, double *out)
+template <typename T> __global__ void dots_kernel(const T *a, const T *b, size_t n, double *out)
 {
     double d = 0, na = 0, nb = 0;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
@@ -148,8 +168,7 @@ __global__ void dots_kernel(const T *a, const T *b, size_t n, double *out)
     }
 }
 
-template <typename T>
-__global__ void scaled_add_kernel(T *dst, double ca, const T *a, double cb, const T *b, size_t n)
+template <typename T> __global__ void scaled_add_kernel(T *dst, double ca, const T *a, double cb, const T *b, size_t n)
 {
     typedef typename acc<T>::type A;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
@@ -162,13 +181,13 @@ static unsigned blocks(size_t n)
     return (unsigned)(b < 4096 ? (b ? b : 1) : 4096);
 }
 
-template <typename T>
-static int reduce_t(void *dst, const void *a, const void *b, size_t n, int op, cudaStream_t s)
+template <typename T> static int reduce_t(void *dst, const void *a, const void *b, size_t n, int op, cudaStream_t s)
 {
     T *d = (T *)dst;
     const T *x = (const T *)a, *y = (const T *)b;
     switch (op) {
-    case GCOLL_SUM: case GCOLL_AVG: reduce_kernel<T, GCOLL_SUM><<<blocks(n), 256, 0, s>>>(d, x, y, n); break;
+    case GCOLL_SUM:
+    case GCOLL_AVG: reduce_kernel<T, GCOLL_SUM><<<blocks(n), 256, 0, s>>>(d, x, y, n); break;
     case GCOLL_PROD: reduce_kernel<T, GCOLL_PROD><<<blocks(n), 256, 0, s>>>(d, x, y, n); break;
     case GCOLL_MIN: reduce_kernel<T, GCOLL_MIN><<<blocks(n), 256, 0, s>>>(d, x, y, n); break;
     case GCOLL_MAX: reduce_kernel<T, GCOLL_MAX><<<blocks(n), 256, 0, s>>>(d, x, y, n); break;
@@ -178,18 +197,17 @@ static int reduce_t(void *dst, const void *a, const void *b, size_t n, int op, c
 }
 
 // The dtype switch every entry point shares: F(T) for the four floating types.
-#define DISPATCH(dtype, F)                                  \
-    switch (dtype) {                                        \
-    case GCOLL_FLOAT32: return F(float);                    \
-    case GCOLL_FLOAT64: return F(double);                   \
-    case GCOLL_FLOAT16: return F(__half);                   \
-    case GCOLL_BFLOAT16: return F(__nv_bfloat16);           \
-    default: return cudaErrorInvalidValue;                  \
+#define DISPATCH(dtype, F)                        \
+    switch (dtype) {                              \
+    case GCOLL_FLOAT32: return F(float);          \
+    case GCOLL_FLOAT64: return F(double);         \
+    case GCOLL_FLOAT16: return F(__half);         \
+    case GCOLL_BFLOAT16: return F(__nv_bfloat16); \
+    default: return cudaErrorInvalidValue;        \
     }
 
 GCOLL_CUDA_EXPORT int gcoll_cuda_kernel_reduce(void *dst, const void *a, const void *b, size_t n, int dtype, int op,
-                                               void *stream)
-{
+                                               void *stream){
 #define F(T) reduce_t<T>(dst, a, b, n, op, (cudaStream_t)stream)
     DISPATCH(dtype, F)
 #undef F
@@ -207,7 +225,8 @@ static int multi_v(const multi_args &m, size_t n, int op, unsigned divisor, cuda
 {
     size_t work = VEC ? n / (16 / sizeof(T)) + 1 : n;
     switch (op) {
-    case GCOLL_SUM: case GCOLL_AVG: multi_kernel<T, GCOLL_SUM, VEC><<<blocks(work), 256, 0, s>>>(m, n, divisor); break;
+    case GCOLL_SUM:
+    case GCOLL_AVG: multi_kernel<T, GCOLL_SUM, VEC><<<blocks(work), 256, 0, s>>>(m, n, divisor); break;
     case GCOLL_PROD: multi_kernel<T, GCOLL_PROD, VEC><<<blocks(work), 256, 0, s>>>(m, n, divisor); break;
     case GCOLL_MIN: multi_kernel<T, GCOLL_MIN, VEC><<<blocks(work), 256, 0, s>>>(m, n, divisor); break;
     case GCOLL_MAX: multi_kernel<T, GCOLL_MAX, VEC><<<blocks(work), 256, 0, s>>>(m, n, divisor); break;
@@ -216,8 +235,7 @@ static int multi_v(const multi_args &m, size_t n, int op, unsigned divisor, cuda
     return cudaGetLastError();
 }
 
-template <typename T>
-static int multi_t(const multi_args &m, size_t n, int op, unsigned divisor, cudaStream_t s)
+template <typename T> static int multi_t(const multi_args &m, size_t n, int op, unsigned divisor, cudaStream_t s)
 {
     uintptr_t bits = 0;
     for (int i = 0; i < m.nsrc; i++)
@@ -265,8 +283,9 @@ GCOLL_CUDA_EXPORT int gcoll_cuda_kernel_adasum_dots(const void *a, const void *b
     cudaError_t e = cudaMemsetAsync(out, 0, 3 * sizeof(double), (cudaStream_t)stream);
     if (e != cudaSuccess)
         return e;
-#define F(T) (dots_kernel<T><<<blocks(n), 256, 0, (cudaStream_t)stream>>>((const T *)a, (const T *)b, n, out), \
-              cudaGetLastError())
+#define F(T)                                                                                          \
+    (dots_kernel<T><<<blocks(n), 256, 0, (cudaStream_t)stream>>>((const T *)a, (const T *)b, n, out), \
+     cudaGetLastError())
     DISPATCH(dtype, F)
 #undef F
 }
@@ -274,8 +293,10 @@ GCOLL_CUDA_EXPORT int gcoll_cuda_kernel_adasum_dots(const void *a, const void *b
 GCOLL_CUDA_EXPORT int gcoll_cuda_kernel_scaled_add(void *dst, double ca, const void *a, double cb, const void *b,
                                                    size_t n, int dtype, void *stream)
 {
-#define F(T) (scaled_add_kernel<T><<<blocks(n), 256, 0, (cudaStream_t)stream>>>((T *)dst, ca, (const T *)a, cb, \
-              (const T *)b, n), cudaGetLastError())
+#define F(T)                                                                                         \
+    (scaled_add_kernel<T>                                                                            \
+     <<<blocks(n), 256, 0, (cudaStream_t)stream>>>((T *)dst, ca, (const T *)a, cb, (const T *)b, n), \
+     cudaGetLastError())
     DISPATCH(dtype, F)
 #undef F
 }

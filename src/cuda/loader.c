@@ -91,11 +91,26 @@ static int rt_is_device(const void *p, int *device)
     *device = a.device;
     return a.type == 2 ? 1 : a.type == 3 ? 2 : 0; /* managed memory is staged like device memory */
 }
-static int rt_stream_create(void **s) { return rt.stream_create(s, 1 /* cudaStreamNonBlocking */); }
-static int rt_stream_wait_event(void *s, void *e) { return rt.stream_wait_event(s, e, 0); }
-static int rt_event_create(void **e) { return rt.event_create(e, 2 /* cudaEventDisableTiming */); }
-static int rt_memcpy_async(void *d, const void *s, size_t n, void *st) { return rt.memcpy_async(d, s, n, 4, st); }
-static int rt_host_alloc(void **p, size_t n) { return rt.host_alloc(p, n, 1 /* cudaHostAllocPortable */); }
+static int rt_stream_create(void **s)
+{
+    return rt.stream_create(s, 1 /* cudaStreamNonBlocking */);
+}
+static int rt_stream_wait_event(void *s, void *e)
+{
+    return rt.stream_wait_event(s, e, 0);
+}
+static int rt_event_create(void **e)
+{
+    return rt.event_create(e, 2 /* cudaEventDisableTiming */);
+}
+static int rt_memcpy_async(void *d, const void *s, size_t n, void *st)
+{
+    return rt.memcpy_async(d, s, n, 4, st);
+}
+static int rt_host_alloc(void **p, size_t n)
+{
+    return rt.host_alloc(p, n, 1 /* cudaHostAllocPortable */);
+}
 
 /* The allocation holding p (the driver's address range: IPC handles name whole allocations) and
  * its buffer id, which the driver never gives two allocations of one process. */
@@ -119,9 +134,13 @@ static int rt_ipc_open(const gcoll__cuda_ipc_handle_t *h, void **base)
 }
 
 static gcoll__cuda_ops_t real = {
-    .name = "cudart", .is_device = rt_is_device, .stream_create = rt_stream_create,
-    .stream_wait_event = rt_stream_wait_event, .event_create = rt_event_create,
-    .memcpy_async = rt_memcpy_async, .host_alloc = rt_host_alloc,
+    .name = "cudart",
+    .is_device = rt_is_device,
+    .stream_create = rt_stream_create,
+    .stream_wait_event = rt_stream_wait_event,
+    .event_create = rt_event_create,
+    .memcpy_async = rt_memcpy_async,
+    .host_alloc = rt_host_alloc,
 };
 
 /* sym: the runtime's function name; every one is required. */
@@ -166,22 +185,18 @@ static const gcoll__cuda_ops_t *load_real(void)
         return NULL;
     }
     int ok = bind(h, (void **)&rt.get_device_count, "cudaGetDeviceCount") &&
-             bind(h, (void **)&rt.pointer_attr, "cudaPointerGetAttributes") &&
-             bind(h, (void **)&rt.get_last_error, "cudaGetLastError") &&
-             bind(h, (void **)&rt.set_device, "cudaSetDevice") &&
-             bind(h, (void **)&rt.stream_create, "cudaStreamCreateWithFlags") &&
-             bind(h, (void **)&rt.stream_destroy, "cudaStreamDestroy") &&
-             bind(h, (void **)&rt.stream_wait_event, "cudaStreamWaitEvent") &&
-             bind(h, (void **)&rt.event_create, "cudaEventCreateWithFlags") &&
-             bind(h, (void **)&rt.event_destroy, "cudaEventDestroy") &&
-             bind(h, (void **)&rt.event_record, "cudaEventRecord") &&
-             bind(h, (void **)&rt.event_query, "cudaEventQuery") &&
-             bind(h, (void **)&rt.event_sync, "cudaEventSynchronize") &&
-             bind(h, (void **)&rt.memcpy_async, "cudaMemcpyAsync") &&
-             bind(h, (void **)&rt.host_alloc, "cudaHostAlloc") &&
-             bind(h, (void **)&rt.host_free, "cudaFreeHost") &&
-             bind(h, (void **)&rt.dev_alloc, "cudaMalloc") && bind(h, (void **)&rt.dev_free, "cudaFree") &&
-             bind(h, (void **)&rt.error_string, "cudaGetErrorString");
+        bind(h, (void **)&rt.pointer_attr, "cudaPointerGetAttributes") &&
+        bind(h, (void **)&rt.get_last_error, "cudaGetLastError") && bind(h, (void **)&rt.set_device, "cudaSetDevice") &&
+        bind(h, (void **)&rt.stream_create, "cudaStreamCreateWithFlags") &&
+        bind(h, (void **)&rt.stream_destroy, "cudaStreamDestroy") &&
+        bind(h, (void **)&rt.stream_wait_event, "cudaStreamWaitEvent") &&
+        bind(h, (void **)&rt.event_create, "cudaEventCreateWithFlags") &&
+        bind(h, (void **)&rt.event_destroy, "cudaEventDestroy") &&
+        bind(h, (void **)&rt.event_record, "cudaEventRecord") && bind(h, (void **)&rt.event_query, "cudaEventQuery") &&
+        bind(h, (void **)&rt.event_sync, "cudaEventSynchronize") &&
+        bind(h, (void **)&rt.memcpy_async, "cudaMemcpyAsync") && bind(h, (void **)&rt.host_alloc, "cudaHostAlloc") &&
+        bind(h, (void **)&rt.host_free, "cudaFreeHost") && bind(h, (void **)&rt.dev_alloc, "cudaMalloc") &&
+        bind(h, (void **)&rt.dev_free, "cudaFree") && bind(h, (void **)&rt.error_string, "cudaGetErrorString");
     int n = 0, err = ok ? rt.get_device_count(&n) : 0;
     if (!ok || err || n <= 0) {
         if (ok)
@@ -190,8 +205,9 @@ static const gcoll__cuda_ops_t *load_real(void)
     }
     ndevices = n;
     void *d = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL); /* the driver the runtime just loaded */
-    if (d && (!(*(void **)&drv.device_get = dlsym(d, "cuDeviceGet")) ||
-              !(*(void **)&drv.primary_state = dlsym(d, "cuDevicePrimaryCtxGetState"))))
+    if (d &&
+        (!(*(void **)&drv.device_get = dlsym(d, "cuDeviceGet")) ||
+         !(*(void **)&drv.primary_state = dlsym(d, "cuDevicePrimaryCtxGetState"))))
         drv.primary_state = NULL;
     /* IPC is optional: without any of these, device buffers of one host take the staged path */
     if (d && (*(void **)&drv.address_range = dlsym(d, "cuMemGetAddressRange_v2")) &&

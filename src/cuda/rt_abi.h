@@ -6,7 +6,7 @@
 #define GCOLL_CUDA_RT_ABI_H
 
 struct gcoll__cuda_ptr_attr {
-    int type;   /* cudaMemoryType: 0 unregistered, 1 host, 2 device, 3 managed */
+    int type; /* cudaMemoryType: 0 unregistered, 1 host, 2 device, 3 managed */
     int device;
     void *device_ptr, *host_ptr;
     long reserved[8]; /* CUDA 13; earlier runtimes leave it alone */

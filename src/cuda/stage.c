@@ -34,10 +34,10 @@ typedef struct {
     int device;
     const char *sendbuf;
     char *recvbuf;
-    char *pin;                  /* STAGE_SLOTS slots of slot_send + slot_recv bytes */
+    char *pin;                   /* STAGE_SLOTS slots of slot_send + slot_recv bytes */
     size_t slot_send, slot_recv; /* slot_recv 0: in place, the send part holds both */
-    char *dscratch;             /* GPU reduction: a device slot per pinned slot, for the peer's chunks */
-    int peer;                   /* GPU reduction: the other rank; -1: the host algorithm */
+    char *dscratch;              /* GPU reduction: a device slot per pinned slot, for the peer's chunks */
+    int peer;                    /* GPU reduction: the other rank; -1: the host algorithm */
     gcoll_dtype_t dtype;
     gcoll_op_t op;
     /* Cut by block: the send (recv) buffer holds nblocks blocks of count elements, and chunk k's
@@ -45,7 +45,7 @@ typedef struct {
     int blk_send, blk_recv, nblocks;
     size_t count, esize;
     void *s_down, *s_up;
-    void *ev_start;   /* recorded on the caller's stream, else the legacy default stream: the
+    void *ev_start; /* recorded on the caller's stream, else the legacy default stream: the
                        * operation starts after it */
     void *user_stream;
     size_t nchunks, next; /* next: the first chunk not yet started */
@@ -195,8 +195,7 @@ static gcoll_status_t chunk_step(stage_t *g, size_t k, int *moved)
             *moved = 1;
         }
         return GCOLL_SUCCESS;
-    default:
-        return GCOLL_SUCCESS;
+    default: return GCOLL_SUCCESS;
     }
 }
 
@@ -279,7 +278,7 @@ static void stage_free(void *arg)
 static int elementwise(const gcoll__coll_args_t *a)
 {
     return (a->coll == GCOLL_COLL_ALLREDUCE && a->op != GCOLL_ADASUM) || a->coll == GCOLL_COLL_REDUCE ||
-           a->coll == GCOLL_COLL_BCAST;
+        a->coll == GCOLL_COLL_BCAST;
 }
 
 /* Whether a is cut by block: its blocked buffers must be device memory, packed by the copies. */
@@ -287,8 +286,9 @@ static int blockwise(const gcoll__coll_args_t *a)
 {
     int dev;
     return (a->coll == GCOLL_COLL_REDUCE_SCATTER || a->coll == GCOLL_COLL_ALLGATHER ||
-            a->coll == GCOLL_COLL_ALLTOALL) && a->sendbuf != a->recvbuf && a->count &&
-           gcoll__cuda_get()->is_device(a->sendbuf, &dev) && gcoll__cuda_get()->is_device(a->recvbuf, &dev);
+            a->coll == GCOLL_COLL_ALLTOALL) &&
+        a->sendbuf != a->recvbuf && a->count && gcoll__cuda_get()->is_device(a->sendbuf, &dev) &&
+        gcoll__cuda_get()->is_device(a->recvbuf, &dev);
 }
 
 /* Whether a reduces on the GPU: an allreduce (not Adasum) of two ranks, both buffers on the
@@ -299,7 +299,7 @@ static int gpu_reduce(const stage_t *g, const gcoll__coll_args_t *a)
 {
     int dev;
     return a->coll == GCOLL_COLL_ALLREDUCE && a->size == 2 && !a->shm && g->cu->reduce_multi && a->count &&
-           a->op != GCOLL_ADASUM && g->cu->is_device(a->sendbuf, &dev) && g->cu->is_device(a->recvbuf, &dev);
+        a->op != GCOLL_ADASUM && g->cu->is_device(a->sendbuf, &dev) && g->cu->is_device(a->recvbuf, &dev);
 }
 
 /* Element counts of a's send and receive buffers. */
@@ -333,8 +333,8 @@ static gcoll_status_t chunk_build(stage_t *g, const gcoll__coll_args_t *a, size_
     int send_dev = gcoll__cuda_is_device(a->sendbuf), recv_dev = gcoll__cuda_is_device(a->recvbuf);
     int root = a->rank == a->root;
     c->down = send_dev && c->send_bytes && !(a->coll == GCOLL_COLL_BCAST && !root);
-    c->up = recv_dev && c->recv_bytes && !(a->coll == GCOLL_COLL_BCAST && root) &&
-            !(a->coll == GCOLL_COLL_REDUCE && !root);
+    c->up =
+        recv_dev && c->recv_bytes && !(a->coll == GCOLL_COLL_BCAST && root) && !(a->coll == GCOLL_COLL_REDUCE && !root);
     if (a->sendbuf)
         ca.sendbuf = send_dev ? slot_send(g, k) : (const char *)a->sendbuf + c->send_off;
     if (a->recvbuf)
@@ -418,8 +418,8 @@ static gcoll_status_t stage_setup(stage_t *g, gcoll__coll_args_t *a, const size_
     g->blk_send = blocks && a->coll != GCOLL_COLL_ALLGATHER;
     g->blk_recv = blocks && a->coll != GCOLL_COLL_REDUCE_SCATTER;
     size_t per = elementwise(a) ? gcoll__config.cuda_chunk / a->esize
-               : blocks       ? gcoll__config.cuda_chunk / a->esize / (size_t)a->size
-                              : a->count;
+        : blocks                ? gcoll__config.cuda_chunk / a->esize / (size_t)a->size
+                                : a->count;
     if (per == 0)
         per = 1;
     g->nchunks = a->count ? (a->count + per - 1) / per : 1;

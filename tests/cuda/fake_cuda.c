@@ -22,8 +22,8 @@ typedef struct fop {
     const void *a, *b;
     size_t n;
     int dtype, op;
-    struct fstream *on; /* OP_WAIT: the stream and count of operations the event stood for, */
-    uint64_t seq;       /* taken when the wait is queued, as CUDA does (the event may go) */
+    struct fstream *on;               /* OP_WAIT: the stream and count of operations the event stood for, */
+    uint64_t seq;                     /* taken when the wait is queued, as CUDA does (the event may go) */
     void *dsts[GCOLL_CUDA_MULTI_MAX]; /* OP_MULTI */
     const void *srcs[GCOLL_CUDA_MULTI_MAX];
     int ndst, nsrc;
@@ -57,7 +57,7 @@ typedef struct {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER, map_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *dev_base, *shadow;
 static int arena_fd;
-static size_t arena, used, lib_used; /* the test's allocations from the bottom, gcoll's from the top */
+static size_t arena, used, lib_used;      /* the test's allocations from the bottom, gcoll's from the top */
 static unsigned long long generation = 1; /* fake_reset frees everything: new allocations, new ids */
 static fmap_t *maps;
 static long live_maps;
@@ -148,10 +148,22 @@ static long live(const long *v)
     pthread_mutex_unlock(&lock);
     return n;
 }
-long fake_live_pinned(void) { return live(&live_pinned); }
-long fake_live_device(void) { return live(&live_dev); }
-long fake_live_events(void) { return live(&live_events); }
-long fake_live_streams(void) { return live(&live_streams); }
+long fake_live_pinned(void)
+{
+    return live(&live_pinned);
+}
+long fake_live_device(void)
+{
+    return live(&live_dev);
+}
+long fake_live_events(void)
+{
+    return live(&live_events);
+}
+long fake_live_streams(void)
+{
+    return live(&live_streams);
+}
 long fake_live_mapped(void)
 {
     pthread_mutex_lock(&map_lock);
@@ -175,9 +187,7 @@ static void run_one(fstream_t *s)
     if (!s->head)
         s->tail = NULL;
     switch (o->kind) {
-    case OP_COPY:
-        memcpy(view(o->dst), view(o->a), o->n);
-        break;
+    case OP_COPY: memcpy(view(o->dst), view(o->a), o->n); break;
     case OP_REDUCE: /* gcoll's public host reduction on the fake's readable views */
         if (o->dst != o->a)
             memmove(view(o->dst), view(o->a), o->n * gcoll_dtype_size(o->dtype));
@@ -354,9 +364,9 @@ static int f_dev_free(void *p)
 static const char *f_error_string(int err)
 {
     return err == GCOLL_CUDA_NOT_READY ? "not ready"
-           : err == 208               ? "resource already mapped"
-           : err == 217               ? "peer access is not supported between these two devices"
-                                      : "fake CUDA error";
+        : err == 208                   ? "resource already mapped"
+        : err == 217                   ? "peer access is not supported between these two devices"
+                                       : "fake CUDA error";
 }
 static int f_reduce(void *dst, const void *a, const void *b, size_t n, int dtype, int op, void *s)
 {
@@ -396,8 +406,8 @@ static int f_ipc_open(const gcoll__cuda_ipc_handle_t *h, void **base)
     struct stat st;
     memcpy(&fh, h->bytes, sizeof(fh));
     if (getenv("FAKE_CUDA_IPC_REFUSED")) /* as between GPUs without peer access */
-        return 217; /* cudaErrorPeerAccessUnsupported */
-    int again = 0; /* as the driver: memory already mapped here cannot be mapped twice */
+        return 217;                      /* cudaErrorPeerAccessUnsupported */
+    int again = 0;                       /* as the driver: memory already mapped here cannot be mapped twice */
     pthread_mutex_lock(&map_lock);
     for (fmap_t *m = maps; m; m = m->next)
         again |= m->pid == fh.pid && m->fd == fh.fd;
@@ -413,8 +423,8 @@ static int f_ipc_open(const gcoll__cuda_ipc_handle_t *h, void **base)
     }
     fmap_t *m = calloc(1, sizeof(*m));
     size_t bytes = (size_t)st.st_size;
-    char *b = mmap(NULL, bytes, PROT_NONE, MAP_SHARED, fd, 0), *sh = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-                                                                          MAP_SHARED, fd, 0);
+    char *b = mmap(NULL, bytes, PROT_NONE, MAP_SHARED, fd, 0),
+         *sh = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (!m || b == MAP_FAILED || sh == MAP_FAILED)
         die("mapping a peer's arena");
@@ -473,11 +483,27 @@ void *fake_stream(void)
 }
 
 const gcoll__cuda_ops_t fake_cuda_ops = {
-    .name = "fake", .is_device = f_is_device, .set_device = f_set_device, .stream_create = f_stream_create,
-    .stream_destroy = f_stream_destroy, .stream_wait_event = f_stream_wait_event, .event_create = f_event_create,
-    .event_destroy = f_event_destroy, .event_record = f_event_record, .event_query = f_event_query,
-    .event_sync = f_event_sync, .memcpy_async = f_memcpy_async, .host_alloc = f_host_alloc,
-    .host_free = f_host_free, .dev_alloc = f_dev_alloc, .dev_free = f_dev_free, .error_string = f_error_string,
-    .reduce = f_reduce, .ipc_export = f_ipc_export, .ipc_open = f_ipc_open, .ipc_close = f_ipc_close,
-    .reduce_multi = f_reduce_multi, .bus_id = f_bus_id,
+    .name = "fake",
+    .is_device = f_is_device,
+    .set_device = f_set_device,
+    .stream_create = f_stream_create,
+    .stream_destroy = f_stream_destroy,
+    .stream_wait_event = f_stream_wait_event,
+    .event_create = f_event_create,
+    .event_destroy = f_event_destroy,
+    .event_record = f_event_record,
+    .event_query = f_event_query,
+    .event_sync = f_event_sync,
+    .memcpy_async = f_memcpy_async,
+    .host_alloc = f_host_alloc,
+    .host_free = f_host_free,
+    .dev_alloc = f_dev_alloc,
+    .dev_free = f_dev_free,
+    .error_string = f_error_string,
+    .reduce = f_reduce,
+    .ipc_export = f_ipc_export,
+    .ipc_open = f_ipc_open,
+    .ipc_close = f_ipc_close,
+    .reduce_multi = f_reduce_multi,
+    .bus_id = f_bus_id,
 };

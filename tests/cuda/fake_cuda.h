@@ -15,9 +15,9 @@
 extern const gcoll__cuda_ops_t fake_cuda_ops;
 
 void fake_init(size_t arena_bytes);
-void *fake_malloc(size_t bytes);  /* device memory, 256-byte aligned */
-void fake_reset(void);            /* frees every device allocation */
-void *fake_stream(void);          /* a stream of the caller's, for the stream attribute */
+void *fake_malloc(size_t bytes); /* device memory, 256-byte aligned */
+void fake_reset(void);           /* frees every device allocation */
+void *fake_stream(void);         /* a stream of the caller's, for the stream attribute */
 /* Synchronous copies for the test's own use (no stream). */
 void fake_to_device(void *dev, const void *host, size_t bytes);
 void fake_to_host(void *host, const void *dev, size_t bytes);

@@ -37,13 +37,20 @@ static const char *load_cuda(void)
         h = dlopen(names[i], RTLD_NOW);
     if (!h)
         return "no CUDA runtime: libcudart not found";
-    struct { void **slot; const char *sym; } syms[] = {
-        {(void **)&rt.get_device_count, "cudaGetDeviceCount"}, {(void **)&rt.set_device, "cudaSetDevice"},
-        {(void **)&rt.malloc_, "cudaMalloc"}, {(void **)&rt.free_, "cudaFree"},
-        {(void **)&rt.memcpy_, "cudaMemcpy"}, {(void **)&rt.memcpy_async, "cudaMemcpyAsync"},
-        {(void **)&rt.sync, "cudaDeviceSynchronize"}, {(void **)&rt.stream_create, "cudaStreamCreate"},
-        {(void **)&rt.stream_sync, "cudaStreamSynchronize"}, {(void **)&rt.stream_destroy, "cudaStreamDestroy"},
-        {(void **)&rt.error_string, "cudaGetErrorString"}};
+    struct {
+        void **slot;
+        const char *sym;
+    } syms[] = {{(void **)&rt.get_device_count, "cudaGetDeviceCount"},
+                {(void **)&rt.set_device, "cudaSetDevice"},
+                {(void **)&rt.malloc_, "cudaMalloc"},
+                {(void **)&rt.free_, "cudaFree"},
+                {(void **)&rt.memcpy_, "cudaMemcpy"},
+                {(void **)&rt.memcpy_async, "cudaMemcpyAsync"},
+                {(void **)&rt.sync, "cudaDeviceSynchronize"},
+                {(void **)&rt.stream_create, "cudaStreamCreate"},
+                {(void **)&rt.stream_sync, "cudaStreamSynchronize"},
+                {(void **)&rt.stream_destroy, "cudaStreamDestroy"},
+                {(void **)&rt.error_string, "cudaGetErrorString"}};
     for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++)
         if (!(*syms[i].slot = dlsym(h, syms[i].sym)))
             return "the CUDA runtime lacks a function this test needs";

@@ -108,7 +108,7 @@ static void movement(size_t bytes)
     check_dev(dst, exp, all, 1, "alltoall");
     CHECK_OK(gcoll_alltoall(src, src, bytes, GCOLL_UINT8, world));
     check_dev(src, exp, all, 1, "alltoall in place");
-    for (int root = 0; root < n; root += n > 1 ? n - 1 : 1) {
+    for (int root = 0; root<n; root += n> 1 ? n - 1 : 1) {
         ref_fill_bytes(exp, bytes, root, 9);
         if (r == root)
             memcpy(in, exp, bytes);
@@ -246,8 +246,8 @@ static void adasum(gcoll_dtype_t d)
     } else {
         size_t worst;
         double err = adasum_ref_error(&ref, res, d, &worst), tol = adasum_ref_tolerance(d);
-        CHECK(err <= tol, "adasum %s on the device: tensor %zu is %g off the reference, over %g",
-              gcoll_dtype_name(d), worst, err, tol);
+        CHECK(err <= tol, "adasum %s on the device: tensor %zu is %g off the reference, over %g", gcoll_dtype_name(d),
+              worst, err, tol);
         adasum_ref_free(&ref);
     }
     free(init);

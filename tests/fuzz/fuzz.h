@@ -8,14 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PROPERTY(cond, ...)                                                        \
-    do {                                                                           \
-        if (!(cond)) {                                                             \
-            fprintf(stderr, "property broken at %s:%d: ", __FILE__, __LINE__);    \
-            fprintf(stderr, __VA_ARGS__);                                          \
-            fputc('\n', stderr);                                                   \
-            abort();                                                               \
-        }                                                                          \
+#define PROPERTY(cond, ...)                                                    \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            fprintf(stderr, "property broken at %s:%d: ", __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                                      \
+            fputc('\n', stderr);                                               \
+            abort();                                                           \
+        }                                                                      \
     } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

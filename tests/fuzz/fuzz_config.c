@@ -86,13 +86,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memset(&gcoll__config, 0, sizeof(gcoll__config));
         st = gcoll__config_parse(idx, s);
         PROPERTY(st == GCOLL_SUCCESS, "%s='%s' accepted once, then rejected: %s", var.name, s, gcoll_last_error());
-        PROPERTY(same_config(&first, &gcoll__config), "%s='%s' parses to a different value the second time",
-                 var.name, s);
+        PROPERTY(same_config(&first, &gcoll__config), "%s='%s' parses to a different value the second time", var.name,
+                 s);
     } else {
         PROPERTY(st == GCOLL_ERR_INVALID_ARG, "%s='%s' fails with %s, not GCOLL_ERR_INVALID_ARG", var.name, s,
                  gcoll_status_name(st));
-        PROPERTY(strstr(gcoll_last_error(), var.name) != NULL, "%s='%s' rejected without naming it: '%s'",
-                 var.name, s, gcoll_last_error());
+        PROPERTY(strstr(gcoll_last_error(), var.name) != NULL, "%s='%s' rejected without naming it: '%s'", var.name, s,
+                 gcoll_last_error());
     }
     free(s);
     return 0;

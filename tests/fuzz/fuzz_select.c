@@ -51,7 +51,8 @@ static int same_table(const gcoll__algo_table_t *a, const gcoll__algo_table_t *b
     if (a->nranges != b->nranges)
         return 0;
     for (int i = 0; i < a->nranges; i++)
-        if (a->range[i].lo != b->range[i].lo || a->range[i].hi != b->range[i].hi || a->range[i].algo != b->range[i].algo)
+        if (a->range[i].lo != b->range[i].lo || a->range[i].hi != b->range[i].hi ||
+            a->range[i].algo != b->range[i].algo)
             return 0;
     return 1;
 }
@@ -86,8 +87,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (st != GCOLL_SUCCESS) {
         PROPERTY(st == GCOLL_ERR_INVALID_ARG, "%s='%s' fails with %s, not GCOLL_ERR_INVALID_ARG", var.name, s,
                  gcoll_status_name(st));
-        PROPERTY(strstr(gcoll_last_error(), var.name) != NULL, "%s='%s' rejected without naming it: '%s'", var.name,
-                 s, gcoll_last_error());
+        PROPERTY(strstr(gcoll_last_error(), var.name) != NULL, "%s='%s' rejected without naming it: '%s'", var.name, s,
+                 gcoll_last_error());
         free(s);
         return 0;
     }

@@ -55,8 +55,8 @@ static void fuzz_header(const uint8_t *data, size_t size, size_t off)
         uint64_t bound = TCP_EAGER_MAX > TCP_CHUNK_MAX ? TCP_EAGER_MAX : TCP_CHUNK_MAX;
         PROPERTY(h.seq == seq, "a header with sequence number %u passes where %u is due", (unsigned)h.seq,
                  (unsigned)seq);
-        PROPERTY(h.len <= bound, "a header of %llu payload bytes passes (the bound is %llu)",
-                 (unsigned long long)h.len, (unsigned long long)bound);
+        PROPERTY(h.len <= bound, "a header of %llu payload bytes passes (the bound is %llu)", (unsigned long long)h.len,
+                 (unsigned long long)bound);
         PROPERTY(h.type != TCP_EAGER || h.len <= TCP_EAGER_MAX, "an eager frame of %llu bytes passes",
                  (unsigned long long)h.len);
         PROPERTY(h.type != TCP_DATA || (h.len > 0 && h.len <= TCP_CHUNK_MAX), "a data frame of %llu bytes passes",

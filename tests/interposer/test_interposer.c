@@ -16,8 +16,8 @@
 #include "check.h"
 
 enum { ALLREDUCE, IALLREDUCE, REDUCE_SCATTER_BLOCK, ALLGATHER, BCAST, REDUCE, BARRIER, NCALLS };
-static const char *const call_names[NCALLS] = {"allreduce", "iallreduce", "reduce_scatter_block", "allgather",
-                                               "bcast",     "reduce",     "barrier"};
+static const char *const call_names[NCALLS] = {"allreduce", "iallreduce", "reduce_scatter_block", "allgather", "bcast",
+                                               "reduce",    "barrier"};
 static int on[NCALLS];
 static long taken[NCALLS], passed[NCALLS];
 static int wrank;
@@ -88,26 +88,70 @@ static void init_types(void)
 static void put(const type_t *ty, void *buf, size_t i, double v)
 {
     char *p = (char *)buf + i * (size_t)ty->size;
-    if (ty->kind == 'f' && ty->size == 4) { float x = (float)v; memcpy(p, &x, 4); }
-    else if (ty->kind == 'f') memcpy(p, &v, 8);
-    else if (ty->kind == 's' && ty->size == 1) { int8_t x = (int8_t)v; memcpy(p, &x, 1); }
-    else if (ty->kind == 's' && ty->size == 4) { int32_t x = (int32_t)v; memcpy(p, &x, 4); }
-    else if (ty->kind == 's') { int64_t x = (int64_t)v; memcpy(p, &x, 8); }
-    else if (ty->size == 1) { uint8_t x = (uint8_t)v; memcpy(p, &x, 1); }
-    else if (ty->size == 4) { uint32_t x = (uint32_t)v; memcpy(p, &x, 4); }
-    else { uint64_t x = (uint64_t)v; memcpy(p, &x, 8); }
+    if (ty->kind == 'f' && ty->size == 4) {
+        float x = (float)v;
+        memcpy(p, &x, 4);
+    } else if (ty->kind == 'f')
+        memcpy(p, &v, 8);
+    else if (ty->kind == 's' && ty->size == 1) {
+        int8_t x = (int8_t)v;
+        memcpy(p, &x, 1);
+    } else if (ty->kind == 's' && ty->size == 4) {
+        int32_t x = (int32_t)v;
+        memcpy(p, &x, 4);
+    } else if (ty->kind == 's') {
+        int64_t x = (int64_t)v;
+        memcpy(p, &x, 8);
+    } else if (ty->size == 1) {
+        uint8_t x = (uint8_t)v;
+        memcpy(p, &x, 1);
+    } else if (ty->size == 4) {
+        uint32_t x = (uint32_t)v;
+        memcpy(p, &x, 4);
+    } else {
+        uint64_t x = (uint64_t)v;
+        memcpy(p, &x, 8);
+    }
 }
 
 static double get(const type_t *ty, const void *buf, size_t i)
 {
     const char *p = (const char *)buf + i * (size_t)ty->size;
-    if (ty->kind == 'f' && ty->size == 4) { float x; memcpy(&x, p, 4); return x; }
-    if (ty->kind == 'f') { double x; memcpy(&x, p, 8); return x; }
-    if (ty->kind == 's' && ty->size == 1) { int8_t x; memcpy(&x, p, 1); return x; }
-    if (ty->kind == 's' && ty->size == 4) { int32_t x; memcpy(&x, p, 4); return x; }
-    if (ty->kind == 's') { int64_t x; memcpy(&x, p, 8); return (double)x; }
-    if (ty->size == 1) { uint8_t x; memcpy(&x, p, 1); return x; }
-    if (ty->size == 4) { uint32_t x; memcpy(&x, p, 4); return x; }
+    if (ty->kind == 'f' && ty->size == 4) {
+        float x;
+        memcpy(&x, p, 4);
+        return x;
+    }
+    if (ty->kind == 'f') {
+        double x;
+        memcpy(&x, p, 8);
+        return x;
+    }
+    if (ty->kind == 's' && ty->size == 1) {
+        int8_t x;
+        memcpy(&x, p, 1);
+        return x;
+    }
+    if (ty->kind == 's' && ty->size == 4) {
+        int32_t x;
+        memcpy(&x, p, 4);
+        return x;
+    }
+    if (ty->kind == 's') {
+        int64_t x;
+        memcpy(&x, p, 8);
+        return (double)x;
+    }
+    if (ty->size == 1) {
+        uint8_t x;
+        memcpy(&x, p, 1);
+        return x;
+    }
+    if (ty->size == 4) {
+        uint32_t x;
+        memcpy(&x, p, 4);
+        return x;
+    }
     uint64_t x;
     memcpy(&x, p, 8);
     return (double)x;
@@ -209,8 +253,9 @@ static void test_reduce_scatter_block(MPI_Comm c, const char *label)
                     for (size_t i = rc_; i-- > 0;)
                         if (get(ty, out, i) != fold(ty, o, n, (size_t)rank * rc_ + i))
                             bad = i;
-                    CHECK(rc == MPI_SUCCESS && bad == rc_, "%s reduce_scatter_block %s %s recvcount %zu%s: rc %d, element %zu",
-                          label, ty->name, op_names[o], rc_, inplace ? " in place" : "", rc, bad);
+                    CHECK(rc == MPI_SUCCESS && bad == rc_,
+                          "%s reduce_scatter_block %s %s recvcount %zu%s: rc %d, element %zu", label, ty->name,
+                          op_names[o], rc_, inplace ? " in place" : "", rc, bad);
                     free(in);
                     free(out);
                 }
@@ -224,7 +269,7 @@ static void test_reduce(MPI_Comm c, const char *label)
     const size_t counts[] = {1, 100};
     for (int t = 0; t < ntypes; t++)
         for (int o = 0; o < 4; o++)
-            for (int root = 0; root < n; root += n > 1 ? n - 1 : 1)
+            for (int root = 0; root<n; root += n> 1 ? n - 1 : 1)
                 for (int inplace = 0; inplace < 2; inplace++)
                     for (size_t k = 0; k < 2; k++) {
                         const type_t *ty = &types[t];
@@ -245,8 +290,9 @@ static void test_reduce(MPI_Comm c, const char *label)
                         for (size_t i = cnt; me && i-- > 0;)
                             if (get(ty, out, i) != fold(ty, o, n, i))
                                 bad = i;
-                        CHECK(rc == MPI_SUCCESS && bad == cnt, "%s reduce %s %s root %d count %zu%s: rc %d, element %zu",
-                              label, ty->name, op_names[o], root, cnt, ip ? " in place" : "", rc, bad);
+                        CHECK(rc == MPI_SUCCESS && bad == cnt,
+                              "%s reduce %s %s root %d count %zu%s: rc %d, element %zu", label, ty->name, op_names[o],
+                              root, cnt, ip ? " in place" : "", rc, bad);
                         free(in);
                         free(out);
                     }
@@ -284,9 +330,7 @@ static void test_iallreduce(MPI_Comm c, const char *label)
             tally(IALLREDUCE, 0);
             int left = K + 3, flag = 0, idx, outc, idxs[K + 3];
             switch (how) {
-            case 0:
-                MPI_Waitall(K + 3, req, MPI_STATUSES_IGNORE);
-                break;
+            case 0: MPI_Waitall(K + 3, req, MPI_STATUSES_IGNORE); break;
             case 1:
                 for (int k = 0; k < K + 3; k++)
                     MPI_Wait(&req[k], MPI_STATUS_IGNORE);
@@ -321,8 +365,8 @@ static void test_iallreduce(MPI_Comm c, const char *label)
                 for (size_t i = CNT - k; i-- > 0;)
                     if (get(ty, out[k], i) != fold(ty, o, n, i))
                         bad = i;
-                CHECK(bad == (size_t)(CNT - k), "%s iallreduce %s %s #%d (completion %d): element %zu", label,
-                      ty->name, op_names[o], k, how, bad);
+                CHECK(bad == (size_t)(CNT - k), "%s iallreduce %s %s #%d (completion %d): element %zu", label, ty->name,
+                      op_names[o], k, how, bad);
                 free(in[k]);
                 free(out[k]);
             }
@@ -343,7 +387,10 @@ static void test_passed_reductions(MPI_Comm c, const char *label)
     rc = MPI_Allreduce(&bits, &band, 1, MPI_INT, MPI_BAND, c);
     tally(ALLREDUCE, 0);
     CHECK(rc == MPI_SUCCESS && band == (n == 1 ? bits : 1 << 30), "%s allreduce MPI_BAND: %x", label, band);
-    struct { double v; int i; } mine = {(double)(rank % 3), rank}, best = {0, -1};
+    struct {
+        double v;
+        int i;
+    } mine = {(double)(rank % 3), rank}, best = {0, -1};
     rc = MPI_Allreduce(&mine, &best, 1, MPI_DOUBLE_INT, MPI_MAXLOC, c);
     tally(ALLREDUCE, 0);
     CHECK(rc == MPI_SUCCESS && best.v == (n > 2 ? 2 : n - 1) && best.i == (n > 2 ? 2 : n - 1),

@@ -37,17 +37,14 @@ static double raw_value(const gen_t *g, int q, size_t i)
     switch (g->kind) {
     case C_ORTHOGONAL: /* rank q alone holds the elements i with i % n == q */
         return (int)(i % (size_t)g->n) == q ? ((double)(ref_hash(7, (uint32_t)i, g->seed) % 64) + 1) / 8 : 0;
-    case C_IDENTICAL:
-        return ((double)ref_hash(0, (uint32_t)i, g->seed) / 4294967296.0 - 0.5) * 3;
+    case C_IDENTICAL: return ((double)ref_hash(0, (uint32_t)i, g->seed) / 4294967296.0 - 0.5) * 3;
     case C_ZEROS: /* every third rank's vector is zero, and runs of elements are zero everywhere
                    * (whole small tensors among the fused ones) */
         return q % 3 == 0 || (i / 5) % 4 == 0 ? 0 : u * 3;
     case C_TINY: /* fp32: near FLT_MIN; fp64: squares below sqrt(DBL_MIN), so c = 1 throughout */
         return (u + (u < 0 ? -0.5 : 0.5)) * (dbl ? 1e-160 : 4 * (double)FLT_MIN);
-    case C_HUGE:
-        return u * (dbl ? 1e150 : 1e36);
-    default:
-        return u * 3;
+    case C_HUGE: return u * (dbl ? 1e150 : 1e36);
+    default: return u * 3;
     }
 }
 
@@ -77,7 +74,6 @@ typedef struct {
     size_t nt;
     size_t tc[48];
 } layout_t;
-
 
 static void run_case(const char *algo, gcoll_dtype_t d, int kind, const layout_t *lay, int inplace)
 {
@@ -136,11 +132,13 @@ static void test_errors(void)
     int32_t ibuf[4] = {0};
     size_t tc[3] = {4, 4, 4};
     gcoll_request_t req;
-#define EXPECT(call, needle)                                                                                     \
-    do {                                                                                                         \
-        gcoll_status_t st_ = (call);                                                                             \
-        CHECK(st_ == GCOLL_ERR_INVALID_ARG && strstr(gcoll_last_error(), needle), "%s -> %s (%s), want "        \
-              "GCOLL_ERR_INVALID_ARG naming %s", #call, gcoll_status_name(st_), gcoll_last_error(), needle);     \
+#define EXPECT(call, needle)                                                      \
+    do {                                                                          \
+        gcoll_status_t st_ = (call);                                              \
+        CHECK(st_ == GCOLL_ERR_INVALID_ARG && strstr(gcoll_last_error(), needle), \
+              "%s -> %s (%s), want "                                              \
+              "GCOLL_ERR_INVALID_ARG naming %s",                                  \
+              #call, gcoll_status_name(st_), gcoll_last_error(), needle);         \
     } while (0)
     EXPECT(gcoll_reduce_scatter(buf, buf, 1, GCOLL_FLOAT32, GCOLL_ADASUM, world), "op");
     EXPECT(gcoll_reduce(buf, buf, 4, GCOLL_FLOAT32, GCOLL_ADASUM, 0, world), "op");
@@ -189,8 +187,7 @@ static void test_allreduce_op(void)
     for (int k = 2; k >= 0; k--) {
         CHECK_OK(gcoll_wait(&req[k]));
         CHECK_OK(gcoll_adasum(in, b, sizes[k], GCOLL_FLOAT32, NULL, 0, world));
-        CHECK(memcmp(c[k], b, sizes[k] * 4) == 0, "iadasum of %zu elements in flight with others differs",
-              sizes[k]);
+        CHECK(memcmp(c[k], b, sizes[k] * 4) == 0, "iadasum of %zu elements in flight with others differs", sizes[k]);
         free(c[k]);
     }
     free(in);

@@ -98,8 +98,8 @@ static gcoll_status_t run_req(gcoll_status_t started, gcoll_request_t *req, int 
 }
 
 #define CTX "%s/%s dtype=%s op=%s count=%zu %s"
-#define CTX_ARGS(coll, algo, d, op, cnt, ip) coll, algo, gcoll_dtype_name(d), gcoll_op_name(op), cnt, \
-    (ip) ? "in-place" : "out-of-place"
+#define CTX_ARGS(coll, algo, d, op, cnt, ip) \
+    coll, algo, gcoll_dtype_name(d), gcoll_op_name(op), cnt, (ip) ? "in-place" : "out-of-place"
 
 static void test_reductions(gcoll_dtype_t d, gcoll_op_t op, size_t cnt)
 {
@@ -123,8 +123,8 @@ static void test_reductions(gcoll_dtype_t d, gcoll_op_t op, size_t cnt)
             ref_fill_values(in.p, cnt, r, d, op);
             attr.algorithm = names[a];
             gcoll_request_t req;
-            gcoll_status_t st = run_req(gcoll_iallreduce(in.p, ip ? in.p : out.p, cnt, d, op, world, &attr, &req),
-                                        &req, (int)(a + cnt) % 2);
+            gcoll_status_t st = run_req(gcoll_iallreduce(in.p, ip ? in.p : out.p, cnt, d, op, world, &attr, &req), &req,
+                                        (int)(a + cnt) % 2);
             CHECK(st == GCOLL_SUCCESS, CTX ": %s", CTX_ARGS("allreduce", names[a], d, op, cnt, ip), gcoll_last_error());
             long bad = first_diff(ip ? in.p : out.p, exp, cnt, es);
             CHECK(bad < 0, CTX ": wrong result at element %ld", CTX_ARGS("allreduce", names[a], d, op, cnt, ip), bad);
@@ -150,14 +150,14 @@ static void test_reductions(gcoll_dtype_t d, gcoll_op_t op, size_t cnt)
             memset(out.p, 0xA5, cnt * es);
             attr.algorithm = names[a];
             gcoll_request_t req;
-            gcoll_status_t st = run_req(gcoll_ireduce(in.p, ip ? in.p : out.p, cnt, d, op, root, world, &attr, &req),
-                                        &req, 0);
+            gcoll_status_t st =
+                run_req(gcoll_ireduce(in.p, ip ? in.p : out.p, cnt, d, op, root, world, &attr, &req), &req, 0);
             CHECK(st == GCOLL_SUCCESS, CTX " root=%d: %s", CTX_ARGS("reduce", names[a], d, op, cnt, ip), root,
                   gcoll_last_error());
             if (r == root) {
                 long bad = first_diff(ip ? in.p : out.p, exp, cnt, es);
-                CHECK(bad < 0, CTX " root=%d: wrong result at element %ld", CTX_ARGS("reduce", names[a], d, op, cnt, ip),
-                      root, bad);
+                CHECK(bad < 0, CTX " root=%d: wrong result at element %ld",
+                      CTX_ARGS("reduce", names[a], d, op, cnt, ip), root, bad);
             } else {
                 char *orig = malloc(cnt * es + 1);
                 ref_fill_values(orig, cnt, r, d, op);
@@ -184,12 +184,13 @@ static void test_reductions(gcoll_dtype_t d, gcoll_op_t op, size_t cnt)
             ref_fill_values(in.p, total, r, d, op);
             attr.algorithm = names[a];
             gcoll_request_t req;
-            gcoll_status_t st = run_req(
-                gcoll_ireduce_scatter(in.p, ip ? in.p : out.p, cnt, d, op, world, &attr, &req), &req, 1);
+            gcoll_status_t st =
+                run_req(gcoll_ireduce_scatter(in.p, ip ? in.p : out.p, cnt, d, op, world, &attr, &req), &req, 1);
             CHECK(st == GCOLL_SUCCESS, CTX ": %s", CTX_ARGS("reduce_scatter", names[a], d, op, cnt, ip),
                   gcoll_last_error());
             long bad = first_diff(ip ? in.p : out.p, exp, cnt, es);
-            CHECK(bad < 0, CTX ": wrong result at element %ld", CTX_ARGS("reduce_scatter", names[a], d, op, cnt, ip), bad);
+            CHECK(bad < 0, CTX ": wrong result at element %ld", CTX_ARGS("reduce_scatter", names[a], d, op, cnt, ip),
+                  bad);
             free(in.base);
             free(out.base);
         }
@@ -223,9 +224,10 @@ static void test_movement(gcoll_dtype_t d, size_t cnt)
                 memcpy(out.p + (size_t)r * bytes, in.p, bytes);
             attr.algorithm = names[a];
             gcoll_request_t req;
-            gcoll_status_t st = run_req(gcoll_iallgather(ip ? out.p : in.p, out.p, cnt, d, world,
-                                                         &attr, &req), &req, 0);
-            CHECK(st == GCOLL_SUCCESS, CTX ": %s", CTX_ARGS("allgather", names[a], d, GCOLL_SUM, cnt, ip), gcoll_last_error());
+            gcoll_status_t st =
+                run_req(gcoll_iallgather(ip ? out.p : in.p, out.p, cnt, d, world, &attr, &req), &req, 0);
+            CHECK(st == GCOLL_SUCCESS, CTX ": %s", CTX_ARGS("allgather", names[a], d, GCOLL_SUM, cnt, ip),
+                  gcoll_last_error());
             CHECK(memcmp(out.p, exp.p, bytes * (size_t)n) == 0, CTX ": wrong result",
                   CTX_ARGS("allgather", names[a], d, GCOLL_SUM, cnt, ip));
             free(in.base);
@@ -263,7 +265,8 @@ static void test_movement(gcoll_dtype_t d, size_t cnt)
             if (!chosen(C_ALLTOALL, a, ip, nalgo))
                 continue;
             record(C_ALLTOALL, a, d, GCOLL_SUM, ip);
-            buf_t in = balloc(bytes * (size_t)n, 10), out = balloc(bytes * (size_t)n, 11), exp = balloc(bytes * (size_t)n, 0);
+            buf_t in = balloc(bytes * (size_t)n, 10), out = balloc(bytes * (size_t)n, 11),
+                  exp = balloc(bytes * (size_t)n, 0);
             for (int q = 0; q < n; q++) {
                 ref_fill_bytes(in.p + (size_t)q * bytes, bytes, r * 64 + q, salt);
                 ref_fill_bytes(exp.p + (size_t)q * bytes, bytes, q * 64 + r, salt);
@@ -271,7 +274,8 @@ static void test_movement(gcoll_dtype_t d, size_t cnt)
             attr.algorithm = names[a];
             gcoll_request_t req;
             gcoll_status_t st = run_req(gcoll_ialltoall(in.p, ip ? in.p : out.p, cnt, d, world, &attr, &req), &req, 0);
-            CHECK(st == GCOLL_SUCCESS, CTX ": %s", CTX_ARGS("alltoall", names[a], d, GCOLL_SUM, cnt, ip), gcoll_last_error());
+            CHECK(st == GCOLL_SUCCESS, CTX ": %s", CTX_ARGS("alltoall", names[a], d, GCOLL_SUM, cnt, ip),
+                  gcoll_last_error());
             CHECK(memcmp(ip ? in.p : out.p, exp.p, bytes * (size_t)n) == 0, CTX ": wrong result",
                   CTX_ARGS("alltoall", names[a], d, GCOLL_SUM, cnt, ip));
             free(in.base);
@@ -292,7 +296,11 @@ static double inexact_value(int rank, size_t i, gcoll_dtype_t d)
 static double decode(gcoll_dtype_t d, const void *p)
 {
     switch (d) {
-    case GCOLL_FLOAT16: { _Float16 x; memcpy(&x, p, 2); return x; }
+    case GCOLL_FLOAT16: {
+        _Float16 x;
+        memcpy(&x, p, 2);
+        return x;
+    }
     case GCOLL_BFLOAT16: {
         uint16_t h;
         memcpy(&h, p, 2);
@@ -301,8 +309,16 @@ static double decode(gcoll_dtype_t d, const void *p)
         memcpy(&f, &b, 4);
         return f;
     }
-    case GCOLL_FLOAT32: { float x; memcpy(&x, p, 4); return x; }
-    default: { double x; memcpy(&x, p, 8); return x; }
+    case GCOLL_FLOAT32: {
+        float x;
+        memcpy(&x, p, 4);
+        return x;
+    }
+    default: {
+        double x;
+        memcpy(&x, p, 8);
+        return x;
+    }
     }
 }
 
@@ -396,8 +412,8 @@ static void test_barrier(void)
  * each placement every count and dtype: what the design promises, whatever the rank count. */
 static void cover_check(uint32_t counts_run)
 {
-    static const char *const coll_names[NCOLL] = {"allreduce", "reduce", "reduce_scatter", "allgather",
-                                                  "bcast", "alltoall", "allreduce (agreement)"};
+    static const char *const coll_names[NCOLL] = {"allreduce", "reduce",   "reduce_scatter",       "allgather",
+                                                  "bcast",     "alltoall", "allreduce (agreement)"};
     const uint32_t all_dtypes = (1u << GCOLL_DTYPE_COUNT) - 1;
     const uint32_t all_ops = ((1u << GCOLL_OP_COUNT) - 1) & ~(1u << GCOLL_ADASUM);
     const uint32_t floats = 1u << GCOLL_FLOAT16 | 1u << GCOLL_BFLOAT16 | 1u << GCOLL_FLOAT32 | 1u << GCOLL_FLOAT64;

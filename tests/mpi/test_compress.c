@@ -108,8 +108,8 @@ static void wire_case(gcoll_comm_t c, gcoll_compress_t kind, size_t n, gcoll_op_
         attr.compress = GCOLL_COMPRESS_NONE;
         CHECK_OK(allreduce(c, in, plain, n, op, &attr));
         unsigned long long b2 = sent(c);
-        CHECK((b2 - b1) == 2 * (b1 - b0), "%s n=%zu: %llu bytes compressed vs %llu plain, not half", algo, n,
-              b1 - b0, b2 - b1);
+        CHECK((b2 - b1) == 2 * (b1 - b0), "%s n=%zu: %llu bytes compressed vs %llu plain, not half", algo, n, b1 - b0,
+              b2 - b1);
     }
     free(in);
     free(out);
@@ -198,8 +198,8 @@ static void topk_case(gcoll_comm_t c, size_t n, double density, int kind, gcoll_
             first = i;
     }
     CHECK(same_everywhere(out, n), "topk n=%zu density=%g: ranks hold different results", n, density);
-    CHECK(bad == 0, "topk n=%zu density=%g kind=%d %s: %zu entries differ (first %zu: %g, want %g)", n, density,
-          kind, gcoll_op_name(op), bad, first, n ? out[first] : 0.0, n ? want[first] : 0.0);
+    CHECK(bad == 0, "topk n=%zu density=%g kind=%d %s: %zu entries differ (first %zu: %g, want %g)", n, density, kind,
+          gcoll_op_name(op), bad, first, n ? out[first] : 0.0, n ? want[first] : 0.0);
     free(in);
     free(out);
     free(v);
@@ -228,8 +228,8 @@ static void topk(gcoll_comm_t c)
     unsigned long long b0 = sent(c);
     CHECK_OK(allreduce(c, x, x, n, GCOLL_SUM, &attr));
     unsigned long long b1 = sent(c);
-    CHECK(b1 - b0 == 6ull * 1002 * (unsigned long long)(h_size - 1), "topk 1%% of %zu: %llu bytes sent, want %llu",
-          n, b1 - b0, 6ull * 1002 * (unsigned long long)(h_size - 1));
+    CHECK(b1 - b0 == 6ull * 1002 * (unsigned long long)(h_size - 1), "topk 1%% of %zu: %llu bytes sent, want %llu", n,
+          b1 - b0, 6ull * 1002 * (unsigned long long)(h_size - 1));
     /* k = count: dense, the bytes of a plain ring */
     attr.topk_density = 1;
     CHECK_OK(allreduce(c, x, x, n, GCOLL_SUM, &attr));

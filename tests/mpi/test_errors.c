@@ -110,10 +110,10 @@ static void collectives(gcoll_comm_t world, int n)
     if (n > 1) /* count * ranks overflows though count * size does not */
         expect(gcoll_allgather(buf, buf, SIZE_MAX / (size_t)n + 1, GCOLL_UINT8, world), GCOLL_ERR_INVALID_ARG, "count",
                "allgather count * ranks overflow");
-    expect(gcoll_ireduce_scatter(buf, buf, 4, (gcoll_dtype_t)-1, GCOLL_SUM, world, NULL, &req),
-           GCOLL_ERR_INVALID_ARG, "dtype", "ireduce_scatter bad dtype");
-    expect(gcoll_ireduce_scatter(buf, buf, 4, GCOLL_FLOAT32, GCOLL_OP_COUNT, world, NULL, &req),
-           GCOLL_ERR_INVALID_ARG, "op", "ireduce_scatter bad op");
+    expect(gcoll_ireduce_scatter(buf, buf, 4, (gcoll_dtype_t)-1, GCOLL_SUM, world, NULL, &req), GCOLL_ERR_INVALID_ARG,
+           "dtype", "ireduce_scatter bad dtype");
+    expect(gcoll_ireduce_scatter(buf, buf, 4, GCOLL_FLOAT32, GCOLL_OP_COUNT, world, NULL, &req), GCOLL_ERR_INVALID_ARG,
+           "op", "ireduce_scatter bad op");
     expect(gcoll_ireduce_scatter(buf, NULL, 4, GCOLL_FLOAT32, GCOLL_SUM, world, NULL, &req), GCOLL_ERR_INVALID_ARG,
            "recvbuf", "ireduce_scatter NULL recvbuf");
     expect(gcoll_ireduce_scatter(buf, buf, 4, GCOLL_FLOAT32, GCOLL_SUM, NULL, NULL, &req), GCOLL_ERR_INVALID_ARG,
@@ -126,20 +126,18 @@ static void collectives(gcoll_comm_t world, int n)
            "iallgather bad dtype");
     expect(gcoll_iallgather(buf, buf, 1, GCOLL_FLOAT32, world, NULL, NULL), GCOLL_ERR_INVALID_ARG, "req",
            "iallgather NULL req");
-    expect(gcoll_ibcast(NULL, 1, GCOLL_FLOAT32, 0, world, NULL, &req), GCOLL_ERR_INVALID_ARG, "buf",
-           "ibcast NULL buf");
+    expect(gcoll_ibcast(NULL, 1, GCOLL_FLOAT32, 0, world, NULL, &req), GCOLL_ERR_INVALID_ARG, "buf", "ibcast NULL buf");
     expect(gcoll_ibcast(buf, 1, GCOLL_FLOAT32, n, world, NULL, &req), GCOLL_ERR_INVALID_ARG, "root",
            "ibcast root == size");
     expect(gcoll_ibcast(buf, 1, (gcoll_dtype_t)77, 0, world, NULL, &req), GCOLL_ERR_INVALID_ARG, "dtype",
            "ibcast bad dtype");
-    expect(gcoll_ibcast(buf, 1, GCOLL_FLOAT32, 0, world, NULL, NULL), GCOLL_ERR_INVALID_ARG, "req",
-           "ibcast NULL req");
+    expect(gcoll_ibcast(buf, 1, GCOLL_FLOAT32, 0, world, NULL, NULL), GCOLL_ERR_INVALID_ARG, "req", "ibcast NULL req");
     expect(gcoll_ireduce(NULL, buf, 1, GCOLL_FLOAT32, GCOLL_SUM, 0, world, NULL, &req), GCOLL_ERR_INVALID_ARG,
            "sendbuf", "ireduce NULL sendbuf");
-    expect(gcoll_ireduce(buf, buf, 1, GCOLL_FLOAT32, GCOLL_SUM, -2, world, NULL, &req), GCOLL_ERR_INVALID_ARG,
-           "root", "ireduce root -2");
-    expect(gcoll_ireduce(buf, buf, 1, GCOLL_FLOAT32, (gcoll_op_t)-1, 0, world, NULL, &req), GCOLL_ERR_INVALID_ARG,
-           "op", "ireduce bad op");
+    expect(gcoll_ireduce(buf, buf, 1, GCOLL_FLOAT32, GCOLL_SUM, -2, world, NULL, &req), GCOLL_ERR_INVALID_ARG, "root",
+           "ireduce root -2");
+    expect(gcoll_ireduce(buf, buf, 1, GCOLL_FLOAT32, (gcoll_op_t)-1, 0, world, NULL, &req), GCOLL_ERR_INVALID_ARG, "op",
+           "ireduce bad op");
     expect(gcoll_ireduce(buf, buf, 1, GCOLL_FLOAT32, GCOLL_SUM, 0, world, NULL, NULL), GCOLL_ERR_INVALID_ARG, "req",
            "ireduce NULL req");
     expect(gcoll_ialltoall(buf, NULL, 1, GCOLL_FLOAT32, world, NULL, &req), GCOLL_ERR_INVALID_ARG, "recvbuf",
@@ -217,8 +215,7 @@ static void session(gcoll_comm_t world)
            "session_add overflow");
     expect(gcoll_session_add(s, "w", 4, (gcoll_dtype_t)12, GCOLL_SUM, &id), GCOLL_ERR_INVALID_ARG, "dtype",
            "session_add bad dtype");
-    expect(gcoll_session_add(s, "w", 4, GCOLL_FLOAT32, GCOLL_MAX, &id), GCOLL_ERR_INVALID_ARG, "op",
-           "session_add MAX");
+    expect(gcoll_session_add(s, "w", 4, GCOLL_FLOAT32, GCOLL_MAX, &id), GCOLL_ERR_INVALID_ARG, "op", "session_add MAX");
     expect(gcoll_session_add(s, "w", 4, GCOLL_FLOAT32, GCOLL_SUM, NULL), GCOLL_ERR_INVALID_ARG, "id",
            "session_add NULL id");
     expect(gcoll_session_start(s, 0, g), GCOLL_ERR_INVALID_USAGE, "commit", "session_start before commit");
@@ -277,14 +274,13 @@ int main(int argc, char **argv)
            "allreduce bad op");
     expect(gcoll_allreduce(buf, buf, 4, GCOLL_FLOAT32, GCOLL_SUM, NULL), GCOLL_ERR_INVALID_ARG, "comm",
            "allreduce NULL comm");
-    expect(gcoll_allreduce(buf, buf, (size_t)-1 / 2, GCOLL_FLOAT64, GCOLL_SUM, world), GCOLL_ERR_INVALID_ARG,
-           "count", "allreduce huge count");
+    expect(gcoll_allreduce(buf, buf, (size_t)-1 / 2, GCOLL_FLOAT64, GCOLL_SUM, world), GCOLL_ERR_INVALID_ARG, "count",
+           "allreduce huge count");
     expect(gcoll_reduce_scatter(NULL, buf, 1, GCOLL_FLOAT32, GCOLL_SUM, world), GCOLL_ERR_INVALID_ARG, "sendbuf",
            "reduce_scatter NULL sendbuf");
     expect(gcoll_allgather(buf, NULL, 1, GCOLL_FLOAT32, world), GCOLL_ERR_INVALID_ARG, "recvbuf",
            "allgather NULL recvbuf");
-    expect(gcoll_alltoall(NULL, buf, 1, GCOLL_INT32, world), GCOLL_ERR_INVALID_ARG, "sendbuf",
-           "alltoall NULL sendbuf");
+    expect(gcoll_alltoall(NULL, buf, 1, GCOLL_INT32, world), GCOLL_ERR_INVALID_ARG, "sendbuf", "alltoall NULL sendbuf");
     expect(gcoll_bcast(NULL, 3, GCOLL_INT8, 0, world), GCOLL_ERR_INVALID_ARG, "buf", "bcast NULL buf");
     expect(gcoll_bcast(buf, 3, GCOLL_INT8, n, world), GCOLL_ERR_INVALID_ARG, "root", "bcast root == size");
     expect(gcoll_bcast(buf, 3, GCOLL_INT8, -1, world), GCOLL_ERR_INVALID_ARG, "root", "bcast root -1");

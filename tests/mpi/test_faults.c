@@ -36,8 +36,8 @@ static int kill_test(gcoll_comm_t world, const char *file)
     CHECK_OK(gcoll_iallreduce(v, v, BIG, GCOLL_FLOAT32, GCOLL_SUM, c, NULL, &big));
     /* pending behind it (it needs the victim's part, which never comes); a survivor that has
      * found the death already refuses to start it */
-    gcoll_status_t st_later = h_rank == victim ? GCOLL_SUCCESS
-                                               : gcoll_iallgather(small, small, 64, GCOLL_FLOAT32, c, NULL, &later);
+    gcoll_status_t st_later =
+        h_rank == victim ? GCOLL_SUCCESS : gcoll_iallgather(small, small, 64, GCOLL_FLOAT32, c, NULL, &later);
     char later_msg[512];
     snprintf(later_msg, sizeof(later_msg), "%s", gcoll_last_error());
     if (h_rank == victim) { /* the others are inside it now, waiting for this rank's part */
@@ -77,8 +77,7 @@ static int kill_test(gcoll_comm_t world, const char *file)
     if (f)
         fclose(f);
     double bound = getenv("FAULT_BOUND_S") ? atof(getenv("FAULT_BOUND_S")) : 5.0;
-    CHECK(t_kill > 0 && t_err - t_kill < bound, "detected %.3f s after the death (bound %g s)", t_err - t_kill,
-          bound);
+    CHECK(t_kill > 0 && t_err - t_kill < bound, "detected %.3f s after the death (bound %g s)", t_err - t_kill, bound);
     printf("DETECTED rank=%d after=%.3f s: %s\n", h_rank, t_err - t_kill, msg);
     /* the operation pending behind it, and every later one, say so too */
     CHECK(st_later == GCOLL_ERR_REMOTE, "pending allgather: got %s: %s", gcoll_status_name(st_later), later_msg);
@@ -121,8 +120,7 @@ static int abort_test(gcoll_comm_t world)
           "allreduce after abort: got %s: %s", gcoll_status_name(st), gcoll_last_error());
     CHECK(gcoll_comm_abort(c) == GCOLL_SUCCESS, "a second abort: %s", gcoll_last_error());
     st = gcoll_comm_abort(NULL);
-    CHECK(st == GCOLL_ERR_INVALID_ARG && strstr(gcoll_last_error(), "comm"), "abort(NULL): %s",
-          gcoll_status_name(st));
+    CHECK(st == GCOLL_ERR_INVALID_ARG && strstr(gcoll_last_error(), "comm"), "abort(NULL): %s", gcoll_status_name(st));
     CHECK(gcoll_comm_free(&c) == GCOLL_SUCCESS, "free of an aborted comm: %s", gcoll_last_error());
     /* the world is unaffected */
     int one = 1, n = 0;

@@ -21,16 +21,12 @@ typedef struct {
     const char *said[2]; /* what the message must name of each side */
 } mcase_t;
 
-static gcoll_status_t call(int coll, void *buf, void *out, size_t count, gcoll_dtype_t dtype, int root,
-                           gcoll_comm_t c)
+static gcoll_status_t call(int coll, void *buf, void *out, size_t count, gcoll_dtype_t dtype, int root, gcoll_comm_t c)
 {
     switch (coll) {
-    case 0:
-        return gcoll_allreduce(buf, out, count, dtype, GCOLL_SUM, c);
-    case 1:
-        return gcoll_bcast(buf, count, dtype, root, c);
-    default:
-        return gcoll_allgather(buf, out, count, dtype, c);
+    case 0: return gcoll_allreduce(buf, out, count, dtype, GCOLL_SUM, c);
+    case 1: return gcoll_bcast(buf, count, dtype, root, c);
+    default: return gcoll_allgather(buf, out, count, dtype, c);
     }
 }
 
@@ -86,17 +82,41 @@ int main(int argc, char **argv)
         return h_finish("mismatch");
     }
     const mcase_t cases[] = {
-        {"allreduce against bcast", {0, 1}, {GCOLL_FLOAT32, GCOLL_INT32}, {1000, 16}, {0, 0},
+        {"allreduce against bcast",
+         {0, 1},
+         {GCOLL_FLOAT32, GCOLL_INT32},
+         {1000, 16},
+         {0, 0},
          {"allreduce #2 (float32 sum, count 1000)", "bcast #2 (int32, count 16, root 0)"}},
-        {"allreduce against allgather, large", {0, 2}, {GCOLL_FLOAT32, GCOLL_FLOAT32}, {BIG, BIG / 4}, {0, 0},
+        {"allreduce against allgather, large",
+         {0, 2},
+         {GCOLL_FLOAT32, GCOLL_FLOAT32},
+         {BIG, BIG / 4},
+         {0, 0},
          {"allreduce #2 (float32 sum, count 100000)", "allgather #2 (float32, count 25000)"}},
-        {"allreduce counts", {0, 0}, {GCOLL_FLOAT32, GCOLL_FLOAT32}, {1000, 999}, {0, 0},
+        {"allreduce counts",
+         {0, 0},
+         {GCOLL_FLOAT32, GCOLL_FLOAT32},
+         {1000, 999},
+         {0, 0},
          {"allreduce #2 (float32 sum, count 1000)", "allreduce #2 (float32 sum, count 999)"}},
-        {"allreduce counts, large", {0, 0}, {GCOLL_FLOAT32, GCOLL_FLOAT32}, {BIG, BIG - 1}, {0, 0},
+        {"allreduce counts, large",
+         {0, 0},
+         {GCOLL_FLOAT32, GCOLL_FLOAT32},
+         {BIG, BIG - 1},
+         {0, 0},
          {"allreduce #2 (float32 sum, count 100000)", "allreduce #2 (float32 sum, count 99999)"}},
-        {"allreduce dtypes", {0, 0}, {GCOLL_FLOAT32, GCOLL_INT32}, {1000, 1000}, {0, 0},
+        {"allreduce dtypes",
+         {0, 0},
+         {GCOLL_FLOAT32, GCOLL_INT32},
+         {1000, 1000},
+         {0, 0},
          {"allreduce #2 (float32 sum, count 1000)", "allreduce #2 (int32 sum, count 1000)"}},
-        {"bcast roots", {1, 1}, {GCOLL_FLOAT32, GCOLL_FLOAT32}, {1000, 1000}, {0, 1},
+        {"bcast roots",
+         {1, 1},
+         {GCOLL_FLOAT32, GCOLL_FLOAT32},
+         {1000, 1000},
+         {0, 1},
          {"bcast #2 (float32, count 1000, root 0)", "bcast #2 (float32, count 1000, root 1)"}},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)

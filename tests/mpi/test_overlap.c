@@ -106,7 +106,7 @@ int main(int argc, char **argv)
     nanosleep(&(struct timespec){0, 400 * 1000 * 1000}, NULL);
     getrusage(RUSAGE_SELF, &r1);
     double cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec + r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
-                 (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec + r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) * 1e-6;
+        (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec + r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) * 1e-6;
     CHECK(cpu < 0.04, "idle for 0.4 s, the process used %.3f s of CPU", cpu);
     for (int c = 1; c < NCOMMS; c++)
         CHECK_OK(gcoll_comm_free(&comms[c]));

@@ -22,8 +22,8 @@ static size_t set_count(int i)
 
 static gcoll_dtype_t set_dtype(int i)
 {
-    static const gcoll_dtype_t d[] = {GCOLL_FLOAT32, GCOLL_FLOAT32, GCOLL_FLOAT16, GCOLL_BFLOAT16, GCOLL_FLOAT64,
-                                      GCOLL_FLOAT32, GCOLL_INT32};
+    static const gcoll_dtype_t d[] = {GCOLL_FLOAT32, GCOLL_FLOAT32, GCOLL_FLOAT16, GCOLL_BFLOAT16,
+                                      GCOLL_FLOAT64, GCOLL_FLOAT32, GCOLL_INT32};
     return i < 12 ? GCOLL_FLOAT32 : d[i % 7]; /* a long run of one type fuses; the rest breaks buckets */
 }
 
@@ -40,7 +40,7 @@ static void fill(void *p, int s, int it, int rank)
 
 #define NADA 7
 static const size_t ada_count[NADA] = {1000, 7, 4099, 12, 65537, 300, 513};
-static const gcoll_dtype_t ada_dtype[NADA] = {GCOLL_FLOAT32, GCOLL_FLOAT32, GCOLL_FLOAT32, GCOLL_FLOAT32,
+static const gcoll_dtype_t ada_dtype[NADA] = {GCOLL_FLOAT32,  GCOLL_FLOAT32,  GCOLL_FLOAT32, GCOLL_FLOAT32,
                                               GCOLL_BFLOAT16, GCOLL_BFLOAT16, GCOLL_FLOAT64};
 
 typedef struct {

@@ -147,7 +147,8 @@ static void draw(op_t *o, long iter)
     o->comm = (int)below(NCOMMS);
     int r = crank[o->comm], n = csize[o->comm];
     static const gcoll_op_t rops[] = {GCOLL_SUM, GCOLL_PROD, GCOLL_MIN, GCOLL_MAX, GCOLL_AVG};
-    o->dtype = o->kind == K_ADASUM ? (gcoll_dtype_t)(GCOLL_FLOAT16 + below(4)) : (gcoll_dtype_t)below(GCOLL_DTYPE_COUNT);
+    o->dtype =
+        o->kind == K_ADASUM ? (gcoll_dtype_t)(GCOLL_FLOAT16 + below(4)) : (gcoll_dtype_t)below(GCOLL_DTYPE_COUNT);
     o->op = o->kind == K_ADASUM ? GCOLL_ADASUM : rops[below(5)];
     /* allreduce also takes GCOLL_ADASUM on floating-point types, one tensor */
     if (o->kind == K_ALLREDUCE && is_float(o->dtype) && below(6) == 0)
@@ -241,9 +242,7 @@ static void draw(op_t *o, long iter)
         }
         o->result_bytes = bytes * (size_t)n;
         break;
-    default: /* barrier */
-        o->result_bytes = 0;
-        break;
+    default: /* barrier */ o->result_bytes = 0; break;
     }
 }
 
@@ -271,7 +270,8 @@ static gcoll_status_t post(op_t *o)
     }
     switch (o->kind) {
     case K_ALLREDUCE: return gcoll_iallreduce(sb, rb, o->count, o->dtype, o->op, c, a, q);
-    case K_REDUCE_SCATTER: return gcoll_ireduce_scatter(o->inplace ? rb : o->in, rb, o->count, o->dtype, o->op, c, a, q);
+    case K_REDUCE_SCATTER:
+        return gcoll_ireduce_scatter(o->inplace ? rb : o->in, rb, o->count, o->dtype, o->op, c, a, q);
     case K_ALLGATHER: return gcoll_iallgather(o->inplace ? rb : o->in, rb, o->count, o->dtype, c, a, q);
     case K_BCAST: return gcoll_ibcast(rb, o->count, o->dtype, o->root, c, a, q);
     case K_REDUCE: return gcoll_ireduce(sb, rb, o->count, o->dtype, o->op, o->root, c, a, q);
@@ -400,10 +400,13 @@ int main(int argc, char **argv)
     long growth = (long)rss_end - (long)rss_warm, bound = RSS_SLACK_KIB + (long)rss_warm * RSS_SLACK_PCT / 100;
     long heap_growth = (long)heap_end - (long)heap_warm;
     if (!UNDER_SANITIZER) {
-        CHECK(growth <= bound, "resident memory grew by %ld KiB (%zu -> %zu KiB) after the warm-up; the bound is %ld KiB",
-              growth, rss_warm, rss_end, bound);
-        CHECK(heap_growth <= HEAP_SLACK_KIB, "the heap in use grew by %ld KiB (%zu -> %zu KiB) after the warm-up; "
-              "the bound is %d KiB", heap_growth, heap_warm, heap_end, HEAP_SLACK_KIB);
+        CHECK(growth <= bound,
+              "resident memory grew by %ld KiB (%zu -> %zu KiB) after the warm-up; the bound is %ld KiB", growth,
+              rss_warm, rss_end, bound);
+        CHECK(heap_growth <= HEAP_SLACK_KIB,
+              "the heap in use grew by %ld KiB (%zu -> %zu KiB) after the warm-up; "
+              "the bound is %d KiB",
+              heap_growth, heap_warm, heap_end, HEAP_SLACK_KIB);
     }
     unsigned long long sums[2] = {sum_replicated, sum_replicated}, lo[2], hi[2];
     MPI_Allreduce(sums, lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);

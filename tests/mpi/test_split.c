@@ -100,8 +100,8 @@ int main(int argc, char **argv)
     pthread_create(&tb, NULL, thread_allreduce, &jb);
     pthread_join(ta, NULL);
     pthread_join(tb, NULL);
-    CHECK(ja.st == GCOLL_SUCCESS && jb.st == GCOLL_SUCCESS, "threaded allreduce: %s / %s",
-          gcoll_status_name(ja.st), gcoll_status_name(jb.st));
+    CHECK(ja.st == GCOLL_SUCCESS && jb.st == GCOLL_SUCCESS, "threaded allreduce: %s / %s", gcoll_status_name(ja.st),
+          gcoll_status_name(jb.st));
     check_sum(ja.out, mine, nmine, "thread on the sub-communicator");
     check_sum(jb.out, all, n, "thread on the duplicate");
 
@@ -127,6 +127,13 @@ int main(int argc, char **argv)
 
     CHECK_OK(gcoll_comm_free(&dup));
     CHECK_OK(gcoll_comm_free(&sub));
-    free(ja.out); free(jb.out); free(in); free(o_sub); free(o_world); free(o_bc); free(all); free(mine);
+    free(ja.out);
+    free(jb.out);
+    free(in);
+    free(o_sub);
+    free(o_world);
+    free(o_bc);
+    free(all);
+    free(mine);
     return h_finish("split");
 }

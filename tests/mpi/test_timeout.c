@@ -40,8 +40,7 @@ int main(int argc, char **argv)
         while ((st = gcoll_test(&req, &done)) == GCOLL_SUCCESS && !done)
             ;
         CHECK(st == GCOLL_ERR_TIMEOUT, "polled ibcast: got %s", gcoll_status_name(st));
-        CHECK(strstr(gcoll_last_error(), "grad.layer7") != NULL, "message lacks the op's name: %s",
-              gcoll_last_error());
+        CHECK(strstr(gcoll_last_error(), "grad.layer7") != NULL, "message lacks the op's name: %s", gcoll_last_error());
         CHECK(req == NULL, "a finished request was not released");
     }
     /* the failed communicators can still be freed; the world is unaffected */

@@ -19,7 +19,6 @@
 
 static const gcoll__transport_t *const T = &gcoll__transport_ofi_raw;
 
-
 #if GCOLL_HAVE_OFI
 
 #include "ofi/ofi_internal.h" /* to see that a flood reaches the retry queue */
@@ -282,8 +281,7 @@ static void test_tags(gcoll__tp_t *tp)
     for (i = 0; i < n; i++) {
         int base = i - i % (K + SAME), k = i % (K + SAME);
         int r = k < K ? base + K - 1 - k : i;
-        CHECK(T->irecv(tp, peer[r], tag[r], rb[r], len[r], &req[r]) == GCOLL_SUCCESS, "irecv: %s",
-              gcoll_last_error());
+        CHECK(T->irecv(tp, peer[r], tag[r], rb[r], len[r], &req[r]) == GCOLL_SUCCESS, "irecv: %s", gcoll_last_error());
         CHECK(T->isend(tp, peer[i], tag[i], sb[i], len[i], &req[n + i]) == GCOLL_SUCCESS, "isend: %s",
               gcoll_last_error());
     }
@@ -293,7 +291,7 @@ static void test_tags(gcoll__tp_t *tp)
         int k = i % (K + SAME);
         uint32_t salt = k >= K ? (uint32_t)k : 0;
         bad += st[i] != GCOLL_SUCCESS || st[n + i] != GCOLL_SUCCESS ||
-               verify(rb[i], len[i], peer[i], rank, tag[i] + salt) != len[i];
+            verify(rb[i], len[i], peer[i], rank, tag[i] + salt) != len[i];
     }
     CHECK(bad == 0, "%d of %d tagged messages wrong or out of order", bad, n);
     for (i = 0; i < n; i++) {
@@ -326,7 +324,8 @@ static void test_alltoall(gcoll__tp_t *tp)
         if (p == rank)
             continue;
         size_t rbytes = (256u << 10) + (size_t)p;
-        CHECK(st[p] == GCOLL_SUCCESS && st[size + p] == GCOLL_SUCCESS && verify(buf[p], rbytes, p, rank, 3000) == rbytes,
+        CHECK(st[p] == GCOLL_SUCCESS && st[size + p] == GCOLL_SUCCESS &&
+                  verify(buf[p], rbytes, p, rank, 3000) == rbytes,
               "all-to-all with rank %d", p);
         free(buf[p]);
         free(buf[size + p]);
@@ -346,8 +345,10 @@ static void test_upto(gcoll__tp_t *tp)
     size_t got = 1, got0 = 1;
     gcoll__tp_req_t *req[4] = {NULL};
     gcoll_status_t st[4] = {GCOLL_SUCCESS};
-    CHECK(T->irecv_upto(tp, from, 4100, rb, 5000, &got, &req[0]) == GCOLL_SUCCESS, "irecv_upto: %s", gcoll_last_error());
-    CHECK(T->irecv_upto(tp, from, 4101, rb0, 16, &got0, &req[1]) == GCOLL_SUCCESS, "irecv_upto: %s", gcoll_last_error());
+    CHECK(T->irecv_upto(tp, from, 4100, rb, 5000, &got, &req[0]) == GCOLL_SUCCESS, "irecv_upto: %s",
+          gcoll_last_error());
+    CHECK(T->irecv_upto(tp, from, 4101, rb0, 16, &got0, &req[1]) == GCOLL_SUCCESS, "irecv_upto: %s",
+          gcoll_last_error());
     MPI_Barrier(MPI_COMM_WORLD);
     CHECK(T->isend(tp, to, 4100, sb, 3000, &req[2]) == GCOLL_SUCCESS, "isend: %s", gcoll_last_error());
     CHECK(T->isend(tp, to, 4101, sb, 0, &req[3]) == GCOLL_SUCCESS, "isend: %s", gcoll_last_error());
@@ -357,7 +358,8 @@ static void test_upto(gcoll__tp_t *tp)
         tail++;
     CHECK(st[0] == GCOLL_SUCCESS && got == 3000 && verify(rb, 3000, from, rank, 4100) == 3000 && tail == 5000,
           "upto: status %d, length %zu (3000), tail intact to %zu", (int)st[0], got, tail);
-    CHECK(st[1] == GCOLL_SUCCESS && got0 == 0 && rb0[0] == 0xee, "upto, empty: status %d, length %zu", (int)st[1], got0);
+    CHECK(st[1] == GCOLL_SUCCESS && got0 == 0 && rb0[0] == 0xee, "upto, empty: status %d, length %zu", (int)st[1],
+          got0);
     free(sb), free(rb), free(rb0);
     MPI_Barrier(MPI_COMM_WORLD);
 }

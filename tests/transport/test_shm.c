@@ -77,8 +77,10 @@ static void test_not_held_back(gcoll__tp_t *tp, size_t big)
     CHECK(T->isend(tp, to, 2, sout, sizeof(sout), &r[1]) == GCOLL_SUCCESS, "isend: %s", gcoll_last_error());
     CHECK(T->irecv(tp, from, 2, sin, sizeof(sin), &r[2]) == GCOLL_SUCCESS, "irecv: %s", gcoll_last_error());
     int stuck = wait_until(tp, &r[2], &st[2], 1, check_now() + WAIT_S);
-    CHECK(!stuck, "a %zu-byte message on tag 2 is held back behind a %zu-byte one on tag 1 that waits for "
-          "its receive", sizeof(sin), big);
+    CHECK(!stuck,
+          "a %zu-byte message on tag 2 is held back behind a %zu-byte one on tag 1 that waits for "
+          "its receive",
+          sizeof(sin), big);
     /* the receive that releases the large message; a stuck small one then follows it */
     CHECK(T->irecv(tp, from, 1, in, big, &r[3]) == GCOLL_SUCCESS, "irecv: %s", gcoll_last_error());
     wait_all(tp, r, st, 4, "held back");
@@ -101,8 +103,7 @@ static void test_acks_out_of_order(gcoll__tp_t *tp, size_t big, int single_copy)
         out[k] = malloc(big);
         in[k] = malloc(big);
         fill(out[k], big, seed_of(rank, to, 3 + (uint32_t)k, big));
-        CHECK(T->isend(tp, to, 3 + (uint32_t)k, out[k], big, &r[k]) == GCOLL_SUCCESS, "isend: %s",
-              gcoll_last_error());
+        CHECK(T->isend(tp, to, 3 + (uint32_t)k, out[k], big, &r[k]) == GCOLL_SUCCESS, "isend: %s", gcoll_last_error());
     }
     CHECK(T->irecv(tp, from, 4, in[1], big, &r[3]) == GCOLL_SUCCESS, "irecv: %s", gcoll_last_error());
     int stuck = wait_until(tp, &r[3], &st[3], 1, check_now() + WAIT_S);
@@ -113,7 +114,8 @@ static void test_acks_out_of_order(gcoll__tp_t *tp, size_t big, int single_copy)
     MPI_Barrier(MPI_COMM_WORLD);
     if (single_copy) {
         stuck = wait_until(tp, &r[0], &st[0], 1, check_now() + 0.05);
-        CHECK(stuck, "out of order: X's send complete before its receive was posted (Y's acknowledgement "
+        CHECK(stuck,
+              "out of order: X's send complete before its receive was posted (Y's acknowledgement "
               "taken for X's)");
     }
     MPI_Barrier(MPI_COMM_WORLD);
@@ -121,8 +123,7 @@ static void test_acks_out_of_order(gcoll__tp_t *tp, size_t big, int single_copy)
     wait_all(tp, r, st, 4, "out of order");
     for (int k = 0; k < 2; k++) {
         CHECK(st[k] == GCOLL_SUCCESS && st[2 + k] == GCOLL_SUCCESS, "out of order: status %d %d", st[k], st[2 + k]);
-        CHECK(intact(in[k], big, seed_of(from, rank, 3 + (uint32_t)k, big)), "out of order: data of %c",
-              k ? 'Y' : 'X');
+        CHECK(intact(in[k], big, seed_of(from, rank, 3 + (uint32_t)k, big)), "out of order: data of %c", k ? 'Y' : 'X');
         free(out[k]);
         free(in[k]);
     }
@@ -153,8 +154,8 @@ static void test_many_in_flight(gcoll__tp_t *tp, size_t big)
      * once; the senders look only afterwards, when every acknowledgement has been written. */
     MPI_Barrier(MPI_COMM_WORLD);
     for (int i = N - 1; i >= 0; i--)
-        CHECK(T->irecv(tp, from, 100 + (uint32_t)i, in + i * big, big, &r[N + 2 + i]) == GCOLL_SUCCESS,
-              "irecv: %s", gcoll_last_error());
+        CHECK(T->irecv(tp, from, 100 + (uint32_t)i, in + i * big, big, &r[N + 2 + i]) == GCOLL_SUCCESS, "irecv: %s",
+              gcoll_last_error());
     MPI_Barrier(MPI_COMM_WORLD);
     wait_all(tp, r, st, 2 * N + 2, "many in flight");
     int bad = 0;
@@ -163,8 +164,10 @@ static void test_many_in_flight(gcoll__tp_t *tp, size_t big)
     CHECK(!bad, "many in flight: %d requests failed", bad);
     CHECK(intact(sin, sizeof(sin), seed_of(from, rank, 99, sizeof(sin))), "many in flight: small data");
     for (int i = 0; i < N; i++)
-        CHECK(intact(in + i * big, big, seed_of(from, rank, 100 + (uint32_t)i, big)), "many in flight: "
-              "message %d", i);
+        CHECK(intact(in + i * big, big, seed_of(from, rank, 100 + (uint32_t)i, big)),
+              "many in flight: "
+              "message %d",
+              i);
     free(out);
     free(in);
     free(r);
@@ -190,14 +193,16 @@ static void test_order_per_tag(gcoll__tp_t *tp, size_t cell)
     }
     for (int odd = 1; odd >= 0; odd--)
         for (int i = odd; i < N; i += 2)
-            CHECK(T->irecv(tp, from, 7 + (uint32_t)odd, in[i], sizes[i % 6], &r[N + i]) == GCOLL_SUCCESS,
-                  "irecv: %s", gcoll_last_error());
+            CHECK(T->irecv(tp, from, 7 + (uint32_t)odd, in[i], sizes[i % 6], &r[N + i]) == GCOLL_SUCCESS, "irecv: %s",
+                  gcoll_last_error());
     wait_all(tp, r, st, 2 * N, "order per tag");
     for (int i = 0; i < N; i++) {
         size_t n = sizes[i % 6];
-        CHECK(st[i] == GCOLL_SUCCESS && st[N + i] == GCOLL_SUCCESS && intact(in[i], n,
-              seed_of(from, rank, 7 + (uint32_t)(i % 2), n) + (unsigned)i), "order per tag: message %d "
-              "(%zu bytes): status %d %d or its data", i, n, st[i], st[N + i]);
+        CHECK(st[i] == GCOLL_SUCCESS && st[N + i] == GCOLL_SUCCESS &&
+                  intact(in[i], n, seed_of(from, rank, 7 + (uint32_t)(i % 2), n) + (unsigned)i),
+              "order per tag: message %d "
+              "(%zu bytes): status %d %d or its data",
+              i, n, st[i], st[N + i]);
         free(out[i]);
         free(in[i]);
     }
@@ -208,7 +213,7 @@ static void test_order_per_tag(gcoll__tp_t *tp, size_t cell)
 typedef struct {
     const unsigned char *buf, *want; /* want: the sender's data */
     size_t bytes, covered;           /* covered: the end of the last part told */
-    int parts, in_order, landed; /* in_order: each part starts where the last ended; landed: its data is there */
+    int parts, in_order, landed;     /* in_order: each part starts where the last ended; landed: its data is there */
 } parts_t;
 
 static void on_part(void *arg, size_t off, size_t len)
@@ -275,8 +280,8 @@ static void test_landed(gcoll__tp_t *tp, size_t cell, size_t read_bytes, int sin
 
 static gcoll__opdesc_t desc_of(int r)
 {
-    return (gcoll__opdesc_t){.coll = 1, .dtype = GCOLL_FLOAT32, .op = GCOLL_SUM, .root = -1,
-                             .count = r == size - 1 ? 999 : 1000};
+    return (gcoll__opdesc_t){
+        .coll = 1, .dtype = GCOLL_FLOAT32, .op = GCOLL_SUM, .root = -1, .count = r == size - 1 ? 999 : 1000};
 }
 
 static gcoll__tp_t *open_checked(gcoll__shm_t **s, const gcoll__optab_t *optab)
@@ -405,14 +410,14 @@ int main(int argc, char **argv)
     gcoll__shm_t *s = NULL;
     gcoll__tp_t *tp = NULL;
     if (size >= 2) {
-        CHECK(gcoll__shm_create(world_group(), &s) == GCOLL_SUCCESS && s, "no node channel: %s",
-              gcoll_last_error());
+        CHECK(gcoll__shm_create(world_group(), &s) == GCOLL_SUCCESS && s, "no node channel: %s", gcoll_last_error());
         if (s)
             CHECK(gcoll__shm_p2p_open(s, NULL, NULL, &tp) == GCOLL_SUCCESS, "open: %s", gcoll_last_error());
     }
     if (tp) {
         if (!s->cma && rank == 0) /* every path below still runs, through fragments */
-            fprintf(stderr, "test_shm: NOTE single copy is off here (GCOLL_SHM_SINGLE_COPY or ptrace "
+            fprintf(stderr,
+                    "test_shm: NOTE single copy is off here (GCOLL_SHM_SINGLE_COPY or ptrace "
                     "rules): the acknowledgement paths are not exercised\n");
         size_t big = 4 * s->cell_bytes + 3;
         test_not_held_back(tp, big);

@@ -21,7 +21,6 @@
 static const gcoll__transport_t *T = &gcoll__transport_tcp;
 static unsigned char *addrs; /* every rank's published address, from the last open_tp */
 
-
 static gcoll__tp_t *open_tp(void)
 {
     gcoll__bootstrap_t boot = {world_group(), rank, size, NULL};
@@ -154,8 +153,10 @@ static void test_priority_queue(void)
     }
     int k = 0;
     for (tcp_stripe_t *q = s.data; q && k < N; q = q->next, k++)
-        CHECK(q == &st[want[k]], "stripe %d of the queue has priority %d (posted as number %d); want the one "
-              "posted as number %d (priority %d)", k, q->req->prio, (int)(q - st), want[k], prio[want[k]]);
+        CHECK(q == &st[want[k]],
+              "stripe %d of the queue has priority %d (posted as number %d); want the one "
+              "posted as number %d (priority %d)",
+              k, q->req->prio, (int)(q - st), want[k], prio[want[k]]);
     CHECK(k == N, "the queue holds %d stripes, not %d", k, N);
 }
 
@@ -171,7 +172,7 @@ static void test_all_to_all(gcoll__tp_t *tp)
     gcoll__tp_req_t **sreq = calloc((size_t)n, sizeof(*sreq)), **rreq = calloc((size_t)n, sizeof(*rreq));
     unsigned char **out = calloc((size_t)n, sizeof(*out)), **in = calloc((size_t)n, sizeof(*in));
     gcoll_status_t *sst = calloc((size_t)n, sizeof(*sst)), *rst = calloc((size_t)n, sizeof(*rst));
-    char (*why)[256] = calloc((size_t)n, sizeof(*why));
+    char(*why)[256] = calloc((size_t)n, sizeof(*why));
     int i = 0;
     for (int q = 0; q < size; q++)
         for (int t = NTAGS - 1; t >= 0 && q != rank; t--)
@@ -250,8 +251,9 @@ static void test_wrong_size(gcoll__tp_t *tp)
         T->irecv(tp, 1 - rank, 78, in, sizeof(in), &reqs[1]);
         T->isend(tp, 1 - rank, 78, out, sizeof(out), &reqs[0]);
         wait_all(tp, reqs, st, NULL, 2);
-        CHECK(st[0] == GCOLL_SUCCESS && st[1] == GCOLL_SUCCESS && first_diff(in, sizeof(in), 43u - (unsigned)rank)
-              == sizeof(in), "traffic after a size mismatch");
+        CHECK(st[0] == GCOLL_SUCCESS && st[1] == GCOLL_SUCCESS &&
+                  first_diff(in, sizeof(in), 43u - (unsigned)rank) == sizeof(in),
+              "traffic after a size mismatch");
     }
     MPI_Barrier(MPI_COMM_WORLD);
 }
@@ -335,7 +337,8 @@ static void test_intruders(gcoll__tp_t *tp)
             T->isend(tp, 1 - rank, 90, out, n, &reqs[0]);
             wait_all(tp, reqs, st, NULL, 2);
             CHECK(st[0] == GCOLL_SUCCESS && st[1] == GCOLL_SUCCESS &&
-                  first_diff(in, n, seed_of(1 - rank, rank, 90, n)) == n, "%zu bytes after the intruders", n);
+                      first_diff(in, n, seed_of(1 - rank, rank, 90, n)) == n,
+                  "%zu bytes after the intruders", n);
             free(out);
             free(in);
         }
@@ -346,9 +349,13 @@ static void test_intruders(gcoll__tp_t *tp)
 static void test_header_check(void)
 {
     char why[160];
-    gcoll__tcp_hdr_t good = {.type = TCP_EAGER, .seq = 7, .tag = 3, .len = 10,
-                             .desc = {.coll = 4, .dtype = 8, .op = GCOLL_OPDESC_NONE, .root = 70000,
-                                      .count = (1ull << 40) + 5}}, h;
+    gcoll__tcp_hdr_t
+        good = {.type = TCP_EAGER,
+                .seq = 7,
+                .tag = 3,
+                .len = 10,
+                .desc = {.coll = 4, .dtype = 8, .op = GCOLL_OPDESC_NONE, .root = 70000, .count = (1ull << 40) + 5}},
+        h;
     unsigned char buf[TCP_HDR_BYTES];
     gcoll__tcp_hdr_pack(buf, &good);
     gcoll__tcp_hdr_unpack(buf, &h);
@@ -360,9 +367,12 @@ static void test_header_check(void)
           "wrong sequence: '%s'", why);
     buf[0] ^= 0xff;
     gcoll__tcp_hdr_unpack(buf, &h);
-    CHECK(gcoll__tcp_hdr_check(&h, 7, why, sizeof(why)) == GCOLL_ERR_TRANSPORT && has(why, "magic"),
-          "bad magic: '%s'", why);
-    struct { gcoll__tcp_hdr_t h; const char *word; } bad[] = {
+    CHECK(gcoll__tcp_hdr_check(&h, 7, why, sizeof(why)) == GCOLL_ERR_TRANSPORT && has(why, "magic"), "bad magic: '%s'",
+          why);
+    struct {
+        gcoll__tcp_hdr_t h;
+        const char *word;
+    } bad[] = {
         {{.type = TCP_EAGER, .len = TCP_EAGER_MAX + 1}, "eager"},
         {{.type = TCP_EAGER, .len = UINT64_MAX}, "eager"},
         {{.type = TCP_DATA, .len = TCP_CHUNK_MAX + 1, .id = 1}, "data frame"},
@@ -485,8 +495,8 @@ static void test_live_faults(void)
         CHECK(st == GCOLL_ERR_TRANSPORT && has(why, "rank 0") && has(why, "magic"), "bad frame: %d '%s'", st, why);
         gcoll__tp_req_t *s;
         st = T->isend(tp, 0, 2, small, 1, &s);
-        CHECK(st == GCOLL_ERR_TRANSPORT && has(gcoll_last_error(), "rank 0"),
-              "a send to the failed peer: %d '%s'", st, gcoll_last_error());
+        CHECK(st == GCOLL_ERR_TRANSPORT && has(gcoll_last_error(), "rank 0"), "a send to the failed peer: %d '%s'", st,
+              gcoll_last_error());
     }
     if (size > 2 && rank >= 1 && rank <= 2) {
         unsigned char out[5000], in[5000];
@@ -541,8 +551,10 @@ static void test_live_faults(void)
             if (!sdone) /* an eager send may complete: the kernel took it */
                 sst = T->test(tp, s, &sdone);
         }
-        CHECK(!done && sst == GCOLL_SUCCESS && tp->peers[0].left, "requests to a rank that left: receive done %d, "
-              "send status %d, left %d", done, sst, tp->peers[0].left);
+        CHECK(!done && sst == GCOLL_SUCCESS && tp->peers[0].left,
+              "requests to a rank that left: receive done %d, "
+              "send status %d, left %d",
+              done, sst, tp->peers[0].left);
         if (!done)
             T->cancel(tp, r);
         if (!sdone)

@@ -72,7 +72,9 @@ START_TEST(options_parse)
     bench_opts_t o;
     char err[200];
     ck_assert_int_eq(parse("b allreduce -m 4:64M -f 4 -i 7 -x 1 -d bfloat16 -o max -c --inplace --baseline none "
-                           "--csv a.csv --json a.json --algo ring -r 1", &o, err), 0);
+                           "--csv a.csv --json a.json --algo ring -r 1",
+                           &o, err),
+                     0);
     ck_assert_int_eq(o.subcmd, B_ALLREDUCE);
     ck_assert_uint_eq(o.min_bytes, 4);
     ck_assert_uint_eq(o.max_bytes, 64u << 20);
@@ -115,7 +117,9 @@ START_TEST(options_parse)
     ck_assert(o.compute_ms < 0); /* calibrated to the communication */
     ck_assert_double_eq_tol(o.forward, 1.0 / 3, 1e-15);
     ck_assert_int_eq(parse("b train --model bert --scale 0.001 --compute-ms 12.5 -i 3 -x 0 -o avg --compute sleep "
-                           "--csv t.csv --json t.json --forward 0", &o, err), 0);
+                           "--csv t.csv --json t.json --forward 0",
+                           &o, err),
+                     0);
     ck_assert_double_eq_tol(o.forward, 0, 1e-15);
     ck_assert_str_eq(o.model, "bert");
     ck_assert_double_eq_tol(o.scale, 0.001, 1e-15);
@@ -143,27 +147,61 @@ END_TEST
 
 START_TEST(bad_options_are_refused)
 {
-    static const char *const bad[] = {"b", "b allsorts", "b allreduce -m 64", "b allreduce -m 8:4",
-                                      "b allreduce -m 4:1X", "b allreduce -f 1", "b allreduce -f two",
-                                      "b allreduce -i 0", "b allreduce -x -1", "b allreduce -d float8",
-                                      "b allreduce -o median", "b allreduce --baseline nccl",
-                                      "b allreduce --bogus", "b allreduce -q", "b allreduce extra",
-                                      "b allreduce -m", "b allreduce --compute spin", "b bcast --model bert",
-                                      "b iallreduce --compute busy", "b iallreduce --inplace", "b iallreduce -r 1",
-                                      "b iallreduce --scale 2", "b train --model vgg", "b train --scale 0",
-                                      "b train --scale -1", "b train --scale 1e9", "b train --scale x",
-                                      "b train --scale nan", "b train --compute-ms -3", "b train --compute-ms 1ms",
-                                      "b train --forward 0.95", "b train --forward -0.1", "b train --forward 1/3",
+    static const char *const bad[] = {"b",
+                                      "b allsorts",
+                                      "b allreduce -m 64",
+                                      "b allreduce -m 8:4",
+                                      "b allreduce -m 4:1X",
+                                      "b allreduce -f 1",
+                                      "b allreduce -f two",
+                                      "b allreduce -i 0",
+                                      "b allreduce -x -1",
+                                      "b allreduce -d float8",
+                                      "b allreduce -o median",
+                                      "b allreduce --baseline nccl",
+                                      "b allreduce --bogus",
+                                      "b allreduce -q",
+                                      "b allreduce extra",
+                                      "b allreduce -m",
+                                      "b allreduce --compute spin",
+                                      "b bcast --model bert",
+                                      "b iallreduce --compute busy",
+                                      "b iallreduce --inplace",
+                                      "b iallreduce -r 1",
+                                      "b iallreduce --scale 2",
+                                      "b train --model vgg",
+                                      "b train --scale 0",
+                                      "b train --scale -1",
+                                      "b train --scale 1e9",
+                                      "b train --scale x",
+                                      "b train --scale nan",
+                                      "b train --compute-ms -3",
+                                      "b train --compute-ms 1ms",
+                                      "b train --forward 0.95",
+                                      "b train --forward -0.1",
+                                      "b train --forward 1/3",
                                       "b allreduce --forward 0.3",
-                                      "b train -o max", "b train -d float16", "b train -m 4:8", "b train -c",
-                                      "b train --algo ring", "b train --baseline mpi", "b train --inplace",
-                                      "b allreduce -d cuda --baseline mpi", "b iallreduce -d cuda",
-                                      "b adasum -d cuda --baseline nccl", "b allreduce --baseline cuda",
-                                      "b train --device cuda", "b allreduce --device gpu",
-                                      "b allreduce -d cuda --compress fp16", "b allreduce --algo ring,,direct",
-                                      "b allreduce --algo ,ring", "b allreduce --algo ring,",
-                                      "b allreduce --algo a,b,c,d,e,f,g,h,i", "b iallreduce --algo ring,direct",
-                                      "b adasum --algo halving,shm_cma", "b allreduce --compress fp16 --algo ring,auto"};
+                                      "b train -o max",
+                                      "b train -d float16",
+                                      "b train -m 4:8",
+                                      "b train -c",
+                                      "b train --algo ring",
+                                      "b train --baseline mpi",
+                                      "b train --inplace",
+                                      "b allreduce -d cuda --baseline mpi",
+                                      "b iallreduce -d cuda",
+                                      "b adasum -d cuda --baseline nccl",
+                                      "b allreduce --baseline cuda",
+                                      "b train --device cuda",
+                                      "b allreduce --device gpu",
+                                      "b allreduce -d cuda --compress fp16",
+                                      "b allreduce --algo ring,,direct",
+                                      "b allreduce --algo ,ring",
+                                      "b allreduce --algo ring,",
+                                      "b allreduce --algo a,b,c,d,e,f,g,h,i",
+                                      "b iallreduce --algo ring,direct",
+                                      "b adasum --algo halving,shm_cma",
+                                      "b allreduce --compress fp16 --algo ring,auto"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         bench_opts_t o;
         char err[200] = "";

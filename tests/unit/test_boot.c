@@ -18,13 +18,12 @@
 #define NRANKS 4
 
 /* A failed check in a forked rank is printed with its line, so that a failure names its check. */
-#define BAD_IF(cond)                                                                                   \
-    do {                                                                                               \
-        if (cond) {                                                                                    \
-            bad++;                                                                                     \
-            fprintf(stderr, "rank %d: check at line %d failed: %s (%s)\n", r, __LINE__, #cond,          \
-                    gcoll_last_error());                                                               \
-        }                                                                                              \
+#define BAD_IF(cond)                                                                                                \
+    do {                                                                                                            \
+        if (cond) {                                                                                                 \
+            bad++;                                                                                                  \
+            fprintf(stderr, "rank %d: check at line %d failed: %s (%s)\n", r, __LINE__, #cond, gcoll_last_error()); \
+        }                                                                                                           \
     } while (0)
 
 /* Runs rank r of the job; returns the number of checks that failed (the exit status). */

@@ -23,8 +23,7 @@ static void expect_bad(const char *var, const char *value, const char *in_messag
     setenv(var, value, 1);
     ck_assert_int_eq(gcoll__config_load(), GCOLL_ERR_INVALID_ARG);
     ck_assert_msg(strstr(gcoll_last_error(), var), "message '%s' does not name %s", gcoll_last_error(), var);
-    ck_assert_msg(strstr(gcoll_last_error(), in_message), "message '%s' lacks '%s'", gcoll_last_error(),
-                  in_message);
+    ck_assert_msg(strstr(gcoll_last_error(), in_message), "message '%s' lacks '%s'", gcoll_last_error(), in_message);
     unsetenv(var);
 }
 
@@ -131,8 +130,8 @@ START_TEST(uncovered_sizes_use_builtin_choice)
     setenv("GCOLL_ALLREDUCE", "ring:1M-2M", 1);
     ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
     static gcoll__links_t links = {.intra = {1e-6, 5e9}, .inter = {10e-6, 1e9}};
-    gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLREDUCE, .dtype = GCOLL_FLOAT32, .esize = 4, .size = 2,
-                            .count = 16, .links = &links};
+    gcoll__coll_args_t a = {
+        .coll = GCOLL_COLL_ALLREDUCE, .dtype = GCOLL_FLOAT32, .esize = 4, .size = 2, .count = 16, .links = &links};
     const gcoll__algo_t *algo;
     ck_assert_int_eq(gcoll__algo_select(&a, NULL, &algo), GCOLL_SUCCESS);
     ck_assert_str_ne(algo->name, "ring"); /* the cost model's pick for 64 bytes: one round, not two */
@@ -274,8 +273,8 @@ START_TEST(boot_variables_parse)
     for (int i = 0; bad_rank[i]; i++)
         expect_bad("GCOLL_RANK", bad_rank[i], "accepts none or an integer from 0 to 16777215");
     expect_bad("GCOLL_SIZE", "0", "accepts none or an integer from 1 to 16777216");
-    const char *bad_addr[] = {"", "10.0.0.1", ":29500", "10.0.0.1:", "10.0.0.1:0", "10.0.0.1:65536", "[::1]:80",
-                              "a b:80", "host:80x", NULL};
+    const char *bad_addr[] = {"",         "10.0.0.1", ":29500",   "10.0.0.1:", "10.0.0.1:0", "10.0.0.1:65536",
+                              "[::1]:80", "a b:80",   "host:80x", NULL};
     for (int i = 0; bad_addr[i]; i++)
         expect_bad("GCOLL_ROOT_ADDR", bad_addr[i], "accepts none or HOST:PORT");
     const char *bad_secret[] = {"", "0011", "000102030405060708090a0b0c0d0e0f00", "000102030405060708090a0b0c0d0eZZ",

@@ -39,8 +39,15 @@ static const gcoll__nodemap_t map2x2 = {2, 1, host, local, first, by_host};
 static gcoll__coll_args_t allreduce(size_t count, int n, const gcoll__nodemap_t *map)
 {
     static float in, out;
-    return (gcoll__coll_args_t){.coll = GCOLL_COLL_ALLREDUCE, .sendbuf = &in, .recvbuf = &out, .count = count,
-                                .dtype = GCOLL_FLOAT32, .op = GCOLL_SUM, .size = n, .esize = 4, .map = map,
+    return (gcoll__coll_args_t){.coll = GCOLL_COLL_ALLREDUCE,
+                                .sendbuf = &in,
+                                .recvbuf = &out,
+                                .count = count,
+                                .dtype = GCOLL_FLOAT32,
+                                .op = GCOLL_SUM,
+                                .size = n,
+                                .esize = 4,
+                                .map = map,
                                 .links = &links};
 }
 
@@ -90,7 +97,8 @@ START_TEST(host_links_are_shared)
     double S = count * 4.0;
     double ring = predict("ring", &a), hier = predict("hierarchical", &a);
     double ring_net = 6 * S / 4 / 0.125e9, hier_net = 2 * (S / 2 / 2 * 2) / 0.125e9;
-    ck_assert_msg(ring > ring_net && ring < ring_net * 1.2, "ring %g s against a network floor of %g s", ring, ring_net);
+    ck_assert_msg(ring > ring_net && ring < ring_net * 1.2, "ring %g s against a network floor of %g s", ring,
+                  ring_net);
     ck_assert_msg(hier > hier_net && hier < hier_net * 1.2, "hierarchical %g s against %g s", hier, hier_net);
     ck_assert_msg(hier < 0.75 * ring, "hierarchical %g s is not well below ring %g s", hier, ring);
 }
@@ -143,8 +151,8 @@ START_TEST(burst_prices_rounds_sustained_bounds_the_whole)
         double S = counts[i] * 4.0;
         double rounds = 1e-6 + S / 5e9 + S / REDUCE_BPS + 15e-6 + 2 * S / 1.5e9 + S / REDUCE_BPS;
         double want = max2(rounds, floor_of(2 * S, 0.125e9)), got_rounds = 0;
-        double got = gcoll__cost_predict_parts(gcoll__algo_find(GCOLL_COLL_ALLREDUCE, "recursive_doubling"), &a,
-                                               &links, &got_rounds);
+        double got = gcoll__cost_predict_parts(gcoll__algo_find(GCOLL_COLL_ALLREDUCE, "recursive_doubling"), &a, &links,
+                                               &got_rounds);
         ck_assert_msg(fabs(got - want) < 1e-3 * want, "rd %zu B: predicted %g s, formula %g s", (size_t)S, got, want);
         ck_assert_msg(fabs(got_rounds - rounds) < 1e-3 * rounds, "rd %zu B: rounds %g s, formula %g s", (size_t)S,
                       got_rounds, rounds);
@@ -288,12 +296,13 @@ START_TEST(cost_variables_parse)
                       "'%s': message '%s'", bad_burst[i], gcoll_last_error());
     }
     unsetenv("GCOLL_COST_INTER");
-    const char *bad[] = {"", "50", "50:", ":1", "50:0", "-1:1", "x:1", "50:1x", "1e7:1", "50:1:", "50:1:x",
-                         "50:1:2:3", "50:1:2x", NULL};
+    const char *bad[] = {"",      "50",    "50:",   ":1",     "50:0",     "-1:1",    "x:1",
+                         "50:1x", "1e7:1", "50:1:", "50:1:x", "50:1:2:3", "50:1:2x", NULL};
     for (int i = 0; bad[i]; i++) {
         setenv("GCOLL_COST_INTRA", bad[i], 1);
         ck_assert_int_eq(gcoll__config_load(), GCOLL_ERR_INVALID_ARG);
-        ck_assert_msg(strstr(gcoll_last_error(), "GCOLL_COST_INTRA") && strstr(gcoll_last_error(), "LATENCY_US:GB_PER_S"),
+        ck_assert_msg(strstr(gcoll_last_error(), "GCOLL_COST_INTRA") &&
+                          strstr(gcoll_last_error(), "LATENCY_US:GB_PER_S"),
                       "'%s': message '%s'", bad[i], gcoll_last_error());
     }
     unsetenv("GCOLL_COST_INTRA");
@@ -305,8 +314,8 @@ END_TEST
 /* Where a step's pointer lies: in a user buffer, the schedule's arena or one of its heap scratch
  * blocks (the one with the nearest base below it), as a region number and an offset, so that two
  * schedules built from the same arguments compare equal whatever their own scratch addresses. */
-static void locate(const gcoll__sched_t *s, const void *p, const char *send, const char *recv, size_t len,
-                   int *region, size_t *off)
+static void locate(const gcoll__sched_t *s, const void *p, const char *send, const char *recv, size_t len, int *region,
+                   size_t *off)
 {
     const char *c = p, *best = NULL;
     *region = -1;
@@ -340,8 +349,8 @@ static void locate(const gcoll__sched_t *s, const void *p, const char *send, con
 
 /* Empty when x and y are the same program (rounds, steps, peers, sizes, buffers); else the first
  * difference. */
-static const char *sched_diff(const gcoll__sched_t *x, const gcoll__sched_t *y, const char *send,
-                              const char *recv, size_t len)
+static const char *sched_diff(const gcoll__sched_t *x, const gcoll__sched_t *y, const char *send, const char *recv,
+                              size_t len)
 {
     static char why[160];
     why[0] = '\0';
@@ -399,13 +408,22 @@ static void auto_equals_forced_on(const gcoll__nodemap_t *map, int n, unsigned *
         table_var(coll, var, sizeof(var));
         for (size_t bytes = 4; bytes <= max_bytes; bytes *= 8) {
             for (int rank = 0; rank < n; rank++) {
-                int per_rank = coll == GCOLL_COLL_REDUCE_SCATTER || coll == GCOLL_COLL_ALLGATHER ||
-                               coll == GCOLL_COLL_ALLTOALL;
+                int per_rank =
+                    coll == GCOLL_COLL_REDUCE_SCATTER || coll == GCOLL_COLL_ALLGATHER || coll == GCOLL_COLL_ALLTOALL;
                 /* odd counts too: 3 elements past the power of two */
                 size_t count = coll == GCOLL_COLL_BARRIER ? 0 : bytes / 4 / (per_rank ? (size_t)n : 1) + 3;
-                gcoll__coll_args_t a = {.coll = (gcoll__coll_t)coll, .sendbuf = send, .recvbuf = recv,
-                                        .count = count, .dtype = GCOLL_FLOAT32, .op = GCOLL_SUM, .root = n - 1,
-                                        .rank = rank, .size = n, .esize = 4, .map = map, .links = &links};
+                gcoll__coll_args_t a = {.coll = (gcoll__coll_t)coll,
+                                        .sendbuf = send,
+                                        .recvbuf = recv,
+                                        .count = count,
+                                        .dtype = GCOLL_FLOAT32,
+                                        .op = GCOLL_SUM,
+                                        .root = n - 1,
+                                        .rank = rank,
+                                        .size = n,
+                                        .esize = 4,
+                                        .map = map,
+                                        .links = &links};
                 if (coll == GCOLL_COLL_BCAST)
                     a.sendbuf = recv; /* bcast is in place */
                 unsetenv(var);
@@ -447,8 +465,8 @@ START_TEST(auto_builds_what_forcing_its_pick_builds)
     static int h4[4] = {0, 1, 2, 3}, l4[4] = {0}, f4[5] = {0, 1, 2, 3, 4}, b4[4] = {0, 1, 2, 3};
     static int h6[6] = {0, 0, 1, 1, 2, 2}, l6[6] = {0, 1, 0, 1, 0, 1}, f6[4] = {0, 2, 4, 6}, b6[6] = {0, 1, 2, 3, 4, 5};
     static int hu[3] = {0, 0, 1}, lu[3] = {0, 1, 0}, fu[3] = {0, 2, 3}, bu[3] = {0, 1, 2};
-    const gcoll__nodemap_t one = {1, 1, h1, l1, f1, b1}, four = {4, 1, h4, l4, f4, b4},
-                           six = {3, 1, h6, l6, f6, b6}, uneven = {2, 0, hu, lu, fu, bu};
+    const gcoll__nodemap_t one = {1, 1, h1, l1, f1, b1}, four = {4, 1, h4, l4, f4, b4}, six = {3, 1, h6, l6, f6, b6},
+                           uneven = {2, 0, hu, lu, fu, bu};
     struct {
         const gcoll__nodemap_t *map;
         int n;

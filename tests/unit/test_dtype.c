@@ -33,12 +33,16 @@ static void check_f32(uint32_t b)
     uint16_t gh = gcoll__f32_to_f16(f), wh = ref_f32_to_f16(f);
     uint16_t gb = gcoll__f32_to_bf16(f), wb = ref_f32_to_bf16(f);
     if (isnan(f)) {
-        if (!((gh & 0x7c00) == 0x7c00 && (gh & 0x3ff))) ck_abort_msg("f32 0x%08x: fp16 not NaN", b);
-        if (!((gb & 0x7f80) == 0x7f80 && (gb & 0x7f))) ck_abort_msg("f32 0x%08x: bf16 not NaN", b);
+        if (!((gh & 0x7c00) == 0x7c00 && (gh & 0x3ff)))
+            ck_abort_msg("f32 0x%08x: fp16 not NaN", b);
+        if (!((gb & 0x7f80) == 0x7f80 && (gb & 0x7f)))
+            ck_abort_msg("f32 0x%08x: bf16 not NaN", b);
         return;
     }
-    if (gh != wh) ck_abort_msg("f32 0x%08x (%a): fp16 got 0x%04x want 0x%04x", b, (double)f, gh, wh);
-    if (gb != wb) ck_abort_msg("f32 0x%08x (%a): bf16 got 0x%04x want 0x%04x", b, (double)f, gb, wb);
+    if (gh != wh)
+        ck_abort_msg("f32 0x%08x (%a): fp16 got 0x%04x want 0x%04x", b, (double)f, gh, wh);
+    if (gb != wb)
+        ck_abort_msg("f32 0x%08x (%a): bf16 got 0x%04x want 0x%04x", b, (double)f, gb, wb);
 }
 
 START_TEST(f32_to_16bit_boundaries)

@@ -44,16 +44,30 @@ static void fill(int d, char *p, size_t n)
         uint64_t bits = rnd();
         if (is_flt(d) && rnd() % 4 == 0) {
             double v = special(d);
-            if (d == GCOLL_FLOAT16) { uint16_t h = ref_f32_to_f16((float)v); memcpy(&bits, &h, 2); }
-            else if (d == GCOLL_BFLOAT16) { uint16_t h = ref_f32_to_bf16((float)v); memcpy(&bits, &h, 2); }
-            else if (d == GCOLL_FLOAT32) { float f = (float)v; memcpy(&bits, &f, 4); }
-            else memcpy(&bits, &v, 8);
+            if (d == GCOLL_FLOAT16) {
+                uint16_t h = ref_f32_to_f16((float)v);
+                memcpy(&bits, &h, 2);
+            } else if (d == GCOLL_BFLOAT16) {
+                uint16_t h = ref_f32_to_bf16((float)v);
+                memcpy(&bits, &h, 2);
+            } else if (d == GCOLL_FLOAT32) {
+                float f = (float)v;
+                memcpy(&bits, &f, 4);
+            } else
+                memcpy(&bits, &v, 8);
         } else if (is_flt(d) && rnd() % 2) { /* ordinary magnitudes, where sums round */
             double v = ((double)(int64_t)(rnd() % 2000001) - 1000000) / 1024.0;
-            if (d == GCOLL_FLOAT16) { uint16_t h = ref_f32_to_f16((float)(v / 64)); memcpy(&bits, &h, 2); }
-            else if (d == GCOLL_BFLOAT16) { uint16_t h = ref_f32_to_bf16((float)v); memcpy(&bits, &h, 2); }
-            else if (d == GCOLL_FLOAT32) { float f = (float)v; memcpy(&bits, &f, 4); }
-            else memcpy(&bits, &v, 8);
+            if (d == GCOLL_FLOAT16) {
+                uint16_t h = ref_f32_to_f16((float)(v / 64));
+                memcpy(&bits, &h, 2);
+            } else if (d == GCOLL_BFLOAT16) {
+                uint16_t h = ref_f32_to_bf16((float)v);
+                memcpy(&bits, &h, 2);
+            } else if (d == GCOLL_FLOAT32) {
+                float f = (float)v;
+                memcpy(&bits, &f, 4);
+            } else
+                memcpy(&bits, &v, 8);
         }
         memcpy(p + i * es, &bits, es);
     }
@@ -77,9 +91,18 @@ static void st_flt(int d, char *p, double v)
     uint16_t h;
     float f;
     switch (d) {
-    case GCOLL_FLOAT16: h = ref_f32_to_f16((float)v); memcpy(p, &h, 2); break;
-    case GCOLL_BFLOAT16: h = ref_f32_to_bf16((float)v); memcpy(p, &h, 2); break;
-    case GCOLL_FLOAT32: f = (float)v; memcpy(p, &f, 4); break;
+    case GCOLL_FLOAT16:
+        h = ref_f32_to_f16((float)v);
+        memcpy(p, &h, 2);
+        break;
+    case GCOLL_BFLOAT16:
+        h = ref_f32_to_bf16((float)v);
+        memcpy(p, &h, 2);
+        break;
+    case GCOLL_FLOAT32:
+        f = (float)v;
+        memcpy(p, &f, 4);
+        break;
     default: memcpy(p, &v, 8); break;
     }
 }
@@ -102,7 +125,11 @@ static double flt_op(int d, int op, double x, double y)
 
 static int64_t ld_int(int d, const char *p)
 {
-    int8_t i8; uint8_t u8; int32_t i32; uint32_t u32; int64_t i64;
+    int8_t i8;
+    uint8_t u8;
+    int32_t i32;
+    uint32_t u32;
+    int64_t i64;
     switch (d) {
     case GCOLL_INT8: memcpy(&i8, p, 1); return i8;
     case GCOLL_UINT8: memcpy(&u8, p, 1); return u8;
@@ -160,16 +187,14 @@ static void expect_same(int d, const char *got, const char *want, size_t n, cons
         if (is_flt(d) && isnan(ld_flt(d, want + i * es)) && isnan(ld_flt(d, got + i * es)))
             continue;
         if (memcmp(got + i * es, want + i * es, es) != 0)
-            ck_abort_msg(
-                      "%s %s len=%zu: element %zu differs (got %g want %g)", what,
-                      gcoll_dtype_name((gcoll_dtype_t)d), len, i,
-                      is_flt(d) ? ld_flt(d, got + i * es) : (double)ld_int(d, got + i * es),
-                      is_flt(d) ? ld_flt(d, want + i * es) : (double)ld_int(d, want + i * es));
+            ck_abort_msg("%s %s len=%zu: element %zu differs (got %g want %g)", what,
+                         gcoll_dtype_name((gcoll_dtype_t)d), len, i,
+                         is_flt(d) ? ld_flt(d, got + i * es) : (double)ld_int(d, got + i * es),
+                         is_flt(d) ? ld_flt(d, want + i * es) : (double)ld_int(d, want + i * es));
     }
 }
 
-static const gcoll__kernels_t *const tables[] = {&gcoll__kernels_generic, &gcoll__kernels_avx2,
-                                                 &gcoll__kernels_avx512};
+static const gcoll__kernels_t *const tables[] = {&gcoll__kernels_generic, &gcoll__kernels_avx2, &gcoll__kernels_avx512};
 
 static void check_table_len(const gcoll__kernels_t *k, int d, size_t len)
 {

@@ -65,8 +65,12 @@ static void fake_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *req)
     (void)tp, (void)req;
 }
 
-static const gcoll__transport_t fake = {.name = "fake", .isend = fake_isend, .isend_prio = fake_isend_prio,
-                                        .irecv = fake_irecv, .test = fake_test, .cancel = fake_cancel};
+static const gcoll__transport_t fake = {.name = "fake",
+                                        .isend = fake_isend,
+                                        .isend_prio = fake_isend_prio,
+                                        .irecv = fake_irecv,
+                                        .test = fake_test,
+                                        .cancel = fake_cancel};
 
 /* Completes the message posted on buf (a receive's data is written first). */
 static void land(void *buf, const int *data, size_t n)
@@ -111,8 +115,7 @@ START_TEST(local_steps_run_as_soon_as_the_steps_before_them)
     gcoll__sched_send(s, 1, own, sizeof(own));
     gcoll__sched_copy(s, last, out_b, sizeof(last));
     gcoll_request_t req;
-    ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", s, NULL, &req, &plain),
-                     GCOLL_SUCCESS);
+    ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", s, NULL, &req, &plain), GCOLL_SUCCESS);
     int done = 0;
     ck_assert_int_eq(gcoll_test(&req, &done), GCOLL_SUCCESS);
     ck_assert(!done && out_a[0] == 0); /* nothing has landed */
@@ -149,8 +152,7 @@ START_TEST(a_reduction_overlaps_later_receives)
     gcoll__sched_recv(s, 1, &in[1], sizeof(int));
     gcoll__sched_reduce(s, &acc[1], &in[1], &own[1], 1);
     gcoll_request_t req;
-    ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", s, NULL, &req, &plain),
-                     GCOLL_SUCCESS);
+    ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", s, NULL, &req, &plain), GCOLL_SUCCESS);
     const int five = 5, seven = 7;
     land(&in[0], &five, 1);
     int done = 0;
@@ -189,8 +191,7 @@ START_TEST(higher_priority_sends_take_the_budget_first)
     gcoll_attr_t hi_attr = GCOLL_ATTR_INIT;
     hi_attr.priority = 5;
     gcoll_request_t rl, rh;
-    ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", low, NULL, &rl, &plain),
-                     GCOLL_SUCCESS);
+    ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", low, NULL, &rl, &plain), GCOLL_SUCCESS);
     /* the first slice is outside the budget, the next two fill its 2 MiB; the fourth waits */
     ck_assert_int_eq(nreq, 3);
     ck_assert_int_eq(post_index(big[2]), 2);
@@ -356,8 +357,10 @@ static void check_races(const gcoll__sched_t *s, size_t es, const char *algo, in
                 int bad = overlap(st[i].dst, bytes, buf, st[j].n);
                 for (int x = 0; x < 2 && !send; x++)
                     bad |= reads[x] && overlap(reads[x], bytes, buf, st[j].n);
-                ck_assert_msg(!bad, "%s n=%d count=%zu rank %d round %zu: local step %zu races with the %s listed "
-                              "after it", algo, n, count, r, k, i, send ? "send" : "receive");
+                ck_assert_msg(!bad,
+                              "%s n=%d count=%zu rank %d round %zu: local step %zu races with the %s listed "
+                              "after it",
+                              algo, n, count, r, k, i, send ? "send" : "receive");
             }
         }
     }
@@ -376,9 +379,16 @@ static void check_algo(int coll, const char *algo, int n, size_t count, int root
     msgs_t sends = {0}, recvs = {0};
     for (int r = 0; r < n; r++) {
         char *sb = calloc(1, vec + 1), *rb = calloc(1, vec + 1);
-        gcoll__coll_args_t a = {.coll = (gcoll__coll_t)coll, .sendbuf = inplace ? rb : sb, .recvbuf = rb,
-                                .count = count, .dtype = GCOLL_FLOAT32, .op = GCOLL_AVG, .root = root,
-                                .rank = r, .size = n, .esize = es};
+        gcoll__coll_args_t a = {.coll = (gcoll__coll_t)coll,
+                                .sendbuf = inplace ? rb : sb,
+                                .recvbuf = rb,
+                                .count = count,
+                                .dtype = GCOLL_FLOAT32,
+                                .op = GCOLL_AVG,
+                                .root = root,
+                                .rank = r,
+                                .size = n,
+                                .esize = es};
         gcoll__sched_t *s = gcoll__sched_new(a.dtype, a.op, (unsigned)n, NULL);
         gcoll__algo_get(idx)->build(s, &a);
         ck_assert_int_eq(s->status, GCOLL_SUCCESS);
@@ -391,12 +401,12 @@ static void check_algo(int coll, const char *algo, int n, size_t count, int root
                     continue;
                 int send = st->kind == GCOLL_STEP_SEND;
                 CK_EXPECT(st->peer >= 0 && st->peer < n && st->peer != r, "%s n=%d rank %d: peer %d", algo, n, r,
-                              st->peer);
-                CK_EXPECT(!pipelined || st->n <= chunk, "%s n=%d count=%zu rank %d: a %zu-byte message", algo, n,
-                              count, r, st->n);
+                          st->peer);
+                CK_EXPECT(!pipelined || st->n <= chunk, "%s n=%d count=%zu rank %d: a %zu-byte message", algo, n, count,
+                          r, st->n);
                 CK_EXPECT(!pipelined || ++per_peer[send][st->peer] <= depth,
-                              "%s n=%d count=%zu rank %d: round %zu has over %zu %s peer %d", algo, n, count, r, k,
-                              depth, send ? "sends to" : "receives from", st->peer);
+                          "%s n=%d count=%zu rank %d: round %zu has over %zu %s peer %d", algo, n, count, r, k, depth,
+                          send ? "sends to" : "receives from", st->peer);
                 if (send)
                     add_msg(&sends, r, st->peer, st->n);
                 else
@@ -407,18 +417,19 @@ static void check_algo(int coll, const char *algo, int n, size_t count, int root
         free(sb);
         free(rb);
     }
-    ck_assert_msg(sends.n == recvs.n, "%s n=%d count=%zu: %zu sends, %zu receives", algo, n, count, sends.n,
-                  recvs.n);
+    ck_assert_msg(sends.n == recvs.n, "%s n=%d count=%zu: %zu sends, %zu receives", algo, n, count, sends.n, recvs.n);
     for (int p = 0; p < n; p++)
         for (int q = 0; q < n; q++)
             for (size_t k = 0;; k++) {
                 const msg_t *x = nth(&sends, p, q, k), *y = nth(&recvs, p, q, k);
-                CK_EXPECT(!x == !y, "%s n=%d count=%zu: message %zu from %d to %d is %s", algo, n, count, k, p,
-                              q, x ? "never received" : "received, never sent");
+                CK_EXPECT(!x == !y, "%s n=%d count=%zu: message %zu from %d to %d is %s", algo, n, count, k, p, q,
+                          x ? "never received" : "received, never sent");
                 if (!x)
                     break;
-                CK_EXPECT(x->bytes == y->bytes, "%s n=%d count=%zu: message %zu from %d to %d: %zu bytes sent, "
-                              "%zu expected", algo, n, count, k, p, q, x->bytes, y->bytes);
+                CK_EXPECT(x->bytes == y->bytes,
+                          "%s n=%d count=%zu: message %zu from %d to %d: %zu bytes sent, "
+                          "%zu expected",
+                          algo, n, count, k, p, q, x->bytes, y->bytes);
             }
     free(sends.m);
     free(recvs.m);
@@ -464,8 +475,15 @@ START_TEST(ring_slices_its_blocks)
     gcoll__config.pipeline_depth = 3;
     // cppcheck-suppress unassignedVariable ; the schedule only takes their addresses
     static float in[10000], out[10000];
-    gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLREDUCE, .sendbuf = in, .recvbuf = out, .count = 10000,
-                            .dtype = GCOLL_FLOAT32, .op = GCOLL_SUM, .rank = 1, .size = 3, .esize = 4};
+    gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLREDUCE,
+                            .sendbuf = in,
+                            .recvbuf = out,
+                            .count = 10000,
+                            .dtype = GCOLL_FLOAT32,
+                            .op = GCOLL_SUM,
+                            .rank = 1,
+                            .size = 3,
+                            .esize = 4};
     gcoll__sched_t *s = gcoll__sched_new(a.dtype, a.op, 3, NULL);
     gcoll__allreduce_ring(s, &a);
     ck_assert_uint_eq(s->nrounds, 8); /* 4 steps x 2 rounds */
@@ -501,8 +519,15 @@ START_TEST(adasum_halving_matches_and_moves_a_rabenseifner_volume)
             P *= 2, lg++;
         msgs_t sends = {0}, recvs = {0};
         for (int r = 0; r < n; r++) {
-            gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLREDUCE, .sendbuf = sb, .recvbuf = rb, .count = count,
-                                    .dtype = GCOLL_FLOAT32, .op = GCOLL_ADASUM, .rank = r, .size = n, .esize = es};
+            gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLREDUCE,
+                                    .sendbuf = sb,
+                                    .recvbuf = rb,
+                                    .count = count,
+                                    .dtype = GCOLL_FLOAT32,
+                                    .op = GCOLL_ADASUM,
+                                    .rank = r,
+                                    .size = n,
+                                    .esize = es};
             gcoll__sched_t *s = gcoll__sched_new(a.dtype, GCOLL_SUM, (unsigned)n, NULL);
             const char *algo;
             ck_assert_int_eq(gcoll__adasum_build(s, &a, tcs, nt, "halving", &algo), GCOLL_SUCCESS);
@@ -520,12 +545,13 @@ START_TEST(adasum_halving_matches_and_moves_a_rabenseifner_volume)
                     add_msg(&recvs, st->peer, r, st->n);
                 }
             }
-            size_t whole = count * es, want = r >= P ? whole : 2 * whole - 2 * whole / (size_t)P + (r < n - P ? whole : 0);
+            size_t whole = count * es,
+                   want = r >= P ? whole : 2 * whole - 2 * whole / (size_t)P + (r < n - P ? whole : 0);
             /* P near-equal ranges: the first count % P hold one element more */
             ck_assert_msg(data + 2 * (size_t)P * es >= want && data <= want + 2 * (size_t)P * es,
                           "n=%d rank %d sends %zu bytes of data, a Rabenseifner allreduce %zu", n, r, data, want);
-            ck_assert_msg(parts == (r >= P ? 0 : (size_t)(lg * (lg + 1) / 2)), "n=%d rank %d: %zu partial messages",
-                          n, r, parts);
+            ck_assert_msg(parts == (r >= P ? 0 : (size_t)(lg * (lg + 1) / 2)), "n=%d rank %d: %zu partial messages", n,
+                          r, parts);
             gcoll__sched_free(s);
         }
         ck_assert_uint_eq(sends.n, recvs.n);
@@ -536,8 +562,8 @@ START_TEST(adasum_halving_matches_and_moves_a_rabenseifner_volume)
                     CK_EXPECT(!x == !y, "adasum n=%d: message %zu from %d to %d unmatched", n, k, p, q);
                     if (!x)
                         break;
-                    CK_EXPECT(x->bytes == y->bytes, "adasum n=%d: message %zu from %d to %d: %zu vs %zu bytes",
-                                  n, k, p, q, x->bytes, y->bytes);
+                    CK_EXPECT(x->bytes == y->bytes, "adasum n=%d: message %zu from %d to %d: %zu vs %zu bytes", n, k, p,
+                              q, x->bytes, y->bytes);
                 }
         free(sends.m);
         free(recvs.m);

@@ -64,8 +64,7 @@ typedef struct {
     size_t k, cap; /* cap: candidate room (0: none, the whole vector scanned again) */
 } case_t;
 
-static const gcoll__kernels_t *const tables[] = {&gcoll__kernels_generic, &gcoll__kernels_avx2,
-                                                 &gcoll__kernels_avx512};
+static const gcoll__kernels_t *const tables[] = {&gcoll__kernels_generic, &gcoll__kernels_avx2, &gcoll__kernels_avx512};
 
 /* One input of n entries (sorted once by the reference), selected for every case; with
  * every_table, under each kernel table the CPU has (GCOLL_REDUCE_ISA's choices): the scans of
@@ -102,20 +101,20 @@ static void check_select(size_t n, int kind, int with_residual, const case_t *ca
         for (size_t j = 1; j < k; j++)
             descents += out[j].idx < out[j - 1].idx;
         CK_EXPECT(descents <= 1, "%s n=%zu k=%zu kind=%d: pairs in %zu ascending runs", gcoll__kernels->name, n, k,
-                      kind, descents + 1);
+                  kind, descents + 1);
         for (size_t j = 0; j < k; j++) {
             size_t i = out[j].idx;
             bad += i >= n || kept[i] != 1 || memcmp(&out[j].val, &v[i], 4) != 0;
             if (i < n)
                 kept[i] = 2; /* each index once */
         }
-        CK_EXPECT(bad == 0, "%s n=%zu k=%zu kind=%d cap=%zu: %zu pairs not the reference's top-k",
-                      gcoll__kernels->name, n, k, kind, cap, bad);
+        CK_EXPECT(bad == 0, "%s n=%zu k=%zu kind=%d cap=%zu: %zu pairs not the reference's top-k", gcoll__kernels->name,
+                  n, k, kind, cap, bad);
         if (with_residual)
             for (size_t i = 0; i < n; i++) {
                 float want = kept[i] ? 0.0f : v[i];
                 CK_EXPECT(memcmp(&want, &res[i], 4) == 0, "%s n=%zu k=%zu: residual[%zu] = %g, want %g",
-                              gcoll__kernels->name, n, k, i, res[i], want);
+                          gcoll__kernels->name, n, k, i, res[i], want);
             }
     }
     gcoll__kernels = was;
@@ -151,8 +150,8 @@ START_TEST(sampled_selection_on_large_vectors_is_exact)
 {
     size_t n = ((size_t)1 << 18) + 3;
     /* the room the allreduce gives, and (k = n/100) too little: the full select */
-    const case_t cases[] = {{1, 65538}, {n / 100, 2 * (n / 100) + 65536}, {n / 3, 2 * (n / 3) + 65536},
-                            {n / 100, n / 100}};
+    const case_t cases[] = {
+        {1, 65538}, {n / 100, 2 * (n / 100) + 65536}, {n / 3, 2 * (n / 3) + 65536}, {n / 100, n / 100}};
     for (int kind = 0; kind < 5; kind++)
         if (kind != 2) /* NaN and infinities: the smaller sizes have them */
             check_select(n, kind, kind % 2, cases, kind == 0 ? 4 : 3, kind <= 1); /* fallbacks: one table */
@@ -219,8 +218,8 @@ START_TEST(encoding_round_trips)
         const gcoll__topk_pair_t *p = NULL;
         for (size_t q = 0; q < k; q++)
             p = pairs[q].idx == sorted[j] ? &pairs[q] : p;
-        CK_EXPECT(idx[j] == sorted[j] && memcmp(&val[j], &p->val, 4) == 0, "entry %zu: index %u, want %u", j,
-                      idx[j], sorted[j]);
+        CK_EXPECT(idx[j] == sorted[j] && memcmp(&val[j], &p->val, 4) == 0, "entry %zu: index %u, want %u", j, idx[j],
+                  sorted[j]);
     }
     for (size_t q = used * 6; q < entries * 6; q++)
         CK_EXPECT(b[q] == 0, "byte %zu past the values is %#x, want 0", q, b[q]);
@@ -273,8 +272,9 @@ START_TEST(scan_masks_match_their_definition)
     static float x[N], res[N], got_res[N];
     uint64_t a[N / 64], m[N / 64];
     const uint32_t one = 0x3f800000u, two = 0x40000000u, inf = 0x7f800000u;
-    const uint32_t bounds[][3] = {{one, two, 0x80000000u}, {one, one + 1, two}, {0, one, one}, {0, 0, 0x80000000u},
-                                  {two, two, two},         {0, inf, 0x7fffffffu}, {inf, inf + 1, 0x80000000u}};
+    const uint32_t bounds[][3] = {{one, two, 0x80000000u},    {one, one + 1, two}, {0, one, one},
+                                  {0, 0, 0x80000000u},        {two, two, two},     {0, inf, 0x7fffffffu},
+                                  {inf, inf + 1, 0x80000000u}};
     for (int r = 0; r < 2; r++)
         for (size_t c = 0; c < sizeof(bounds) / sizeof(bounds[0]); c++) {
             for (int i = 0; i < N; i++) {
@@ -289,11 +289,10 @@ START_TEST(scan_masks_match_their_definition)
                 uint32_t key = mag_bits(v), lo = bounds[c][0], mid = bounds[c][1], hi = bounds[c][2];
                 int in_a = key >= mid && key < hi, in_m = key >= lo && key < mid;
                 CK_EXPECT((int)(a[i / 64] >> (i % 64) & 1) == in_a && (int)(m[i / 64] >> (i % 64) & 1) == in_m,
-                              "%s bounds %zu residual %d: entry %d (key %#x) a %d m %d, want %d %d", tables[_i]->name,
-                              c, r, i, key, (int)(a[i / 64] >> (i % 64) & 1), (int)(m[i / 64] >> (i % 64) & 1), in_a,
-                              in_m);
+                          "%s bounds %zu residual %d: entry %d (key %#x) a %d m %d, want %d %d", tables[_i]->name, c, r,
+                          i, key, (int)(a[i / 64] >> (i % 64) & 1), (int)(m[i / 64] >> (i % 64) & 1), in_a, in_m);
                 CK_EXPECT(!r || memcmp(&v, &got_res[i], 4) == 0 || (isnan(v) && isnan(got_res[i])),
-                              "%s: residual[%d] = %g, want %g", tables[_i]->name, i, got_res[i], v);
+                          "%s: residual[%d] = %g, want %g", tables[_i]->name, i, got_res[i], v);
             }
         }
 }
@@ -323,8 +322,8 @@ START_TEST(wire_conversions_round_to_nearest_even)
     for (int i = 0; i < N; i++) {
         _Float16 h = (_Float16)f[i];
         float want = (float)h;
-        CK_EXPECT(memcmp(&want, &back[i], 4) == 0 || (isnan(want) && isnan(back[i])),
-                      "%s fp16 of %g: %g, want %g", k->name, f[i], back[i], want);
+        CK_EXPECT(memcmp(&want, &back[i], 4) == 0 || (isnan(want) && isnan(back[i])), "%s fp16 of %g: %g, want %g",
+                  k->name, f[i], back[i], want);
     }
     k->to_wire[1](w, f, N);
     k->from_wire[1](back, w, N);
@@ -332,8 +331,8 @@ START_TEST(wire_conversions_round_to_nearest_even)
         uint32_t u = (uint32_t)bf16_ref(f[i]) << 16;
         float want;
         memcpy(&want, &u, 4);
-        CK_EXPECT(memcmp(&want, &back[i], 4) == 0 || (isnan(want) && isnan(back[i])),
-                      "%s bf16 of %g: %g, want %g", k->name, f[i], back[i], want);
+        CK_EXPECT(memcmp(&want, &back[i], 4) == 0 || (isnan(want) && isnan(back[i])), "%s bf16 of %g: %g, want %g",
+                  k->name, f[i], back[i], want);
     }
 }
 END_TEST

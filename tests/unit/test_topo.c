@@ -65,7 +65,9 @@ START_TEST(synthetic_counts_and_caches)
 {
     gcoll__topo_t t;
     ck_assert_int_eq(gcoll__topo_load_synthetic("pack:2 numa:2 l3:1(size=16MiB) l2:2(size=1MiB) l1d:1(size=48KiB) "
-                                                "core:1 pu:2", &t), GCOLL_SUCCESS);
+                                                "core:1 pu:2",
+                                                &t),
+                     GCOLL_SUCCESS);
     ck_assert(t.hwloc);
     ck_assert_int_eq(t.packages, 2);
     ck_assert_int_eq(t.numa_nodes, 4);

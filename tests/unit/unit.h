@@ -7,9 +7,9 @@
 /* ck_assert_msg for checks inside loops: Check records every passing assertion (a write to its
  * pipe per call), which makes a loop of many thousands cost seconds; this reaches Check only on
  * a failure, with the same message. */
-#define CK_EXPECT(cond, ...)                   \
-    do {                                       \
-        if (!(cond))                           \
+#define CK_EXPECT(cond, ...)                         \
+    do {                                             \
+        if (!(cond))                                 \
             ck_assert_msg(0 && (cond), __VA_ARGS__); \
     } while (0)
 

@@ -19,11 +19,11 @@
 #define CTL_MPI 4096  /* over MPI: Open MPI's shared-memory eager limit, above which a message costs a handshake */
 #define HDR_BYTES 40
 #define INLINE_MAX (CTL_BYTES - HDR_BYTES) /* also the longest notice, on every transport */
-#define CTL_DEPTH 4    /* control receives posted per peer */
-#define POLL_OTHERS 8  /* every this many tests read control streams no receive waits on */
-#define FLUSH_S 0.1    /* how long close lets notices and abandoned control messages go out */
-#define NOTICE_FLUSH_S 1.0 /* how long a rank that found a mismatch drives its notices out */
-#define MAGIC 0x52464347u /* "GCFR" */
+#define CTL_DEPTH 4                        /* control receives posted per peer */
+#define POLL_OTHERS 8                      /* every this many tests read control streams no receive waits on */
+#define FLUSH_S 0.1                        /* how long close lets notices and abandoned control messages go out */
+#define NOTICE_FLUSH_S 1.0                 /* how long a rank that found a mismatch drives its notices out */
+#define MAGIC 0x52464347u                  /* "GCFR" */
 #define CTL_TAG 1u
 #define DATA_TAG(tag) ((uint32_t)(tag) << 1)
 
@@ -32,8 +32,8 @@ enum { R_WAIT_HDR, R_WAIT_DATA, R_DONE, R_FAILED };
 
 typedef struct blk {
     struct blk *next;
-    size_t len; /* how much of b a received control message filled */
-    unsigned char b[];  /* the endpoint's ctl_bytes */
+    size_t len;        /* how much of b a received control message filled */
+    unsigned char b[]; /* the endpoint's ctl_bytes */
 } blk_t;
 
 /* A control send whose framed request is gone (a notice, or a request failed or cancelled): its
@@ -345,11 +345,14 @@ static void deliver(gcoll__tp_t *tp, gcoll__tp_req_t *r, const blk_t *b)
 {
     hdr_t h = get_hdr(b);
     if (h.bytes != r->bytes) {
-        fail_req(tp, r, GCOLL_ERR_TRANSPORT, "%s transport: rank %d sent %llu bytes with tag %u; the receive expects %zu",
-                 tp->inner->name, r->peer, (unsigned long long)h.bytes, (unsigned)r->tag, r->bytes);
+        fail_req(tp, r, GCOLL_ERR_TRANSPORT,
+                 "%s transport: rank %d sent %llu bytes with tag %u; the receive expects %zu", tp->inner->name, r->peer,
+                 (unsigned long long)h.bytes, (unsigned)r->tag, r->bytes);
     } else if (r->bytes <= tp->inline_max && b->len < HDR_BYTES + r->bytes) {
-        fail_req(tp, r, GCOLL_ERR_TRANSPORT, "%s transport: rank %d's control message of %zu bytes is too short for "
-                 "the %zu bytes it announces", tp->inner->name, r->peer, b->len, r->bytes);
+        fail_req(tp, r, GCOLL_ERR_TRANSPORT,
+                 "%s transport: rank %d's control message of %zu bytes is too short for "
+                 "the %zu bytes it announces",
+                 tp->inner->name, r->peer, b->len, r->bytes);
     } else if (r->bytes <= tp->inline_max) {
         if (r->bytes)
             memcpy(r->buf, b->b + HDR_BYTES, r->bytes);
@@ -409,8 +412,8 @@ static gcoll_status_t post_ctl(gcoll__tp_t *tp, int q, unsigned slot)
         return gcoll__error(GCOLL_ERR_NOMEM, "%s transport: no memory for a control buffer", tp->inner->name);
     b->len = tp->inner->irecv_upto ? 0 : CTL_BYTES; /* 0 until a completion reports a length */
     gcoll_status_t st = tp->inner->irecv_upto
-                            ? tp->inner->irecv_upto(tp->in, q, CTL_TAG, b->b, tp->ctl_bytes, &b->len, &p->ctl[slot])
-                            : tp->inner->irecv(tp->in, q, CTL_TAG, b->b, CTL_BYTES, &p->ctl[slot]);
+        ? tp->inner->irecv_upto(tp->in, q, CTL_TAG, b->b, tp->ctl_bytes, &b->len, &p->ctl[slot])
+        : tp->inner->irecv(tp->in, q, CTL_TAG, b->b, CTL_BYTES, &p->ctl[slot]);
     if (st != GCOLL_SUCCESS) {
         put_blk(tp, b);
         p->ctl[slot] = NULL;
@@ -551,8 +554,8 @@ static gcoll_status_t frame_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const
     int inl = bytes <= tp->inline_max;
     if (inl && bytes)
         memcpy(b->b + HDR_BYTES, buf, bytes);
-    gcoll_status_t st = tp->inner->isend(tp->in, peer, CTL_TAG, b->b, ctl_len(tp, b, HDR_BYTES + (inl ? bytes : 0)),
-                                         &r->hdr);
+    gcoll_status_t st =
+        tp->inner->isend(tp->in, peer, CTL_TAG, b->b, ctl_len(tp, b, HDR_BYTES + (inl ? bytes : 0)), &r->hdr);
     if (st != GCOLL_SUCCESS) {
         put_blk(tp, b);
         free(r);
@@ -768,14 +771,14 @@ static int frame_dead_peer(gcoll__tp_t *tp, char *why, size_t len)
 }
 
 /* MPI and plugins register no memory, wait on nothing and tell of no dead peers: those stay NULL. */
-#define FRAMED(NAME, CREATE, ...)                                                                               \
-    {                                                                                                          \
+#define FRAMED(NAME, CREATE, ...)                                                                                 \
+    {                                                                                                             \
         .name = NAME, .create = CREATE, .addr_len = frame_addr_len, .addr = frame_addr, .connect = frame_connect, \
-        .isend = frame_isend, .irecv = frame_irecv, .test = frame_test, .cancel = frame_cancel,                 \
-        .mismatch = frame_mismatch, .check = frame_check, .close = frame_close, __VA_ARGS__                    \
+        .isend = frame_isend, .irecv = frame_irecv, .test = frame_test, .cancel = frame_cancel,                   \
+        .mismatch = frame_mismatch, .check = frame_check, .close = frame_close, __VA_ARGS__                       \
     }
 
 const gcoll__transport_t gcoll__transport_mpi = FRAMED("mpi", mpi_create);
 const gcoll__transport_t gcoll__transport_plugin = FRAMED("plugin", plugin_create);
-const gcoll__transport_t gcoll__transport_ofi = FRAMED("ofi", ofi_create, .reg_mem = frame_reg_mem,
-                                                       .dereg_mem = frame_dereg_mem, .dead_peer = frame_dead_peer);
+const gcoll__transport_t gcoll__transport_ofi =
+    FRAMED("ofi", ofi_create, .reg_mem = frame_reg_mem, .dereg_mem = frame_dereg_mem, .dead_peer = frame_dead_peer);

@@ -74,12 +74,12 @@ static gcoll_status_t mpi_connect(gcoll__tp_t *tp, const void *all_addrs)
     return GCOLL_SUCCESS;
 }
 
-static gcoll_status_t post(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
-                           int is_recv, gcoll__tp_req_t **out)
+static gcoll_status_t post(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes, int is_recv,
+                           gcoll__tp_req_t **out)
 {
     if (bytes > (size_t)INT32_MAX)
-        return gcoll__error(GCOLL_ERR_UNSUPPORTED,
-                            "mpi transport: a message of %zu bytes exceeds MPI's int count", bytes);
+        return gcoll__error(GCOLL_ERR_UNSUPPORTED, "mpi transport: a message of %zu bytes exceeds MPI's int count",
+                            bytes);
     gcoll__tp_req_t *r = malloc(sizeof(*r));
     if (!r)
         return gcoll__error(GCOLL_ERR_NOMEM, "mpi transport: no memory for a request");
@@ -98,14 +98,13 @@ static gcoll_status_t post(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, s
     return GCOLL_SUCCESS;
 }
 
-static gcoll_status_t mpi_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf,
-                                size_t bytes, gcoll__tp_req_t **req)
+static gcoll_status_t mpi_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes,
+                                gcoll__tp_req_t **req)
 {
     return post(tp, peer, tag, (void *)buf, bytes, 0, req);
 }
 
-static gcoll_status_t mpi_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
-                                gcoll__tp_req_t **req)
+static gcoll_status_t mpi_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes, gcoll__tp_req_t **req)
 {
     return post(tp, peer, tag, buf, bytes, 1, req);
 }
@@ -137,8 +136,7 @@ static gcoll_status_t mpi_test(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done)
         if (r->got)
             *r->got = (size_t)got; /* MPI itself fails a longer message */
         else if ((size_t)got != r->bytes)
-            ret = gcoll__error(GCOLL_ERR_TRANSPORT,
-                               "mpi transport: received %d bytes from rank %d, expected %zu", got,
+            ret = gcoll__error(GCOLL_ERR_TRANSPORT, "mpi transport: received %d bytes from rank %d, expected %zu", got,
                                r->peer, r->bytes);
     }
     free(r);

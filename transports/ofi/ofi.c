@@ -93,9 +93,8 @@ static void on_completion(gcoll__tp_t *tp, const struct fi_cq_tagged_entry *e)
     if (r->got)
         *r->got = e->len; /* a longer message failed it with FI_ETRUNC instead */
     else if (r->is_recv && e->len != r->bytes && !r->orphan)
-        req_fail(r, GCOLL_ERR_TRANSPORT,
-                 "ofi transport: received %zu bytes from rank %d (tag %u), expected %zu", e->len,
-                 r->peer, (unsigned)r->tag, r->bytes);
+        req_fail(r, GCOLL_ERR_TRANSPORT, "ofi transport: received %zu bytes from rank %d (tag %u), expected %zu",
+                 e->len, r->peer, (unsigned)r->tag, r->bytes);
     finished(tp, r);
 }
 
@@ -105,8 +104,8 @@ static void on_completion(gcoll__tp_t *tp, const struct fi_cq_tagged_entry *e)
 static int connection_lost(int err)
 {
     return err == FI_ECONNRESET || err == FI_ECONNREFUSED || err == FI_ECONNABORTED || err == FI_ENOTCONN ||
-           err == FI_EHOSTUNREACH || err == FI_ENETUNREACH || err == FI_EIO || err == FI_ESHUTDOWN ||
-           err == FI_ETIMEDOUT || err == EPIPE || err == FI_ECANCELED;
+        err == FI_EHOSTUNREACH || err == FI_ENETUNREACH || err == FI_EIO || err == FI_ESHUTDOWN ||
+        err == FI_ETIMEDOUT || err == EPIPE || err == FI_ECANCELED;
 }
 
 static gcoll_status_t on_error(gcoll__tp_t *tp, const struct fi_cq_err_entry *e)
@@ -115,24 +114,27 @@ static gcoll_status_t on_error(gcoll__tp_t *tp, const struct fi_cq_err_entry *e)
     const char *text = fi_cq_strerror(tp->cq, e->prov_errno, e->err_data, detail, sizeof(detail));
     gcoll__tp_req_t *r = e->op_context;
     if (!r) /* an injected send has no request to carry its failure */
-        return gcoll__error(GCOLL_ERR_TRANSPORT, "ofi transport: an injected send failed: %s (%s)",
-                            fi_strerror(e->err), text ? text : "");
+        return gcoll__error(GCOLL_ERR_TRANSPORT, "ofi transport: an injected send failed: %s (%s)", fi_strerror(e->err),
+                            text ? text : "");
     if (r->orphan) /* ofi_cancel's own cancellation */
         r->phase = DONE;
     else if (e->err == FI_ETRUNC)
         req_fail(r, GCOLL_ERR_TRANSPORT,
                  "ofi transport: a message from rank %d (tag %u) is %zu bytes longer than the %zu "
-                 "expected: %s", r->peer, (unsigned)r->tag, e->olen, r->bytes, text ? text : "");
+                 "expected: %s",
+                 r->peer, (unsigned)r->tag, e->olen, r->bytes, text ? text : "");
     else if (connection_lost(e->err)) {
-        req_fail(r, GCOLL_ERR_REMOTE, "ofi transport: %s rank %d failed: %s (%s): its connection is lost (did it "
-                 "exit or crash?)", op_name(r), r->peer, fi_strerror(e->err), text ? text : "");
+        req_fail(r, GCOLL_ERR_REMOTE,
+                 "ofi transport: %s rank %d failed: %s (%s): its connection is lost (did it "
+                 "exit or crash?)",
+                 op_name(r), r->peer, fi_strerror(e->err), text ? text : "");
         if (tp->lost < 0) {
             tp->lost = r->peer;
             snprintf(tp->lost_why, sizeof(tp->lost_why), "%s", r->errmsg);
         }
     } else
-        req_fail(r, GCOLL_ERR_TRANSPORT, "ofi transport: %s rank %d (tag %u, %zu bytes) failed: %s (%s)",
-                 op_name(r), r->peer, (unsigned)r->tag, r->bytes, fi_strerror(e->err), text ? text : "");
+        req_fail(r, GCOLL_ERR_TRANSPORT, "ofi transport: %s rank %d (tag %u, %zu bytes) failed: %s (%s)", op_name(r),
+                 r->peer, (unsigned)r->tag, r->bytes, fi_strerror(e->err), text ? text : "");
     finished(tp, r);
     return GCOLL_SUCCESS;
 }
@@ -179,15 +181,15 @@ static ssize_t issue(gcoll__tp_t *tp, gcoll__tp_req_t *r)
     if (tp->mr_local && r->bytes && !r->mr) {
         gcoll_status_t st = gcoll__ofi_mrcache_get(tp->mrc, r->buf, r->bytes, &r->mr);
         if (st != GCOLL_SUCCESS) {
-            req_fail(r, st, "ofi transport: registering %zu bytes for a %s rank %d failed: %s", r->bytes,
-                     op_name(r), r->peer, gcoll_last_error());
+            req_fail(r, st, "ofi transport: registering %zu bytes for a %s rank %d failed: %s", r->bytes, op_name(r),
+                     r->peer, gcoll_last_error());
             return -FI_EOTHER;
         }
     }
     void *desc = r->mr ? gcoll__ofi_mr_desc(r->mr) : NULL;
-    ssize_t rc = r->is_recv ? fi_trecv(tp->ep, r->buf, r->bytes, desc, tp->directed ? addr : FI_ADDR_UNSPEC,
-                                       r->tag, 0, &r->ctx)
-                            : fi_tsend(tp->ep, r->buf, r->bytes, desc, addr, r->tag, &r->ctx);
+    ssize_t rc = r->is_recv
+        ? fi_trecv(tp->ep, r->buf, r->bytes, desc, tp->directed ? addr : FI_ADDR_UNSPEC, r->tag, 0, &r->ctx)
+        : fi_tsend(tp->ep, r->buf, r->bytes, desc, addr, r->tag, &r->ctx);
     if (rc == 0)
         r->phase = POSTED;
     return rc;
@@ -235,8 +237,8 @@ static gcoll_status_t flush_queue(gcoll__tp_t *tp, int q)
     return GCOLL_SUCCESS;
 }
 
-static gcoll_status_t post(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes, int is_recv,
-                           size_t *got, gcoll__tp_req_t **out)
+static gcoll_status_t post(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes, int is_recv, size_t *got,
+                           gcoll__tp_req_t **out)
 {
     if (peer < 0 || peer >= tp->size)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "ofi transport: peer %d is not a rank of this endpoint (0..%d)",
@@ -244,8 +246,8 @@ static gcoll_status_t post(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, s
     if (bytes > tp->max_msg_size)
         return gcoll__error(GCOLL_ERR_UNSUPPORTED,
                             "ofi transport: a message of %zu bytes %s rank %d exceeds provider %s's "
-                            "max_msg_size of %zu bytes", bytes, is_recv ? "from" : "to", peer, tp->prov,
-                            tp->max_msg_size);
+                            "max_msg_size of %zu bytes",
+                            bytes, is_recv ? "from" : "to", peer, tp->prov, tp->max_msg_size);
     gcoll__tp_req_t *r = calloc(1, sizeof(*r));
     if (!r)
         return gcoll__error(GCOLL_ERR_NOMEM, "ofi transport: no memory for a request to rank %d", peer);
@@ -285,8 +287,7 @@ static gcoll_status_t ofi_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const v
     return post(tp, peer, tag, (void *)buf, bytes, 0, NULL, req);
 }
 
-static gcoll_status_t ofi_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
-                                gcoll__tp_req_t **req)
+static gcoll_status_t ofi_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes, gcoll__tp_req_t **req)
 {
     return post(tp, peer, tag, buf, bytes, 1, NULL, req);
 }
@@ -381,8 +382,8 @@ static void ofi_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r)
                 sched_yield();
         }
         if (r->phase != DONE) {
-            GCOLL_LOG(GCOLL_LOG_DEBUG, "ofi: a cancelled %s rank %d is still in flight; freed at close",
-                      op_name(r), r->peer);
+            GCOLL_LOG(GCOLL_LOG_DEBUG, "ofi: a cancelled %s rank %d is still in flight; freed at close", op_name(r),
+                      r->peer);
             orphan(tp, r);
             return;
         }

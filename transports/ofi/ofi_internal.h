@@ -32,21 +32,21 @@ struct gcoll__tp {
     int directed;              /* FI_DIRECTED_RECV: receives match on the source address */
     int rank, size;
     fi_addr_t *peers;
-    char name[256];            /* this endpoint's name (fi_getname) */
+    char name[256]; /* this endpoint's name (fi_getname) */
     size_t name_len;
-    size_t name_max;           /* the longest endpoint name of any rank */
+    size_t name_max; /* the longest endpoint name of any rank */
     size_t max_msg_size, inject_size;
     /* Posts that met -FI_EAGAIN, retried in order: sends [0] and receives [1] apart, so that a
      * receive never waits behind sends that wait for the peer's receives. */
     gcoll__tp_req_t *queue[2], *queue_tail[2];
-    gcoll__tp_req_t *orphans;            /* cancelled, but the provider may still hold them */
+    gcoll__tp_req_t *orphans; /* cancelled, but the provider may still hold them */
     char prov[64];
     /* Failure detection: each peer's pid and pid space (liveness.h), from the addresses, so a
      * peer on this machine is checked by its pid; a peer whose connection failed a message. */
     int32_t *pids;
     uint64_t *spaces;
-    uint64_t space;            /* this process's */
-    int lost;                  /* a peer whose messages failed with a connection error, or -1 */
+    uint64_t space; /* this process's */
+    int lost;       /* a peer whose messages failed with a connection error, or -1 */
     char lost_why[320];
 };
 
@@ -71,7 +71,7 @@ void gcoll__ofi_close(gcoll__tp_t *tp);
  * ranks may so open different domains of one fabric. Says which at info level when there was a
  * choice. */
 const struct fi_info *gcoll__ofi_closest_domain(const struct fi_info *first, const gcoll__topo_t *t,
-                                               const cpu_set_t *cpus);
+                                                const cpu_set_t *cpus);
 
 /* Frees the cancelled requests the provider never completed; close() calls it once the
  * endpoint is closed. */

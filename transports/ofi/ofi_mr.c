@@ -27,8 +27,7 @@ struct gcoll__ofi_mrcache {
     gcoll__ofi_mr_stats_t stats;
 };
 
-gcoll_status_t gcoll__ofi_mrcache_create(size_t capacity, const gcoll__ofi_mr_ops_t *ops,
-                                         gcoll__ofi_mrcache_t **out)
+gcoll_status_t gcoll__ofi_mrcache_create(size_t capacity, const gcoll__ofi_mr_ops_t *ops, gcoll__ofi_mrcache_t **out)
 {
     if (capacity == 0)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "ofi: registration cache capacity 0");
@@ -78,8 +77,7 @@ static gcoll_status_t make_room(gcoll__ofi_mrcache_t *c)
     return GCOLL_SUCCESS;
 }
 
-gcoll_status_t gcoll__ofi_mrcache_get(gcoll__ofi_mrcache_t *c, const void *buf, size_t len,
-                                      gcoll__ofi_mr_entry_t **out)
+gcoll_status_t gcoll__ofi_mrcache_get(gcoll__ofi_mrcache_t *c, const void *buf, size_t len, gcoll__ofi_mr_entry_t **out)
 {
     uintptr_t lo = (uintptr_t)buf, hi = lo + (len ? len : 1);
     c->clock++;

@@ -26,8 +26,7 @@ typedef struct {
     size_t entries;
 } gcoll__ofi_mr_stats_t;
 
-gcoll_status_t gcoll__ofi_mrcache_create(size_t capacity, const gcoll__ofi_mr_ops_t *ops,
-                                         gcoll__ofi_mrcache_t **out);
+gcoll_status_t gcoll__ofi_mrcache_create(size_t capacity, const gcoll__ofi_mr_ops_t *ops, gcoll__ofi_mrcache_t **out);
 /* Finds or makes a registration covering [buf, buf + len) and holds it until put. */
 gcoll_status_t gcoll__ofi_mrcache_get(gcoll__ofi_mrcache_t *c, const void *buf, size_t len,
                                       gcoll__ofi_mr_entry_t **out);

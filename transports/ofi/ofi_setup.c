@@ -38,14 +38,15 @@ enum { CLASS_NIC, CLASS_TCP, CLASS_OTHER, CLASS_FALLBACK, CLASS_LOCAL };
 
 gcoll_status_t gcoll__ofi_fail(const char *what, int rc, const char *prov)
 {
-    return gcoll__error(GCOLL_ERR_TRANSPORT, "ofi transport: %s failed on provider %s: %s (%d)", what,
-                        prov, fi_strerror(rc < 0 ? -rc : rc), rc);
+    return gcoll__error(GCOLL_ERR_TRANSPORT, "ofi transport: %s failed on provider %s: %s (%d)", what, prov,
+                        fi_strerror(rc < 0 ? -rc : rc), rc);
 }
 
 /* Ranks a provider by its core (the part before ';', e.g. "verbs" of "verbs;ofi_rxm"). */
 static int provider_class(const char *name)
 {
-    static const char *const nic[] = {"verbs", "efa", "psm", "psm2", "psm3", "cxi", "opx", "usnic", "gni", "ucx", "bgq"};
+    static const char *const nic[] = {"verbs", "efa",   "psm", "psm2", "psm3", "cxi",
+                                      "opx",   "usnic", "gni", "ucx",  "bgq"};
     size_t core = strcspn(name, ";");
     for (size_t i = 0; i < sizeof(nic) / sizeof(nic[0]); i++)
         if (strlen(nic[i]) == core && strncmp(name, nic[i], core) == 0)
@@ -86,8 +87,7 @@ static gcoll_status_t mr_reg(void *ctx, void *base, size_t len, void **handle, v
 {
     gcoll__tp_t *tp = ctx;
     struct fid_mr *mr;
-    int rc = fi_mr_reg(tp->domain, base, len, FI_SEND | FI_RECV, 0, tp->mr_prov_key ? 0 : tp->next_key++, 0,
-                       &mr, NULL);
+    int rc = fi_mr_reg(tp->domain, base, len, FI_SEND | FI_RECV, 0, tp->mr_prov_key ? 0 : tp->next_key++, 0, &mr, NULL);
     if (rc)
         return gcoll__ofi_fail("fi_mr_reg", rc, tp->prov);
     if (tp->mr_endpoint) {
@@ -158,13 +158,13 @@ static void nic_pci(const struct fi_info *i, char *buf, size_t len)
     buf[0] = '\0';
     if (i->nic && i->nic->bus_attr && i->nic->bus_attr->bus_type == FI_BUS_PCI) {
         const struct fi_pci_attr *p = &i->nic->bus_attr->attr.pci;
-        snprintf(buf, len, "%04x:%02x:%02x.%x", (unsigned)p->domain_id, (unsigned)p->bus_id,
-                 (unsigned)p->device_id, (unsigned)p->function_id);
+        snprintf(buf, len, "%04x:%02x:%02x.%x", (unsigned)p->domain_id, (unsigned)p->bus_id, (unsigned)p->device_id,
+                 (unsigned)p->function_id);
     }
 }
 
 const struct fi_info *gcoll__ofi_closest_domain(const struct fi_info *first, const gcoll__topo_t *t,
-                                               const cpu_set_t *cpus)
+                                                const cpu_set_t *cpus)
 {
     const struct fi_info *entry[MAX_PROVIDERS];
     char pci[MAX_PROVIDERS][16];
@@ -213,8 +213,10 @@ static gcoll_status_t find_info(const char *prov, uint32_t addr_format, int dire
             }
         fi_freeinfo(list);
     }
-    return gcoll__error(GCOLL_ERR_UNSUPPORTED, "ofi transport: provider %s offers no RDM endpoint with tagged "
-                        "messages in order%s", prov, addr_format ? " in rank 0's address format" : "");
+    return gcoll__error(GCOLL_ERR_UNSUPPORTED,
+                        "ofi transport: provider %s offers no RDM endpoint with tagged "
+                        "messages in order%s",
+                        prov, addr_format ? " in rank 0's address format" : "");
 }
 
 /* Opens provider prov's fabric, domain, queues and endpoint into tp, and reads its name. */
@@ -347,12 +349,14 @@ static gcoll_status_t choose(gcoll__tp_t *tp, choice_t *c)
     if (named) {
         int found = -1;
         for (int k = 0; k < n && found < 0; k++) /* "verbs" also names "verbs;ofi_rxm" */
-            if (strcmp(names[k], want) == 0 || (strcspn(names[k], ";") == strlen(want) &&
-                                                strncmp(names[k], want, strlen(want)) == 0))
+            if (strcmp(names[k], want) == 0 ||
+                (strcspn(names[k], ";") == strlen(want) && strncmp(names[k], want, strlen(want)) == 0))
                 found = k;
         if (found < 0)
-            return gcoll__error(GCOLL_ERR_UNSUPPORTED, "ofi transport: GCOLL_OFI_PROVIDER=%s is not available; "
-                                "fi_getinfo offers RDM tagged providers: %s", want, n ? on_offer : "none");
+            return gcoll__error(GCOLL_ERR_UNSUPPORTED,
+                                "ofi transport: GCOLL_OFI_PROVIDER=%s is not available; "
+                                "fi_getinfo offers RDM tagged providers: %s",
+                                want, n ? on_offer : "none");
         gcoll_status_t st = open_provider(tp, names[found], 0, -1);
         if (st != GCOLL_SUCCESS)
             return gcoll__error(st, "GCOLL_OFI_PROVIDER=%s: %s", want, gcoll_last_error());
@@ -368,17 +372,20 @@ static gcoll_status_t choose(gcoll__tp_t *tp, choice_t *c)
             nic_seen |= cls == CLASS_NIC;
             gcoll_status_t st = open_provider(tp, names[k], 0, -1);
             if (st == GCOLL_SUCCESS) {
-                snprintf(c->msg, sizeof(c->msg), "%s", failed[0] ? failed
-                         : cls == CLASS_NIC ? "NIC provider" : nic_seen ? "no NIC provider opened"
-                         : "no NIC provider found");
+                snprintf(c->msg, sizeof(c->msg), "%s",
+                         failed[0]              ? failed
+                             : cls == CLASS_NIC ? "NIC provider"
+                             : nic_seen         ? "no NIC provider opened"
+                                                : "no NIC provider found");
                 return GCOLL_SUCCESS;
             }
-            append(failed, sizeof(failed), "%s%s unusable: %s", failed[0] ? "; " : "", names[k],
-                   gcoll_last_error());
+            append(failed, sizeof(failed), "%s%s unusable: %s", failed[0] ? "; " : "", names[k], gcoll_last_error());
             close_objects(tp); /* the next candidate starts clean */
         }
-    return gcoll__error(GCOLL_ERR_UNSUPPORTED, "ofi transport: no usable libfabric provider for RDM tagged "
-                        "messages (offered: %s%s%s)", n ? on_offer : "none", failed[0] ? "; " : "", failed);
+    return gcoll__error(GCOLL_ERR_UNSUPPORTED,
+                        "ofi transport: no usable libfabric provider for RDM tagged "
+                        "messages (offered: %s%s%s)",
+                        n ? on_offer : "none", failed[0] ? "; " : "", failed);
 }
 
 static atomic_int announced; /* the choice is logged at info level once per process */
@@ -492,12 +499,16 @@ gcoll_status_t gcoll__ofi_connect(gcoll__tp_t *tp, const void *all_addrs)
         memcpy(&tp->pids[i], a + sizeof(len) + tp->name_max, sizeof(tp->pids[i]));
         memcpy(&tp->spaces[i], a + sizeof(len) + tp->name_max + sizeof(tp->pids[i]), sizeof(tp->spaces[i]));
         if (len == 0 || len > tp->name_max)
-            return gcoll__error(GCOLL_ERR_TRANSPORT, "ofi transport: rank %d published a malformed address "
-                                "(%u bytes, at most %zu expected)", i, len, tp->name_max);
+            return gcoll__error(GCOLL_ERR_TRANSPORT,
+                                "ofi transport: rank %d published a malformed address "
+                                "(%u bytes, at most %zu expected)",
+                                i, len, tp->name_max);
         int rc = fi_av_insert(tp->av, a + sizeof(len), 1, &tp->peers[i], 0, NULL);
         if (rc != 1)
-            return gcoll__error(GCOLL_ERR_TRANSPORT, "ofi transport: fi_av_insert of rank %d's address failed "
-                                "on provider %s: %s", i, tp->prov, fi_strerror(rc < 0 ? -rc : FI_EINVAL));
+            return gcoll__error(GCOLL_ERR_TRANSPORT,
+                                "ofi transport: fi_av_insert of rank %d's address failed "
+                                "on provider %s: %s",
+                                i, tp->prov, fi_strerror(rc < 0 ? -rc : FI_EINVAL));
     }
     return GCOLL_SUCCESS;
 }
@@ -527,7 +538,7 @@ gcoll_status_t gcoll__ofi_offers(gcoll__ofi_offer_t *out, int cap, int *n)
         int seen = 0;
         for (int k = 0; k < *n && !seen; k++)
             seen = strcmp(out[k].prov, o.prov) == 0 && strcmp(out[k].fabric, o.fabric) == 0 &&
-                   strcmp(out[k].domain, o.domain) == 0;
+                strcmp(out[k].domain, o.domain) == 0;
         if (!seen)
             out[(*n)++] = o;
     }

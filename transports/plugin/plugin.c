@@ -114,8 +114,9 @@ static gcoll_status_t posted(gcoll__tp_t *tp, gcoll_status_t st, void *r, const 
     if (!r || ((uintptr_t)r & 7)) {
         if (r)
             plug->cancel(tp->ep, r);
-        return gcoll__error(GCOLL_ERR_INTERNAL, "plugin %s: %s returned a request that is NULL or not aligned to 8 bytes",
-                            plug->name, what);
+        return gcoll__error(GCOLL_ERR_INTERNAL,
+                            "plugin %s: %s returned a request that is NULL or not aligned to 8 bytes", plug->name,
+                            what);
     }
     *req = r;
     return GCOLL_SUCCESS;
@@ -129,8 +130,7 @@ static gcoll_status_t p_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const voi
     return posted(tp, st, r, "isend", req);
 }
 
-static gcoll_status_t p_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
-                              gcoll__tp_req_t **req)
+static gcoll_status_t p_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes, gcoll__tp_req_t **req)
 {
     void *r = NULL;
     gcoll_status_t st = plug->irecv(tp->ep, peer, tag, buf, bytes, &r);

@@ -20,8 +20,7 @@ struct gcoll__tp {
     unsigned pending_tests; /* tests that found their request unfinished */
 };
 
-gcoll_status_t gcoll__route_open(const gcoll__route_ep_t ep[2], gcoll__route_peer_t *peers, int size,
-                                 gcoll__tp_t **out)
+gcoll_status_t gcoll__route_open(const gcoll__route_ep_t ep[2], gcoll__route_peer_t *peers, int size, gcoll__tp_t **out)
 {
     gcoll__tp_t *tp = calloc(1, sizeof(*tp));
     if (!tp)

@@ -94,7 +94,8 @@ gcoll_status_t gcoll__shm_create(gcoll__boot_t *node, gcoll__shm_t **out)
     s->slot_bytes = (gcoll__config.shm_slot_size + 63) & ~(size_t)63;
     s->chunk_bytes = gcoll__config.shm_chunk_size;
     s->read_bytes = gcoll__config.shm_read_chunk ? gcoll__config.shm_read_chunk
-                    : gcoll__topo()->l2 ? gcoll__topo()->l2 : (size_t)1 << 20;
+        : gcoll__topo()->l2                      ? gcoll__topo()->l2
+                                                 : (size_t)1 << 20;
     s->cell_bytes = (gcoll__config.shm_cell_size + 63) & ~(size_t)63;
     s->depth = gcoll__config.shm_ring_depth;
     s->pair_bytes = GCOLL_SHM_ACK_BYTES + (size_t)s->depth * (sizeof(gcoll__shm_cell_t) + s->cell_bytes);
@@ -106,8 +107,10 @@ gcoll_status_t gcoll__shm_create(gcoll__boot_t *node, gcoll__shm_t **out)
         random_name(name);
         fd = create_segment(name, bytes);
         if (fd < 0) {
-            GCOLL_LOG(GCOLL_LOG_WARN, "shm: cannot create %s (%zu bytes): %s; using the MPI transport on "
-                      "this node (HINT: check /dev/shm)", name, bytes, strerror(errno));
+            GCOLL_LOG(GCOLL_LOG_WARN,
+                      "shm: cannot create %s (%zu bytes): %s; using the MPI transport on "
+                      "this node (HINT: check /dev/shm)",
+                      name, bytes, strerror(errno));
             name[0] = '\0';
         }
     }
@@ -172,10 +175,11 @@ gcoll_status_t gcoll__shm_create(gcoll__boot_t *node, gcoll__shm_t **out)
     int mode = gcoll__config.shm_single_copy; /* 0 auto, 1 on, 2 off */
     s->cma = mode != 2 && probe_cma(s, node);
     if (mode == 1 && !s->cma)
-        GCOLL_LOG(GCOLL_LOG_WARN, "shm: GCOLL_SHM_SINGLE_COPY=on but process_vm_readv is not permitted "
+        GCOLL_LOG(GCOLL_LOG_WARN,
+                  "shm: GCOLL_SHM_SINGLE_COPY=on but process_vm_readv is not permitted "
                   "between these processes; copying through the segment (HINT: ptrace_scope, containers)");
-    GCOLL_LOG(GCOLL_LOG_INFO, "shm: %d local ranks, segment %zu bytes, slots %zu bytes, single copy %s",
-              s->n, bytes, s->slot_bytes, s->cma ? "on" : "off");
+    GCOLL_LOG(GCOLL_LOG_INFO, "shm: %d local ranks, segment %zu bytes, slots %zu bytes, single copy %s", s->n, bytes,
+              s->slot_bytes, s->cma ? "on" : "off");
     *out = s;
     return GCOLL_SUCCESS;
 }
@@ -308,9 +312,11 @@ static gcoll_status_t cma(gcoll__shm_t *s, int peer, void *local, uint64_t remot
         ssize_t got = write ? process_vm_writev(s->pids[peer], &l, 1, &r, 1, 0)
                             : process_vm_readv(s->pids[peer], &l, 1, &r, 1, 0);
         if (got <= 0 && errno == ESRCH) /* named by communicator rank: the engine may not see it gone yet */
-            return gcoll__error(GCOLL_ERR_REMOTE, "shm: rank %d's process (pid %d on this host) has exited: "
-                                "process_vm_%sv: %s", gcoll__shm_rank_of(s, peer), (int)s->pids[peer],
-                                write ? "write" : "read", strerror(ESRCH));
+            return gcoll__error(GCOLL_ERR_REMOTE,
+                                "shm: rank %d's process (pid %d on this host) has exited: "
+                                "process_vm_%sv: %s",
+                                gcoll__shm_rank_of(s, peer), (int)s->pids[peer], write ? "write" : "read",
+                                strerror(ESRCH));
         if (got <= 0)
             return gcoll__error(GCOLL_ERR_TRANSPORT, "shm: process_vm_%sv with rank %d (pid %d) failed: %s",
                                 write ? "write" : "read", gcoll__shm_rank_of(s, peer), (int)s->pids[peer],

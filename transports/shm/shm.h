@@ -19,7 +19,7 @@
 
 /* One rank's public state. Each counter holds the sequence number of the last operation
  * (or round) that reached that point, and sits on its own cache line. */
-#define GCOLL_SHM_INLINE 24 /* input bytes that ride on the arrive line */
+#define GCOLL_SHM_INLINE 24  /* input bytes that ride on the arrive line */
 #define GCOLL_SHM_NOTICE 384 /* text of a mismatch notice */
 
 typedef struct {
@@ -27,14 +27,14 @@ typedef struct {
     /* A tiny input travels in the arrive counter's own line, by round parity like the slots:
      * the peers fetch one line per operation instead of two. */
     char inl[2][GCOLL_SHM_INLINE];
-    _Alignas(GCOLL_SHM_LINE) uint64_t src, dst;        /* buffer addresses, for single copy */
+    _Alignas(GCOLL_SHM_LINE) uint64_t src, dst; /* buffer addresses, for single copy */
     /* The operation of the first round with this parity: the peers compare it with theirs */
     struct {
         uint64_t seq;
         gcoll__opdesc_t d;
     } op[2];
-    _Alignas(GCOLL_SHM_LINE) _Atomic uint64_t ready;  /* done with the peers' data for this op */
-    _Alignas(GCOLL_SHM_LINE) _Atomic uint64_t rings;  /* bumped on every ring event of this rank */
+    _Alignas(GCOLL_SHM_LINE) _Atomic uint64_t ready; /* done with the peers' data for this op */
+    _Alignas(GCOLL_SHM_LINE) _Atomic uint64_t rings; /* bumped on every ring event of this rank */
     /* This rank's threads sleep on wake; asleep counts them, so that a peer wakes only the
      * ranks that sleep and that its move concerns. */
     _Alignas(GCOLL_SHM_LINE) _Atomic uint32_t wake;
@@ -53,12 +53,12 @@ typedef struct {
 /* One cell of a point-to-point ring (sender -> receiver): a header line, then the payload. */
 typedef struct {
     _Alignas(GCOLL_SHM_LINE) _Atomic uint32_t full; /* written last by the sender, cleared by the receiver */
-    uint32_t kind;   /* GCOLL_SHM_MSG_* */
+    uint32_t kind;                                  /* GCOLL_SHM_MSG_* */
     uint32_t tag;
-    uint32_t len;    /* payload bytes in this cell */
-    uint64_t total;  /* bytes of the whole message */
-    uint64_t addr;   /* the sender's buffer, for a single-copy message */
-    uint64_t msgid;  /* the sender's count of single-copy messages to this receiver */
+    uint32_t len;         /* payload bytes in this cell */
+    uint64_t total;       /* bytes of the whole message */
+    uint64_t addr;        /* the sender's buffer, for a single-copy message */
+    uint64_t msgid;       /* the sender's count of single-copy messages to this receiver */
     gcoll__opdesc_t desc; /* the sender's operation of tag (first cell of a message; zero: unknown) */
 } gcoll__shm_cell_t;
 _Static_assert(sizeof(gcoll__shm_cell_t) == GCOLL_SHM_LINE, "a ring cell's header is one line");
@@ -71,27 +71,27 @@ typedef struct gcoll__shm {
     void *base;
     size_t map_bytes;
     gcoll__shm_hdr_t *hdr;
-    gcoll__shm_ctrl_t *ctrl;  /* [nlocal] */
-    char *slots;              /* [nlocal][2][slot_bytes] */
-    size_t slot_bytes;        /* one parity of one rank's staging */
-    size_t chunk_bytes;       /* single-copy pipelining chunk */
-    size_t read_bytes;        /* single-copy read of a message its receiver consumes as it lands */
+    gcoll__shm_ctrl_t *ctrl; /* [nlocal] */
+    char *slots;             /* [nlocal][2][slot_bytes] */
+    size_t slot_bytes;       /* one parity of one rank's staging */
+    size_t chunk_bytes;      /* single-copy pipelining chunk */
+    size_t read_bytes;       /* single-copy read of a message its receiver consumes as it lands */
     /* Rank 0's, taken by every local rank: inputs to choices that change which messages the
      * ranks exchange, so that no setting or topology seen differently can split them */
-    int adasum_push;          /* GCOLL_ADASUM_PUSH: 0 auto, 1 on, 2 off */
-    size_t l3;                /* bytes of one L3 cache (hwloc), 0 when unknown */
-    int me, n;                /* local rank and local size (the whole communicator) */
-    int cma;                  /* single copy works between every pair */
-    pid_t *pids;              /* [n] */
-    char *tmp;                /* two chunks of private scratch for single-copy reads, */
-    size_t tmp_stride;        /* tmp_stride bytes apart */
-    char *rings;              /* [sender][receiver]: acknowledgement slots, then depth cells */
-    size_t cell_bytes;        /* payload bytes of one cell */
-    size_t pair_bytes;        /* one ring */
-    int depth;                /* cells per ring */
-    gcoll__shm_p2p_t *p2p;    /* created with the point-to-point endpoint */
-    uint64_t issued;          /* sequence numbers handed to operations built so far */
-    uint64_t completed;       /* operations finished here, in order */
+    int adasum_push;       /* GCOLL_ADASUM_PUSH: 0 auto, 1 on, 2 off */
+    size_t l3;             /* bytes of one L3 cache (hwloc), 0 when unknown */
+    int me, n;             /* local rank and local size (the whole communicator) */
+    int cma;               /* single copy works between every pair */
+    pid_t *pids;           /* [n] */
+    char *tmp;             /* two chunks of private scratch for single-copy reads, */
+    size_t tmp_stride;     /* tmp_stride bytes apart */
+    char *rings;           /* [sender][receiver]: acknowledgement slots, then depth cells */
+    size_t cell_bytes;     /* payload bytes of one cell */
+    size_t pair_bytes;     /* one ring */
+    int depth;             /* cells per ring */
+    gcoll__shm_p2p_t *p2p; /* created with the point-to-point endpoint */
+    uint64_t issued;       /* sequence numbers handed to operations built so far */
+    uint64_t completed;    /* operations finished here, in order */
 } gcoll__shm_t;
 
 /* Collective over node, which must hold every rank of the communicator. NULL in *out (and
@@ -115,7 +115,7 @@ static inline char *gcoll__shm_slot(gcoll__shm_t *s, int rank, uint64_t seq)
 static inline _Atomic uint64_t *gcoll__shm_ack(gcoll__shm_t *s, int from, int to, uint64_t msgid)
 {
     return (_Atomic uint64_t *)(s->rings + ((size_t)from * (size_t)s->n + (size_t)to) * s->pair_bytes) +
-           msgid % GCOLL_SHM_ACKS;
+        msgid % GCOLL_SHM_ACKS;
 }
 static inline gcoll__shm_cell_t *gcoll__shm_cell(gcoll__shm_t *s, int from, int to, uint64_t i)
 {

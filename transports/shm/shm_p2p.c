@@ -18,10 +18,10 @@ struct gcoll__tp_req {
     int peer, is_recv, done;
     uint32_t tag;
     char *buf;
-    size_t bytes, moved; /* moved: bytes written (send) or received (recv) so far */
-    uint64_t msgid;      /* single-copy send: complete once the receiver acknowledges this id */
-    int started;         /* send: its first cell is in the ring */
-    gcoll__opdesc_t desc; /* send: the operation of its tag, for the receiver to check */
+    size_t bytes, moved;        /* moved: bytes written (send) or received (recv) so far */
+    uint64_t msgid;             /* single-copy send: complete once the receiver acknowledges this id */
+    int started;                /* send: its first cell is in the ring */
+    gcoll__opdesc_t desc;       /* send: the operation of its tag, for the receiver to check */
     gcoll__tp_landed_fn landed; /* recv: told of each part as it lands (NULL: nobody) */
     void *landed_arg;
     gcoll_status_t status;
@@ -33,7 +33,7 @@ typedef struct unexpected {
     size_t total, have;
     uint64_t addr, msgid;
     gcoll__opdesc_t desc; /* the sender's operation of tag */
-    char *data; /* copied payload (inline and fragments) */
+    char *data;           /* copied payload (inline and fragments) */
 } unexpected_t;
 
 typedef struct {
@@ -41,15 +41,15 @@ typedef struct {
     gcoll__tp_req_t *acks, *acks_tail;   /* single-copy sends in the ring, unacknowledged, by id */
     gcoll__tp_req_t *recvs, *recvs_tail; /* posted, in order */
     unexpected_t *unexp, *unexp_tail;
-    uint64_t tail, head;                 /* cells written to / read from the peer's rings */
-    uint64_t cma_sent;                   /* single-copy messages sent to this peer */
-    gcoll__tp_req_t *receiving;          /* the receive a fragmented message is landing in */
-    unexpected_t *stashing;              /* or the unexpected copy it is landing in */
+    uint64_t tail, head;        /* cells written to / read from the peer's rings */
+    uint64_t cma_sent;          /* single-copy messages sent to this peer */
+    gcoll__tp_req_t *receiving; /* the receive a fragmented message is landing in */
+    unexpected_t *stashing;     /* or the unexpected copy it is landing in */
 } peer_t;
 
 struct gcoll__shm_p2p {
     peer_t *peers;
-    uint64_t events; /* this rank's ring events, published for sleepers */
+    uint64_t events;             /* this rank's ring events, published for sleepers */
     const gcoll__optab_t *optab; /* the communicator's operations by tag (NULL: unchecked) */
     int *ranks;                  /* communicator rank of each local rank (NULL: the same) */
     /* GCOLL_SUCCESS, or GCOLL_ERR_INVALID_USAGE once the ranks' calls were found to differ:
@@ -149,8 +149,7 @@ static void unlink_req(gcoll__tp_req_t **head, gcoll__tp_req_t **tail, const gco
         }
 }
 
-gcoll_status_t gcoll__shm_p2p_open(gcoll__shm_t *s, const gcoll__optab_t *optab, const int *ranks,
-                                   gcoll__tp_t **out)
+gcoll_status_t gcoll__shm_p2p_open(gcoll__shm_t *s, const gcoll__optab_t *optab, const int *ranks, gcoll__tp_t **out)
 {
     gcoll__tp_t *tp = calloc(1, sizeof(*tp));
     s->p2p = calloc(1, sizeof(*s->p2p));
@@ -246,8 +245,10 @@ static gcoll_status_t push_sends(gcoll__shm_t *s, int peer)
 
 static gcoll_status_t size_mismatch(int peer, size_t got, size_t want)
 {
-    return gcoll__error(GCOLL_ERR_TRANSPORT, "shm transport: a message of %zu bytes from local rank %d, "
-                        "expected %zu", got, peer, want);
+    return gcoll__error(GCOLL_ERR_TRANSPORT,
+                        "shm transport: a message of %zu bytes from local rank %d, "
+                        "expected %zu",
+                        got, peer, want);
 }
 
 static void landed(gcoll__tp_req_t *r, size_t off, size_t len)
@@ -367,8 +368,13 @@ static gcoll_status_t drain(gcoll__shm_t *s, int peer)
                 }
                 if (!u)
                     return gcoll__error(GCOLL_ERR_NOMEM, "shm transport: no memory for an unexpected message");
-                *u = (unexpected_t){.tag = c->tag, .kind = c->kind, .total = c->total, .addr = c->addr,
-                                    .msgid = c->msgid, .desc = c->desc, .data = u->data};
+                *u = (unexpected_t){.tag = c->tag,
+                                    .kind = c->kind,
+                                    .total = c->total,
+                                    .addr = c->addr,
+                                    .msgid = c->msgid,
+                                    .desc = c->desc,
+                                    .data = u->data};
                 if (c->kind != GCOLL_SHM_MSG_CMA) {
                     if (c->len)
                         memcpy(u->data, payload, c->len);
@@ -400,8 +406,7 @@ static gcoll_status_t progress(gcoll__shm_t *s)
     return GCOLL_SUCCESS;
 }
 
-static gcoll_status_t new_req(int peer, uint32_t tag, const void *buf, size_t bytes, int is_recv,
-                              gcoll__tp_req_t **out)
+static gcoll_status_t new_req(int peer, uint32_t tag, const void *buf, size_t bytes, int is_recv, gcoll__tp_req_t **out)
 {
     gcoll__tp_req_t *r = calloc(1, sizeof(*r));
     if (!r)
@@ -466,8 +471,7 @@ static gcoll_status_t post_recv(gcoll__tp_t *tp, int peer, uint32_t tag, void *b
     return GCOLL_SUCCESS;
 }
 
-static gcoll_status_t shm_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
-                                gcoll__tp_req_t **out)
+static gcoll_status_t shm_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes, gcoll__tp_req_t **out)
 {
     return post_recv(tp, peer, tag, buf, bytes, NULL, NULL, out);
 }

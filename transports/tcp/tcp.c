@@ -20,8 +20,8 @@
 #include "tcp.h"
 
 #define STRIPE_MIN (1024 * 1024) /* smaller rendezvous messages stay on socket 0 */
-#define DIRECT_MIN 4096         /* payload still due beyond this is read straight into place */
-#define ADDR_BYTES 6            /* IPv4 address and port, network order */
+#define DIRECT_MIN 4096          /* payload still due beyond this is read straight into place */
+#define ADDR_BYTES 6             /* IPv4 address and port, network order */
 
 /* A message that arrived before its receive: an eager payload, or a rendezvous offer. */
 struct tcp_unexp {
@@ -55,8 +55,7 @@ static void req_unlink(tcp_peer_t *p, gcoll__tp_req_t *r)
 }
 
 /* Ends a request: test() reports it. Nothing on the sockets may point at it any more. */
-__attribute__((format(printf, 3, 4))) static void complete(gcoll__tp_req_t *r, gcoll_status_t st,
-                                                           const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void complete(gcoll__tp_req_t *r, gcoll_status_t st, const char *fmt, ...)
 {
     if (fmt) {
         va_list ap;
@@ -276,8 +275,8 @@ static gcoll_status_t check_peer(gcoll__tp_t *tp, int peer)
     return GCOLL_SUCCESS;
 }
 
-static gcoll_status_t new_req(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes,
-                              int is_recv, gcoll__tp_req_t **out)
+static gcoll_status_t new_req(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes, int is_recv,
+                              gcoll__tp_req_t **out)
 {
     GCOLL_CHECK(check_peer(tp, peer));
     gcoll__tp_req_t *r = calloc(1, sizeof(*r));
@@ -293,8 +292,8 @@ static gcoll_status_t new_req(gcoll__tp_t *tp, int peer, uint32_t tag, const voi
     return GCOLL_SUCCESS;
 }
 
-static gcoll_status_t tcp_isend_prio(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes,
-                                     int prio, gcoll__tp_req_t **out)
+static gcoll_status_t tcp_isend_prio(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes, int prio,
+                                     gcoll__tp_req_t **out)
 {
     if (peer >= 0 && peer < tp->size && tp->peers[peer].failed)
         return gcoll__error(tp->peers[peer].failed, "%s", tp->peers[peer].why);
@@ -411,8 +410,8 @@ static gcoll__tp_req_t *match_posted(tcp_peer_t *p, uint32_t tag)
 
 static void size_mismatch(gcoll__tp_req_t *r, size_t got)
 {
-    complete(r, GCOLL_ERR_TRANSPORT, "tcp: rank %d sent %zu bytes with tag %u; the receive expects %zu",
-             r->peer->rank, got, (unsigned)r->tag, r->bytes);
+    complete(r, GCOLL_ERR_TRANSPORT, "tcp: rank %d sent %zu bytes with tag %u; the receive expects %zu", r->peer->rank,
+             got, (unsigned)r->tag, r->bytes);
 }
 
 /* A receive meets a rendezvous offer: clear it to send, or decline when the sizes differ. */
@@ -452,8 +451,7 @@ static void deliver(tcp_peer_t *p, gcoll__tp_req_t *r, tcp_unexp_t *u)
     unexp_free(u);
 }
 
-static gcoll_status_t tcp_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
-                                gcoll__tp_req_t **out)
+static gcoll_status_t tcp_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes, gcoll__tp_req_t **out)
 {
     if (tp->mismatch)
         return gcoll__error(tp->mismatch, "%s", tp->mismatch_why);
@@ -545,9 +543,7 @@ static void dispatch(gcoll__tp_t *tp, tcp_sock_t *s)
         return;
     }
     switch (h->type) {
-    case TCP_MISMATCH:
-        s->dst = p->notice;
-        break;
+    case TCP_MISMATCH: s->dst = p->notice; break;
     case TCP_EAGER:
         if ((r = match_posted(p, h->tag))) {
             if (r->bytes != h->len) {
@@ -560,8 +556,7 @@ static void dispatch(gcoll__tp_t *tp, tcp_sock_t *s)
         } else if ((s->dst_unexp = stash(p, h))) {
             s->dst = s->dst_unexp->data;
         } else {
-            fail_peer(tp, p, GCOLL_ERR_TRANSPORT, 1, "tcp: no memory for an unexpected message from rank %d",
-                      p->rank);
+            fail_peer(tp, p, GCOLL_ERR_TRANSPORT, 1, "tcp: no memory for an unexpected message from rank %d", p->rank);
             return;
         }
         break;
@@ -569,19 +564,19 @@ static void dispatch(gcoll__tp_t *tp, tcp_sock_t *s)
         if ((r = match_posted(p, h->tag)))
             accept_rts(tp, r, h->aux, h->id);
         else if (!stash(p, h))
-            fail_peer(tp, p, GCOLL_ERR_TRANSPORT, 1, "tcp: no memory for an unexpected message from rank %d",
-                      p->rank);
+            fail_peer(tp, p, GCOLL_ERR_TRANSPORT, 1, "tcp: no memory for an unexpected message from rank %d", p->rank);
         return;
     case TCP_CTS:
         if ((r = find_by_id(p, 0, REQ_WAIT_CTS, h->id))) {
             if (h->aux == 0)
-                complete(r, GCOLL_ERR_TRANSPORT, "tcp: rank %d declined a message of %zu bytes with tag %u: "
-                         "its receive expects another size", p->rank, r->bytes, (unsigned)r->tag);
+                complete(r, GCOLL_ERR_TRANSPORT,
+                         "tcp: rank %d declined a message of %zu bytes with tag %u: "
+                         "its receive expects another size",
+                         p->rank, r->bytes, (unsigned)r->tag);
             else
                 start_stream(tp, r, h->aux);
         } else if (h->id == 0 || h->id > p->next_sid) {
-            snprintf(what, sizeof(what), "clear-to-send for message id %llu, never offered",
-                     (unsigned long long)h->id);
+            snprintf(what, sizeof(what), "clear-to-send for message id %llu, never offered", (unsigned long long)h->id);
             protocol_error(tp, s, what);
         }
         return; /* a known id whose send was abandoned: nothing to do */
@@ -642,8 +637,10 @@ static void sock_gone(gcoll__tp_t *tp, tcp_sock_t *s, const char *doing, int err
         return;
     }
     if (!p->left && (s->in_payload || s->rlen > s->rpos)) { /* a process killed while it sent */
-        fail_peer(tp, p, GCOLL_ERR_REMOTE, 1, "tcp: rank %d closed socket %d in the middle of a frame (did it exit "
-                  "or crash?)", p->rank, s->index);
+        fail_peer(tp, p, GCOLL_ERR_REMOTE, 1,
+                  "tcp: rank %d closed socket %d in the middle of a frame (did it exit "
+                  "or crash?)",
+                  p->rank, s->index);
         return;
     }
     gcoll__tcp_sock_close(tp, s);
@@ -921,8 +918,10 @@ static gcoll_status_t agree(const gcoll__bootstrap_t *boot, gcoll__tp_t *tp)
     int64_t ext[2] = {tp->nsocks, -tp->nsocks};
     GCOLL_CHECK(gcoll__boot_reduce_i64(boot->group, ext, 2, 1));
     if (ext[0] != -ext[1])
-        return gcoll__error(GCOLL_ERR_INVALID_ARG, "tcp: GCOLL_TCP_NSOCKS differs between ranks (from %d to %d); "
-                            "HINT: set it alike everywhere", (int)-ext[1], (int)ext[0]);
+        return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                            "tcp: GCOLL_TCP_NSOCKS differs between ranks (from %d to %d); "
+                            "HINT: set it alike everywhere",
+                            (int)-ext[1], (int)ext[0]);
     unsigned char msg[TCP_SECRET_BYTES + 1] = {0};
     if (boot->rank == 0) {
         size_t got = 0;

@@ -19,8 +19,8 @@
 #define TCP_SECRET_BYTES 16
 #define TCP_EAGER_MAX (64 * 1024)  /* larger messages go by rendezvous */
 #define TCP_CHUNK_MAX (512 * 1024) /* payload of one DATA frame: control frames cut in between */
-#define TCP_RBUF_BYTES (16 * 1024)  /* per socket: headers and small payloads in one recv */
-#define TCP_NOTICE_MAX 320          /* text of a MISMATCH frame */
+#define TCP_RBUF_BYTES (16 * 1024) /* per socket: headers and small payloads in one recv */
+#define TCP_NOTICE_MAX 320         /* text of a MISMATCH frame */
 
 /* BYE: the peer closes its endpoint. MISMATCH: the peer found that ranks run different
  * operations under one tag; its payload is the message naming both, and it fails this endpoint. */
@@ -29,9 +29,9 @@ enum { TCP_EAGER = 1, TCP_RTS, TCP_CTS, TCP_DATA, TCP_BYE, TCP_MISMATCH };
 typedef struct {
     uint32_t magic, seq, tag;
     uint8_t type;
-    uint64_t len; /* payload bytes after the header */
-    uint64_t id;  /* RTS, CTS: the sender's message id; DATA: the receiver's id */
-    uint64_t aux; /* RTS: message size; CTS: receiver's id (0: declined); DATA: offset */
+    uint64_t len;         /* payload bytes after the header */
+    uint64_t id;          /* RTS, CTS: the sender's message id; DATA: the receiver's id */
+    uint64_t aux;         /* RTS: message size; CTS: receiver's id (0: declined); DATA: offset */
     gcoll__opdesc_t desc; /* EAGER, RTS: the sender's operation under this tag (zero: unknown) */
 } gcoll__tcp_hdr_t;
 
@@ -42,19 +42,18 @@ void gcoll__tcp_hdr_unpack(const unsigned char *buf, gcoll__tcp_hdr_t *h);
 gcoll_status_t gcoll__tcp_hdr_check(const gcoll__tcp_hdr_t *h, uint32_t seq, char *why, size_t len);
 void gcoll__tcp_hello_pack(unsigned char *buf, const unsigned char *secret, int rank, int index);
 /* Verifies a hello received by rank `me`: magic, secret, a lower rank, an index below nsocks. */
-gcoll_status_t gcoll__tcp_hello_check(const unsigned char *buf, const unsigned char *secret, int me,
-                                      int nsocks, int *rank, int *index, char *why, size_t len);
+gcoll_status_t gcoll__tcp_hello_check(const unsigned char *buf, const unsigned char *secret, int me, int nsocks,
+                                      int *rank, int *index, char *why, size_t len);
 void gcoll__tcp_ack_pack(unsigned char *buf, int rank);
 int gcoll__tcp_ack_ok(const unsigned char *buf, int rank);
 
 /* One send or receive, on its peer's list of requests in flight (in posting order). */
-enum { REQ_POSTED = 1, REQ_WAIT_UNEXP, REQ_EAGER_IN, REQ_RNDV_IN, REQ_EAGER_OUT, REQ_WAIT_CTS,
-       REQ_DATA_OUT };
+enum { REQ_POSTED = 1, REQ_WAIT_UNEXP, REQ_EAGER_IN, REQ_RNDV_IN, REQ_EAGER_OUT, REQ_WAIT_CTS, REQ_DATA_OUT };
 
 typedef struct tcp_frame {
     struct tcp_frame *next;
     gcoll__tcp_hdr_t hdr;
-    const char *data; /* EAGER payload, written straight from the user's buffer */
+    const char *data;     /* EAGER payload, written straight from the user's buffer */
     gcoll__tp_req_t *req; /* completed when written (EAGER); NULL for control frames */
     int owned;            /* malloc'ed by the transport (a declining CTS): freed once taken */
 } tcp_frame_t;
@@ -72,7 +71,7 @@ struct gcoll__tp_req {
     struct gcoll__tp_req *prev, *next;
     struct tcp_peer *peer;
     int is_recv, state, done;
-    int prio;           /* send: its data goes out before lower priorities' (isend_prio) */
+    int prio; /* send: its data goes out before lower priorities' (isend_prio) */
     uint32_t tag;
     char *buf;
     size_t bytes, left; /* left: bytes not yet written (send) or read (receive) */
@@ -122,13 +121,13 @@ void gcoll__tcp_queue_stripe(tcp_sock_t *s, tcp_stripe_t *st);
 typedef struct tcp_peer {
     int rank, nready, neof;
     gcoll_status_t failed; /* GCOLL_SUCCESS, or what its requests end with: GCOLL_ERR_REMOTE when it died */
-    int left; /* said BYE: it closed its endpoint on purpose, so what waits on it times out */
+    int left;              /* said BYE: it closed its endpoint on purpose, so what waits on it times out */
     tcp_sock_t *socks;
     struct sockaddr_in addr;
     gcoll__tp_req_t *reqs, *reqs_tail;
     tcp_unexp_t *unexp, *unexp_tail;
-    uint64_t next_sid, next_rid; /* ids given so far: an id above them was never issued */
-    char why[200];               /* why the peer failed */
+    uint64_t next_sid, next_rid;     /* ids given so far: an id above them was never issued */
+    char why[200];                   /* why the peer failed */
     char notice[TCP_NOTICE_MAX + 1]; /* the text of a MISMATCH frame arriving from it */
 } tcp_peer_t;
 
@@ -151,7 +150,7 @@ struct gcoll__tp {
      * tag: every request fails with mismatch_why, which is also the MISMATCH frames' payload */
     gcoll_status_t mismatch;
     char mismatch_why[TCP_NOTICE_MAX + 1];
-    unsigned long rejected;    /* connections closed by the handshake check (tests read them) */
+    unsigned long rejected;   /* connections closed by the handshake check (tests read them) */
     char last_rejection[160]; /* and why the last one was */
 };
 

@@ -63,8 +63,8 @@ static void set_buffers(int fd, int rank, int say)
         setsockopt(fd, SOL_SOCKET, opts[i], &want, sizeof(want));
         /* Linux reports twice what it grants, for its bookkeeping */
         if (say && getsockopt(fd, SOL_SOCKET, opts[i], &got, &len) == 0 && got / 2 < want)
-            GCOLL_LOG(GCOLL_LOG_INFO, "tcp: rank %d: the kernel caps %s at %d bytes; asked for %d", rank,
-                      names[i], got / 2, want);
+            GCOLL_LOG(GCOLL_LOG_INFO, "tcp: rank %d: the kernel caps %s at %d bytes; asked for %d", rank, names[i],
+                      got / 2, want);
     }
 }
 
@@ -182,25 +182,27 @@ static gcoll_status_t outgoing_event(gcoll__tp_t *tp, tcp_pend_t *p, unsigned ev
         socklen_t len = sizeof(err);
         getsockopt(p->ev.fd, SOL_SOCKET, SO_ERROR, &err, &len);
         if (err)
-            return gcoll__error(GCOLL_ERR_TRANSPORT, "tcp: connecting to rank %d at %s failed: %s", p->rank,
-                                p->remote, strerror(err));
+            return gcoll__error(GCOLL_ERR_TRANSPORT, "tcp: connecting to rank %d at %s failed: %s", p->rank, p->remote,
+                                strerror(err));
         p->connecting = 0;
         unsigned char hello[TCP_HELLO_BYTES];
         gcoll__tcp_hello_pack(hello, tp->secret, tp->rank, p->index);
         /* a fresh connection's empty send buffer takes the whole hello */
         if (send(p->ev.fd, hello, sizeof(hello), MSG_NOSIGNAL) != (ssize_t)sizeof(hello))
-            return gcoll__error(GCOLL_ERR_TRANSPORT, "tcp: sending the hello to rank %d at %s failed",
-                                p->rank, p->remote);
+            return gcoll__error(GCOLL_ERR_TRANSPORT, "tcp: sending the hello to rank %d at %s failed", p->rank,
+                                p->remote);
     }
     int got = read_in(p, why, sizeof(why));
     if (got < 0)
-        return gcoll__error(GCOLL_ERR_TRANSPORT, "tcp: rank %d at %s refused socket %d: %s", p->rank,
-                            p->remote, p->index, why);
+        return gcoll__error(GCOLL_ERR_TRANSPORT, "tcp: rank %d at %s refused socket %d: %s", p->rank, p->remote,
+                            p->index, why);
     if (got == 0)
         return GCOLL_SUCCESS;
     if (!gcoll__tcp_ack_ok(p->in, p->rank))
-        return gcoll__error(GCOLL_ERR_TRANSPORT, "tcp: %s answered socket %d's hello with something other "
-                            "than rank %d's acknowledgement", p->remote, p->index, p->rank);
+        return gcoll__error(GCOLL_ERR_TRANSPORT,
+                            "tcp: %s answered socket %d's hello with something other "
+                            "than rank %d's acknowledgement",
+                            p->remote, p->index, p->rank);
     return install(tp, p);
 }
 
@@ -210,8 +212,9 @@ static gcoll_status_t incoming_event(gcoll__tp_t *tp, tcp_pend_t *p)
     int got = read_in(p, why, sizeof(why));
     if (got == 0)
         return GCOLL_SUCCESS;
-    if (got < 0 || gcoll__tcp_hello_check(p->in, tp->secret, tp->rank, tp->nsocks, &p->rank, &p->index, why,
-                                          sizeof(why)) != GCOLL_SUCCESS) {
+    if (got < 0 ||
+        gcoll__tcp_hello_check(p->in, tp->secret, tp->rank, tp->nsocks, &p->rank, &p->index, why, sizeof(why)) !=
+            GCOLL_SUCCESS) {
         reject(tp, p, why);
         return GCOLL_SUCCESS;
     }
@@ -251,8 +254,7 @@ void gcoll__tcp_accept(gcoll__tp_t *tp)
         tcp_pend_t *p = pend_new(tp, fd, 0, &remote);
         struct epoll_event ev = {.events = SOCK_EVENTS, .data.ptr = p};
         if (!p || epoll_ctl(tp->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-            GCOLL_LOG(GCOLL_LOG_WARN, "tcp: rank %d dropped a connection: no memory or epoll_ctl failed",
-                      tp->rank);
+            GCOLL_LOG(GCOLL_LOG_WARN, "tcp: rank %d dropped a connection: no memory or epoll_ctl failed", tp->rank);
             if (p) {
                 pend_unlink(tp, p);
                 free(p);
@@ -298,8 +300,8 @@ static gcoll_status_t dial(gcoll__tp_t *tp, int rank, int index)
     p->connecting = 1;
     if (connect(fd, (struct sockaddr *)&tp->peers[rank].addr, sizeof(tp->peers[rank].addr)) != 0 &&
         errno != EINPROGRESS)
-        return gcoll__error(GCOLL_ERR_TRANSPORT, "tcp: connecting to rank %d at %s failed: %s", rank,
-                            p->remote, strerror(errno));
+        return gcoll__error(GCOLL_ERR_TRANSPORT, "tcp: connecting to rank %d at %s failed: %s", rank, p->remote,
+                            strerror(errno));
     /* added after connect: the edge that ADD reports covers a connect that completed at once */
     struct epoll_event ev = {.events = SOCK_EVENTS, .data.ptr = p};
     if (epoll_ctl(tp->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
@@ -335,8 +337,10 @@ gcoll_status_t gcoll__tcp_connect_all(gcoll__tp_t *tp, const void *all_addrs)
         if (!missing[0])
             return GCOLL_SUCCESS;
         if (gcoll__tcp_now() > deadline)
-            return gcoll__error(GCOLL_ERR_TIMEOUT, "tcp: rank %d: no connection with rank(s) %s within %g s "
-                                "(GCOLL_TIMEOUT)", tp->rank, missing, gcoll__config.timeout_s);
+            return gcoll__error(GCOLL_ERR_TIMEOUT,
+                                "tcp: rank %d: no connection with rank(s) %s within %g s "
+                                "(GCOLL_TIMEOUT)",
+                                tp->rank, missing, gcoll__config.timeout_s);
         GCOLL_CHECK(gcoll__tcp_poll(tp, 100));
         gcoll__tcp_pend_expire(tp);
     }

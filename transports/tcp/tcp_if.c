@@ -63,7 +63,6 @@ static int spec_matches(const char *spec, const char *name)
     return exclude ? !hit : hit;
 }
 
-
 static int has_name(const rank_ifs_t *r, const char *name)
 {
     for (int i = 0; i < r->n; i++)
@@ -84,10 +83,11 @@ static gcoll_status_t no_match(const char *spec, const gcoll__tcp_iface_t *ifs, 
 {
     char names[256] = "";
     for (int i = 0; i < n; i++)
-        snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%.*s", i ? ", " : "", IFNAMSIZ - 1, ifs[i].name);
+        snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%.*s", i ? ", " : "", IFNAMSIZ - 1,
+                 ifs[i].name);
     return gcoll__error(GCOLL_ERR_INVALID_ARG,
-                        "tcp: GCOLL_TCP_IFNAME='%s' matches no IPv4 interface that is up; this host has: %s",
-                        spec, n ? names : "none");
+                        "tcp: GCOLL_TCP_IFNAME='%s' matches no IPv4 interface that is up; this host has: %s", spec,
+                        n ? names : "none");
 }
 
 /* auto's preference among n interface names every host has, in order: the index of the first
@@ -114,8 +114,10 @@ static gcoll_status_t decide(const gcoll__bootstrap_t *boot, const rank_ifs_t *a
         return no_match(spec, ifs, n);
     for (int r = 0; r < boot->size; r++)
         if (!all[r].ok)
-            return gcoll__error(GCOLL_ERR_INVALID_ARG, "tcp: rank %d has no interface matching "
-                                "GCOLL_TCP_IFNAME='%s'", r, spec);
+            return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                                "tcp: rank %d has no interface matching "
+                                "GCOLL_TCP_IFNAME='%s'",
+                                r, spec);
     if (strcmp(spec, "auto") != 0) {
         for (int i = 0; i < n && !*pick; i++)
             if (spec_matches(spec, ifs[i].name))
@@ -149,12 +151,13 @@ static gcoll_status_t decide(const gcoll__bootstrap_t *boot, const rank_ifs_t *a
             if (ifs[i].loopback)
                 *pick = &ifs[i];
         snprintf(reason, rlen, "loopback: every rank is on this host, which has no usable non-loopback interface");
-        return *pick ? GCOLL_SUCCESS
-                     : gcoll__error(GCOLL_ERR_SYSTEM, "tcp: no IPv4 interface is up on this host");
+        return *pick ? GCOLL_SUCCESS : gcoll__error(GCOLL_ERR_SYSTEM, "tcp: no IPv4 interface is up on this host");
     }
     if (lacking >= 0)
-        return gcoll__error(GCOLL_ERR_SYSTEM, "tcp: rank %d has no non-loopback IPv4 interface and the ranks "
-                            "span several hosts; HINT: set GCOLL_TCP_IFNAME", lacking);
+        return gcoll__error(GCOLL_ERR_SYSTEM,
+                            "tcp: rank %d has no non-loopback IPv4 interface and the ranks "
+                            "span several hosts; HINT: set GCOLL_TCP_IFNAME",
+                            lacking);
     *pick = find(ifs, n, all[boot->rank].names[0]);
     snprintf(reason, rlen, "non-loopback; no interface name is common to every host");
     return GCOLL_SUCCESS;

@@ -41,8 +41,12 @@ void gcoll__tcp_hdr_unpack(const unsigned char *buf, gcoll__tcp_hdr_t *h)
     h->len = gcoll__get64(buf + 16);
     h->id = gcoll__get64(buf + 24);
     h->aux = gcoll__get64(buf + 32);
-    h->desc = (gcoll__opdesc_t){.coll = buf[40], .dtype = buf[41], .op = buf[42], .where = buf[43],
-                                .root = (int32_t)gcoll__get32(buf + 44), .count = gcoll__get64(buf + 48)};
+    h->desc = (gcoll__opdesc_t){.coll = buf[40],
+                                .dtype = buf[41],
+                                .op = buf[42],
+                                .where = buf[43],
+                                .root = (int32_t)gcoll__get32(buf + 44),
+                                .count = gcoll__get64(buf + 48)};
 }
 
 gcoll_status_t gcoll__tcp_hdr_check(const gcoll__tcp_hdr_t *h, uint32_t seq, char *why, size_t len)
@@ -57,8 +61,7 @@ gcoll_status_t gcoll__tcp_hdr_check(const gcoll__tcp_hdr_t *h, uint32_t seq, cha
         snprintf(why, len, "an eager message of %llu bytes (the bound is %d)", (unsigned long long)h->len,
                  TCP_EAGER_MAX);
     else if (h->type == TCP_DATA && (h->len == 0 || h->len > TCP_CHUNK_MAX))
-        snprintf(why, len, "a data frame of %llu bytes (the bound is %d)", (unsigned long long)h->len,
-                 TCP_CHUNK_MAX);
+        snprintf(why, len, "a data frame of %llu bytes (the bound is %d)", (unsigned long long)h->len, TCP_CHUNK_MAX);
     else if ((h->type == TCP_RTS || h->type == TCP_CTS || h->type == TCP_BYE) && h->len != 0)
         snprintf(why, len, "a control frame with %llu payload bytes", (unsigned long long)h->len);
     else if (h->type == TCP_MISMATCH && (h->len == 0 || h->len > TCP_NOTICE_MAX))
@@ -82,8 +85,8 @@ void gcoll__tcp_hello_pack(unsigned char *buf, const unsigned char *secret, int 
     memcpy(buf + 16, secret, TCP_SECRET_BYTES);
 }
 
-gcoll_status_t gcoll__tcp_hello_check(const unsigned char *buf, const unsigned char *secret, int me,
-                                      int nsocks, int *rank, int *index, char *why, size_t len)
+gcoll_status_t gcoll__tcp_hello_check(const unsigned char *buf, const unsigned char *secret, int me, int nsocks,
+                                      int *rank, int *index, char *why, size_t len)
 {
     unsigned char diff = 0;
     for (int i = 0; i < TCP_SECRET_BYTES; i++) /* constant time: no hint at how much matched */
