@@ -202,7 +202,7 @@ gpu_absent() {
         # shellcheck disable=SC2086 # MPIRUN is a word list
         out=$(timeout 120 $MPIRUN -np 1 -x TEST_PROBE=1 "$BINDIR/$1" 2>&1 </dev/null)
         printf '=== gpu probe\n%s\n' "$out" >>"$LOG"
-        gpu_probe=$(printf '%s\n' "$out" | grep '^SKIP' | head -1 | sed 's/^SKIP *//')
+        gpu_probe=$(printf '%s\n' "$out" | grep '^SKIP' | head -1 | sed 's/^SKIP:* *//')
         [ -n "$gpu_probe" ] || gpu_probe=present
     fi
     [ "$gpu_probe" != present ]
