@@ -461,14 +461,9 @@ static gcoll_status_t finish(gcoll_request_t *req)
     return st;
 }
 
-/* The lane's worker stands down while an application thread waits on the lane and drives it:
- * two threads of one rank polling the same requests take turns on a core for nothing, and
- * with more ranks than cores they take it from the peers they wait for. Lock held. */
-static void waiter_enter(gcoll__lane_t *l)
-{
-    l->waiters++;
-}
-
+/* The lane's worker stands down while an application thread waits on the lane and drives it
+ * (l->waiters): two threads of one rank polling the same requests take turns on a core for
+ * nothing, and with more ranks than cores they take it from the peers they wait for. Lock held. */
 static void waiter_leave(gcoll__lane_t *l)
 {
     if (--l->waiters == 0 && l->active)
@@ -534,7 +529,7 @@ GCOLL_API gcoll_status_t gcoll_wait(gcoll_request_t *req)
     int looking = rc && !rc->shm && spin, held = looking;
     if (held)
         rc->refs++; /* the request lets go of it when it finishes */
-    waiter_enter(l);
+    l->waiters++;
     pthread_mutex_unlock(&l->lock);
     long nivcsw = 0;
     for (unsigned idle = 0;; idle++) {

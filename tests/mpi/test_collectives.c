@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "harness.h"
+#include "adasum_ref.h"
 #include "reference.h"
 
 static gcoll_comm_t world;
@@ -293,35 +294,6 @@ static double inexact_value(int rank, size_t i, gcoll_dtype_t d)
     return ((double)ref_hash((uint32_t)rank, (uint32_t)i, 977u + (uint32_t)d) / 4294967296.0 - 0.5) * 3.0;
 }
 
-static double decode(gcoll_dtype_t d, const void *p)
-{
-    switch (d) {
-    case GCOLL_FLOAT16: {
-        _Float16 x;
-        memcpy(&x, p, 2);
-        return x;
-    }
-    case GCOLL_BFLOAT16: {
-        uint16_t h;
-        memcpy(&h, p, 2);
-        uint32_t b = (uint32_t)h << 16;
-        float f;
-        memcpy(&f, &b, 4);
-        return f;
-    }
-    case GCOLL_FLOAT32: {
-        float x;
-        memcpy(&x, p, 4);
-        return x;
-    }
-    default: {
-        double x;
-        memcpy(&x, p, 8);
-        return x;
-    }
-    }
-}
-
 /* Each rank's result of every allreduce algorithm, gathered: all must equal rank 0's bit for
  * bit, and each element must lie within n roundings (machine epsilon of the dtype, relative to
  * the sum of magnitudes) of the exact sum of the inputs as stored. */
@@ -368,7 +340,7 @@ static void test_agreement(void)
                             char enc[8];
                             for (int q = 0; q < n; q++) {
                                 ref_encode(d, inexact_value(q, i, d), enc);
-                                double x = decode(d, enc);
+                                double x = adasum_decode(d, enc);
                                 sum += x;
                                 mag += fabs(x);
                             }
@@ -376,7 +348,7 @@ static void test_agreement(void)
                                 sum /= n;
                                 mag /= n;
                             }
-                            if (fabs(decode(d, res + i * es) - sum) > n * eps[t] * mag + eps[t] * fabs(sum))
+                            if (fabs(adasum_decode(d, res + i * es) - sum) > n * eps[t] * mag + eps[t] * fabs(sum))
                                 bad = (long)i;
                         }
                         CHECK(bad < 0, CTX ": element %ld is not within rounding of the exact sum",
