@@ -1,7 +1,8 @@
 #!/bin/bash
 # The GPU checks, run on the lent machine after scripts/device/prepare.sh here: test_cuda at 1-4
-# processes (IPC, on, off), torch's copy bandwidth, and gcoll_bench -d cuda (IPC and staged, NCCL
-# beside it where it runs). Device call: command "bash scripts/device/gpu_check.sh", carry .dev, lib.
+# processes (IPC, on, off; staged over TCP, reducing on the GPU), torch's copy bandwidth, and
+# gcoll_bench -d cuda (IPC, staged, staged over TCP; NCCL beside it where it runs).
+# Device call: command "bash scripts/device/gpu_check.sh", carry .dev, lib.
 cd "$(dirname "$0")/../.." || exit 1
 # shellcheck source=/dev/null # .dev/ompi/env.sh is the bundle prepare.sh unpacks, not in the tree
 . .dev/ompi/env.sh
@@ -31,3 +32,12 @@ done
 echo "== bench allreduce np=2 small IPC"; $R -np 2 $B/gcoll_bench allreduce -d cuda -m 8:64K -f 64 -i 200 --baseline none 2>&1 | tail -4
 echo "== bench allreduce np=4 IPC"; $R -np 4 $B/gcoll_bench allreduce -d cuda -m 1M:64M -f 8 -i 40 --baseline none 2>&1 | tail -3
 for c in reduce_scatter allgather bcast alltoall; do echo "== bench $c np=2 IPC"; $R -np 2 $B/gcoll_bench $c -d cuda -m 64M:64M -i 40 --baseline none 2>&1 | tail -2 | head -1; done
+for np in 3 4; do echo "== bench allreduce np=$np staged"; $R -np $np -x GCOLL_CUDA_IPC=off $B/gcoll_bench allreduce -d cuda -m 1M:64M -f 64 -i 10 --baseline none 2>&1 | tail -3; done
+# staged across hosts, as TCP between the ranks of this one shows it: reductions on the GPU
+T=(-x GCOLL_CUDA_IPC=off -x GCOLL_TRANSPORT_INTRA=inter -x GCOLL_TCP_IFNAME=lo)
+for np in 2 3 4; do echo "== test_cuda np=$np staged over TCP"; $R -np $np "${T[@]}" $B/test_cuda 2>&1 | grep -E "RESULT|FAIL|rror" | head -8; done
+for np in 2 3 4; do
+  for c in allreduce reduce_scatter; do
+    echo "== bench $c np=$np staged over TCP"; $R -np $np "${T[@]}" $B/gcoll_bench $c -d cuda -m 1M:64M -f 64 -i 10 --baseline none 2>&1 | tail -3
+  done
+done

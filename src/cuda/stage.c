@@ -2,7 +2,7 @@
  * are copied down to pinned host slots, run the host algorithm as requests of their own and are
  * copied back up, chunk k on the network while k+1 copies down and k-1 up. The driver is one
  * custom step of the operation's schedule, so the engine's timeouts and priorities apply.
- * docs/design.md describes the chunking and the two-rank reduction on the GPU. */
+ * docs/design.md describes the chunking and the reduction on the GPU across hosts. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,13 +19,18 @@
 
 #define STAGE_SLOTS 4
 
-enum { CH_IDLE, CH_DOWN, CH_RUN, CH_UP, CH_DONE };
+/* A chunk's stages; CH_MID and CH_RUN2 only where an allreduce reduces on the GPU. */
+enum { CH_IDLE, CH_DOWN, CH_RUN, CH_MID, CH_RUN2, CH_UP, CH_DONE };
 
 typedef struct {
-    struct gcoll_request req; /* driven by the stage, never in the lane's list */
+    struct gcoll_request req;  /* the host operation, or the blocks to reduce crossing; driven by
+                                * the stage, never in the lane's list */
+    struct gcoll_request req2; /* GPU reduction of an allreduce: the reduced blocks crossing */
     int state;
-    void *ev_down, *ev_up;
+    void *ev_down, *ev_up, *ev_mid;
     size_t send_off, send_bytes, recv_off, recv_bytes;
+    size_t n, bs; /* GPU reduction: the chunk's elements (of each block where cut by block), and
+                   * the elements between the rank blocks in its slots */
     int down, up; /* whether this chunk is copied down / up */
 } chunk_t;
 
@@ -36,8 +41,10 @@ typedef struct {
     char *recvbuf;
     char *pin;                   /* STAGE_SLOTS slots of slot_send + slot_recv bytes */
     size_t slot_send, slot_recv; /* slot_recv 0: in place, the send part holds both */
-    char *dscratch;              /* GPU reduction: a device slot per pinned slot, for the peer's chunks */
-    int peer;                    /* GPU reduction: the other rank; -1: the host algorithm */
+    char *dscratch;              /* GPU reduction: a device slot per pinned slot, for the peers' blocks */
+    int gpu;                     /* GPU reduction: blocks exchanged and reduced by the kernel, not the host */
+    int rank, size;
+    gcoll__coll_t coll;
     gcoll_dtype_t dtype;
     gcoll_op_t op;
     /* Cut by block: the send (recv) buffer holds nblocks blocks of count elements, and chunk k's
@@ -140,6 +147,79 @@ static gcoll_status_t copy(stage_t *g, char *dst, const char *src, size_t bytes,
     return GCOLL_SUCCESS;
 }
 
+/* GPU reduction: the elements of rank q's block of chunk c (all of it where cut by block). */
+static size_t blk_len(const stage_t *g, const chunk_t *c, int q)
+{
+    if (g->coll != GCOLL_COLL_ALLREDUCE)
+        return c->n;
+    size_t lo = (size_t)q * c->bs;
+    return lo >= c->n ? 0 : c->n - lo < c->bs ? c->n - lo : c->bs;
+}
+static size_t blk_off(const stage_t *g, const chunk_t *c, int q)
+{
+    return (size_t)q * c->bs * g->esize;
+}
+
+/* GPU reduction, once this rank's block has arrived from every peer: the peers' copies up, the
+ * kernel reducing them with this rank's own into the result (passes of at most
+ * GCOLL_CUDA_MULTI_MAX sources), and for an allreduce the reduced block down for the peers. */
+static gcoll_status_t reduce_block(stage_t *g, size_t k)
+{
+    chunk_t *c = &g->chunks[k];
+    size_t n = blk_len(g, c, g->rank), off = blk_off(g, c, g->rank);
+    int ar = g->coll == GCOLL_COLL_ALLREDUCE;
+    const char *own = ar ? g->sendbuf + c->send_off + off : g->sendbuf + (size_t)g->rank * g->count * g->esize + c->send_off;
+    void *dst = ar ? g->recvbuf + c->recv_off + off : g->recvbuf + c->recv_off;
+    if (n) {
+        const void *src[GCOLL_CUDA_MULTI_MAX];
+        int nsrc = 1;
+        src[0] = own;
+        for (int i = 1; i < g->size; i++) {
+            int q = (g->rank + i) % g->size;
+            GCOLL_CU(g->cu->memcpy_async(slot_dev(g, k) + blk_off(g, c, q), slot_recv(g, k) + blk_off(g, c, q),
+                                         n * g->esize, g->s_up),
+                     "copy to device");
+            src[nsrc++] = slot_dev(g, k) + blk_off(g, c, q);
+            if (nsrc == GCOLL_CUDA_MULTI_MAX || i == g->size - 1) {
+                /* AVG sums in every pass and divides in the last */
+                unsigned div = g->op == GCOLL_AVG && i == g->size - 1 ? (unsigned)g->size : 1;
+                GCOLL_CU(g->cu->reduce_multi(&dst, 1, src, nsrc, n, (int)g->dtype, (int)g->op, div, g->s_up),
+                         "reduction kernel");
+                src[0] = dst;
+                nsrc = 1;
+            }
+        }
+        if (ar)
+            GCOLL_CU(g->cu->memcpy_async(slot_send(g, k) + off, dst, n * g->esize, g->s_up), "copy to host");
+    }
+    GCOLL_CU(g->cu->event_record(ar ? c->ev_mid : c->ev_up, g->s_up), "event record");
+    return GCOLL_SUCCESS;
+}
+
+/* GPU reduction of an allreduce: the peers' reduced blocks up into the result. */
+static gcoll_status_t gather_up(stage_t *g, size_t k)
+{
+    chunk_t *c = &g->chunks[k];
+    for (int q = 0; q < g->size; q++) {
+        size_t n = blk_len(g, c, q);
+        if (q != g->rank && n)
+            GCOLL_CU(g->cu->memcpy_async(g->recvbuf + c->recv_off + blk_off(g, c, q), slot_recv(g, k) + blk_off(g, c, q),
+                                         n * g->esize, g->s_up),
+                     "copy to device");
+    }
+    GCOLL_CU(g->cu->event_record(c->ev_up, g->s_up), "event record");
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t advance(struct gcoll_request *r, int *moved)
+{
+    unsigned m = 0;
+    gcoll_status_t st = gcoll__request_advance(r, &m);
+    *moved |= m != 0;
+    return st;
+}
+
+/* Moves chunk k on as far as it can; *moved set when it changed stage or its request moved. */
 static gcoll_status_t chunk_step(stage_t *g, size_t k, int *moved)
 {
     chunk_t *c = &g->chunks[k];
@@ -164,28 +244,33 @@ static gcoll_status_t chunk_step(stage_t *g, size_t k, int *moved)
         c->state = CH_RUN;
         *moved = 1;
         /* fall through */
-    case CH_RUN: {
-        unsigned m = 0;
-        gcoll_status_t st = gcoll__request_advance(&c->req, &m);
-        *moved |= m != 0;
-        GCOLL_CHECK(st);
+    case CH_RUN:
+        GCOLL_CHECK(advance(&c->req, moved));
         if (!c->req.done)
             return GCOLL_SUCCESS;
-        if (g->peer >= 0) { /* the peer's chunk up, then own op peer into the result */
-            GCOLL_CU(g->cu->memcpy_async(slot_dev(g, k), slot_recv(g, k), c->recv_bytes, g->s_up), "copy to device");
-            void *dst = g->recvbuf + c->recv_off;
-            const void *src[2] = {g->sendbuf + c->send_off, slot_dev(g, k)};
-            GCOLL_CU(g->cu->reduce_multi(&dst, 1, src, 2, c->recv_bytes / gcoll_dtype_size(g->dtype), (int)g->dtype,
-                                         (int)g->op, g->op == GCOLL_AVG ? 2 : 1, g->s_up),
-                     "reduction kernel");
-            GCOLL_CU(g->cu->event_record(c->ev_up, g->s_up), "event record");
+        if (g->gpu) {
+            GCOLL_CHECK(reduce_block(g, k));
         } else if (c->up) {
             GCOLL_CHECK(copy(g, g->recvbuf + c->recv_off, slot_recv(g, k), c->recv_bytes, g->blk_recv, 1, g->s_up));
             GCOLL_CU(g->cu->event_record(c->ev_up, g->s_up), "event record");
         }
+        c->state = g->gpu && g->coll == GCOLL_COLL_ALLREDUCE ? CH_MID : CH_UP;
+        *moved = 1;
+        return GCOLL_SUCCESS;
+    case CH_MID: /* the reduced block is down: it crosses to the peers */
+        GCOLL_CHECK(gcoll__cuda_ready(c->ev_mid, &done));
+        if (!done)
+            return GCOLL_SUCCESS;
+        c->state = CH_RUN2;
+        *moved = 1;
+        /* fall through */
+    case CH_RUN2:
+        GCOLL_CHECK(advance(&c->req2, moved));
+        if (!c->req2.done)
+            return GCOLL_SUCCESS;
+        GCOLL_CHECK(gather_up(g, k));
         c->state = CH_UP;
         *moved = 1;
-    }
         /* fall through */
     case CH_UP:
         if (c->up)
@@ -232,8 +317,27 @@ static void stage_who(void *state, char *buf, size_t len)
     stage_t *g = state;
     buf[0] = '\0';
     for (size_t k = 0; k < g->nchunks && !buf[0]; k++)
-        if (g->chunks[k].state == CH_RUN)
-            gcoll__request_peers(&g->chunks[k].req, buf, len);
+        if (g->chunks[k].state == CH_RUN || g->chunks[k].state == CH_RUN2)
+            gcoll__request_peers(g->chunks[k].state == CH_RUN ? &g->chunks[k].req : &g->chunks[k].req2, buf, len);
+}
+
+static void drop_request(struct gcoll_request *r, int running)
+{
+    if (r->sched) {
+        if (running)
+            gcoll__request_cancel(r);
+        gcoll__sched_free(r->sched);
+    }
+}
+
+/* Destroys ev, waiting first where work it follows may still be in flight. */
+static void drop_event(const gcoll__cuda_ops_t *cu, void *ev, int pending)
+{
+    if (ev) {
+        if (pending)
+            cu->event_sync(ev);
+        cu->event_destroy(ev);
+    }
 }
 
 /* Frees everything the stage holds; copies in flight finish first (they use the slots). */
@@ -245,21 +349,11 @@ static void stage_free(void *arg)
         cu->set_device(g->device);
     for (size_t k = 0; g->chunks && k < g->nchunks; k++) {
         chunk_t *c = &g->chunks[k];
-        if (c->req.sched) {
-            if (c->state == CH_RUN)
-                gcoll__request_cancel(&c->req);
-            gcoll__sched_free(c->req.sched);
-        }
-        if (c->ev_down) {
-            if (c->state == CH_DOWN)
-                cu->event_sync(c->ev_down);
-            cu->event_destroy(c->ev_down);
-        }
-        if (c->ev_up) {
-            if (c->state == CH_UP)
-                cu->event_sync(c->ev_up);
-            cu->event_destroy(c->ev_up);
-        }
+        drop_request(&c->req, c->state == CH_RUN);
+        drop_request(&c->req2, c->state == CH_RUN2);
+        drop_event(cu, c->ev_down, c->state == CH_DOWN);
+        drop_event(cu, c->ev_mid, c->state == CH_MID);
+        drop_event(cu, c->ev_up, c->state == CH_UP);
     }
     free(g->chunks);
     if (g->ev_start)
@@ -291,15 +385,18 @@ static int blockwise(const gcoll__coll_args_t *a)
         gcoll__cuda_get()->is_device(a->recvbuf, &dev);
 }
 
-/* Whether a reduces on the GPU: an allreduce (not Adasum) of two ranks, both buffers on the
- * device, the kernels library there, not both on one host's node channel (where a peer with host
- * buffers runs a node-channel algorithm that would never read this path's messages: the host
- * algorithms on the staged chunks compare descriptors on the channel, and IPC is the fast path). */
+/* Whether a reduces on the GPU: an allreduce (not Adasum) or a reduce_scatter cut by block, of
+ * two ranks or more, both buffers on the device, the kernels library there, not on one host's
+ * node channel (where a peer with host buffers runs a node-channel algorithm that would never
+ * read this path's messages: the host algorithms on the staged chunks compare descriptors on the
+ * channel, and IPC is the fast path). */
 static int gpu_reduce(const stage_t *g, const gcoll__coll_args_t *a)
 {
     int dev;
-    return a->coll == GCOLL_COLL_ALLREDUCE && a->size == 2 && !a->shm && g->cu->reduce_multi && a->count &&
-        a->op != GCOLL_ADASUM && g->cu->is_device(a->sendbuf, &dev) && g->cu->is_device(a->recvbuf, &dev);
+    return ((a->coll == GCOLL_COLL_ALLREDUCE && a->op != GCOLL_ADASUM) ||
+            (a->coll == GCOLL_COLL_REDUCE_SCATTER && blockwise(a))) &&
+        a->size >= 2 && !a->shm && g->cu->reduce_multi && a->count && g->cu->is_device(a->sendbuf, &dev) &&
+        g->cu->is_device(a->recvbuf, &dev);
 }
 
 /* Element counts of a's send and receive buffers. */
@@ -315,7 +412,63 @@ static void extents(const gcoll__coll_args_t *a, size_t *nsend, size_t *nrecv)
         *nsend = *nrecv = 0;
 }
 
-/* Builds chunk k's host operation over the staging slot (or the caller's host buffer). */
+/* GPU reduction: the elements between rank blocks in the slots of a chunk of n elements (of each
+ * block where cut by block); an allreduce's blocks are whole 256-byte lines, so that the kernel
+ * moves 16-byte words. */
+static size_t block_stride(const gcoll__coll_args_t *a, size_t n)
+{
+    if (a->coll != GCOLL_COLL_ALLREDUCE)
+        return n;
+    size_t line = 256 / a->esize, per = (n + (size_t)a->size - 1) / (size_t)a->size;
+    return (per + line - 1) / line * line;
+}
+
+/* GPU reduction: chunk c's blocks crossing in one round, each rank receiving every peer's copy
+ * of its own block (reduced 0), or every peer's reduced block (reduced 1); peers in a rotated
+ * order so that no rank is everyone's first. */
+static gcoll__sched_t *exchange(const stage_t *g, const gcoll__coll_args_t *a, size_t k, int reduced)
+{
+    const chunk_t *c = &g->chunks[k];
+    gcoll__sched_t *s = gcoll__sched_new(a->dtype, a->op, (unsigned)a->size, NULL);
+    if (!s)
+        return NULL;
+    gcoll__sched_round(s);
+    size_t mine = blk_len(g, c, g->rank);
+    for (int i = 1; i < g->size; i++) {
+        int to = (g->rank + i) % g->size, from = (g->rank - i + g->size) % g->size;
+        size_t nto = reduced ? mine : blk_len(g, c, to), nfrom = reduced ? blk_len(g, c, from) : mine;
+        if (nto)
+            gcoll__sched_send(s, to, slot_send(g, k) + blk_off(g, c, reduced ? g->rank : to), nto * g->esize);
+        if (nfrom)
+            gcoll__sched_recv(s, from, slot_recv(g, k) + blk_off(g, c, from), nfrom * g->esize);
+    }
+    if (s->status != GCOLL_SUCCESS) {
+        gcoll__sched_free(s);
+        return NULL;
+    }
+    s->desc = gcoll__opdesc_of(a->coll, a->dtype, a->op, c->n, a->root); /* they cross as this collective's */
+    return s;
+}
+
+/* Fills r, the request that runs s with tag on comm for a chunk of a. */
+static void request_init(struct gcoll_request *r, gcoll__sched_t *s, const char *algo, const gcoll__coll_args_t *a,
+                         gcoll_comm_t comm, const gcoll_attr_t *attr, uint64_t tag, int device)
+{
+    if (device) /* a rank that passed host memory meets a mismatch, not a hang */
+        s->desc.where = GCOLL_OPDESC_DEVICE;
+    s->tag = (uint32_t)tag;
+    r->comm = comm;
+    r->lane = comm->lane;
+    r->coll = a->coll;
+    r->algo = algo;
+    r->sched = s;
+    r->seq = tag;
+    if (attr && attr->name)
+        snprintf(r->name, sizeof(r->name), "%s", attr->name);
+}
+
+/* Builds chunk k's host operation over the staging slot (or the caller's host buffer); with the
+ * GPU reduction, its block exchanges (the second with tag + nchunks). */
 static gcoll_status_t chunk_build(stage_t *g, const gcoll__coll_args_t *a, size_t k, size_t first, size_t n,
                                   const size_t *tensor_counts, size_t ntensors, const gcoll_attr_t *attr,
                                   gcoll_comm_t comm, uint64_t tag)
@@ -342,19 +495,23 @@ static gcoll_status_t chunk_build(stage_t *g, const gcoll__coll_args_t *a, size_
     const char *forced = attr ? attr->algorithm : NULL;
     gcoll__sched_t *s;
     const char *algo;
-    if (g->peer >= 0) { /* one round: the staged chunks cross */
-        s = gcoll__sched_new(a->dtype, a->op, (unsigned)a->size, NULL);
-        if (!s)
-            return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");
-        gcoll__sched_round(s);
-        gcoll__sched_send(s, g->peer, slot_send(g, k), c->send_bytes);
-        gcoll__sched_recv(s, g->peer, slot_recv(g, k), c->recv_bytes);
+    if (g->gpu) {
+        c->n = n;
+        c->bs = block_stride(a, n);
         algo = "staged_gpu_reduce";
-        if (s->status != GCOLL_SUCCESS) {
-            gcoll__sched_free(s);
+        if (!(s = exchange(g, a, k, 0)))
             return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");
-        }
         c->up = 1;
+        if (a->coll == GCOLL_COLL_ALLREDUCE) {
+            gcoll__sched_t *s2 = exchange(g, a, k, 1);
+            if (!s2) {
+                gcoll__sched_free(s);
+                return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");
+            }
+            request_init(&c->req2, s2, algo, a, comm, attr, tag + g->nchunks, 1);
+            if (g->cu->event_create(&c->ev_mid))
+                return gcoll__error(GCOLL_ERR_SYSTEM, "CUDA event create failed");
+        }
     } else if (a->op == GCOLL_ADASUM && a->coll == GCOLL_COLL_ALLREDUCE) {
         s = gcoll__sched_new(a->dtype, GCOLL_SUM, (unsigned)a->size, NULL);
         if (!s)
@@ -367,23 +524,10 @@ static gcoll_status_t chunk_build(stage_t *g, const gcoll__coll_args_t *a, size_
     } else {
         GCOLL_CHECK(gcoll__build(&ca, forced, NULL, &s, &algo));
     }
-    if (g->peer >= 0) /* the staged chunks cross as this collective's messages */
-        s->desc = gcoll__opdesc_of(a->coll, a->dtype, a->op, n, a->root);
-    if (send_dev || recv_dev) /* a rank that passed host memory meets a mismatch, not a hang */
-        s->desc.where = GCOLL_OPDESC_DEVICE;
-    s->tag = (uint32_t)tag;
-    struct gcoll_request *r = &c->req;
-    r->comm = comm;
-    r->lane = comm->lane;
-    r->coll = a->coll;
-    r->algo = algo;
-    r->sched = s;
-    r->seq = tag;
-    if (attr && attr->name)
-        snprintf(r->name, sizeof(r->name), "%s", attr->name);
+    request_init(&c->req, s, algo, a, comm, attr, tag, send_dev || recv_dev);
     if (c->down && g->cu->event_create(&c->ev_down))
         return gcoll__error(GCOLL_ERR_SYSTEM, "CUDA event create failed");
-    if ((c->up || g->peer >= 0) && g->cu->event_create(&c->ev_up))
+    if (c->up && g->cu->event_create(&c->ev_up))
         return gcoll__error(GCOLL_ERR_SYSTEM, "CUDA event create failed");
     return GCOLL_SUCCESS;
 }
@@ -399,7 +543,7 @@ static gcoll_status_t stage_setup(stage_t *g, gcoll__coll_args_t *a, const size_
     g->device = dev;
     if (dev >= 0)
         GCOLL_CU(cu->set_device(dev), "set device");
-    g->peer = gpu_reduce(g, a) ? 1 - a->rank : -1;
+    g->gpu = gpu_reduce(g, a);
     GCOLL_CU(cu->stream_create(&g->s_down), "stream create");
     GCOLL_CU(cu->stream_create(&g->s_up), "stream create");
     /* The copies start after the work queued before the call on the caller's stream, or without
@@ -427,11 +571,13 @@ static gcoll_status_t stage_setup(stage_t *g, gcoll__coll_args_t *a, const size_
     gcoll__coll_args_t first = *a;
     first.count = a->count < per ? a->count : per;
     extents(&first, &nsend, &nrecv);
-    int inplace = a->sendbuf == a->recvbuf && g->peer < 0; /* one slot, as large as the larger side */
+    int inplace = a->sendbuf == a->recvbuf && !g->gpu; /* one slot, as large as the larger side */
     g->slot_send = (inplace && nrecv > nsend ? nrecv : nsend) * a->esize;
+    if (g->gpu) /* this rank's block arrives from every rank */
+        nrecv = block_stride(a, first.count) * (size_t)a->size;
     g->slot_recv = inplace ? 0 : nrecv * a->esize;
     size_t slots = g->nchunks < STAGE_SLOTS ? g->nchunks : STAGE_SLOTS;
-    if (g->peer >= 0 && cu->dev_alloc((void **)&g->dscratch, slots * g->slot_recv))
+    if (g->gpu && cu->dev_alloc((void **)&g->dscratch, slots * g->slot_recv))
         return gcoll__error(GCOLL_ERR_NOMEM, "no device memory for %zu bytes of staging", slots * g->slot_recv);
     size_t pin_bytes = slots * (g->slot_send + g->slot_recv);
     if (pin_bytes && !(g->pin = gcoll__cuda_pinned_get(pin_bytes)))
@@ -439,10 +585,12 @@ static gcoll_status_t stage_setup(stage_t *g, gcoll__coll_args_t *a, const size_
     g->chunks = calloc(g->nchunks, sizeof(chunk_t));
     if (!g->chunks)
         return gcoll__error(GCOLL_ERR_NOMEM, "no memory for %zu staged chunks", g->nchunks);
-    /* every rank reserves the same tags in the same order: one per chunk */
+    /* every rank reserves the same tags in the same order: one per chunk, two where an allreduce
+     * reduces on the GPU */
+    int twice = g->gpu && a->coll == GCOLL_COLL_ALLREDUCE;
     pthread_mutex_lock(&comm->lane->lock);
     *tag = comm->seq;
-    comm->seq += g->nchunks;
+    comm->seq += g->nchunks * (twice ? 2 : 1);
     pthread_mutex_unlock(&comm->lane->lock);
     for (size_t k = 0; k < g->nchunks; k++) {
         size_t lo = k * per, n = a->count - lo < per ? a->count - lo : per;
@@ -450,8 +598,11 @@ static gcoll_status_t stage_setup(stage_t *g, gcoll__coll_args_t *a, const size_
     }
     /* the chunks' messages say what they are, and arrivals are checked against it */
     pthread_mutex_lock(&comm->lane->lock);
-    for (size_t k = 0; k < g->nchunks; k++)
+    for (size_t k = 0; k < g->nchunks; k++) {
         gcoll__optab_put(&comm->optab, (uint32_t)(*tag + k), &g->chunks[k].req.sched->desc);
+        if (twice)
+            gcoll__optab_put(&comm->optab, (uint32_t)(*tag + g->nchunks + k), &g->chunks[k].req2.sched->desc);
+    }
     pthread_mutex_unlock(&comm->lane->lock);
     return GCOLL_SUCCESS;
 }
@@ -470,7 +621,9 @@ gcoll_status_t gcoll__cuda_stage_start(gcoll__coll_args_t *a, const size_t *tens
         return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a staged operation");
     }
     g->cu = cu;
-    g->peer = -1;
+    g->rank = a->rank;
+    g->size = a->size;
+    g->coll = a->coll;
     g->dtype = a->dtype;
     g->op = a->op;
     g->sendbuf = a->sendbuf;
