@@ -168,7 +168,8 @@ static gcoll_status_t reduce_block(stage_t *g, size_t k)
     chunk_t *c = &g->chunks[k];
     size_t n = blk_len(g, c, g->rank), off = blk_off(g, c, g->rank);
     int ar = g->coll == GCOLL_COLL_ALLREDUCE;
-    const char *own = ar ? g->sendbuf + c->send_off + off : g->sendbuf + (size_t)g->rank * g->count * g->esize + c->send_off;
+    const char *own =
+        ar ? g->sendbuf + c->send_off + off : g->sendbuf + (size_t)g->rank * g->count * g->esize + c->send_off;
     void *dst = ar ? g->recvbuf + c->recv_off + off : g->recvbuf + c->recv_off;
     if (n) {
         const void *src[GCOLL_CUDA_MULTI_MAX];
@@ -203,8 +204,8 @@ static gcoll_status_t gather_up(stage_t *g, size_t k)
     for (int q = 0; q < g->size; q++) {
         size_t n = blk_len(g, c, q);
         if (q != g->rank && n)
-            GCOLL_CU(g->cu->memcpy_async(g->recvbuf + c->recv_off + blk_off(g, c, q), slot_recv(g, k) + blk_off(g, c, q),
-                                         n * g->esize, g->s_up),
+            GCOLL_CU(g->cu->memcpy_async(g->recvbuf + c->recv_off + blk_off(g, c, q),
+                                         slot_recv(g, k) + blk_off(g, c, q), n * g->esize, g->s_up),
                      "copy to device");
     }
     GCOLL_CU(g->cu->event_record(c->ev_up, g->s_up), "event record");
