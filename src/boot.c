@@ -161,7 +161,7 @@ static gcoll_status_t env_job(int *rank, int *size, char *root, size_t len)
                                 c->boot_size);
         *rank = c->boot_rank;
         *size = c->boot_size;
-        snprintf(root, len, "%s", c->root_addr);
+        snprintf(root, len, "%.*s", (int)sizeof(c->root_addr) - 1, c->root_addr);
         return GCOLL_SUCCESS;
     }
     if (!getenv("RANK") || !getenv("WORLD_SIZE") || !getenv("MASTER_ADDR") || !getenv("MASTER_PORT"))

@@ -507,6 +507,12 @@ static const var_def_t vars[] = {
      "device buffers: the chunk of the host-staged pipeline (copy down, send, copy up overlap chunk by chunk); "
      "1G stages a whole buffer of up to 1 GiB before sending",
      parse_bytes, NULL, &gcoll__config.cuda_chunk, 64},
+    /* Below it the two rounds and the copies up and down cost more than the host's reduction saves. */
+    {"GCOLL_CUDA_REDUCE_MIN", "bytes, 0..1G", "4M",
+     "device buffers, staged between hosts: an allreduce or reduce_scatter of more than two ranks whose send "
+     "buffer holds at least this many bytes reduces on the GPU, a smaller one on the host (two ranks: always on "
+     "the GPU); 0: always on the GPU",
+     parse_bytes, NULL, &gcoll__config.cuda_reduce_min, 0},
     {"GCOLL_CUDA_IPC", "auto|on|off", "auto",
      "device buffers, every rank of the communicator on one host: each rank maps its peers' buffers "
      "(CUDA IPC) and reduces or copies its share with kernels; off: the host-staged pipeline; on: as auto, "

@@ -70,7 +70,9 @@ typedef struct {
     unsigned char job_secret[16];
     int has_job_secret;
     size_t cuda_chunk; /* device buffers: the staged pipeline's chunk */
-    int cuda_ipc;      /* GCOLL_CUDA_IPC: 0 auto, 1 on, 2 off */
+    size_t
+        cuda_reduce_min; /* staged between hosts: the send buffer's bytes from which more than two ranks reduce on the GPU */
+    int cuda_ipc;        /* GCOLL_CUDA_IPC: 0 auto, 1 on, 2 off */
 } gcoll__config_t;
 
 extern gcoll__config_t gcoll__config;

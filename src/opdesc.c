@@ -33,6 +33,13 @@ void gcoll__opdesc_str(const gcoll__opdesc_t *d, uint32_t tag, char *buf, size_t
              (unsigned long long)d->count, root);
 }
 
+static const char *device_path(int where)
+{
+    return where == GCOLL_OPDESC_IPC ? "moves it over CUDA IPC"
+        : where == GCOLL_OPDESC_GPU  ? "stages it and reduces on the GPU"
+                                     : "stages it";
+}
+
 gcoll_status_t gcoll__opdesc_mismatch(uint32_t tag, const gcoll__opdesc_t *mine, int me, const gcoll__opdesc_t *theirs,
                                       int peer)
 {
@@ -44,9 +51,8 @@ gcoll_status_t gcoll__opdesc_mismatch(uint32_t tag, const gcoll__opdesc_t *mine,
         if (mine->where && theirs->where) /* both device memory, one path each */
             return gcoll__error(GCOLL_ERR_INVALID_USAGE,
                                 "%s: rank %d %s and rank %d %s; every rank must pass device memory for every "
-                                "buffer, with the same GCOLL_CUDA_IPC",
-                                a, me, mine->where == GCOLL_OPDESC_IPC ? "moves it over CUDA IPC" : "stages it", peer,
-                                theirs->where == GCOLL_OPDESC_IPC ? "moves it over CUDA IPC" : "stages it");
+                                "buffer, with the same GCOLL_CUDA_IPC and GCOLL_CUDA_REDUCE_MIN",
+                                a, me, device_path(mine->where), peer, device_path(theirs->where));
         return gcoll__error(GCOLL_ERR_INVALID_USAGE,
                             "%s: rank %d passed %s memory and rank %d %s memory; every rank's buffers must be on "
                             "the GPU, or every rank's in host memory",

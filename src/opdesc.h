@@ -15,7 +15,8 @@ typedef struct {
     uint8_t coll; /* the collective kind + 1; 0: unknown, never compared (transport tests) */
     uint8_t dtype;
     uint8_t op;    /* OPDESC_NONE where the collective reduces nothing */
-    uint8_t where; /* 0: host memory; GCOLL_OPDESC_DEVICE: device memory, staged; GCOLL_OPDESC_IPC: over CUDA IPC */
+    uint8_t where; /* 0: host memory; GCOLL_OPDESC_DEVICE: device memory, staged; GCOLL_OPDESC_IPC: over CUDA
+                    * IPC; GCOLL_OPDESC_GPU: staged, reduced on the GPU */
     int32_t root;  /* -1 where there is none */
     uint64_t count;
 } gcoll__opdesc_t;
@@ -23,6 +24,7 @@ typedef struct {
 #define GCOLL_OPDESC_NONE 0xff
 #define GCOLL_OPDESC_DEVICE 1
 #define GCOLL_OPDESC_IPC 2
+#define GCOLL_OPDESC_GPU 3
 
 /* Direct-mapped by tag: issue counts run in order, so 256 operations in flight never share a
  * slot; a slot holding another tag was reused, and a message of its operation goes unchecked. */

@@ -101,10 +101,7 @@ gcoll_status_t gcoll__cuda_reduce_local(void *inout, const void *in, size_t coun
  * fusion buckets are host memory; a set's gradient may live on the GPU). */
 gcoll_status_t gcoll__cuda_copy(void *dst, const void *src, size_t bytes);
 
-/* Pinned host memory from a cache (allocation is slow: milliseconds); NULL when out of memory. */
-void *gcoll__cuda_pinned_get(size_t bytes);
-void gcoll__cuda_pinned_put(void *p);
-/* At finalize: returns the cached pinned memory. */
+/* At finalize: returns the staging memory cached (pinned host and device memory). */
 void gcoll__cuda_release(void);
 
 #endif

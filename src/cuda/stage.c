@@ -43,6 +43,7 @@ typedef struct {
     size_t slot_send, slot_recv; /* slot_recv 0: in place, the send part holds both */
     char *dscratch;              /* GPU reduction: a device slot per pinned slot, for the peers' blocks */
     int gpu;                     /* GPU reduction: blocks exchanged and reduced by the kernel, not the host */
+    int whole;                   /* GPU reduction of two ranks' allreduce: each reduces the whole chunk */
     int rank, size;
     gcoll__coll_t coll;
     gcoll_dtype_t dtype;
@@ -60,65 +61,70 @@ typedef struct {
     int started;
 } stage_t;
 
-/* Pinned memory cache: a list of free blocks, each reused for requests up to its size. */
-typedef struct pinned {
-    struct pinned *next;
+/* Staging memory cache: a list of free blocks of pinned host memory (device -1) or of one GPU's
+ * memory, each reused for requests up to its size (an allocation costs milliseconds, and freeing
+ * device memory waits for the whole GPU). */
+typedef struct cached {
+    struct cached *next;
     void *p;
     size_t bytes;
-    int busy;
-} pinned_t;
-static pthread_mutex_t pin_lock = PTHREAD_MUTEX_INITIALIZER;
-static pinned_t *pins;
+    int device, busy;
+} cached_t;
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static cached_t *cache;
 
-void *gcoll__cuda_pinned_get(size_t bytes)
+static void *cached_get(int device, size_t bytes)
 {
     const gcoll__cuda_ops_t *cu = gcoll__cuda_get();
-    pinned_t *best = NULL;
-    pthread_mutex_lock(&pin_lock);
-    for (pinned_t *b = pins; b; b = b->next)
-        if (!b->busy && b->bytes >= bytes && (!best || b->bytes < best->bytes))
+    cached_t *best = NULL;
+    pthread_mutex_lock(&cache_lock);
+    for (cached_t *b = cache; b; b = b->next)
+        if (!b->busy && b->device == device && b->bytes >= bytes && (!best || b->bytes < best->bytes))
             best = b;
     if (best)
         best->busy = 1;
-    pthread_mutex_unlock(&pin_lock);
+    pthread_mutex_unlock(&cache_lock);
     if (best)
         return best->p;
-    pinned_t *b = calloc(1, sizeof(*b));
-    if (!b || cu->host_alloc(&b->p, bytes) != 0) {
+    cached_t *b = calloc(1, sizeof(*b));
+    if (!b || (device < 0 ? cu->host_alloc(&b->p, bytes) : cu->dev_alloc(&b->p, bytes)) != 0) {
         free(b);
         return NULL;
     }
     b->bytes = bytes;
+    b->device = device;
     b->busy = 1;
-    pthread_mutex_lock(&pin_lock);
-    b->next = pins;
-    pins = b;
-    pthread_mutex_unlock(&pin_lock);
+    pthread_mutex_lock(&cache_lock);
+    b->next = cache;
+    cache = b;
+    pthread_mutex_unlock(&cache_lock);
     return b->p;
 }
 
 // cppcheck-suppress constParameter ; the buffer goes back to the pool, to be written again
-void gcoll__cuda_pinned_put(void *p)
+static void cached_put(void *p)
 {
-    pthread_mutex_lock(&pin_lock);
-    for (pinned_t *b = pins; b; b = b->next)
+    pthread_mutex_lock(&cache_lock);
+    for (cached_t *b = cache; b; b = b->next)
         if (b->p == p)
             b->busy = 0;
-    pthread_mutex_unlock(&pin_lock);
+    pthread_mutex_unlock(&cache_lock);
 }
 
 void gcoll__cuda_release(void)
 {
-    pthread_mutex_lock(&pin_lock);
-    const gcoll__cuda_ops_t *cu = pins ? gcoll__cuda_get() : NULL; /* no load at all when never used */
-    for (pinned_t *b = pins, *n; b; b = n) {
+    pthread_mutex_lock(&cache_lock);
+    const gcoll__cuda_ops_t *cu = cache ? gcoll__cuda_get() : NULL; /* no load at all when never used */
+    for (cached_t *b = cache, *n; b; b = n) {
         n = b->next;
-        if (cu)
+        if (cu && b->device < 0)
             cu->host_free(b->p);
+        else if (cu && cu->set_device(b->device) == 0)
+            cu->dev_free(b->p);
         free(b);
     }
-    pins = NULL;
-    pthread_mutex_unlock(&pin_lock);
+    cache = NULL;
+    pthread_mutex_unlock(&cache_lock);
 }
 
 static char *slot_send(const stage_t *g, size_t k)
@@ -147,17 +153,28 @@ static gcoll_status_t copy(stage_t *g, char *dst, const char *src, size_t bytes,
     return GCOLL_SUCCESS;
 }
 
-/* GPU reduction: the elements of rank q's block of chunk c (all of it where cut by block). */
+/* GPU reduction: the elements of rank q's block of chunk c (all of it where cut by block or
+ * whole). */
 static size_t blk_len(const stage_t *g, const chunk_t *c, int q)
 {
-    if (g->coll != GCOLL_COLL_ALLREDUCE)
+    if (g->coll != GCOLL_COLL_ALLREDUCE || g->whole)
         return c->n;
     size_t lo = (size_t)q * c->bs;
     return lo >= c->n ? 0 : c->n - lo < c->bs ? c->n - lo : c->bs;
 }
+/* GPU reduction: where rank q's block sits in the receive and device slots, and in the chunk. */
 static size_t blk_off(const stage_t *g, const chunk_t *c, int q)
 {
     return (size_t)q * c->bs * g->esize;
+}
+static size_t data_off(const stage_t *g, const chunk_t *c, int q)
+{
+    return g->whole ? 0 : blk_off(g, c, q);
+}
+/* Whether the reduced blocks cross in a second round: an allreduce's, unless each reduces all. */
+static int two_rounds(const stage_t *g)
+{
+    return g->gpu && g->coll == GCOLL_COLL_ALLREDUCE && !g->whole;
 }
 
 /* GPU reduction, once this rank's block has arrived from every peer: the peers' copies up, the
@@ -166,8 +183,8 @@ static size_t blk_off(const stage_t *g, const chunk_t *c, int q)
 static gcoll_status_t reduce_block(stage_t *g, size_t k)
 {
     chunk_t *c = &g->chunks[k];
-    size_t n = blk_len(g, c, g->rank), off = blk_off(g, c, g->rank);
-    int ar = g->coll == GCOLL_COLL_ALLREDUCE;
+    size_t n = blk_len(g, c, g->rank), off = data_off(g, c, g->rank);
+    int ar = g->coll == GCOLL_COLL_ALLREDUCE, two = two_rounds(g);
     const char *own =
         ar ? g->sendbuf + c->send_off + off : g->sendbuf + (size_t)g->rank * g->count * g->esize + c->send_off;
     void *dst = ar ? g->recvbuf + c->recv_off + off : g->recvbuf + c->recv_off;
@@ -190,10 +207,10 @@ static gcoll_status_t reduce_block(stage_t *g, size_t k)
                 nsrc = 1;
             }
         }
-        if (ar)
+        if (two)
             GCOLL_CU(g->cu->memcpy_async(slot_send(g, k) + off, dst, n * g->esize, g->s_up), "copy to host");
     }
-    GCOLL_CU(g->cu->event_record(ar ? c->ev_mid : c->ev_up, g->s_up), "event record");
+    GCOLL_CU(g->cu->event_record(two ? c->ev_mid : c->ev_up, g->s_up), "event record");
     return GCOLL_SUCCESS;
 }
 
@@ -255,7 +272,7 @@ static gcoll_status_t chunk_step(stage_t *g, size_t k, int *moved)
             GCOLL_CHECK(copy(g, g->recvbuf + c->recv_off, slot_recv(g, k), c->recv_bytes, g->blk_recv, 1, g->s_up));
             GCOLL_CU(g->cu->event_record(c->ev_up, g->s_up), "event record");
         }
-        c->state = g->gpu && g->coll == GCOLL_COLL_ALLREDUCE ? CH_MID : CH_UP;
+        c->state = two_rounds(g) ? CH_MID : CH_UP;
         *moved = 1;
         return GCOLL_SUCCESS;
     case CH_MID: /* the reduced block is down: it crosses to the peers */
@@ -364,9 +381,9 @@ static void stage_free(void *arg)
     if (g->s_up)
         cu->stream_destroy(g->s_up);
     if (g->pin)
-        gcoll__cuda_pinned_put(g->pin);
+        cached_put(g->pin);
     if (g->dscratch)
-        cu->dev_free(g->dscratch);
+        cached_put(g->dscratch);
     free(g);
 }
 
@@ -387,7 +404,7 @@ static int blockwise(const gcoll__coll_args_t *a)
 }
 
 /* Whether a reduces on the GPU: an allreduce (not Adasum) or a reduce_scatter cut by block, of
- * two ranks or more, both buffers on the device, the kernels library there, not on one host's
+ * two ranks or of a send buffer of GCOLL_CUDA_REDUCE_MIN bytes, both buffers on the device, the kernels library there, not on one host's
  * node channel (where a peer with host buffers runs a node-channel algorithm that would never
  * read this path's messages: the host algorithms on the staged chunks compare descriptors on the
  * channel, and IPC is the fast path). */
@@ -397,7 +414,10 @@ static int gpu_reduce(const stage_t *g, const gcoll__coll_args_t *a)
     return ((a->coll == GCOLL_COLL_ALLREDUCE && a->op != GCOLL_ADASUM) ||
             (a->coll == GCOLL_COLL_REDUCE_SCATTER && blockwise(a))) &&
         a->size >= 2 && !a->shm && g->cu->reduce_multi && a->count && g->cu->is_device(a->sendbuf, &dev) &&
-        g->cu->is_device(a->recvbuf, &dev);
+        g->cu->is_device(a->recvbuf, &dev) &&
+        (a->size == 2 ||
+         a->count * a->esize * (a->coll == GCOLL_COLL_REDUCE_SCATTER ? (size_t)a->size : 1) >=
+             gcoll__config.cuda_reduce_min);
 }
 
 /* Element counts of a's send and receive buffers. */
@@ -416,11 +436,11 @@ static void extents(const gcoll__coll_args_t *a, size_t *nsend, size_t *nrecv)
 /* GPU reduction: the elements between rank blocks in the slots of a chunk of n elements (of each
  * block where cut by block); an allreduce's blocks are whole 256-byte lines, so that the kernel
  * moves 16-byte words. */
-static size_t block_stride(const gcoll__coll_args_t *a, size_t n)
+static size_t block_stride(const stage_t *g, size_t n)
 {
-    if (a->coll != GCOLL_COLL_ALLREDUCE)
+    if (g->coll != GCOLL_COLL_ALLREDUCE || g->whole)
         return n;
-    size_t line = 256 / a->esize, per = (n + (size_t)a->size - 1) / (size_t)a->size;
+    size_t line = 256 / g->esize, per = (n + (size_t)g->size - 1) / (size_t)g->size;
     return (per + line - 1) / line * line;
 }
 
@@ -439,7 +459,7 @@ static gcoll__sched_t *exchange(const stage_t *g, const gcoll__coll_args_t *a, s
         int to = (g->rank + i) % g->size, from = (g->rank - i + g->size) % g->size;
         size_t nto = reduced ? mine : blk_len(g, c, to), nfrom = reduced ? blk_len(g, c, from) : mine;
         if (nto)
-            gcoll__sched_send(s, to, slot_send(g, k) + blk_off(g, c, reduced ? g->rank : to), nto * g->esize);
+            gcoll__sched_send(s, to, slot_send(g, k) + data_off(g, c, reduced ? g->rank : to), nto * g->esize);
         if (nfrom)
             gcoll__sched_recv(s, from, slot_recv(g, k) + blk_off(g, c, from), nfrom * g->esize);
     }
@@ -453,10 +473,10 @@ static gcoll__sched_t *exchange(const stage_t *g, const gcoll__coll_args_t *a, s
 
 /* Fills r, the request that runs s with tag on comm for a chunk of a. */
 static void request_init(struct gcoll_request *r, gcoll__sched_t *s, const char *algo, const gcoll__coll_args_t *a,
-                         gcoll_comm_t comm, const gcoll_attr_t *attr, uint64_t tag, int device)
+                         gcoll_comm_t comm, const gcoll_attr_t *attr, uint64_t tag, int device, int gpu)
 {
-    if (device) /* a rank that passed host memory meets a mismatch, not a hang */
-        s->desc.where = GCOLL_OPDESC_DEVICE;
+    if (device) /* a rank that passed host memory, or reduces on the other side, meets a mismatch, not a hang */
+        s->desc.where = gpu ? GCOLL_OPDESC_GPU : GCOLL_OPDESC_DEVICE;
     s->tag = (uint32_t)tag;
     r->comm = comm;
     r->lane = comm->lane;
@@ -498,18 +518,18 @@ static gcoll_status_t chunk_build(stage_t *g, const gcoll__coll_args_t *a, size_
     const char *algo;
     if (g->gpu) {
         c->n = n;
-        c->bs = block_stride(a, n);
+        c->bs = block_stride(g, n);
         algo = "staged_gpu_reduce";
         if (!(s = exchange(g, a, k, 0)))
             return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");
         c->up = 1;
-        if (a->coll == GCOLL_COLL_ALLREDUCE) {
+        if (two_rounds(g)) {
             gcoll__sched_t *s2 = exchange(g, a, k, 1);
             if (!s2) {
                 gcoll__sched_free(s);
                 return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");
             }
-            request_init(&c->req2, s2, algo, a, comm, attr, tag + g->nchunks, 1);
+            request_init(&c->req2, s2, algo, a, comm, attr, tag + g->nchunks, 1, 1);
             if (g->cu->event_create(&c->ev_mid))
                 return gcoll__error(GCOLL_ERR_SYSTEM, "CUDA event create failed");
         }
@@ -525,7 +545,7 @@ static gcoll_status_t chunk_build(stage_t *g, const gcoll__coll_args_t *a, size_
     } else {
         GCOLL_CHECK(gcoll__build(&ca, forced, NULL, &s, &algo));
     }
-    request_init(&c->req, s, algo, a, comm, attr, tag, send_dev || recv_dev);
+    request_init(&c->req, s, algo, a, comm, attr, tag, send_dev || recv_dev, g->gpu);
     if (c->down && g->cu->event_create(&c->ev_down))
         return gcoll__error(GCOLL_ERR_SYSTEM, "CUDA event create failed");
     if (c->up && g->cu->event_create(&c->ev_up))
@@ -545,6 +565,7 @@ static gcoll_status_t stage_setup(stage_t *g, gcoll__coll_args_t *a, const size_
     if (dev >= 0)
         GCOLL_CU(cu->set_device(dev), "set device");
     g->gpu = gpu_reduce(g, a);
+    g->whole = g->gpu && a->coll == GCOLL_COLL_ALLREDUCE && a->size == 2; /* as many bytes, one round fewer */
     GCOLL_CU(cu->stream_create(&g->s_down), "stream create");
     GCOLL_CU(cu->stream_create(&g->s_up), "stream create");
     /* The copies start after the work queued before the call on the caller's stream, or without
@@ -575,20 +596,20 @@ static gcoll_status_t stage_setup(stage_t *g, gcoll__coll_args_t *a, const size_
     int inplace = a->sendbuf == a->recvbuf && !g->gpu; /* one slot, as large as the larger side */
     g->slot_send = (inplace && nrecv > nsend ? nrecv : nsend) * a->esize;
     if (g->gpu) /* this rank's block arrives from every rank */
-        nrecv = block_stride(a, first.count) * (size_t)a->size;
+        nrecv = block_stride(g, first.count) * (size_t)a->size;
     g->slot_recv = inplace ? 0 : nrecv * a->esize;
     size_t slots = g->nchunks < STAGE_SLOTS ? g->nchunks : STAGE_SLOTS;
-    if (g->gpu && cu->dev_alloc((void **)&g->dscratch, slots * g->slot_recv))
+    if (g->gpu && !(g->dscratch = cached_get(dev, slots * g->slot_recv)))
         return gcoll__error(GCOLL_ERR_NOMEM, "no device memory for %zu bytes of staging", slots * g->slot_recv);
     size_t pin_bytes = slots * (g->slot_send + g->slot_recv);
-    if (pin_bytes && !(g->pin = gcoll__cuda_pinned_get(pin_bytes)))
+    if (pin_bytes && !(g->pin = cached_get(-1, pin_bytes)))
         return gcoll__error(GCOLL_ERR_NOMEM, "no pinned host memory for %zu bytes of staging", pin_bytes);
     g->chunks = calloc(g->nchunks, sizeof(chunk_t));
     if (!g->chunks)
         return gcoll__error(GCOLL_ERR_NOMEM, "no memory for %zu staged chunks", g->nchunks);
     /* every rank reserves the same tags in the same order: one per chunk, two where an allreduce
      * reduces on the GPU */
-    int twice = g->gpu && a->coll == GCOLL_COLL_ALLREDUCE;
+    int twice = two_rounds(g);
     pthread_mutex_lock(&comm->lane->lock);
     *tag = comm->seq;
     comm->seq += g->nchunks * (twice ? 2 : 1);

@@ -393,7 +393,7 @@ static void test_header_check(void)
     gcoll__tcp_hdr_unpack(buf, &h);
     CHECK(gcoll__tcp_hdr_check(&h, 0, why, sizeof(why)) == GCOLL_ERR_TRANSPORT, "reserved bytes accepted");
     gcoll__tcp_hdr_pack(buf, &good);
-    buf[43] = 3; /* the descriptor's placement: host (0), device (1) or IPC (2) only */
+    buf[43] = GCOLL_OPDESC_GPU + 1; /* the descriptor's placement: host, device, IPC or GPU-reduced only */
     gcoll__tcp_hdr_unpack(buf, &h);
     CHECK(gcoll__tcp_hdr_check(&h, 7, why, sizeof(why)) == GCOLL_ERR_TRANSPORT && has(why, "descriptor"),
           "a descriptor's unknown placement: '%s'", why);

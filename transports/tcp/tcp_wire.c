@@ -67,7 +67,7 @@ gcoll_status_t gcoll__tcp_hdr_check(const gcoll__tcp_hdr_t *h, uint32_t seq, cha
     else if (h->type == TCP_MISMATCH && (h->len == 0 || h->len > TCP_NOTICE_MAX))
         snprintf(why, len, "a mismatch notice of %llu bytes (the bound is %d)", (unsigned long long)h->len,
                  TCP_NOTICE_MAX);
-    else if (h->desc.coll > GCOLL_COLL_COUNT || h->desc.where > GCOLL_OPDESC_IPC)
+    else if (h->desc.coll > GCOLL_COLL_COUNT || h->desc.where > GCOLL_OPDESC_GPU)
         snprintf(why, len, "a malformed operation descriptor (kind %u, placement %u)", (unsigned)h->desc.coll,
                  (unsigned)h->desc.where);
     else
