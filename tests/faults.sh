@@ -2,7 +2,7 @@
 # Fault injection on one host (tests/mpi/test_faults.c): kill -9 of one rank in the middle of a
 # large allreduce over shm, tcp and ofi (every survivor gets GCOLL_ERR_REMOTE within the bound
 # and exits 0, no segment is left in /dev/shm); gcoll_comm_abort; stall warnings. Prints the
-# slowest detection seen. About 15 s.
+# slowest detection seen. About 20 s.
 set -u
 BINDIR=${BINDIR:-build/default/bin}
 # count: the segments named gcoll-* in /dev/shm
@@ -13,6 +13,8 @@ count() {
 }
 before=$(count)
 stamp=$(mktemp)
+log=$(mktemp)
+trap 'rm -f "$stamp" "$log"' EXIT
 worst=0
 
 # kill_run NAME NP [ENV=VAL ...]
@@ -22,12 +24,22 @@ kill_run() {
     # "$@": -x ENV=VAL for each ENV=VAL given
     for e in "$@"; do set -- "$@" -x "$e"; shift; done
     rm -f "$stamp"
-    # mpirun itself sometimes lingers after the survivors have reported and exited (Open MPI's
-    # recovery of the dead rank): the time limit ends it, the survivors' output still counts.
-    # --enable-recovery: without it mpirun kills the whole job when one rank dies
-    out=$(timeout 40 mpirun --allow-run-as-root --oversubscribe --bind-to none --enable-recovery -np "$np" \
-        -x GCOLL_TIMEOUT=30 "$@" "$BINDIR/test_faults" kill "$stamp" 2>&1)
-    # by shape, not by line: mpirun may join two ranks' lines
+    # --enable-recovery: without it mpirun kills the whole job when one rank dies. mpirun itself
+    # often lingers after the survivors have reported and exited (Open MPI's recovery of the dead
+    # rank): it is ended once every survivor has reported and no segment is left, or at the limit.
+    timeout 40 mpirun --allow-run-as-root --oversubscribe --bind-to none --enable-recovery -np "$np" \
+        -x GCOLL_TIMEOUT=30 "$@" "$BINDIR/test_faults" kill "$stamp" >"$log" 2>&1 &
+    job=$!
+    while kill -0 "$job" 2>/dev/null; do
+        # by shape, not by line: mpirun may join two ranks' lines
+        [ "$(grep -o "FAULTS rank=[0-9]* passed=[0-9]* failed=[0-9]*" "$log" | wc -l)" -ge $((np - 1)) ] &&
+            [ "$(count)" = "$before" ] && break
+        sleep 0.2
+    done
+    sleep 0.5 # the survivors' last lines
+    kill "$job" 2>/dev/null
+    wait "$job" 2>/dev/null
+    out=$(cat "$log")
     good=$(printf '%s\n' "$out" | grep -o "FAULTS rank=[0-9]* passed=[0-9]* failed=[0-9]*" | grep -c " failed=0$")
     if [ "$good" != $((np - 1)) ] || printf '%s\n' "$out" | grep -q '^FAIL'; then
         echo "$name: expected $((np - 1)) clean survivors, got $good"

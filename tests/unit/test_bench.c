@@ -201,7 +201,13 @@ START_TEST(bad_options_are_refused)
                                       "b allreduce --algo a,b,c,d,e,f,g,h,i",
                                       "b iallreduce --algo ring,direct",
                                       "b adasum --algo halving,shm_cma",
-                                      "b allreduce --compress fp16 --algo ring,auto"};
+                                      "b allreduce --compress fp16 --algo ring,auto",
+                                      "b adasum -d int32",
+                                      "b allreduce -o adasum",
+                                      "b allreduce --compress topk:2",
+                                      "b allreduce --compress zip",
+                                      "b allreduce -d int32 --compress fp16",
+                                      "b bcast --compress fp16"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         bench_opts_t o;
         char err[200] = "";
