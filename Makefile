@@ -172,8 +172,14 @@ $(PLUGIN): examples/plugin/example_plugin.c include/gcoll_transport_plugin.h inc
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) -std=c11 $(WARN) $(SANFLAGS) -Iinclude -shared -fPIC -fvisibility=hidden $< -o $@
 
+# preloaded by tests/run.sh under the sanitizers; built without them, as mpirun loads it too
+KEEP_LOADED := $(BINDIR)/libkeep_loaded.so
+$(KEEP_LOADED): tests/common/keep_loaded.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -std=c11 $(WARN) -shared -fPIC $< -o $@
+
 TP_TESTS := $(patsubst tests/transport/%.c,$(BINDIR)/tp_%,$(wildcard tests/transport/*.c))
-tests: all $(BINDIR)/unit_tests $(MPI_TESTS) $(BINDIR)/test_cuda_fake $(BINDIR)/test_cuda $(TP_TESTS) $(PLUGIN) $(EXAMPLES) $(BINDIR)/readme_example \
+tests: all $(BINDIR)/unit_tests $(MPI_TESTS) $(BINDIR)/test_cuda_fake $(BINDIR)/test_cuda $(TP_TESTS) $(PLUGIN) $(KEEP_LOADED) $(EXAMPLES) $(BINDIR)/readme_example \
     $(BINDIR)/test_interposer
 
 # tests/manifest lists every test; tests/run.sh NAME... or -l LABEL runs a part of it.
