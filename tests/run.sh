@@ -54,7 +54,8 @@ if [ -n "${SAN:-}" ]; then
     # Open MPI's allocations kept until exit are not ours to report: its components stay mapped
     # (keep_loaded.c), so that leak reports name them and the suppressions match with the fast
     # unwinder (the slow one, which reached a named module, made every malloc cost a full unwind).
-    export LD_PRELOAD="$(pwd)/$BINDIR/libkeep_loaded.so${LD_PRELOAD:+:$LD_PRELOAD}"
+    LD_PRELOAD="$(pwd)/$BINDIR/libkeep_loaded.so${LD_PRELOAD:+:$LD_PRELOAD}"
+    export LD_PRELOAD
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:verify_asan_link_order=0"
     LSAN_OPTIONS="suppressions=$(pwd)/tests/lsan.supp:print_suppressions=0"
     export LSAN_OPTIONS
