@@ -108,8 +108,8 @@ gcoll_status_t gcoll__shm_create(gcoll__boot_t *node, gcoll__shm_t **out)
         fd = create_segment(name, bytes);
         if (fd < 0) {
             GCOLL_LOG(GCOLL_LOG_WARN,
-                      "shm: cannot create %s (%zu bytes): %s; using the MPI transport on "
-                      "this node (HINT: check /dev/shm)",
+                      "shm: cannot create %s (%zu bytes): %s; this node's ranks use the point-to-point "
+                      "transport instead (GCOLL_TRANSPORT_INTRA) (HINT: check /dev/shm)",
                       name, bytes, strerror(errno));
             name[0] = '\0';
         }
@@ -139,7 +139,9 @@ gcoll_status_t gcoll__shm_create(gcoll__boot_t *node, gcoll__shm_t **out)
         return st;
     }
     if (!all) {
-        GCOLL_LOG(GCOLL_LOG_WARN, "shm: a local rank could not map the segment; using the MPI transport");
+        GCOLL_LOG(GCOLL_LOG_WARN,
+                  "shm: a local rank could not map the segment; this node's ranks use the "
+                  "point-to-point transport instead (GCOLL_TRANSPORT_INTRA)");
         if (mapped)
             munmap(base, bytes);
         free(s);
