@@ -403,23 +403,6 @@ static int blockwise(const gcoll__coll_args_t *a)
         gcoll__cuda_get()->is_device(a->recvbuf, &dev);
 }
 
-/* Whether a reduces on the GPU: an allreduce (not Adasum) or a reduce_scatter cut by block, of
- * two ranks or of a send buffer of GCOLL_CUDA_REDUCE_MIN bytes, both buffers on the device, the kernels library there, not on one host's
- * node channel (where a peer with host buffers runs a node-channel algorithm that would never
- * read this path's messages: the host algorithms on the staged chunks compare descriptors on the
- * channel, and IPC is the fast path). */
-static int gpu_reduce(const stage_t *g, const gcoll__coll_args_t *a)
-{
-    int dev;
-    return ((a->coll == GCOLL_COLL_ALLREDUCE && a->op != GCOLL_ADASUM) ||
-            (a->coll == GCOLL_COLL_REDUCE_SCATTER && blockwise(a))) &&
-        a->size >= 2 && !a->shm && g->cu->reduce_multi && a->count && g->cu->is_device(a->sendbuf, &dev) &&
-        g->cu->is_device(a->recvbuf, &dev) &&
-        (a->size == 2 ||
-         a->count * a->esize * (a->coll == GCOLL_COLL_REDUCE_SCATTER ? (size_t)a->size : 1) >=
-             gcoll__config.cuda_reduce_min);
-}
-
 /* Element counts of a's send and receive buffers. */
 static void extents(const gcoll__coll_args_t *a, size_t *nsend, size_t *nrecv)
 {
@@ -431,6 +414,22 @@ static void extents(const gcoll__coll_args_t *a, size_t *nsend, size_t *nrecv)
         *nrecv = n * p;
     if (a->coll == GCOLL_COLL_BARRIER)
         *nsend = *nrecv = 0;
+}
+
+/* Whether a reduces on the GPU: an allreduce (not Adasum) or a reduce_scatter cut by block, of
+ * two ranks or of a send buffer of GCOLL_CUDA_REDUCE_MIN bytes, both buffers on the device, the
+ * kernels library there, not on one host's node channel (where a peer with host buffers runs a node-channel algorithm that would never
+ * read this path's messages: the host algorithms on the staged chunks compare descriptors on the
+ * channel, and IPC is the fast path). */
+static int gpu_reduce(const stage_t *g, const gcoll__coll_args_t *a)
+{
+    int dev;
+    size_t nsend, nrecv;
+    extents(a, &nsend, &nrecv);
+    return ((a->coll == GCOLL_COLL_ALLREDUCE && a->op != GCOLL_ADASUM) ||
+            (a->coll == GCOLL_COLL_REDUCE_SCATTER && blockwise(a))) &&
+        a->size >= 2 && !a->shm && g->cu->reduce_multi && a->count && g->cu->is_device(a->sendbuf, &dev) &&
+        g->cu->is_device(a->recvbuf, &dev) && (a->size == 2 || nsend * a->esize >= gcoll__config.cuda_reduce_min);
 }
 
 /* GPU reduction: the elements between rank blocks in the slots of a chunk of n elements (of each
