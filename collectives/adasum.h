@@ -42,4 +42,8 @@ void gcoll__adasum_partials(const gcoll__adasum_shape_t *sh, const void *a, cons
 void gcoll__adasum_apply(const gcoll__adasum_shape_t *sh, void *dst, const void *a, const void *b, size_t first,
                          size_t n, const double *sums);
 
+/* DESIGN.md's coefficient of v: 1 - dot / (2 |v|^2), or 1 when |v|^2 (nv) < sqrt(DBL_MIN) (a zero
+ * or negligible v). */
+double gcoll__adasum_coeff(double dot, double nv);
+
 #endif

@@ -178,8 +178,7 @@ void gcoll__adasum_partials(const gcoll__adasum_shape_t *sh, const void *a, cons
     }
 }
 
-/* DESIGN.md: c = 1 - dot / (2 |v|^2), or 1 when |v|^2 < sqrt(DBL_MIN) (a zero or negligible v). */
-static double coeff(double dot, double nv)
+double gcoll__adasum_coeff(double dot, double nv)
 {
     return nv >= 0x1p-511 ? 1.0 - dot / (2.0 * nv) : 1.0;
 }
@@ -196,7 +195,7 @@ void gcoll__adasum_apply(const gcoll__adasum_shape_t *sh, void *dst, const void 
             continue;
         size_t at = (i - first) * sh->es, len = j - i;
         const double *s = sums + 3 * t;
-        double ca = coeff(s[0], s[1]), cb = coeff(s[0], s[2]);
+        double ca = gcoll__adasum_coeff(s[0], s[1]), cb = gcoll__adasum_coeff(s[0], s[2]);
         switch (sh->dtype) {
         case GCOLL_FLOAT32:
             // cppcheck-suppress invalidPointerCast ; the bytes are the caller's tensors of this dtype

@@ -119,6 +119,15 @@ static int staged(const gcoll__coll_args_t *a, const gcoll_attr_t *attr)
     return (attr && attr->stream) || gcoll__cuda_is_device(a->sendbuf) || gcoll__cuda_is_device(a->recvbuf);
 }
 
+/* GCOLL_CUDA_IPC=on refuses what cannot use CUDA IPC (why) rather than staging it. */
+static gcoll_status_t ipc_demanded(const gcoll__coll_args_t *a, const char *why)
+{
+    if (why && gcoll__config.cuda_ipc == 1)
+        return gcoll__error(GCOLL_ERR_UNSUPPORTED, "GCOLL_CUDA_IPC=on, but this %s cannot use CUDA IPC: %s",
+                            gcoll__coll_name(a->coll), why);
+    return GCOLL_SUCCESS;
+}
+
 static gcoll_status_t start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req,
                             gcoll__frame_t *frame)
 {
@@ -132,9 +141,7 @@ static gcoll_status_t start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcol
         const char *why;
         if (gcoll__cuda_ipc_eligible(a, comm, attr, &why))
             return gcoll__cuda_ipc_start(a, comm, attr, req);
-        if (why && gcoll__config.cuda_ipc == 1)
-            return gcoll__error(GCOLL_ERR_UNSUPPORTED, "GCOLL_CUDA_IPC=on, but this %s cannot use CUDA IPC: %s",
-                                gcoll__coll_name(a->coll), why);
+        GCOLL_CHECK(ipc_demanded(a, why));
         return gcoll__cuda_stage_start(a, NULL, 0, comm, attr, req);
     }
     gcoll__sched_t *s;
@@ -149,8 +156,13 @@ static gcoll_status_t start_adasum(gcoll__coll_args_t *a, const size_t *tensor_c
                                    gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req,
                                    gcoll__frame_t *frame)
 {
-    if (staged(a, attr))
+    if (staged(a, attr)) {
+        const char *why;
+        if (gcoll__cuda_ipc_adasum_eligible(a, comm, attr, &why))
+            return gcoll__cuda_ipc_adasum_start(a, tensor_counts, ntensors, comm, attr, req);
+        GCOLL_CHECK(ipc_demanded(a, why));
         return gcoll__cuda_stage_start(a, tensor_counts, ntensors, comm, attr, req);
+    }
     gcoll__sched_t *s = gcoll__sched_new(a->dtype, GCOLL_SUM, (unsigned)a->size, frame ? &frame->sched : NULL);
     if (!s)
         return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");

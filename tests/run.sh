@@ -189,6 +189,8 @@ run_cluster() {
         [ "$f" = 0 ] || failures="$failures
   $label $n: $f failed"
         echo "$([ "$f" = 0 ] && echo ok || echo FAIL)   $label: RESULT $n passed=$p failed=$f"
+        # what failed, where the CI log shows only this output
+        [ "$f" = 0 ] || printf '%s\n' "$out" | grep -E '^# (FAIL|log:|rank )' | head -20
     done
     if [ $nres = 0 ]; then
         note_fail "$label: no result (exit $rc); see $LOG"

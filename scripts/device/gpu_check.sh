@@ -2,7 +2,8 @@
 # The GPU checks, run on the lent machine after scripts/device/prepare.sh here: test_cuda at 1-4
 # processes (IPC, on, off; staged over TCP, reducing on the GPU), torch's copy bandwidth, and
 # gcoll_bench -d cuda (IPC, staged, staged over TCP; NCCL beside it where it runs).
-# Device call: command "bash scripts/device/gpu_check.sh", carry .dev, lib.
+# Device call: command "bash scripts/device/gpu_check.sh [adasum]", carry .dev, lib; "adasum" runs
+# only Adasum's share (test_cuda at 1-3 processes, the Adasum benchmark over IPC and staged).
 cd "$(dirname "$0")/../.." || exit 1
 # shellcheck source=/dev/null # .dev/ompi/env.sh is the bundle prepare.sh unpacks, not in the tree
 . .dev/ompi/env.sh
@@ -10,6 +11,18 @@ B=.dev/bin
 R="timeout 150 mpirun --bind-to none"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader
 $B/gcoll-info 2>&1 | grep -i cuda
+adasum() {
+  for ipc in auto off; do
+    echo "== bench adasum np=2 GCOLL_CUDA_IPC=$ipc"
+    $R -np 2 -x GCOLL_CUDA_IPC=$ipc $B/gcoll_bench adasum -d cuda -m 1M:64M -f 8 -i 20 2>&1 | grep -v "^$" | tail -6
+  done
+  echo "== bench adasum np=4 IPC"; $R -np 4 $B/gcoll_bench adasum -d cuda -m 64M:64M -i 20 2>&1 | tail -2
+}
+if [ "${1:-}" = adasum ]; then
+  for np in 1 2 3; do echo "== test_cuda np=$np"; $R -np $np $B/test_cuda 2>&1 | grep -E "RESULT|FAIL|SKIP|rror" | head -8; done
+  adasum
+  exit 0
+fi
 for np in 1 2 3 4; do echo "== test_cuda np=$np"; $R -np $np $B/test_cuda 2>&1 | grep -E "RESULT|FAIL|SKIP|rror" | head -8; done
 echo "== test_cuda np=2 GCOLL_CUDA_IPC=on"; $R -np 2 -x GCOLL_CUDA_IPC=on $B/test_cuda 2>&1 | grep -E "RESULT|FAIL|rror" | head -8
 for np in 2 3; do echo "== test_cuda np=$np GCOLL_CUDA_IPC=off"; $R -np $np -x GCOLL_CUDA_IPC=off $B/test_cuda 2>&1 | grep -E "RESULT|FAIL|rror" | head -8; done
@@ -41,3 +54,4 @@ for np in 2 3 4; do
     echo "== bench $c np=$np staged over TCP"; $R -np $np "${T[@]}" $B/gcoll_bench $c -d cuda -m 1M:64M -f 64 -i 10 --baseline none 2>&1 | tail -3
   done
 done
+adasum

@@ -48,6 +48,10 @@ typedef struct gcoll__cuda_ops {
      * libgcoll_cuda.so is missing); at most GCOLL_CUDA_MULTI_MAX of each, any dtype. */
     int (*reduce_multi)(void *const *dst, int ndst, const void *const *src, int nsrc, size_t n, int dtype, int op,
                         unsigned divisor, void *stream);
+    /* Adasum's kernels (NULL when libgcoll_cuda.so is missing): the three doubles at out (device
+     * memory) become a.b, a.a, b.b; dst = ca a + cb b (dst may be a or b). */
+    int (*adasum_dots)(const void *a, const void *b, size_t n, int dtype, double *out, void *stream);
+    int (*scaled_add)(void *dst, double ca, const void *a, double cb, const void *b, size_t n, int dtype, void *stream);
 } gcoll__cuda_ops_t;
 
 /* The table in use: NULL when there is no CUDA (decided once, on first use). */
@@ -91,6 +95,14 @@ int gcoll__cuda_ipc_eligible(const gcoll__coll_args_t *a, gcoll_comm_t comm, con
  * the result with kernels, the host exchanging only handles and completion. */
 gcoll_status_t gcoll__cuda_ipc_start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr,
                                      gcoll_request_t *req);
+/* Whether the Adasum a (device buffers) runs over CUDA IPC, as gcoll__cuda_ipc_eligible. */
+int gcoll__cuda_ipc_adasum_eligible(const gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr,
+                                    const char **why);
+/* Starts the Adasum a over CUDA IPC: each rank computes the tree on its slice of the elements
+ * with the GPU kernels, the ranks summing each level's per-tensor dot products on the host;
+ * tensor_counts/ntensors as gcoll_iadasum's. */
+gcoll_status_t gcoll__cuda_ipc_adasum_start(gcoll__coll_args_t *a, const size_t *tensor_counts, size_t ntensors,
+                                            gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req);
 /* At finalize: unmaps every peer allocation still mapped. */
 void gcoll__cuda_ipc_release(void);
 
@@ -101,7 +113,11 @@ gcoll_status_t gcoll__cuda_reduce_local(void *inout, const void *in, size_t coun
  * fusion buckets are host memory; a set's gradient may live on the GPU). */
 gcoll_status_t gcoll__cuda_copy(void *dst, const void *src, size_t bytes);
 
-/* At finalize: returns the staging memory cached (pinned host and device memory). */
+/* A block of at least bytes of pinned host memory (device -1) or of that GPU's memory from the
+ * cache (cache.c), allocated when none is free; NULL when that fails. Back with _put. */
+void *gcoll__cuda_cached_get(int device, size_t bytes);
+void gcoll__cuda_cached_put(void *p);
+/* At finalize: returns the memory cached. */
 void gcoll__cuda_release(void);
 
 #endif

@@ -17,10 +17,10 @@
 #include "error.h"
 #include "request.h"
 #include "schedule.h"
-#include "cuda/cuda.h"
+#include "cuda/ipc.h"
 
 /* What a rank tells its peers once its input is ready. */
-typedef struct {
+struct gcoll__ipc_rec {
     uint64_t proc; /* its process (random: pids repeat across containers) */
     int32_t err;   /* 0, or the CUDA error of exporting: then nobody maps anything */
     int32_t pad0;
@@ -31,17 +31,19 @@ typedef struct {
     char bus[32];   /* its GPU's PCI bus id; empty when unknown */
     uint8_t has[2]; /* whether the rank passes each buffer */
     uint8_t pad[6];
-} rec_t;
+};
+typedef gcoll__ipc_rec_t rec_t;
 
 /* A peer's allocation mapped into this process, by (process, id). A new id at the base address of
  * a mapped one means the peer freed that allocation: its mapping goes once nothing uses it. */
-typedef struct imp {
-    struct imp *next;
+struct gcoll__ipc_imp {
+    struct gcoll__ipc_imp *next;
     uint64_t proc;
     uint64_t id, ebase; /* ebase: the allocation's address in the peer */
     void *base;
     int refs, stale;
-} imp_t;
+};
+typedef gcoll__ipc_imp_t imp_t;
 static pthread_mutex_t imp_lock = PTHREAD_MUTEX_INITIALIZER;
 static imp_t *imps;
 
@@ -130,27 +132,7 @@ void gcoll__cuda_ipc_release(void)
     }
 }
 
-typedef struct {
-    const gcoll__cuda_ops_t *cu;
-    gcoll__coll_args_t a;
-    int device;
-    void *stream, *ev_start, *ev_done;
-    rec_t *recs;
-    uint8_t *status;       /* each rank's after its kernels: 0, or 1 when it failed */
-    char **sendp, **recvp; /* each rank's buffers as this process addresses them */
-    imp_t **held;          /* 2 per rank: the mappings this operation uses */
-    char *scratch;         /* in-place alltoall: the result, until every peer has read its input */
-    int launched, moved;   /* the kernels are queued; the result moved into place */
-    int whole;             /* every rank on one GPU: rank 0 computes everything */
-    /* The node channel, where there is one: the operation takes its place in the channel's order
-     * (seq), as the node's host algorithms do, and compares its descriptor with theirs there, so
-     * a rank that passed host memory meets a mismatch instead of a hang */
-    gcoll__shm_t *shm;
-    uint64_t seq;
-    int stage; /* export step: 0 waiting its turn, 1 its input, 2 the others' arrival */
-    const gcoll__sched_t *sched;
-    char err[240];
-} ipc_t;
+typedef gcoll__ipc_t ipc_t;
 
 /* Device memory proper: managed memory (is_device 2) has no IPC handle and stages. */
 static int device_buf(const void *p)
@@ -182,34 +164,50 @@ static void needs(const gcoll__coll_args_t *a, int *send, int *recv)
     *recv = a->coll != GCOLL_COLL_REDUCE || a->rank == a->root;
 }
 
-int gcoll__cuda_ipc_eligible(const gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr, const char **why)
+/* Why a cannot run over CUDA IPC whatever its collective (kernels: the table has them), or NULL. */
+static const char *unusable(const gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr, int kernels)
 {
     const gcoll__cuda_ops_t *cu = gcoll__cuda_get();
     int s, r;
+    if (!cu || !cu->ipc_export || !kernels)
+        return "the CUDA driver, runtime or libgcoll_cuda.so lacks it (gcoll-info)";
+    if (comm->map.nhosts != 1)
+        return "the communicator spans several hosts";
+    if (a->size > GCOLL_CUDA_MULTI_MAX)
+        return "the communicator has more ranks than its kernels take (16)";
+    if (attr && attr->algorithm)
+        return "attr->algorithm names a host algorithm";
+    needs(a, &s, &r);
+    if ((s && !device_buf(a->sendbuf)) || (r && !device_buf(a->recvbuf)))
+        return "a buffer of this rank is host memory";
+    return NULL;
+}
+
+int gcoll__cuda_ipc_eligible(const gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr, const char **why)
+{
+    const gcoll__cuda_ops_t *cu = gcoll__cuda_get();
     *why = NULL;
     if (gcoll__config.cuda_ipc == 2 || a->count == 0) /* nothing to move: the staged path's no-op */
         return 0;
     if (a->coll == GCOLL_COLL_BARRIER || (a->coll == GCOLL_COLL_ALLREDUCE && a->op == GCOLL_ADASUM))
-        *why = "Adasum and barrier do not use it";
-    else if (!cu || !cu->ipc_export || !cu->reduce_multi)
-        *why = "the CUDA driver, runtime or libgcoll_cuda.so lacks it (gcoll-info)";
-    else if (comm->map.nhosts != 1)
-        *why = "the communicator spans several hosts";
-    else if (a->size > GCOLL_CUDA_MULTI_MAX)
-        *why = "the communicator has more ranks than its kernels take (16)";
-    else if (attr && attr->algorithm)
-        *why = "attr->algorithm names a host algorithm";
-    else {
-        needs(a, &s, &r);
-        if ((s && !device_buf(a->sendbuf)) || (r && !device_buf(a->recvbuf)))
-            *why = "a buffer of this rank is host memory";
-    }
+        *why = "barrier does not use it, and Adasum has its own";
+    else
+        *why = unusable(a, comm, attr, cu && cu->reduce_multi);
     return *why == NULL;
 }
 
-/* The range of elements rank q reduces in an allreduce or reduce: equal shares, each a multiple
- * of 64 elements so that every share starts 16-byte aligned where the buffers do. */
-static void share(size_t n, int q, int p, size_t *lo, size_t *hi)
+int gcoll__cuda_ipc_adasum_eligible(const gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr,
+                                    const char **why)
+{
+    const gcoll__cuda_ops_t *cu = gcoll__cuda_get();
+    *why = NULL;
+    if (gcoll__config.cuda_ipc == 2 || a->count == 0)
+        return 0;
+    *why = unusable(a, comm, attr, cu && cu->adasum_dots && cu->scaled_add);
+    return *why == NULL;
+}
+
+void gcoll__ipc_share(size_t n, int q, int p, size_t *lo, size_t *hi)
 {
     size_t per = ((n + (size_t)p - 1) / (size_t)p + 63) & ~(size_t)63;
     *lo = (size_t)q * per < n ? (size_t)q * per : n;
@@ -232,7 +230,7 @@ static gcoll_status_t launch_for(ipc_t *g, int r, int whole)
     case GCOLL_COLL_REDUCE: {
         size_t lo = 0, hi = n;
         if (!whole)
-            share(n, r, p, &lo, &hi);
+            gcoll__ipc_share(n, r, p, &lo, &hi);
         if (lo == hi)
             return GCOLL_SUCCESS;
         int nd = 0;
@@ -397,6 +395,19 @@ static void map_peers(ipc_t *g)
     }
 }
 
+void gcoll__ipc_map(ipc_t *g)
+{
+    g->whole = one_gpu(g);
+    for (int q = 0; q < g->a.size && !g->err[0]; q++) /* every rank names an export that failed */
+        if (g->recs[q].err)
+            snprintf(g->err, sizeof(g->err),
+                     "rank %d could not export its buffer for CUDA IPC (%s): "
+                     "cudaMallocAsync pools and VMM memory have none; GCOLL_CUDA_IPC=off",
+                     q, g->cu->error_string(g->recs[q].err));
+    if (!g->err[0] && (!g->whole || g->a.rank == 0)) /* on one GPU only rank 0 touches the peers' buffers */
+        map_peers(g);
+}
+
 /* Round 3: map the peers' buffers, run this rank's kernels and wait for them. */
 static gcoll_status_t step_run(void *state, int *done)
 {
@@ -404,15 +415,7 @@ static gcoll_status_t step_run(void *state, int *done)
     GCOLL_CU(g->cu->set_device(g->device), "set device");
     if (!g->launched) {
         g->launched = 1;
-        g->whole = one_gpu(g);
-        for (int q = 0; q < g->a.size && !g->err[0]; q++) /* every rank names an export that failed */
-            if (g->recs[q].err)
-                snprintf(g->err, sizeof(g->err),
-                         "rank %d could not export its buffer for CUDA IPC (%s): "
-                         "cudaMallocAsync pools and VMM memory have none; GCOLL_CUDA_IPC=off",
-                         q, g->cu->error_string(g->recs[q].err));
-        if (!g->err[0] && (!g->whole || g->a.rank == 0)) /* on one GPU only rank 0 touches the peers' buffers */
-            map_peers(g);
+        gcoll__ipc_map(g);
         if (!g->err[0]) {
             gcoll_status_t st = launch(g);
             if (st == GCOLL_SUCCESS)
@@ -468,7 +471,7 @@ static gcoll_status_t step_finish(void *state, int *done)
     return GCOLL_SUCCESS;
 }
 
-static void ipc_who(void *state, char *buf, size_t len)
+void gcoll__ipc_who(void *state, char *buf, size_t len)
 {
     ipc_t *g = state;
     snprintf(buf, len, "%s", g->launched ? "this rank's CUDA IPC kernels" : "this rank's input on its CUDA stream");
@@ -489,7 +492,9 @@ static void ipc_free(void *arg)
     if (g->ev_done)
         cu->event_destroy(g->ev_done);
     if (g->scratch)
-        cu->dev_free(g->scratch);
+        gcoll__cuda_cached_put(g->scratch);
+    if (g->ext)
+        g->ext_free(g->ext);
     free(g->recs);
     free(g->status);
     free(g->sendp);
@@ -530,14 +535,13 @@ static gcoll_status_t ipc_setup(ipc_t *g, const gcoll_attr_t *attr)
     GCOLL_CU(cu->event_record(g->ev_start, attr ? attr->stream : NULL), "event record");
     GCOLL_CU(cu->stream_wait_event(g->stream, g->ev_start), "stream wait");
     if (a->coll == GCOLL_COLL_ALLTOALL && a->sendbuf == a->recvbuf &&
-        cu->dev_alloc((void **)&g->scratch, a->count * a->esize * p))
+        !(g->scratch = gcoll__cuda_cached_get(g->device, a->count * a->esize * p)))
         return gcoll__error(GCOLL_ERR_NOMEM, "no device memory for %zu bytes of in-place alltoall",
                             a->count * a->esize * p);
     return GCOLL_SUCCESS;
 }
 
-/* A round in which this rank's item of items goes to every peer and theirs come in. */
-static void exchange(gcoll__sched_t *s, const gcoll__coll_args_t *a, void *items, size_t bytes)
+void gcoll__ipc_exchange(gcoll__sched_t *s, const gcoll__coll_args_t *a, void *items, size_t bytes)
 {
     if (a->size == 1)
         return;
@@ -549,8 +553,7 @@ static void exchange(gcoll__sched_t *s, const gcoll__coll_args_t *a, void *items
         }
 }
 
-gcoll_status_t gcoll__cuda_ipc_start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr,
-                                     gcoll_request_t *req)
+gcoll_status_t gcoll__ipc_begin(gcoll__coll_args_t *a, const gcoll_attr_t *attr, ipc_t **out, gcoll__sched_t **sched)
 {
     ipc_t *g = calloc(1, sizeof(*g));
     gcoll__sched_t *s = gcoll__sched_new(a->dtype, a->op, (unsigned)a->size, NULL);
@@ -573,22 +576,39 @@ gcoll_status_t gcoll__cuda_ipc_start(gcoll__coll_args_t *a, gcoll_comm_t comm, c
         gcoll__sched_free(s);
         return st;
     }
-    /* export; the records cross; map and run; the status bytes cross; finish */
     gcoll__sched_round(s);
-    gcoll__sched_custom(s, step_export, ipc_who, g);
+    gcoll__sched_custom(s, step_export, gcoll__ipc_who, g);
     gcoll__sched_custom_local(s);
-    exchange(s, a, g->recs, sizeof(rec_t));
+    gcoll__ipc_exchange(s, a, g->recs, sizeof(rec_t));
+    *out = g;
+    *sched = s;
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll__ipc_end(ipc_t *g, gcoll__sched_t *s, gcoll_comm_t comm, const gcoll_attr_t *attr,
+                              gcoll_request_t *req, const char *algo)
+{
+    gcoll__ipc_exchange(s, &g->a, g->status, 1);
     gcoll__sched_round(s);
-    gcoll__sched_custom(s, step_run, ipc_who, g);
-    gcoll__sched_custom_local(s);
-    exchange(s, a, g->status, 1);
-    gcoll__sched_round(s);
-    gcoll__sched_custom(s, step_finish, ipc_who, g);
+    gcoll__sched_custom(s, step_finish, gcoll__ipc_who, g);
     gcoll__sched_custom_local(s);
     if (s->status != GCOLL_SUCCESS) {
         gcoll__sched_free(s);
         return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");
     }
     gcoll__start_t how = {.wake = 1};
-    return gcoll__request_start(comm, a->coll, "cuda_ipc", s, attr, req, &how);
+    return gcoll__request_start(comm, g->a.coll, algo, s, attr, req, &how);
+}
+
+/* export; the records cross; map and run; the status bytes cross; finish */
+gcoll_status_t gcoll__cuda_ipc_start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr,
+                                     gcoll_request_t *req)
+{
+    ipc_t *g;
+    gcoll__sched_t *s;
+    GCOLL_CHECK(gcoll__ipc_begin(a, attr, &g, &s));
+    gcoll__sched_round(s);
+    gcoll__sched_custom(s, step_run, gcoll__ipc_who, g);
+    gcoll__sched_custom_local(s);
+    return gcoll__ipc_end(g, s, comm, attr, req, "cuda_ipc");
 }

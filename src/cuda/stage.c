@@ -61,72 +61,6 @@ typedef struct {
     int started;
 } stage_t;
 
-/* Staging memory cache: a list of free blocks of pinned host memory (device -1) or of one GPU's
- * memory, each reused for requests up to its size (an allocation costs milliseconds, and freeing
- * device memory waits for the whole GPU). */
-typedef struct cached {
-    struct cached *next;
-    void *p;
-    size_t bytes;
-    int device, busy;
-} cached_t;
-static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static cached_t *cache;
-
-static void *cached_get(int device, size_t bytes)
-{
-    const gcoll__cuda_ops_t *cu = gcoll__cuda_get();
-    cached_t *best = NULL;
-    pthread_mutex_lock(&cache_lock);
-    for (cached_t *b = cache; b; b = b->next)
-        if (!b->busy && b->device == device && b->bytes >= bytes && (!best || b->bytes < best->bytes))
-            best = b;
-    if (best)
-        best->busy = 1;
-    pthread_mutex_unlock(&cache_lock);
-    if (best)
-        return best->p;
-    cached_t *b = calloc(1, sizeof(*b));
-    if (!b || (device < 0 ? cu->host_alloc(&b->p, bytes) : cu->dev_alloc(&b->p, bytes)) != 0) {
-        free(b);
-        return NULL;
-    }
-    b->bytes = bytes;
-    b->device = device;
-    b->busy = 1;
-    pthread_mutex_lock(&cache_lock);
-    b->next = cache;
-    cache = b;
-    pthread_mutex_unlock(&cache_lock);
-    return b->p;
-}
-
-// cppcheck-suppress constParameter ; the buffer goes back to the pool, to be written again
-static void cached_put(void *p)
-{
-    pthread_mutex_lock(&cache_lock);
-    for (cached_t *b = cache; b; b = b->next)
-        if (b->p == p)
-            b->busy = 0;
-    pthread_mutex_unlock(&cache_lock);
-}
-
-void gcoll__cuda_release(void)
-{
-    pthread_mutex_lock(&cache_lock);
-    const gcoll__cuda_ops_t *cu = cache ? gcoll__cuda_get() : NULL; /* no load at all when never used */
-    for (cached_t *b = cache, *n; b; b = n) {
-        n = b->next;
-        if (cu && b->device < 0)
-            cu->host_free(b->p);
-        else if (cu && cu->set_device(b->device) == 0)
-            cu->dev_free(b->p);
-        free(b);
-    }
-    cache = NULL;
-    pthread_mutex_unlock(&cache_lock);
-}
-
 static char *slot_send(const stage_t *g, size_t k)
 {
     return g->pin + (k % STAGE_SLOTS) * (g->slot_send + g->slot_recv);
@@ -381,9 +315,9 @@ static void stage_free(void *arg)
     if (g->s_up)
         cu->stream_destroy(g->s_up);
     if (g->pin)
-        cached_put(g->pin);
+        gcoll__cuda_cached_put(g->pin);
     if (g->dscratch)
-        cached_put(g->dscratch);
+        gcoll__cuda_cached_put(g->dscratch);
     free(g);
 }
 
@@ -598,10 +532,10 @@ static gcoll_status_t stage_setup(stage_t *g, gcoll__coll_args_t *a, const size_
         nrecv = block_stride(g, first.count) * (size_t)a->size;
     g->slot_recv = inplace ? 0 : nrecv * a->esize;
     size_t slots = g->nchunks < STAGE_SLOTS ? g->nchunks : STAGE_SLOTS;
-    if (g->gpu && !(g->dscratch = cached_get(dev, slots * g->slot_recv)))
+    if (g->gpu && !(g->dscratch = gcoll__cuda_cached_get(dev, slots * g->slot_recv)))
         return gcoll__error(GCOLL_ERR_NOMEM, "no device memory for %zu bytes of staging", slots * g->slot_recv);
     size_t pin_bytes = slots * (g->slot_send + g->slot_recv);
-    if (pin_bytes && !(g->pin = cached_get(-1, pin_bytes)))
+    if (pin_bytes && !(g->pin = gcoll__cuda_cached_get(-1, pin_bytes)))
         return gcoll__error(GCOLL_ERR_NOMEM, "no pinned host memory for %zu bytes of staging", pin_bytes);
     g->chunks = calloc(g->nchunks, sizeof(chunk_t));
     if (!g->chunks)

@@ -12,8 +12,10 @@
 
 #include "fake_cuda.h"
 #include "reduce.h"
+#include "dtype.h"
+#include "../collectives/adasum.h"
 
-enum { OP_COPY, OP_REDUCE, OP_WAIT, OP_MULTI };
+enum { OP_COPY, OP_REDUCE, OP_WAIT, OP_MULTI, OP_DOTS, OP_AXPBY };
 
 typedef struct fop {
     struct fop *next;
@@ -28,6 +30,7 @@ typedef struct fop {
     const void *srcs[GCOLL_CUDA_MULTI_MAX];
     int ndst, nsrc;
     unsigned divisor;
+    double ca, cb; /* OP_AXPBY */
 } fop_t;
 
 typedef struct fstream {
@@ -57,6 +60,7 @@ typedef struct {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER, map_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *dev_base, *shadow;
 static int arena_fd;
+static long dots_run;                     /* Adasum dot-product kernels run */
 static size_t arena, used, lib_used;      /* the test's allocations from the bottom, gcoll's from the top */
 static unsigned long long generation = 1; /* fake_reset frees everything: new allocations, new ids */
 static fmap_t *maps;
@@ -164,6 +168,10 @@ long fake_live_streams(void)
 {
     return live(&live_streams);
 }
+long fake_dots_run(void)
+{
+    return live(&dots_run);
+}
 long fake_live_mapped(void)
 {
     pthread_mutex_lock(&map_lock);
@@ -178,6 +186,43 @@ static fstream_t *S(void *s)
 }
 
 static void run_to(fstream_t *s, uint64_t seq);
+
+/* dst = ca a + cb b, each element in double and rounded once, as the GPU kernel does. */
+static void axpby(const fop_t *o)
+{
+    char *d = view(o->dst);
+    const char *a = view(o->a), *b = view(o->b);
+    for (size_t i = 0; i < o->n; i++) {
+        double x, y;
+        switch (o->dtype) {
+        case GCOLL_FLOAT64:
+            memcpy(&x, a + 8 * i, 8);
+            memcpy(&y, b + 8 * i, 8);
+            x = o->ca * x + o->cb * y;
+            memcpy(d + 8 * i, &x, 8);
+            break;
+        case GCOLL_FLOAT32: {
+            float fx, fy;
+            memcpy(&fx, a + 4 * i, 4);
+            memcpy(&fy, b + 4 * i, 4);
+            fx = (float)(o->ca * fx + o->cb * fy);
+            memcpy(d + 4 * i, &fx, 4);
+            break;
+        }
+        default: {
+            uint16_t hx, hy;
+            memcpy(&hx, a + 2 * i, 2);
+            memcpy(&hy, b + 2 * i, 2);
+            int f16 = o->dtype == GCOLL_FLOAT16;
+            float v = (float)(o->ca * (f16 ? gcoll__f16_to_f32(hx) : gcoll__bf16_to_f32(hx)) +
+                              o->cb * (f16 ? gcoll__f16_to_f32(hy) : gcoll__bf16_to_f32(hy)));
+            hx = f16 ? gcoll__f32_to_f16(v) : gcoll__f32_to_bf16(v);
+            memcpy(d + 2 * i, &hx, 2);
+            break;
+        }
+        }
+    }
+}
 
 /* Runs the oldest queued operation of s. */
 static void run_one(fstream_t *s)
@@ -198,6 +243,16 @@ static void run_one(fstream_t *s)
         if (o->on)
             run_to(o->on, o->seq);
         break;
+    case OP_DOTS: { /* gcoll's host kernel over one tensor */
+        dots_run++;
+        size_t off[2] = {0, o->n};
+        gcoll__adasum_shape_t sh = {.dtype = o->dtype, .es = gcoll_dtype_size(o->dtype), .nt = 1, .off = off};
+        double *out = view(o->dst);
+        out[0] = out[1] = out[2] = 0;
+        gcoll__adasum_partials(&sh, view(o->a), view(o->b), 0, o->n, out);
+        break;
+    }
+    case OP_AXPBY: axpby(o); break;
     case OP_MULTI: { /* into a temporary first: a destination may be a source */
         size_t bytes = o->n * gcoll_dtype_size(o->dtype);
         char *t = malloc(bytes ? bytes : 1);
@@ -386,6 +441,23 @@ static int f_reduce_multi(void *const *dst, int ndst, const void *const *src, in
     return 0;
 }
 
+static int f_adasum_dots(const void *a, const void *b, size_t n, int dtype, double *out, void *s)
+{
+    if (dtype != GCOLL_FLOAT16 && dtype != GCOLL_BFLOAT16 && dtype != GCOLL_FLOAT32 && dtype != GCOLL_FLOAT64)
+        return 1; /* cudaErrorInvalidValue */
+    LOCKED(enqueue(s, (fop_t){.kind = OP_DOTS, .dst = out, .a = a, .b = b, .n = n, .dtype = dtype}));
+    return 0;
+}
+
+static int f_scaled_add(void *dst, double ca, const void *a, double cb, const void *b, size_t n, int dtype, void *s)
+{
+    if (dtype != GCOLL_FLOAT16 && dtype != GCOLL_BFLOAT16 && dtype != GCOLL_FLOAT32 && dtype != GCOLL_FLOAT64)
+        return 1;
+    LOCKED(
+        enqueue(s, (fop_t){.kind = OP_AXPBY, .dst = dst, .a = a, .b = b, .n = n, .dtype = dtype, .ca = ca, .cb = cb}));
+    return 0;
+}
+
 /* The whole arena is one allocation, whose id changes with every fake_reset. */
 static int f_ipc_export(const void *p, gcoll__cuda_ipc_handle_t *h, size_t *offset, unsigned long long *id)
 {
@@ -506,4 +578,6 @@ const gcoll__cuda_ops_t fake_cuda_ops = {
     .ipc_close = f_ipc_close,
     .reduce_multi = f_reduce_multi,
     .bus_id = f_bus_id,
+    .adasum_dots = f_adasum_dots,
+    .scaled_add = f_scaled_add,
 };

@@ -10,6 +10,7 @@
 
 #include "harness.h"
 #include "reference.h"
+#include "adasum_ref.h"
 
 static gcoll_comm_t world;
 static struct {
@@ -231,6 +232,47 @@ static void kernels(void)
     free(got);
 }
 
+static double adasum_value(int q, size_t i, void *ctx)
+{
+    gcoll_dtype_t d = *(gcoll_dtype_t *)ctx;
+    char enc[8];
+    ref_encode(d, ((double)ref_hash((uint32_t)q, (uint32_t)i, 91) / 4294967296.0 - 0.5) * 3, enc);
+    return adasum_decode(d, enc);
+}
+
+/* Adasum on device buffers (over CUDA IPC on one host: the tree on the GPU), tensors straddling
+ * the ranks' slices, against the independent reference. */
+static void adasum_dev(gcoll_dtype_t d, size_t cnt, int inplace)
+{
+    int n = h_size;
+    size_t es = gcoll_dtype_size(d), tc[3] = {cnt / 2, 13, cnt - cnt / 2 - 13};
+    char *in = hmalloc(cnt * es), *res = hmalloc(cnt * es);
+    for (size_t i = 0; i < cnt; i++)
+        ref_encode(d, adasum_value(h_rank, i, &d), in + i * es);
+    void *send = dev_copy(in, cnt * es), *recv = inplace ? send : dmalloc(cnt * es);
+    CHECK_OK(gcoll_adasum(send, recv, cnt, d, tc, 3, world));
+    CHECK(rt.memcpy_(res, recv, cnt * es, 4) == 0, "cudaMemcpy to the host");
+    double *init = calloc((size_t)n * (size_t)n, sizeof(double));
+    for (int q = 0; q < n; q++)
+        init[(size_t)q * (size_t)n + (size_t)q] = 1;
+    adasum_ref_t ref;
+    if (!init || adasum_ref_init(&ref, n, n, init, cnt, tc, 3, adasum_value, &d) != 0) {
+        CHECK(0, "adasum %s: the reference is out of memory", gcoll_dtype_name(d));
+    } else {
+        size_t worst = 0;
+        double err = adasum_ref_error(&ref, res, d, &worst), tol = adasum_ref_tolerance(d);
+        CHECK(err <= tol, "adasum %s of %zu on the GPU: tensor %zu is %g off the reference, over %g",
+              gcoll_dtype_name(d), cnt, worst, err, tol);
+        adasum_ref_free(&ref);
+    }
+    if (!inplace)
+        rt.free_(recv);
+    rt.free_(send);
+    free(init);
+    free(in);
+    free(res);
+}
+
 int main(int argc, char **argv)
 {
     world = h_init(&argc, &argv);
@@ -253,5 +295,8 @@ int main(int argc, char **argv)
     movement(1000003);
     stream_order(1 << 20);
     kernels();
+    adasum_dev(GCOLL_FLOAT32, 1000003, 0);
+    adasum_dev(GCOLL_FLOAT16, 100003, 1);
+    adasum_dev(GCOLL_FLOAT64, 4099, 0);
     return h_finish("cuda");
 }

@@ -220,8 +220,8 @@ static double adasum_value(int q, size_t i, void *ctx)
     return adasum_decode(d, enc);
 }
 
-/* Adasum stages the whole buffer (norms span each tensor); halving is flat over the ranks, so the reference is the tree
- * over ranks. */
+/* Adasum with a host algorithm stages the whole buffer (norms span each tensor); halving is flat
+ * over the ranks, so the reference is the tree over ranks. */
 static void adasum(gcoll_dtype_t d)
 {
     int n = h_size;
@@ -234,6 +234,15 @@ static void adasum(gcoll_dtype_t d)
     gcoll_attr_t attr = GCOLL_ATTR_INIT;
     attr.algorithm = "halving";
     gcoll_request_t req;
+    const char *ipc = getenv("GCOLL_CUDA_IPC");
+    if (ipc && strcmp(ipc, "on") == 0) { /* which admits no staging */
+        gcoll_status_t st = gcoll_iadasum(buf, buf, cnt, d, tc, 3, world, &attr, &req);
+        CHECK(st == GCOLL_ERR_UNSUPPORTED && strstr(gcoll_last_error(), "attr->algorithm"),
+              "GCOLL_CUDA_IPC=on, adasum with a host algorithm: %s: %s", gcoll_status_name(st), gcoll_last_error());
+        free(in);
+        free(res);
+        return;
+    }
     CHECK_OK(gcoll_iadasum(buf, buf, cnt, d, tc, 3, world, &attr, &req));
     CHECK_OK(gcoll_wait(&req));
     fake_to_host(res, buf, cnt * es);
@@ -253,6 +262,55 @@ static void adasum(gcoll_dtype_t d)
     free(init);
     free(in);
     free(res);
+}
+
+/* Adasum with the selection's choice: over CUDA IPC on one host, each rank's slice of the tree
+ * computed with the (fake) GPU kernels, or staged where GCOLL_CUDA_IPC=off. Tensors that straddle
+ * the ranks' slices, one tensor, 1 and 0 elements, every floating dtype, in place and not. */
+static void adasum_gpu(gcoll_dtype_t d, size_t cnt, const size_t *tc, size_t nt, int inplace)
+{
+    int n = h_size;
+    size_t es = gcoll_dtype_size(d);
+    char *in = xmalloc(cnt * es + 1), *res = xmalloc(cnt * es + 1);
+    for (size_t i = 0; i < cnt; i++)
+        ref_encode(d, adasum_value(h_rank, i, &d), in + i * es);
+    fake_reset();
+    void *send = dev_copy(in, cnt * es), *recv = inplace ? send : fake_malloc(cnt * es + 1);
+    long dots = fake_dots_run();
+    gcoll_request_t req;
+    CHECK_OK(gcoll_iadasum(send, recv, cnt, d, tc, nt, world, NULL, &req));
+    CHECK_OK(gcoll_wait(&req));
+    const char *ipc = getenv("GCOLL_CUDA_IPC");
+    if (!(ipc && strcmp(ipc, "off") == 0) && h_rank == 0 && n > 1 && cnt > 0) /* rank 0 always has a slice */
+        CHECK(fake_dots_run() > dots, "adasum %s of %zu over CUDA IPC ran no GPU dot-product kernel",
+              gcoll_dtype_name(d), cnt);
+    fake_to_host(res, recv, cnt * es);
+    double *init = calloc((size_t)n * (size_t)n, sizeof(double));
+    for (int q = 0; q < n; q++)
+        init[(size_t)q * (size_t)n + (size_t)q] = 1;
+    adasum_ref_t ref;
+    if (adasum_ref_init(&ref, n, n, init, cnt, tc, nt, adasum_value, &d) != 0) {
+        CHECK(0, "adasum %s: the reference is out of memory", gcoll_dtype_name(d));
+    } else {
+        size_t worst = 0;
+        double err = cnt ? adasum_ref_error(&ref, res, d, &worst) : 0, tol = adasum_ref_tolerance(d);
+        CHECK(err <= tol, "adasum %s of %zu (%s) on the device: tensor %zu is %g off the reference, over %g",
+              gcoll_dtype_name(d), cnt, inplace ? "in place" : "apart", worst, err, tol);
+        adasum_ref_free(&ref);
+    }
+    free(init);
+    free(in);
+    free(res);
+}
+
+static void adasum_gpu_cases(void)
+{
+    static const size_t tc[3] = {1000, 7, 2993};
+    adasum_gpu(GCOLL_FLOAT32, 4000, tc, 3, 1);
+    adasum_gpu(GCOLL_FLOAT16, 4000, tc, 3, 0);
+    adasum_gpu(GCOLL_FLOAT64, 100003, NULL, 0, 0);
+    adasum_gpu(GCOLL_BFLOAT16, 1, NULL, 1, 1);
+    adasum_gpu(GCOLL_FLOAT32, 0, NULL, 0, 0);
 }
 
 /* The gradient session with its sets' gradients in device memory, two iterations. */
@@ -387,6 +445,7 @@ static void all_cases(void)
     stream_order();
     adasum(GCOLL_FLOAT32);
     adasum(GCOLL_BFLOAT16);
+    adasum_gpu_cases();
     reduce_local();
     session();
 }
