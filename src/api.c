@@ -133,10 +133,12 @@ static gcoll_status_t start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcol
 {
     GCOLL_CHECK(apply_compress(a, attr));
     if (staged(a, attr)) {
-        /* the staged chunks would each pick their own top k, and its 2-rank path has no wire format */
-        if (a->compress != GCOLL_COMPRESS_NONE)
+        /* the staged chunks would each pick their own top k; fp16/bf16 run uncompressed over CUDA
+         * IPC (no wire to save: exact, within the bound) and as the host's compressed algorithms
+         * on the staged chunks */
+        if (a->compress == GCOLL_COMPRESS_TOPK)
             return gcoll__error(GCOLL_ERR_UNSUPPORTED,
-                                "attr->compress: not with device buffers or a CUDA stream "
+                                "attr->compress: top-k not with device buffers or a CUDA stream "
                                 "(docs/cuda.md)");
         const char *why;
         if (gcoll__cuda_ipc_eligible(a, comm, attr, &why))

@@ -350,7 +350,8 @@ static void extents(const gcoll__coll_args_t *a, size_t *nsend, size_t *nrecv)
         *nsend = *nrecv = 0;
 }
 
-/* Whether a reduces on the GPU: an allreduce (not Adasum) or a reduce_scatter cut by block, of
+/* Whether a reduces on the GPU: an allreduce (not Adasum, not compressed: the host's compressed
+ * algorithms carry the 16-bit wire format) or a reduce_scatter cut by block, of
  * two ranks or of a send buffer of GCOLL_CUDA_REDUCE_MIN bytes, both buffers on the device, the
  * kernels library there, not on one host's node channel (where a peer with host buffers runs a node-channel algorithm that would never
  * read this path's messages: the host algorithms on the staged chunks compare descriptors on the
@@ -360,7 +361,7 @@ static int gpu_reduce(const stage_t *g, const gcoll__coll_args_t *a)
     int dev;
     size_t nsend, nrecv;
     extents(a, &nsend, &nrecv);
-    return ((a->coll == GCOLL_COLL_ALLREDUCE && a->op != GCOLL_ADASUM) ||
+    return ((a->coll == GCOLL_COLL_ALLREDUCE && a->op != GCOLL_ADASUM && a->compress == GCOLL_COMPRESS_NONE) ||
             (a->coll == GCOLL_COLL_REDUCE_SCATTER && blockwise(a))) &&
         a->size >= 2 && !a->shm && g->cu->reduce_multi && a->count && g->cu->is_device(a->sendbuf, &dev) &&
         g->cu->is_device(a->recvbuf, &dev) && (a->size == 2 || nsend * a->esize >= gcoll__config.cuda_reduce_min);

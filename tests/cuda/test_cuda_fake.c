@@ -199,13 +199,14 @@ static void stream_order(void)
     CHECK(fake_cuda_ops.memcpy_async(buf, in, bytes, NULL) == 0, "queue the input copy on the default stream");
     CHECK_OK(gcoll_allreduce(buf, buf, big, GCOLL_FLOAT32, GCOLL_SUM, world));
     check_dev(buf, exp, big, 4, "allreduce ordered after the default stream");
-    /* compression is refused on device buffers, saying so, and nothing starts */
+    /* top-k is refused on device buffers, saying so, and nothing starts */
     attr.stream = NULL;
-    attr.compress = GCOLL_COMPRESS_FP16;
+    attr.compress = GCOLL_COMPRESS_TOPK;
+    attr.topk_density = 0.1;
     req = NULL;
     CHECK(gcoll_iallreduce(buf, buf, big, GCOLL_FLOAT32, GCOLL_SUM, world, &attr, &req) == GCOLL_ERR_UNSUPPORTED &&
               strstr(gcoll_last_error(), "attr->compress") && !req,
-          "compression on a device buffer: %s", gcoll_last_error());
+          "top-k on a device buffer: %s", gcoll_last_error());
     fake_cuda_ops.stream_destroy(s);
     free(in);
     free(exp);
@@ -218,6 +219,40 @@ static double adasum_value(int q, size_t i, void *ctx)
     char enc[8];
     ref_encode(d, ((double)ref_hash((uint32_t)q, (uint32_t)i, 77) / 4294967296.0 - 0.5) * 3, enc);
     return adasum_decode(d, enc);
+}
+
+/* fp16/bf16 compression of device buffers: over CUDA IPC nothing crosses a wire and the sum is
+ * exact; staged, the chunks cross in the 16-bit format. The inputs'
+ * sums are exact in either format, so the result is the reference's bits. */
+static void compressed(void)
+{
+    size_t cnt = big, bytes = cnt * 4;
+    float *in = xmalloc(bytes), *exp = xmalloc(bytes);
+    ref_fill_values(in, cnt, h_rank, GCOLL_FLOAT32, GCOLL_SUM);
+    ref_fill_expected(exp, 0, cnt, GCOLL_FLOAT32, GCOLL_SUM, h_size);
+    fake_reset();
+    void *src = dev_copy(in, bytes), *dst = fake_malloc(bytes);
+    static const gcoll_compress_t cs[] = {GCOLL_COMPRESS_FP16, GCOLL_COMPRESS_BF16};
+    for (int k = 0; k < 2; k++) {
+        gcoll_attr_t attr = GCOLL_ATTR_INIT;
+        attr.compress = cs[k];
+        gcoll_request_t req;
+        unsigned long long b0 = 0, b1 = 0;
+        CHECK_OK(gcoll_comm_bytes_sent(world, &b0));
+        CHECK_OK(gcoll_iallreduce(k ? dst : src, dst, cnt, GCOLL_FLOAT32, GCOLL_SUM, world, &attr, &req));
+        CHECK_OK(gcoll_wait(&req));
+        CHECK_OK(gcoll_comm_bytes_sent(world, &b1));
+        check_dev(dst, exp, cnt, 4, k ? "bf16-compressed allreduce in place" : "fp16-compressed allreduce");
+        /* a ring or Rabenseifner allreduce sends 2 (n - 1) / n of the elements, here 2 bytes each;
+         * Rabenseifner's ranks past a power of two first send the whole vector */
+        size_t n = (size_t)h_size, wire = ((n & (n - 1)) ? 3 * cnt * 2 : 2 * (n - 1) * cnt * 2 / n) + 64 * n;
+        CHECK(b1 - b0 <= wire, "compressed allreduce of %zu elements sent %llu bytes, over %zu", cnt,
+              b1 - b0, wire);
+        if (k == 0)
+            fake_to_device(dst, in, bytes);
+    }
+    free(in);
+    free(exp);
 }
 
 /* Adasum with a host algorithm stages the whole buffer (norms span each tensor); halving is flat
@@ -446,6 +481,7 @@ static void all_cases(void)
     adasum(GCOLL_FLOAT32);
     adasum(GCOLL_BFLOAT16);
     adasum_gpu_cases();
+    compressed();
     reduce_local();
     session();
 }
