@@ -246,8 +246,7 @@ static void compressed(void)
         /* a ring or Rabenseifner allreduce sends 2 (n - 1) / n of the elements, here 2 bytes each;
          * Rabenseifner's ranks past a power of two first send the whole vector */
         size_t n = (size_t)h_size, wire = ((n & (n - 1)) ? 3 * cnt * 2 : 2 * (n - 1) * cnt * 2 / n) + 64 * n;
-        CHECK(b1 - b0 <= wire, "compressed allreduce of %zu elements sent %llu bytes, over %zu", cnt,
-              b1 - b0, wire);
+        CHECK(b1 - b0 <= wire, "compressed allreduce of %zu elements sent %llu bytes, over %zu", cnt, b1 - b0, wire);
         if (k == 0)
             fake_to_device(dst, in, bytes);
     }
