@@ -343,7 +343,7 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen
             o->baseline_nccl = 2;
         o->baseline_on = o->baseline_nccl != 0;
     }
-    if (o->device && o->compress_set)
-        return fail(err, errlen, "--compress does not apply with -d cuda: gcoll refuses compression on device buffers");
+    if (o->device && o->compress == GCOLL_COMPRESS_TOPK)
+        return fail(err, errlen, "--compress topk does not apply with -d cuda: gcoll refuses top-k on device buffers");
     return check_applicable(o, seen, err, errlen);
 }

@@ -52,6 +52,9 @@ typedef struct gcoll__cuda_ops {
      * memory) become a.b, a.a, b.b; dst = ca a + cb b (dst may be a or b). */
     int (*adasum_dots)(const void *a, const void *b, size_t n, int dtype, double *out, void *stream);
     int (*scaled_add)(void *dst, double ca, const void *a, double cb, const void *b, size_t n, int dtype, void *stream);
+    /* dst = src converted from src_dtype to dst_dtype, round to nearest even: fp32 to or from fp16
+     * or bf16 (compression's wire formats); NULL when libgcoll_cuda.so is missing. */
+    int (*convert)(void *dst, int dst_dtype, const void *src, int src_dtype, size_t n, void *stream);
 } gcoll__cuda_ops_t;
 
 /* The table in use: NULL when there is no CUDA (decided once, on first use). */

@@ -1,7 +1,7 @@
 // Device kernels for libgcoll_cuda.so, which libgcoll loads with dlopen (src/cuda/loader.c):
 // elementwise reduction (sum, prod, min, max) and the AVG division for fp32, fp64, fp16 and bf16,
-// the many-buffer reduction of the CUDA IPC path (every dtype), and Adasum's per-tensor dot/norms
-// (accumulated in double) and scaled add. The entry points are C functions returning a cudaError_t.
+// the many-buffer reduction of the CUDA IPC path (every dtype), Adasum's per-tensor dot/norms
+// (accumulated in double) and scaled add, and compression's fp32 <-> fp16/bf16 conversion. The entry points are C functions returning a cudaError_t.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -205,6 +205,33 @@ template <typename T> static int reduce_t(void *dst, const void *a, const void *
     case GCOLL_BFLOAT16: return F(__nv_bfloat16); \
     default: return cudaErrorInvalidValue;        \
     }
+
+// dst[i] = src[i] in another format, rounding to nearest even: fp32 to or from fp16 or bf16.
+template <typename D, typename S> __global__ void convert_kernel(D *dst, const S *src, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = conv<D>::out(conv<S>::in(src[i]));
+}
+
+// Compression's wire formats: fp32 to fp16 or bf16 and back; any other pair is refused.
+GCOLL_CUDA_EXPORT int gcoll_cuda_kernel_convert(void *dst, int dst_dtype, const void *src, int src_dtype, size_t n,
+                                                void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    if (n == 0)
+        return cudaSuccess;
+    if (src_dtype == GCOLL_FLOAT32 && dst_dtype == GCOLL_FLOAT16)
+        convert_kernel<__half, float><<<blocks(n), 256, 0, s>>>((__half *)dst, (const float *)src, n);
+    else if (src_dtype == GCOLL_FLOAT32 && dst_dtype == GCOLL_BFLOAT16)
+        convert_kernel<__nv_bfloat16, float><<<blocks(n), 256, 0, s>>>((__nv_bfloat16 *)dst, (const float *)src, n);
+    else if (src_dtype == GCOLL_FLOAT16 && dst_dtype == GCOLL_FLOAT32)
+        convert_kernel<float, __half><<<blocks(n), 256, 0, s>>>((float *)dst, (const __half *)src, n);
+    else if (src_dtype == GCOLL_BFLOAT16 && dst_dtype == GCOLL_FLOAT32)
+        convert_kernel<float, __nv_bfloat16><<<blocks(n), 256, 0, s>>>((float *)dst, (const __nv_bfloat16 *)src, n);
+    else
+        return cudaErrorInvalidValue;
+    return cudaGetLastError();
+}
 
 GCOLL_CUDA_EXPORT int gcoll_cuda_kernel_reduce(void *dst, const void *a, const void *b, size_t n, int dtype, int op,
                                                void *stream){

@@ -174,6 +174,7 @@ static void load_kernels(void)
     *(void **)&real.reduce_multi = dlsym(h, "gcoll_cuda_kernel_reduce_multi");
     *(void **)&real.adasum_dots = dlsym(h, "gcoll_cuda_kernel_adasum_dots");
     *(void **)&real.scaled_add = dlsym(h, "gcoll_cuda_kernel_scaled_add");
+    *(void **)&real.convert = dlsym(h, "gcoll_cuda_kernel_convert");
 }
 
 static const gcoll__cuda_ops_t *load_real(void)

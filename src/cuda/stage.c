@@ -42,8 +42,13 @@ typedef struct {
     char *pin;                   /* STAGE_SLOTS slots of slot_send + slot_recv bytes */
     size_t slot_send, slot_recv; /* slot_recv 0: in place, the send part holds both */
     char *dscratch;              /* GPU reduction: a device slot per pinned slot, for the peers' blocks */
-    int gpu;                     /* GPU reduction: blocks exchanged and reduced by the kernel, not the host */
-    int whole;                   /* GPU reduction of two ranks' allreduce: each reduces the whole chunk */
+    size_t dslot;                /* its bytes: the blocks as they crossed; compressed, also as fp32, and
+                                  * this rank's send chunk in the wire format */
+    int wire;                    /* GPU reduction, compressed: the blocks cross as wdt, wsize bytes each */
+    gcoll_dtype_t wdt;
+    size_t wsize; /* bytes of an element in the pinned slots (esize, or the wire's) */
+    int gpu;      /* GPU reduction: blocks exchanged and reduced by the kernel, not the host */
+    int whole;    /* GPU reduction of two ranks' allreduce: each reduces the whole chunk */
     int rank, size;
     gcoll__coll_t coll;
     gcoll_dtype_t dtype;
@@ -71,7 +76,16 @@ static char *slot_recv(const stage_t *g, size_t k)
 }
 static char *slot_dev(const stage_t *g, size_t k)
 {
-    return g->dscratch + (k % STAGE_SLOTS) * g->slot_recv;
+    return g->dscratch + (k % STAGE_SLOTS) * g->dslot;
+}
+/* Compressed: the device slot's blocks as fp32, and this rank's send chunk in the wire format. */
+static char *slot_dev32(const stage_t *g, size_t k)
+{
+    return slot_dev(g, k) + g->slot_recv;
+}
+static char *slot_devw(const stage_t *g, size_t k)
+{
+    return slot_dev32(g, k) + g->slot_recv / g->wsize * g->esize;
 }
 
 /* Queues a chunk's copy of bytes: one range, or (blocked) its range of each of the nblocks
@@ -96,14 +110,47 @@ static size_t blk_len(const stage_t *g, const chunk_t *c, int q)
     size_t lo = (size_t)q * c->bs;
     return lo >= c->n ? 0 : c->n - lo < c->bs ? c->n - lo : c->bs;
 }
-/* GPU reduction: where rank q's block sits in the receive and device slots, and in the chunk. */
+/* GPU reduction: where rank q's block sits in the chunk (and in the fp32 device slot), and in
+ * the pinned and device slots, whose elements are the wire's where compressed. */
 static size_t blk_off(const stage_t *g, const chunk_t *c, int q)
 {
     return (size_t)q * c->bs * g->esize;
 }
+static size_t wblk_off(const stage_t *g, const chunk_t *c, int q)
+{
+    return (size_t)q * c->bs * g->wsize;
+}
+/* ... and where its data sits in this rank's send slot (whole: the chunk is one block). */
+static size_t wdata_off(const stage_t *g, const chunk_t *c, int q)
+{
+    return g->whole ? 0 : wblk_off(g, c, q);
+}
 static size_t data_off(const stage_t *g, const chunk_t *c, int q)
 {
     return g->whole ? 0 : blk_off(g, c, q);
+}
+
+/* Compressed: n elements of fp32 at src into the wire format at dst, or back (up). */
+static gcoll_status_t convert(const stage_t *g, void *dst, const void *src, size_t n, int up, void *stream)
+{
+    GCOLL_CU(g->cu->convert(dst, up ? GCOLL_FLOAT32 : (int)g->wdt, src, up ? (int)g->wdt : GCOLL_FLOAT32, n, stream),
+             "conversion kernel");
+    return GCOLL_SUCCESS;
+}
+
+/* Peer q's block of chunk k (n elements) up from the pinned slot; compressed, converted to fp32
+ * at dst (else copied there). */
+static gcoll_status_t block_up(stage_t *g, size_t k, int q, size_t n, void *dst)
+{
+    const chunk_t *c = &g->chunks[k];
+    const char *from = slot_recv(g, k) + wblk_off(g, c, q);
+    if (!g->wire) {
+        GCOLL_CU(g->cu->memcpy_async(dst, from, n * g->esize, g->s_up), "copy to device");
+        return GCOLL_SUCCESS;
+    }
+    char *w = slot_dev(g, k) + wblk_off(g, c, q);
+    GCOLL_CU(g->cu->memcpy_async(w, from, n * g->wsize, g->s_up), "copy to device");
+    return convert(g, dst, w, n, 1, g->s_up);
 }
 /* Whether the reduced blocks cross in a second round: an allreduce's, unless each reduces all. */
 static int two_rounds(const stage_t *g)
@@ -122,16 +169,19 @@ static gcoll_status_t reduce_block(stage_t *g, size_t k)
     const char *own =
         ar ? g->sendbuf + c->send_off + off : g->sendbuf + (size_t)g->rank * g->count * g->esize + c->send_off;
     void *dst = ar ? g->recvbuf + c->recv_off + off : g->recvbuf + c->recv_off;
+    char *dev = g->wire ? slot_dev32(g, k) : slot_dev(g, k);
     if (n) {
         const void *src[GCOLL_CUDA_MULTI_MAX];
         int nsrc = 1;
+        if (g->wire && g->whole) { /* both ranks add the operands as they crossed: the same bits */
+            GCOLL_CHECK(convert(g, dev + blk_off(g, c, g->rank), slot_devw(g, k), n, 1, g->s_up));
+            own = dev + blk_off(g, c, g->rank);
+        }
         src[0] = own;
         for (int i = 1; i < g->size; i++) {
             int q = (g->rank + i) % g->size;
-            GCOLL_CU(g->cu->memcpy_async(slot_dev(g, k) + blk_off(g, c, q), slot_recv(g, k) + blk_off(g, c, q),
-                                         n * g->esize, g->s_up),
-                     "copy to device");
-            src[nsrc++] = slot_dev(g, k) + blk_off(g, c, q);
+            GCOLL_CHECK(block_up(g, k, q, n, dev + blk_off(g, c, q)));
+            src[nsrc++] = dev + blk_off(g, c, q);
             if (nsrc == GCOLL_CUDA_MULTI_MAX || i == g->size - 1) {
                 /* AVG sums in every pass and divides in the last */
                 unsigned div = g->op == GCOLL_AVG && i == g->size - 1 ? (unsigned)g->size : 1;
@@ -141,8 +191,15 @@ static gcoll_status_t reduce_block(stage_t *g, size_t k)
                 nsrc = 1;
             }
         }
-        if (two)
+        if (two && g->wire) { /* rounded to the wire format here too, so that every rank holds its bits */
+            char *w = slot_devw(g, k) + wblk_off(g, c, g->rank);
+            GCOLL_CHECK(convert(g, w, dst, n, 0, g->s_up));
+            GCOLL_CHECK(convert(g, dst, w, n, 1, g->s_up));
+            GCOLL_CU(g->cu->memcpy_async(slot_send(g, k) + wdata_off(g, c, g->rank), w, n * g->wsize, g->s_up),
+                     "copy to host");
+        } else if (two) {
             GCOLL_CU(g->cu->memcpy_async(slot_send(g, k) + off, dst, n * g->esize, g->s_up), "copy to host");
+        }
     }
     GCOLL_CU(g->cu->event_record(two ? c->ev_mid : c->ev_up, g->s_up), "event record");
     return GCOLL_SUCCESS;
@@ -155,9 +212,7 @@ static gcoll_status_t gather_up(stage_t *g, size_t k)
     for (int q = 0; q < g->size; q++) {
         size_t n = blk_len(g, c, q);
         if (q != g->rank && n)
-            GCOLL_CU(g->cu->memcpy_async(g->recvbuf + c->recv_off + blk_off(g, c, q),
-                                         slot_recv(g, k) + blk_off(g, c, q), n * g->esize, g->s_up),
-                     "copy to device");
+            GCOLL_CHECK(block_up(g, k, q, n, g->recvbuf + c->recv_off + blk_off(g, c, q)));
     }
     GCOLL_CU(g->cu->event_record(c->ev_up, g->s_up), "event record");
     return GCOLL_SUCCESS;
@@ -180,10 +235,14 @@ static gcoll_status_t chunk_step(stage_t *g, size_t k, int *moved)
     case CH_IDLE: /* chunks start in order, each once the chunk before it on its slot is done */
         if (k != g->next || (k >= STAGE_SLOTS && g->chunks[k - STAGE_SLOTS].state != CH_DONE))
             return GCOLL_SUCCESS;
-        if (c->down) {
+        if (c->down && g->wire) { /* converted on the GPU: half the bytes cross PCIe */
+            GCOLL_CHECK(convert(g, slot_devw(g, k), g->sendbuf + c->send_off, c->n, 0, g->s_down));
+            GCOLL_CU(g->cu->memcpy_async(slot_send(g, k), slot_devw(g, k), c->n * g->wsize, g->s_down), "copy to host");
+        } else if (c->down) {
             GCOLL_CHECK(copy(g, slot_send(g, k), g->sendbuf + c->send_off, c->send_bytes, g->blk_send, 0, g->s_down));
-            GCOLL_CU(g->cu->event_record(c->ev_down, g->s_down), "event record");
         }
+        if (c->down)
+            GCOLL_CU(g->cu->event_record(c->ev_down, g->s_down), "event record");
         g->next++;
         c->state = CH_DOWN;
         *moved = 1;
@@ -350,8 +409,8 @@ static void extents(const gcoll__coll_args_t *a, size_t *nsend, size_t *nrecv)
         *nsend = *nrecv = 0;
 }
 
-/* Whether a reduces on the GPU: an allreduce (not Adasum, not compressed: the host's compressed
- * algorithms carry the 16-bit wire format) or a reduce_scatter cut by block, of
+/* Whether a reduces on the GPU: an allreduce (not Adasum; compressed, where the kernels library
+ * converts) or a reduce_scatter cut by block, of
  * two ranks or of a send buffer of GCOLL_CUDA_REDUCE_MIN bytes, both buffers on the device, the
  * kernels library there, not on one host's node channel (where a peer with host buffers runs a node-channel algorithm that would never
  * read this path's messages: the host algorithms on the staged chunks compare descriptors on the
@@ -361,7 +420,8 @@ static int gpu_reduce(const stage_t *g, const gcoll__coll_args_t *a)
     int dev;
     size_t nsend, nrecv;
     extents(a, &nsend, &nrecv);
-    return ((a->coll == GCOLL_COLL_ALLREDUCE && a->op != GCOLL_ADASUM && a->compress == GCOLL_COMPRESS_NONE) ||
+    return ((a->coll == GCOLL_COLL_ALLREDUCE && a->op != GCOLL_ADASUM &&
+             (a->compress == GCOLL_COMPRESS_NONE || g->cu->convert)) ||
             (a->coll == GCOLL_COLL_REDUCE_SCATTER && blockwise(a))) &&
         a->size >= 2 && !a->shm && g->cu->reduce_multi && a->count && g->cu->is_device(a->sendbuf, &dev) &&
         g->cu->is_device(a->recvbuf, &dev) && (a->size == 2 || nsend * a->esize >= gcoll__config.cuda_reduce_min);
@@ -393,9 +453,9 @@ static gcoll__sched_t *exchange(const stage_t *g, const gcoll__coll_args_t *a, s
         int to = (g->rank + i) % g->size, from = (g->rank - i + g->size) % g->size;
         size_t nto = reduced ? mine : blk_len(g, c, to), nfrom = reduced ? blk_len(g, c, from) : mine;
         if (nto)
-            gcoll__sched_send(s, to, slot_send(g, k) + data_off(g, c, reduced ? g->rank : to), nto * g->esize);
+            gcoll__sched_send(s, to, slot_send(g, k) + wdata_off(g, c, reduced ? g->rank : to), nto * g->wsize);
         if (nfrom)
-            gcoll__sched_recv(s, from, slot_recv(g, k) + blk_off(g, c, from), nfrom * g->esize);
+            gcoll__sched_recv(s, from, slot_recv(g, k) + wblk_off(g, c, from), nfrom * g->wsize);
     }
     if (s->status != GCOLL_SUCCESS) {
         gcoll__sched_free(s);
@@ -528,13 +588,17 @@ static gcoll_status_t stage_setup(stage_t *g, gcoll__coll_args_t *a, const size_
     first.count = a->count < per ? a->count : per;
     extents(&first, &nsend, &nrecv);
     int inplace = a->sendbuf == a->recvbuf && !g->gpu; /* one slot, as large as the larger side */
-    g->slot_send = (inplace && nrecv > nsend ? nrecv : nsend) * a->esize;
+    g->wire = g->gpu && a->compress != GCOLL_COMPRESS_NONE;
+    g->wdt = a->compress == GCOLL_COMPRESS_FP16 ? GCOLL_FLOAT16 : GCOLL_BFLOAT16;
+    g->wsize = g->wire ? gcoll_dtype_size(g->wdt) : a->esize;
+    g->slot_send = (inplace && nrecv > nsend ? nrecv : nsend) * g->wsize;
     if (g->gpu) /* this rank's block arrives from every rank */
         nrecv = block_stride(g, first.count) * (size_t)a->size;
-    g->slot_recv = inplace ? 0 : nrecv * a->esize;
+    g->slot_recv = inplace ? 0 : nrecv * g->wsize;
+    g->dslot = g->slot_recv + (g->wire ? nrecv * a->esize + g->slot_send : 0);
     size_t slots = g->nchunks < STAGE_SLOTS ? g->nchunks : STAGE_SLOTS;
-    if (g->gpu && !(g->dscratch = gcoll__cuda_cached_get(dev, slots * g->slot_recv)))
-        return gcoll__error(GCOLL_ERR_NOMEM, "no device memory for %zu bytes of staging", slots * g->slot_recv);
+    if (g->gpu && !(g->dscratch = gcoll__cuda_cached_get(dev, slots * g->dslot)))
+        return gcoll__error(GCOLL_ERR_NOMEM, "no device memory for %zu bytes of staging", slots * g->dslot);
     size_t pin_bytes = slots * (g->slot_send + g->slot_recv);
     if (pin_bytes && !(g->pin = gcoll__cuda_cached_get(-1, pin_bytes)))
         return gcoll__error(GCOLL_ERR_NOMEM, "no pinned host memory for %zu bytes of staging", pin_bytes);

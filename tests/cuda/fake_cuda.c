@@ -15,7 +15,7 @@
 #include "dtype.h"
 #include "../collectives/adasum.h"
 
-enum { OP_COPY, OP_REDUCE, OP_WAIT, OP_MULTI, OP_DOTS, OP_AXPBY };
+enum { OP_COPY, OP_REDUCE, OP_WAIT, OP_MULTI, OP_DOTS, OP_AXPBY, OP_CONVERT };
 
 typedef struct fop {
     struct fop *next;
@@ -31,6 +31,7 @@ typedef struct fop {
     int ndst, nsrc;
     unsigned divisor;
     double ca, cb; /* OP_AXPBY */
+    int to;        /* OP_CONVERT: dst's dtype (dtype: src's) */
 } fop_t;
 
 typedef struct fstream {
@@ -60,7 +61,7 @@ typedef struct {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER, map_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *dev_base, *shadow;
 static int arena_fd;
-static long dots_run;                     /* Adasum dot-product kernels run */
+static long dots_run, converts_run;       /* Adasum dot-product and conversion kernels run */
 static size_t arena, used, lib_used;      /* the test's allocations from the bottom, gcoll's from the top */
 static unsigned long long generation = 1; /* fake_reset frees everything: new allocations, new ids */
 static fmap_t *maps;
@@ -172,6 +173,10 @@ long fake_dots_run(void)
 {
     return live(&dots_run);
 }
+long fake_converts_run(void)
+{
+    return live(&converts_run);
+}
 long fake_live_mapped(void)
 {
     pthread_mutex_lock(&map_lock);
@@ -224,6 +229,26 @@ static void axpby(const fop_t *o)
     }
 }
 
+/* dst = src in the other format, with gcoll's scalar conversions (round to nearest even). */
+static void convert(const fop_t *o)
+{
+    for (size_t i = 0; i < o->n; i++) {
+        char *d = (char *)view(o->dst) + i * gcoll_dtype_size(o->to);
+        const char *x = (const char *)view(o->a) + i * gcoll_dtype_size(o->dtype);
+        float f;
+        uint16_t h;
+        if (o->to == GCOLL_FLOAT32) {
+            memcpy(&h, x, 2);
+            f = o->dtype == GCOLL_FLOAT16 ? gcoll__f16_to_f32(h) : gcoll__bf16_to_f32(h);
+            memcpy(d, &f, 4);
+        } else {
+            memcpy(&f, x, 4);
+            h = o->to == GCOLL_FLOAT16 ? gcoll__f32_to_f16(f) : gcoll__f32_to_bf16(f);
+            memcpy(d, &h, 2);
+        }
+    }
+}
+
 /* Runs the oldest queued operation of s. */
 static void run_one(fstream_t *s)
 {
@@ -253,6 +278,10 @@ static void run_one(fstream_t *s)
         break;
     }
     case OP_AXPBY: axpby(o); break;
+    case OP_CONVERT:
+        converts_run++;
+        convert(o);
+        break;
     case OP_MULTI: { /* into a temporary first: a destination may be a source */
         size_t bytes = o->n * gcoll_dtype_size(o->dtype);
         char *t = malloc(bytes ? bytes : 1);
@@ -458,6 +487,15 @@ static int f_scaled_add(void *dst, double ca, const void *a, double cb, const vo
     return 0;
 }
 
+static int f_convert(void *dst, int to, const void *src, int from, size_t n, void *s)
+{
+    int half = from == GCOLL_FLOAT16 || from == GCOLL_BFLOAT16, half_to = to == GCOLL_FLOAT16 || to == GCOLL_BFLOAT16;
+    if (!((from == GCOLL_FLOAT32 && half_to) || (half && to == GCOLL_FLOAT32)))
+        return 1; /* cudaErrorInvalidValue */
+    LOCKED(enqueue(s, (fop_t){.kind = OP_CONVERT, .dst = dst, .a = src, .n = n, .dtype = from, .to = to}));
+    return 0;
+}
+
 /* The whole arena is one allocation, whose id changes with every fake_reset. */
 static int f_ipc_export(const void *p, gcoll__cuda_ipc_handle_t *h, size_t *offset, unsigned long long *id)
 {
@@ -580,4 +618,5 @@ const gcoll__cuda_ops_t fake_cuda_ops = {
     .bus_id = f_bus_id,
     .adasum_dots = f_adasum_dots,
     .scaled_add = f_scaled_add,
+    .convert = f_convert,
 };

@@ -24,7 +24,8 @@ void fake_to_host(void *host, const void *dev, size_t bytes);
 /* Resources created and not destroyed: pinned blocks, events, streams, peers' arenas mapped. */
 long fake_live_pinned(void), fake_live_events(void), fake_live_streams(void), fake_live_device(void),
     fake_live_mapped(void);
-/* Adasum dot-product kernels run so far (which tells the GPU's Adasum from the host's). */
-long fake_dots_run(void);
+/* Adasum dot-product and fp32 <-> fp16/bf16 conversion kernels run so far (which tell the GPU's
+ * Adasum and compression from the host's). */
+long fake_dots_run(void), fake_converts_run(void);
 
 #endif

@@ -232,6 +232,30 @@ static void kernels(void)
     free(got);
 }
 
+/* fp16/bf16 compression on device buffers, of inputs whose sums are exact in either format, so
+ * the result is the reference's bits on every path (IPC: exact; staged: the 16-bit wire,
+ * converted on the GPU where the chunks reduce there). */
+static void compressed(size_t cnt)
+{
+    size_t bytes = cnt * 4;
+    float *in = hmalloc(bytes), *exp = hmalloc(bytes);
+    ref_fill_values(in, cnt, h_rank, GCOLL_FLOAT32, GCOLL_SUM);
+    ref_fill_expected(exp, 0, cnt, GCOLL_FLOAT32, GCOLL_SUM, h_size);
+    void *src = dev_copy(in, bytes), *dst = dmalloc(bytes);
+    for (int k = 0; k < 2; k++) {
+        gcoll_attr_t attr = GCOLL_ATTR_INIT;
+        attr.compress = k ? GCOLL_COMPRESS_BF16 : GCOLL_COMPRESS_FP16;
+        gcoll_request_t req;
+        CHECK_OK(gcoll_iallreduce(src, dst, cnt, GCOLL_FLOAT32, GCOLL_SUM, world, &attr, &req));
+        CHECK_OK(gcoll_wait(&req));
+        check_dev(dst, exp, bytes, k ? "bf16-compressed allreduce" : "fp16-compressed allreduce");
+    }
+    rt.free_(src);
+    rt.free_(dst);
+    free(in);
+    free(exp);
+}
+
 static double adasum_value(int q, size_t i, void *ctx)
 {
     gcoll_dtype_t d = *(gcoll_dtype_t *)ctx;
@@ -295,6 +319,7 @@ int main(int argc, char **argv)
     movement(1000003);
     stream_order(1 << 20);
     kernels();
+    compressed((size_t)3 << 20);
     adasum_dev(GCOLL_FLOAT32, 1000003, 0);
     adasum_dev(GCOLL_FLOAT16, 100003, 1);
     adasum_dev(GCOLL_FLOAT64, 4099, 0);

@@ -221,8 +221,18 @@ static double adasum_value(int q, size_t i, void *ctx)
     return adasum_decode(d, enc);
 }
 
+/* Whether an allreduce of this many bytes of device memory reduces its staged chunks on the GPU
+ * (IPC off, the ranks apart over TCP; more than two ranks from GCOLL_CUDA_REDUCE_MIN). */
+static int gpu_reduces(size_t bytes)
+{
+    const char *ipc = getenv("GCOLL_CUDA_IPC"), *intra = getenv("GCOLL_TRANSPORT_INTRA"),
+               *min = getenv("GCOLL_CUDA_REDUCE_MIN");
+    return ipc && !strcmp(ipc, "off") && intra && !strcmp(intra, "inter") && h_size > 1 &&
+        (h_size == 2 || bytes >= (min ? strtoull(min, NULL, 10) : (size_t)4 << 20));
+}
+
 /* fp16/bf16 compression of device buffers: over CUDA IPC nothing crosses a wire and the sum is
- * exact; staged, the chunks cross in the 16-bit format. The inputs'
+ * exact; staged, the chunks cross in the 16-bit format (converted on the GPU where it reduces). The inputs'
  * sums are exact in either format, so the result is the reference's bits. */
 static void compressed(void)
 {
@@ -238,10 +248,13 @@ static void compressed(void)
         attr.compress = cs[k];
         gcoll_request_t req;
         unsigned long long b0 = 0, b1 = 0;
+        long conv = fake_converts_run();
         CHECK_OK(gcoll_comm_bytes_sent(world, &b0));
         CHECK_OK(gcoll_iallreduce(k ? dst : src, dst, cnt, GCOLL_FLOAT32, GCOLL_SUM, world, &attr, &req));
         CHECK_OK(gcoll_wait(&req));
         CHECK_OK(gcoll_comm_bytes_sent(world, &b1));
+        if (gpu_reduces(cnt * 4))
+            CHECK(fake_converts_run() > conv, "compressed allreduce reducing on the GPU converted nothing there");
         check_dev(dst, exp, cnt, 4, k ? "bf16-compressed allreduce in place" : "fp16-compressed allreduce");
         /* a ring or Rabenseifner allreduce sends 2 (n - 1) / n of the elements, here 2 bytes each;
          * Rabenseifner's ranks past a power of two first send the whole vector */

@@ -140,6 +140,8 @@ START_TEST(options_parse)
     ck_assert(o.device && !o.baseline_on && !o.baseline_nccl);
     ck_assert_int_eq(parse("b adasum --device cuda", &o, err), 0);
     ck_assert(o.device && o.baseline_on); /* adasum's other side is gcoll's own sum */
+    ck_assert_int_eq(parse("b allreduce -d cuda --compress bf16", &o, err), 0); /* top-k alone is refused */
+    ck_assert(o.device && o.compress == GCOLL_COMPRESS_BF16);
     ck_assert_int_eq(parse("b allreduce --device host", &o, err), 0);
     ck_assert(!o.device && o.baseline_on && !o.baseline_nccl);
 }
@@ -194,7 +196,7 @@ START_TEST(bad_options_are_refused)
                                       "b allreduce --baseline cuda",
                                       "b train --device cuda",
                                       "b allreduce --device gpu",
-                                      "b allreduce -d cuda --compress fp16",
+                                      "b allreduce -d cuda --compress topk:0.01",
                                       "b allreduce --algo ring,,direct",
                                       "b allreduce --algo ,ring",
                                       "b allreduce --algo ring,",
