@@ -145,6 +145,18 @@ void gcoll__sched_send(gcoll__sched_t *s, int peer, const void *buf, size_t byte
                              .wire = w});
 }
 
+void gcoll__sched_exchange(gcoll__sched_t *s, int rank, int size, void *items, size_t bytes)
+{
+    if (size == 1)
+        return;
+    gcoll__sched_round(s);
+    for (int q = 0; q < size; q++)
+        if (q != rank) {
+            gcoll__sched_send(s, q, (char *)items + (size_t)rank * bytes, bytes);
+            gcoll__sched_recv(s, q, (char *)items + (size_t)q * bytes, bytes);
+        }
+}
+
 void gcoll__sched_recv(gcoll__sched_t *s, int peer, void *buf, size_t bytes)
 {
     if (s->nrounds == 0)

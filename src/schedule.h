@@ -110,6 +110,9 @@ void gcoll__sched_recv(gcoll__sched_t *s, int peer, void *buf, size_t bytes);
  * at a time, its consumer reads each chunk while it is in cache. */
 void gcoll__sched_recv_landed(gcoll__sched_t *s, int peer, void *buf, size_t bytes, gcoll__tp_landed_fn landed,
                               void *arg);
+/* A round of its own in which items[rank] (bytes each) goes to every other of size ranks and
+ * theirs come in (nothing with one rank). */
+void gcoll__sched_exchange(gcoll__sched_t *s, int rank, int size, void *items, size_t bytes);
 void gcoll__sched_reduce(gcoll__sched_t *s, void *dst, const void *a, const void *b, size_t count);
 void gcoll__sched_copy(gcoll__sched_t *s, void *dst, const void *src, size_t bytes);
 void gcoll__sched_avg(gcoll__sched_t *s, void *buf, size_t count); /* no step unless op is AVG */

@@ -541,18 +541,6 @@ static gcoll_status_t ipc_setup(ipc_t *g, const gcoll_attr_t *attr)
     return GCOLL_SUCCESS;
 }
 
-void gcoll__ipc_exchange(gcoll__sched_t *s, const gcoll__coll_args_t *a, void *items, size_t bytes)
-{
-    if (a->size == 1)
-        return;
-    gcoll__sched_round(s);
-    for (int q = 0; q < a->size; q++)
-        if (q != a->rank) {
-            gcoll__sched_send(s, q, (char *)items + (size_t)a->rank * bytes, bytes);
-            gcoll__sched_recv(s, q, (char *)items + (size_t)q * bytes, bytes);
-        }
-}
-
 gcoll_status_t gcoll__ipc_begin(gcoll__coll_args_t *a, const gcoll_attr_t *attr, ipc_t **out, gcoll__sched_t **sched)
 {
     ipc_t *g = calloc(1, sizeof(*g));
@@ -579,7 +567,7 @@ gcoll_status_t gcoll__ipc_begin(gcoll__coll_args_t *a, const gcoll_attr_t *attr,
     gcoll__sched_round(s);
     gcoll__sched_custom(s, step_export, gcoll__ipc_who, g);
     gcoll__sched_custom_local(s);
-    gcoll__ipc_exchange(s, a, g->recs, sizeof(rec_t));
+    gcoll__sched_exchange(s, a->rank, a->size, g->recs, sizeof(rec_t));
     *out = g;
     *sched = s;
     return GCOLL_SUCCESS;
@@ -588,7 +576,7 @@ gcoll_status_t gcoll__ipc_begin(gcoll__coll_args_t *a, const gcoll_attr_t *attr,
 gcoll_status_t gcoll__ipc_end(ipc_t *g, gcoll__sched_t *s, gcoll_comm_t comm, const gcoll_attr_t *attr,
                               gcoll_request_t *req, const char *algo)
 {
-    gcoll__ipc_exchange(s, &g->a, g->status, 1);
+    gcoll__sched_exchange(s, g->a.rank, g->a.size, g->status, 1);
     gcoll__sched_round(s);
     gcoll__sched_custom(s, step_finish, gcoll__ipc_who, g);
     gcoll__sched_custom_local(s);
