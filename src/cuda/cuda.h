@@ -83,11 +83,29 @@ static inline int gcoll__cuda_is_device(const void *p)
     return p && (c = gcoll__cuda_get()) != NULL && c->is_device(p, &dev);
 }
 
+/* The range of elements rank q of p computes where the ranks split n: equal shares, each a
+ * multiple of 64 elements so that every share starts 16-byte aligned where the buffers do. */
+static inline void gcoll__cuda_share(size_t n, int q, int p, size_t *lo, size_t *hi)
+{
+    size_t per = ((n + (size_t)p - 1) / (size_t)p + 63) & ~(size_t)63;
+    *lo = (size_t)q * per < n ? (size_t)q * per : n;
+    *hi = *lo + per < n ? *lo + per : n;
+}
+
 /* Starts the collective a (whose buffers include device memory) over pinned host staging: chunks
  * copied down, the host algorithm on each chunk, results copied up, each chunk's copies
  * overlapping other chunks' transfers. adasum: tensor_counts/ntensors as gcoll_iadasum's. */
 gcoll_status_t gcoll__cuda_stage_start(gcoll__coll_args_t *a, const size_t *tensor_counts, size_t ntensors,
                                        gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req);
+
+/* Whether the staged Adasum a runs its tree on the GPU (stage_adasum.c): both buffers on the device,
+ * ranks that share no node channel, the kernels there, no host algorithm named in attr; more than
+ * two ranks from GCOLL_CUDA_REDUCE_MIN bytes. */
+int gcoll__cuda_stage_adasum_gpu(const gcoll__coll_args_t *a, const gcoll_attr_t *attr);
+/* Starts it: the shares of the inputs cross through pinned memory, the tree runs on the GPU over
+ * each rank's share, the result's slices cross back. */
+gcoll_status_t gcoll__cuda_stage_adasum_start(gcoll__coll_args_t *a, const size_t *tensor_counts, size_t ntensors,
+                                              gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req);
 
 /* Whether a (its buffers device memory) runs over CUDA IPC: every rank of comm on this host, the
  * table able to, GCOLL_CUDA_IPC not off. Every rank decides alike where all pass device memory.

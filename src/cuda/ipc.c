@@ -207,13 +207,6 @@ int gcoll__cuda_ipc_adasum_eligible(const gcoll__coll_args_t *a, gcoll_comm_t co
     return *why == NULL;
 }
 
-void gcoll__ipc_share(size_t n, int q, int p, size_t *lo, size_t *hi)
-{
-    size_t per = ((n + (size_t)p - 1) / (size_t)p + 63) & ~(size_t)63;
-    *lo = (size_t)q * per < n ? (size_t)q * per : n;
-    *hi = *lo + per < n ? *lo + per : n;
-}
-
 /* Queues rank r's share of the result on g->stream; whole: r computes all of an allreduce or
  * reduce (the ranks share one GPU). */
 static gcoll_status_t launch_for(ipc_t *g, int r, int whole)
@@ -230,7 +223,7 @@ static gcoll_status_t launch_for(ipc_t *g, int r, int whole)
     case GCOLL_COLL_REDUCE: {
         size_t lo = 0, hi = n;
         if (!whole)
-            gcoll__ipc_share(n, r, p, &lo, &hi);
+            gcoll__cuda_share(n, r, p, &lo, &hi);
         if (lo == hi)
             return GCOLL_SUCCESS;
         int nd = 0;

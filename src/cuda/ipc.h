@@ -44,9 +44,6 @@ void gcoll__ipc_map(gcoll__ipc_t *g);
  * starts s under algo's name; s is freed on failure. */
 gcoll_status_t gcoll__ipc_end(gcoll__ipc_t *g, gcoll__sched_t *s, gcoll_comm_t comm, const gcoll_attr_t *attr,
                               gcoll_request_t *req, const char *algo);
-/* The range of elements rank q of p computes where the ranks split n: equal shares, each a
- * multiple of 64 elements so that every share starts 16-byte aligned where the buffers do. */
-void gcoll__ipc_share(size_t n, int q, int p, size_t *lo, size_t *hi);
 void gcoll__ipc_who(void *state, char *buf, size_t len);
 
 #endif

@@ -32,7 +32,7 @@ static gcoll_status_t begin(gcoll__gpu_ada_t *d)
         d->lo = 0;
         d->hi = me == 0 ? g->a.count : 0;
     } else {
-        gcoll__ipc_share(g->a.count, me, p, &d->lo, &d->hi);
+        gcoll__cuda_share(g->a.count, me, p, &d->lo, &d->hi);
     }
     for (int q = 0; q < p; q++)
         d->vec[q] = g->sendp[q] + d->lo * d->es;

@@ -633,6 +633,8 @@ gcoll_status_t gcoll__cuda_stage_start(gcoll__coll_args_t *a, const size_t *tens
     const gcoll__cuda_ops_t *cu = gcoll__cuda_get();
     if (!cu)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "attr->stream is set but CUDA is not available");
+    if (gcoll__cuda_stage_adasum_gpu(a, attr))
+        return gcoll__cuda_stage_adasum_start(a, tensor_counts, ntensors, comm, attr, req);
     stage_t *g = calloc(1, sizeof(*g));
     gcoll__sched_t *s = gcoll__sched_new(a->dtype, a->op, (unsigned)a->size, NULL);
     if (!g || !s) {

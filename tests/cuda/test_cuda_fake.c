@@ -221,8 +221,8 @@ static double adasum_value(int q, size_t i, void *ctx)
     return adasum_decode(d, enc);
 }
 
-/* Whether an allreduce of this many bytes of device memory reduces its staged chunks on the GPU
- * (IPC off, the ranks apart over TCP; more than two ranks from GCOLL_CUDA_REDUCE_MIN). */
+/* Whether an allreduce (or Adasum) of this many bytes of device memory reduces its staged data on
+ * the GPU (IPC off, the ranks apart over TCP; more than two ranks from GCOLL_CUDA_REDUCE_MIN). */
 static int gpu_reduces(size_t bytes)
 {
     const char *ipc = getenv("GCOLL_CUDA_IPC"), *intra = getenv("GCOLL_TRANSPORT_INTRA"),
@@ -311,8 +311,9 @@ static void adasum(gcoll_dtype_t d)
     free(res);
 }
 
-/* Adasum with the selection's choice: over CUDA IPC on one host, each rank's slice of the tree
- * computed with the (fake) GPU kernels, or staged where GCOLL_CUDA_IPC=off. Tensors that straddle
+/* Adasum with the selection's choice: each rank's slice of the tree computed with the (fake) GPU
+ * kernels over CUDA IPC on one host, or staged between ranks apart (over TCP, as between hosts);
+ * the host's Adasum on the staged buffer elsewhere with GCOLL_CUDA_IPC=off. Tensors that straddle
  * the ranks' slices, one tensor, 1 and 0 elements, every floating dtype, in place and not. */
 static void adasum_gpu(gcoll_dtype_t d, size_t cnt, const size_t *tc, size_t nt, int inplace)
 {
@@ -328,8 +329,9 @@ static void adasum_gpu(gcoll_dtype_t d, size_t cnt, const size_t *tc, size_t nt,
     CHECK_OK(gcoll_iadasum(send, recv, cnt, d, tc, nt, world, NULL, &req));
     CHECK_OK(gcoll_wait(&req));
     const char *ipc = getenv("GCOLL_CUDA_IPC");
-    if (!(ipc && strcmp(ipc, "off") == 0) && h_rank == 0 && n > 1 && cnt > 0) /* rank 0 always has a slice */
-        CHECK(fake_dots_run() > dots, "adasum %s of %zu over CUDA IPC ran no GPU dot-product kernel",
+    int gpu = !(ipc && strcmp(ipc, "off") == 0) || gpu_reduces(cnt * es); /* IPC, or staged between hosts */
+    if (gpu && h_rank == 0 && n > 1 && cnt > 0)                           /* rank 0 always has a slice */
+        CHECK(fake_dots_run() > dots, "adasum %s of %zu on device buffers ran no GPU dot-product kernel",
               gcoll_dtype_name(d), cnt);
     fake_to_host(res, recv, cnt * es);
     double *init = calloc((size_t)n * (size_t)n, sizeof(double));
@@ -471,6 +473,14 @@ static void placement(int mode)
         CHECK(st == GCOLL_ERR_INVALID_USAGE && strstr(msg, staged ? "reduces on the GPU" : "over CUDA IPC") &&
                   strstr(msg, "stages it"),
               "a host buffer on rank 0 only: %s: %s", gcoll_status_name(st), msg);
+    /* Adasum too, whose device paths (IPC, or staged with the tree on the GPU) differ from the host's */
+    st = gcoll_adasum(send, recv, cnt, GCOLL_FLOAT32, NULL, 0, world);
+    msg = gcoll_last_error();
+    CHECK(
+        st == GCOLL_ERR_INVALID_USAGE &&
+            (mode == 1 ? strstr(msg, "device memory") && strstr(msg, "host memory") : strstr(msg, "stages it") != NULL),
+        "adasum, %s: %s: %s", mode == 1 ? "device buffers on rank 0 only" : "a host buffer on rank 0 only",
+        gcoll_status_name(st), msg);
     free(in);
     free(out);
 }
