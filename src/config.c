@@ -509,7 +509,7 @@ static const var_def_t vars[] = {
      parse_bytes, NULL, &gcoll__config.cuda_chunk, 64},
     /* Below it the two rounds and the copies up and down cost more than the host's reduction saves. */
     {"GCOLL_CUDA_REDUCE_MIN", "bytes, 0..1G", "4M",
-     "device buffers, staged between hosts: an allreduce or reduce_scatter of more than two ranks whose send "
+     "device buffers, staged between hosts: an allreduce, reduce_scatter or Adasum of more than two ranks whose send "
      "buffer holds at least this many bytes reduces on the GPU, a smaller one on the host (two ranks: always on "
      "the GPU); 0: always on the GPU",
      parse_bytes, NULL, &gcoll__config.cuda_reduce_min, 0},
