@@ -25,20 +25,26 @@ extern "C" {
 typedef struct gcoll_comm *gcoll_comm_t;
 typedef struct gcoll_request *gcoll_request_t;
 
-/* Status codes. The order is part of the ABI: append only. */
+/* Status codes, each with the message gcoll_strerror returns: this one table generates the enum,
+ * gcoll_status_name and gcoll_strerror. The order is part of the ABI: append only. */
+#define GCOLL_STATUS_TABLE(X)                                                                              \
+    X(GCOLL_SUCCESS, "success")                                                                            \
+    X(GCOLL_ERR_INVALID_ARG, "invalid argument") /* gcoll_last_error() names the argument */               \
+    X(GCOLL_ERR_INVALID_USAGE, "invalid usage")  /* a call out of order, or ranks that disagree */         \
+    X(GCOLL_ERR_NOMEM, "out of memory")                                                                    \
+    X(GCOLL_ERR_SYSTEM, "system call failed") /* an operating-system or CUDA call */                       \
+    X(GCOLL_ERR_TRANSPORT, "transport error")                                                              \
+    X(GCOLL_ERR_REMOTE, "remote peer failed")                                                              \
+    X(GCOLL_ERR_TIMEOUT, "operation timed out") /* GCOLL_TIMEOUT passed before it completed */             \
+    X(GCOLL_ERR_UNSUPPORTED, "unsupported")                                                                \
+    X(GCOLL_ERR_ABORTED, "communicator failed or aborted") /* earlier, by a failure or gcoll_comm_abort */ \
+    X(GCOLL_ERR_INTERNAL, "internal error")                /* a bug in gcoll */
+
+#define GCOLL_STATUS_ENUM_(code, msg) code,
 typedef enum {
-    GCOLL_SUCCESS = 0,
-    GCOLL_ERR_INVALID_ARG,   /* an argument is wrong; gcoll_last_error() names it */
-    GCOLL_ERR_INVALID_USAGE, /* a call out of order, or ranks that disagree */
-    GCOLL_ERR_NOMEM,
-    GCOLL_ERR_SYSTEM,    /* an operating-system call failed */
-    GCOLL_ERR_TRANSPORT, /* the transport failed */
-    GCOLL_ERR_REMOTE,    /* a peer failed */
-    GCOLL_ERR_TIMEOUT,   /* GCOLL_TIMEOUT passed before the operation completed */
-    GCOLL_ERR_UNSUPPORTED,
-    GCOLL_ERR_ABORTED, /* the communicator failed or was aborted earlier */
-    GCOLL_ERR_INTERNAL
+    GCOLL_STATUS_TABLE(GCOLL_STATUS_ENUM_) GCOLL_STATUS_COUNT /* not a status: the number of statuses */
 } gcoll_status_t;
+#undef GCOLL_STATUS_ENUM_
 
 typedef enum {
     GCOLL_INT8,

@@ -13,6 +13,8 @@ static _Thread_local char last_error[512];
 static const char *const status_names[] = {GCOLL_STATUS_TABLE(GCOLL_STATUS_NAME)};
 static const char *const status_msgs[] = {GCOLL_STATUS_TABLE(GCOLL_STATUS_MSG)};
 #define NSTATUS (sizeof(status_names) / sizeof(status_names[0]))
+_Static_assert(NSTATUS == GCOLL_STATUS_COUNT && sizeof(status_msgs) / sizeof(status_msgs[0]) == GCOLL_STATUS_COUNT,
+               "gcoll.h's status table names every status");
 
 GCOLL_API const char *gcoll_strerror(gcoll_status_t status)
 {

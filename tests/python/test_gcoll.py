@@ -285,6 +285,18 @@ def test_errors(c):
     s.free()
     check(issubclass(gcoll.TimeoutError, TimeoutError) and issubclass(gcoll.InvalidArgError, ValueError),
           "error classes derive from the builtin ones")
+    # one class for every status of gcoll.h's table, named after it, in its order
+    names = []
+    while True:
+        n = gcoll._L.gcoll_status_name(len(names)).decode()
+        if n == "GCOLL_STATUS_UNKNOWN":
+            break
+        names.append(n)
+    classes = [k.__name__ for k in gcoll._ERRORS[1:]]
+    want = ["".join(w.capitalize() for w in n[len("GCOLL_ERR_"):].split("_")) + "Error" for n in names[1:]]
+    renamed = {"NomemError": "NoMemError", "SystemError": "SystemCallError"}  # not the builtin's name
+    want = [renamed.get(w, w) for w in want]
+    check(classes == want, "error classes %s for the statuses %s" % (classes, names))
     check(me >= 0, "rank")
 
 
