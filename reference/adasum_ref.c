@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "adasum_ref.h"
+#include "reference.h"
 
 double adasum_decode(gcoll_dtype_t d, const void *p)
 {
@@ -34,6 +35,13 @@ double adasum_decode(gcoll_dtype_t d, const void *p)
         return x;
     }
     }
+}
+
+double adasum_ref_input(gcoll_dtype_t d, int q, size_t i, uint32_t salt)
+{
+    char enc[8];
+    ref_encode(d, ((double)ref_hash((uint32_t)q, (uint32_t)i, salt) / 4294967296.0 - 0.5) * 3, enc);
+    return adasum_decode(d, enc);
 }
 
 double adasum_ref_tolerance(gcoll_dtype_t d)

@@ -7,6 +7,7 @@
 #define GCOLL_ADASUM_REF_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gcoll.h"
 
@@ -40,5 +41,7 @@ double adasum_ref_error(const adasum_ref_t *r, const void *got, gcoll_dtype_t d,
 double adasum_ref_tolerance(gcoll_dtype_t d);
 /* A stored element of dtype d, as a double. */
 double adasum_decode(gcoll_dtype_t d, const void *p);
+/* A test input: rank q's element i in [-1.5, 1.5), as dtype d stores it (salt picks the series). */
+double adasum_ref_input(gcoll_dtype_t d, int q, size_t i, uint32_t salt);
 
 #endif

@@ -258,10 +258,7 @@ static void compressed(size_t cnt)
 
 static double adasum_value(int q, size_t i, void *ctx)
 {
-    gcoll_dtype_t d = *(gcoll_dtype_t *)ctx;
-    char enc[8];
-    ref_encode(d, ((double)ref_hash((uint32_t)q, (uint32_t)i, 91) / 4294967296.0 - 0.5) * 3, enc);
-    return adasum_decode(d, enc);
+    return adasum_ref_input(*(gcoll_dtype_t *)ctx, q, i, 91);
 }
 
 /* Adasum on device buffers (over CUDA IPC on one host: the tree on the GPU), tensors straddling

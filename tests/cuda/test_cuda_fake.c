@@ -215,10 +215,7 @@ static void stream_order(void)
 
 static double adasum_value(int q, size_t i, void *ctx)
 {
-    gcoll_dtype_t d = *(gcoll_dtype_t *)ctx;
-    char enc[8];
-    ref_encode(d, ((double)ref_hash((uint32_t)q, (uint32_t)i, 77) / 4294967296.0 - 0.5) * 3, enc);
-    return adasum_decode(d, enc);
+    return adasum_ref_input(*(gcoll_dtype_t *)ctx, q, i, 77);
 }
 
 /* Whether an allreduce (or Adasum) of this many bytes of device memory reduces its staged data on
