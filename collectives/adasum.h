@@ -42,6 +42,21 @@ void gcoll__adasum_partials(const gcoll__adasum_shape_t *sh, const void *a, cons
 void gcoll__adasum_apply(const gcoll__adasum_shape_t *sh, void *dst, const void *a, const void *b, size_t first,
                          size_t n, const double *sums);
 
+/* The algorithms, one file each: halving (point to point), shm_cma and shm_slots (the node
+ * channel), hierarchical (sums within hosts, halving among them). */
+void gcoll__adasum_halving(gcoll__sched_t *s, const gcoll__coll_args_t *a, const gcoll__adasum_shape_t *sh);
+void gcoll__adasum_cma(gcoll__sched_t *s, const gcoll__coll_args_t *a, gcoll__adasum_shape_t *sh);
+void gcoll__adasum_slots(gcoll__sched_t *s, const gcoll__coll_args_t *a, gcoll__adasum_shape_t *sh);
+void gcoll__adasum_hier(gcoll__sched_t *s, const gcoll__coll_args_t *a, const gcoll__adasum_shape_t *sh);
+/* The largest power of two <= n: the ranks past it fold first. */
+static inline int gcoll__adasum_pow2(int n)
+{
+    int p = 1;
+    while (p * 2 <= n)
+        p *= 2;
+    return p;
+}
+
 /* DESIGN.md's coefficient of v: 1 - dot / (2 |v|^2), or 1 when |v|^2 (nv) < sqrt(DBL_MIN) (a zero
  * or negligible v). */
 double gcoll__adasum_coeff(double dot, double nv);
