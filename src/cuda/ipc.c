@@ -475,7 +475,11 @@ static void ipc_free(void *arg)
     ipc_t *g = arg;
     const gcoll__cuda_ops_t *cu = g->cu;
     cu->set_device(g->device);
-    if (g->stream) /* whatever is queued finishes before the mappings and scratch go */
+    /* whatever is queued finishes before the mappings and scratch go (a failed or aborted
+     * operation may still have kernels in flight; destroying the stream does not wait) */
+    if (g->stream && g->ev_done && !cu->event_record(g->ev_done, g->stream))
+        cu->event_sync(g->ev_done);
+    if (g->stream)
         cu->stream_destroy(g->stream);
     for (int i = 0; g->held && i < 2 * g->a.size; i++)
         if (g->held[i])

@@ -78,14 +78,18 @@ static char *slot_dev(const stage_t *g, size_t k)
 {
     return g->dscratch + (k % STAGE_SLOTS) * g->dslot;
 }
+static size_t up256(size_t bytes)
+{
+    return (bytes + 255) & ~(size_t)255;
+}
 /* Compressed: the device slot's blocks as fp32, and this rank's send chunk in the wire format. */
 static char *slot_dev32(const stage_t *g, size_t k)
 {
-    return slot_dev(g, k) + g->slot_recv;
+    return slot_dev(g, k) + up256(g->slot_recv);
 }
 static char *slot_devw(const stage_t *g, size_t k)
 {
-    return slot_dev32(g, k) + g->slot_recv / g->wsize * g->esize;
+    return slot_dev32(g, k) + up256(g->slot_recv / g->wsize * g->esize);
 }
 
 /* Queues a chunk's copy of bytes: one range, or (blocked) its range of each of the nblocks
@@ -595,7 +599,8 @@ static gcoll_status_t stage_setup(stage_t *g, gcoll__coll_args_t *a, const size_
     if (g->gpu) /* this rank's block arrives from every rank */
         nrecv = block_stride(g, first.count) * (size_t)a->size;
     g->slot_recv = inplace ? 0 : nrecv * g->wsize;
-    g->dslot = g->slot_recv + (g->wire ? nrecv * a->esize + g->slot_send : 0);
+    /* each part whole 256-byte lines: a slot of an odd element count would misalign the next */
+    g->dslot = g->wire ? up256(g->slot_recv) + up256(nrecv * a->esize) + up256(g->slot_send) : g->slot_recv;
     size_t slots = g->nchunks < STAGE_SLOTS ? g->nchunks : STAGE_SLOTS;
     if (g->gpu && !(g->dscratch = gcoll__cuda_cached_get(dev, slots * g->dslot)))
         return gcoll__error(GCOLL_ERR_NOMEM, "no device memory for %zu bytes of staging", slots * g->dslot);

@@ -492,6 +492,8 @@ static int f_convert(void *dst, int to, const void *src, int from, size_t n, voi
     int half = from == GCOLL_FLOAT16 || from == GCOLL_BFLOAT16, half_to = to == GCOLL_FLOAT16 || to == GCOLL_BFLOAT16;
     if (!((from == GCOLL_FLOAT32 && half_to) || (half && to == GCOLL_FLOAT32)))
         return 1; /* cudaErrorInvalidValue */
+    if ((uintptr_t)dst % gcoll_dtype_size(to) || (uintptr_t)src % gcoll_dtype_size(from))
+        return 716; /* cudaErrorMisalignedAddress: a kernel reads and writes whole elements */
     LOCKED(enqueue(s, (fop_t){.kind = OP_CONVERT, .dst = dst, .a = src, .n = n, .dtype = from, .to = to}));
     return 0;
 }
