@@ -98,6 +98,9 @@ static inline void gcoll__cuda_share(size_t n, int q, int p, size_t *lo, size_t 
 gcoll_status_t gcoll__cuda_stage_start(gcoll__coll_args_t *a, const size_t *tensor_counts, size_t ntensors,
                                        gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req);
 
+/* Whether the staged a is placed for a GPU path: both buffers on the device, ranks that share no
+ * node channel, two of them or a send buffer of GCOLL_CUDA_REDUCE_MIN bytes (stage.c). */
+int gcoll__cuda_stage_gpu_placed(const gcoll__coll_args_t *a);
 /* Whether the staged Adasum a runs its tree on the GPU (stage_adasum.c): both buffers on the device,
  * ranks that share no node channel, the kernels there, no host algorithm named in attr; more than
  * two ranks from GCOLL_CUDA_REDUCE_MIN bytes. */

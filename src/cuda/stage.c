@@ -413,22 +413,27 @@ static void extents(const gcoll__coll_args_t *a, size_t *nsend, size_t *nrecv)
         *nsend = *nrecv = 0;
 }
 
-/* Whether a reduces on the GPU: an allreduce (not Adasum; compressed, where the kernels library
- * converts) or a reduce_scatter cut by block, of
- * two ranks or of a send buffer of GCOLL_CUDA_REDUCE_MIN bytes, both buffers on the device, the
- * kernels library there, not on one host's node channel (where a peer with host buffers runs a node-channel algorithm that would never
- * read this path's messages: the host algorithms on the staged chunks compare descriptors on the
- * channel, and IPC is the fast path). */
-static int gpu_reduce(const stage_t *g, const gcoll__coll_args_t *a)
+/* Not on one host's node channel (where a peer with host buffers runs a node-channel algorithm
+ * that would never read the GPU paths' messages: the host algorithms on the staged chunks compare
+ * descriptors on the channel, and IPC is the fast path). */
+int gcoll__cuda_stage_gpu_placed(const gcoll__coll_args_t *a)
 {
+    const gcoll__cuda_ops_t *cu = gcoll__cuda_get();
     int dev;
     size_t nsend, nrecv;
     extents(a, &nsend, &nrecv);
+    return a->size >= 2 && !a->shm && a->count && cu && cu->is_device(a->sendbuf, &dev) &&
+        cu->is_device(a->recvbuf, &dev) && (a->size == 2 || nsend * a->esize >= gcoll__config.cuda_reduce_min);
+}
+
+/* Whether a reduces on the GPU: an allreduce (not Adasum; compressed, where the kernels library
+ * converts) or a reduce_scatter cut by block, placed for it, the kernels library there. */
+static int gpu_reduce(const stage_t *g, const gcoll__coll_args_t *a)
+{
     return ((a->coll == GCOLL_COLL_ALLREDUCE && a->op != GCOLL_ADASUM &&
              (a->compress == GCOLL_COMPRESS_NONE || g->cu->convert)) ||
             (a->coll == GCOLL_COLL_REDUCE_SCATTER && blockwise(a))) &&
-        a->size >= 2 && !a->shm && g->cu->reduce_multi && a->count && g->cu->is_device(a->sendbuf, &dev) &&
-        g->cu->is_device(a->recvbuf, &dev) && (a->size == 2 || nsend * a->esize >= gcoll__config.cuda_reduce_min);
+        g->cu->reduce_multi && gcoll__cuda_stage_gpu_placed(a);
 }
 
 /* GPU reduction: the elements between rank blocks in the slots of a chunk of n elements (of each

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
 #include "error.h"
 #include "request.h"
 #include "cuda/adasum_gpu.h"
@@ -30,10 +29,8 @@ typedef struct {
 int gcoll__cuda_stage_adasum_gpu(const gcoll__coll_args_t *a, const gcoll_attr_t *attr)
 {
     const gcoll__cuda_ops_t *cu = gcoll__cuda_get();
-    int dev;
-    return a->op == GCOLL_ADASUM && !(attr && attr->algorithm) && a->size >= 2 && !a->shm && a->count && cu &&
-        cu->adasum_dots && cu->scaled_add && cu->is_device(a->sendbuf, &dev) && cu->is_device(a->recvbuf, &dev) &&
-        (a->size == 2 || a->count * a->esize >= gcoll__config.cuda_reduce_min);
+    return a->op == GCOLL_ADASUM && !(attr && attr->algorithm) && cu && cu->adasum_dots && cu->scaled_add &&
+        gcoll__cuda_stage_gpu_placed(a);
 }
 
 static size_t len_of(const sada_t *x, int q)
