@@ -45,7 +45,7 @@ OBJDIR := $(BUILD)/obj
 
 CFLAGS ?= -O2 -g
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
-BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(SANFLAGS) -Iinclude -Isrc -Itransports
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(SANFLAGS) -Iinclude -Isrc
 FEATURES := -DGCOLL_HAVE_OFI=$(OFI) -DGCOLL_HAVE_HWLOC=$(HWLOC) -DGCOLL_HAVE_CUDA=$(CUDA)
 LIB_CFLAGS := $(BASE_CFLAGS) $(FEATURES) -fPIC -fvisibility=hidden
 LDLIBS := -lpthread -lm -ldl
@@ -58,7 +58,7 @@ LIB_CFLAGS += $(shell pkg-config --cflags hwloc)
 LDLIBS += $(shell pkg-config --libs hwloc)
 endif
 
-LIB_SRCS := $(wildcard src/*.c src/cuda/*.c) $(wildcard collectives/*.c) $(wildcard transports/*.c transports/*/*.c)
+LIB_SRCS := $(wildcard src/*/*.c src/transports/*/*.c)
 LIB_OBJS := $(patsubst %.c,$(OBJDIR)/%.o,$(LIB_SRCS))
 SHLIB := $(LIBDIR)/libgcoll.so.$(VERSION)
 STLIB := $(LIBDIR)/libgcoll.a
@@ -90,10 +90,10 @@ all: lib $(TOOLS) $(BENCH) $(EXAMPLES) $(LIBDIR)/libgcoll_mpi.so
 lib: $(SHLIB) $(STLIB) $(LIBDIR)/libgcoll.so $(CUDA_LIB)
 
 # Vector kernels: the same template compiled per instruction set, chosen at run time.
-$(OBJDIR)/src/reduce_generic.o: EXTRA := -O3
-$(OBJDIR)/src/reduce_avx2.o: EXTRA := -O3 -mavx2 -mfma -mf16c
-$(OBJDIR)/src/reduce_avx512.o: EXTRA := -O3 -mavx512f -mavx512bw -mavx512vl -mf16c -mfma -mprefer-vector-width=512
-$(OBJDIR)/collectives/adasum_kernels.o: EXTRA := -O3
+$(OBJDIR)/src/base/reduce_generic.o: EXTRA := -O3
+$(OBJDIR)/src/base/reduce_avx2.o: EXTRA := -O3 -mavx2 -mfma -mf16c
+$(OBJDIR)/src/base/reduce_avx512.o: EXTRA := -O3 -mavx512f -mavx512bw -mavx512vl -mf16c -mfma -mprefer-vector-width=512
+$(OBJDIR)/src/collectives/adasum_kernels.o: EXTRA := -O3
 
 # -MMD: each object also depends on every header it includes.
 $(OBJDIR)/%.o: %.c Makefile
@@ -124,9 +124,9 @@ $(BENCH): $(BENCH_SRCS) $(REF_SRCS) $(wildcard bench/*.h reference/*.h) $(LIBDIR
 
 # gcoll-info reports what the internals see (topology, transport choices), so it links the static
 # library like the transport tests below.
-$(BINDIR)/gcoll-info: tools/gcoll_info.c tools/select_table.c $(STLIB) $(wildcard src/*.h transports/*.h transports/*/*.h collectives/*.h tools/*.h)
+$(BINDIR)/gcoll-info: tools/gcoll_info.c tools/select_table.c $(STLIB) $(wildcard src/*/*.h src/transports/*/*.h tools/*.h)
 	@mkdir -p $(dir $@)
-	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(FEATURES) -Icollectives tools/gcoll_info.c tools/select_table.c -o $@ $(STLIB) $(SANFLAGS) $(LDLIBS)
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(FEATURES) tools/gcoll_info.c tools/select_table.c -o $@ $(STLIB) $(SANFLAGS) $(LDLIBS)
 
 # The test harness (tests/common/check.c) and the independent references (reference/), shared
 # by every multi-rank test.
@@ -143,13 +143,13 @@ $(BINDIR)/%: examples/%.c $(LIBDIR)/libgcoll.so
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $< -o $@ $(PROG_LDFLAGS)
 
 # Transport-level tests reach the internal transport tables, so they link the static library.
-$(BINDIR)/tp_%: tests/transport/%.c $(CHECK_SRCS) $(STLIB) $(wildcard tests/transport/*.h tests/common/*.h transports/*.h src/*.h)
+$(BINDIR)/tp_%: tests/transport/%.c $(CHECK_SRCS) $(STLIB) $(wildcard tests/transport/*.h tests/common/*.h src/*/*.h src/transports/*/*.h)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(FEATURES) -Itests/common -Wno-missing-prototypes $< $(CHECK_SRCS) -o $@ \
 	    $(STLIB) $(SANFLAGS) $(LDLIBS)
 
 # Device buffers through the fake CUDA table: an internal hook, so the static library.
-$(BINDIR)/test_cuda_fake: tests/cuda/test_cuda_fake.c tests/cuda/fake_cuda.c tests/cuda/fake_cuda.h $(TEST_COMMON) $(TEST_HEADERS) $(STLIB) $(wildcard src/*.h src/cuda/*.h)
+$(BINDIR)/test_cuda_fake: tests/cuda/test_cuda_fake.c tests/cuda/fake_cuda.c tests/cuda/fake_cuda.h $(TEST_COMMON) $(TEST_HEADERS) $(STLIB) $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(FEATURES) $(TEST_INC) -Itests/cuda $< tests/cuda/fake_cuda.c $(TEST_COMMON) \
 	    -o $@ $(STLIB) $(SANFLAGS) $(LDLIBS)
@@ -160,7 +160,7 @@ $(BINDIR)/test_cuda: tests/cuda/test_cuda.c $(TEST_COMMON) $(TEST_HEADERS) $(LIB
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(TEST_INC) $< $(TEST_COMMON) -o $@ $(PROG_LDFLAGS)
 
 UNIT_BENCH := bench/metrics.c bench/options.c bench/models.c bench/compute.c
-$(BINDIR)/unit_tests: $(UNIT_SRCS) $(UNIT_BENCH) $(STLIB) $(wildcard tests/unit/*.h bench/*.h src/*.h transports/*.h transports/*/*.h collectives/*.h)
+$(BINDIR)/unit_tests: $(UNIT_SRCS) $(UNIT_BENCH) $(STLIB) $(wildcard tests/unit/*.h bench/*.h src/*/*.h src/transports/*/*.h)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(FEATURES) -DGCOLL_TEST_DATA='"$(abspath tests/data)"' -Ibench \
 	    -Wno-missing-prototypes $(UNIT_SRCS) $(UNIT_BENCH) -o $@ $(STLIB) \
@@ -280,9 +280,9 @@ FUZZ_SECONDS ?= 60
 FUZZ_BUILD := build/fuzz
 FUZZ_CC := OMPI_CC=clang $(MPICC)
 FUZZ_CFLAGS := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
-    $(filter-out $(SANFLAGS),$(LIB_CFLAGS)) -Icollectives
+    $(filter-out $(SANFLAGS),$(LIB_CFLAGS))
 FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
-FUZZ_PARSERS := $(patsubst %,$(FUZZ_BUILD)/obj/%.o,src/config src/error src/log collectives/select)
+FUZZ_PARSERS := $(patsubst %,$(FUZZ_BUILD)/obj/%.o,src/base/config src/base/error src/base/log src/collectives/select)
 
 fuzz-clang:
 	@command -v clang >/dev/null && [ -f "$$(clang -print-file-name=libclang_rt.fuzzer-x86_64.a)" ] || \
@@ -292,10 +292,10 @@ $(FUZZ_BUILD)/obj/%.o: %.c Makefile | fuzz-clang
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
 
--include $(wildcard $(FUZZ_BUILD)/obj/*/*.d $(FUZZ_BUILD)/obj/*/*/*.d)
+-include $(wildcard $(FUZZ_BUILD)/obj/*/*/*.d $(FUZZ_BUILD)/obj/*/*/*/*.d)
 
 $(FUZZ_BUILD)/bin/fuzz_config $(FUZZ_BUILD)/bin/fuzz_select: $(FUZZ_PARSERS)
-$(FUZZ_BUILD)/bin/fuzz_tcp_wire: $(FUZZ_BUILD)/obj/transports/tcp/tcp_wire.o
+$(FUZZ_BUILD)/bin/fuzz_tcp_wire: $(FUZZ_BUILD)/obj/src/transports/tcp/tcp_wire.o
 $(FUZZ_BUILD)/bin/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(STLIB) | fuzz-clang
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Wno-missing-prototypes -fsanitize=fuzzer $< $(filter %.o,$^) -o $@ $(STLIB) $(LDLIBS)

@@ -5,7 +5,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 
-C_DIRS="src collectives transports include interposer tools bench reference examples tests"
+C_DIRS="src include interposer tools bench reference examples tests"
 ONLY=${LINT_ONLY:-cppcheck shellcheck clang-format}
 JOBS=$(nproc 2>/dev/null || echo 2)
 LOG=${TMPDIR:-/tmp}/gcoll-lint.$$
@@ -70,7 +70,7 @@ for tool in $ONLY; do
         cppcheck -q -j "$JOBS" --std=c11 --platform=unix64 --error-exitcode=1 --inline-suppr \
             --enable=warning,style,portability,performance --suppress=missingIncludeSystem \
             -D_GNU_SOURCE -DGCOLL_HAVE_OFI=1 -DGCOLL_HAVE_HWLOC=1 -DGCOLL_HAVE_CUDA=1 \
-            -Iinclude -Isrc -Itransports -Icollectives -Ibench -Ireference -Itests/mpi -Itests/cuda \
+            -Iinclude -Isrc -Ibench -Ireference -Itests/mpi -Itests/cuda \
             --template='{file}:{line}: {severity}: {message} [{id}]' \
             --file-list="$LOG/cppcheck.files" >"$LOG/cppcheck" 2>&1
         report cppcheck $? "$(wc -l <"$LOG/cppcheck.files")"

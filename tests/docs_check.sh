@@ -2,7 +2,7 @@
 # The documentation points at things that exist: every relative link in README.md and docs/**/*.md
 # names an existing file or folder (the #anchor aside; http(s) and mailto links are not followed),
 # every `make TARGET` in README.md is a target of the Makefile, and every repository path that
-# README.md names in code (`src/config.c`, `tests/run.sh`, `docs/perf/`) exists. Lists each broken
+# README.md names in code (`src/base/config.c`, `tests/run.sh`, `docs/perf/`) exists. Lists each broken
 # item and exits 1; otherwise prints one summary line.
 set -u
 README=${README:-README.md}

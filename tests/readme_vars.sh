@@ -42,7 +42,7 @@ ROWS
 
 if [ -s "$bad" ]; then
     cat "$bad"
-    echo "README variables: $(wc -l < "$bad") problem(s); the registry is src/config.c (all of it: docs/env.md)"
+    echo "README variables: $(wc -l < "$bad") problem(s); the registry is src/base/config.c (all of it: docs/env.md)"
     exit 1
 fi
 echo "README variables: $rows in its table with the registry's defaults, $named named in all, every one registered"

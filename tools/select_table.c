@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "config.h"
-#include "cost.h"
-#include "select.h"
+#include "base/config.h"
+#include "collectives/cost.h"
+#include "collectives/select.h"
 #include "select_table.h"
 
 #define FIRST_SIZE 4
@@ -96,7 +96,7 @@ void print_selection(int hosts, int rph)
     const char *intra_names[] = {"shm", inter, "mpi"}, *intra = intra_names[gcoll__config.transport_intra];
     links->intra = gcoll__cost_link(intra, 0);
     links->inter = gcoll__cost_link(inter, 1);
-    /* a burst rate at or below the bandwidth counts as the bandwidth (collectives/cost.c) */
+    /* a burst rate at or below the bandwidth counts as the bandwidth (src/collectives/cost.c) */
     double intra_burst = links->intra.burst_Bps > links->intra.bw_Bps ? links->intra.burst_Bps : links->intra.bw_Bps;
     double inter_burst = links->inter.burst_Bps > links->inter.bw_Bps ? links->inter.burst_Bps : links->inter.bw_Bps;
     printf("%d hosts x %d ranks; links: inside a host %s %.1f us %.2f GB/s (burst %.2f GB/s), between hosts %s %.1f us "

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "cuda/adasum_gpu.h"
 
 /* Level k's pairs into d->pa, d->pb; their count. */

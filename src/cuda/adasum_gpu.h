@@ -7,8 +7,8 @@
 #define GCOLL_CUDA_ADASUM_GPU_H
 
 #include "cuda/cuda.h"
-#include "schedule.h"
-#include "../collectives/adasum.h"
+#include "base/schedule.h"
+#include "collectives/adasum.h"
 
 typedef struct gcoll__gpu_ada gcoll__gpu_ada_t;
 struct gcoll__gpu_ada {

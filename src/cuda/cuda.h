@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 #include "gcoll.h"
-#include "coll.h"
+#include "base/coll.h"
 #include "cuda/rt_abi.h"
 
 /* Every function returns 0 on success or the runtime's nonzero error code (error_string names

@@ -12,11 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "comm.h"
-#include "config.h"
-#include "error.h"
-#include "request.h"
-#include "schedule.h"
+#include "core/comm.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "core/request.h"
+#include "base/schedule.h"
 #include "cuda/ipc.h"
 
 /* What a rank tells its peers once its input is ready. */

@@ -5,7 +5,7 @@
 #define GCOLL_CUDA_IPC_H
 
 #include "cuda/cuda.h"
-#include "schedule.h"
+#include "base/schedule.h"
 
 typedef struct gcoll__ipc_rec gcoll__ipc_rec_t;
 typedef struct gcoll__ipc_imp gcoll__ipc_imp_t;

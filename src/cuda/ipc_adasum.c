@@ -3,7 +3,7 @@
  * inputs in place; each rank then writes its slice of the result into every rank's buffer. */
 #include <stdlib.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "cuda/adasum_gpu.h"
 #include "cuda/ipc.h"
 

@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config.h"
-#include "error.h"
-#include "log.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "base/log.h"
 #include "cuda/cuda.h"
 #include "cuda/rt_abi.h"
 

@@ -8,14 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm.h"
-#include "config.h"
-#include "error.h"
-#include "lane.h"
-#include "request.h"
-#include "schedule.h"
+#include "core/comm.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "core/lane.h"
+#include "core/request.h"
+#include "base/schedule.h"
 #include "cuda/cuda.h"
-#include "../collectives/adasum.h"
+#include "collectives/adasum.h"
 
 #define STAGE_SLOTS 4
 

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "request.h"
+#include "base/error.h"
+#include "core/request.h"
 #include "cuda/adasum_gpu.h"
 
 typedef struct {

@@ -80,7 +80,7 @@ if [ "${1:-}" = --inner ]; then
     fi
     # mismatched calls at 2 hosts x 2 ranks (tests/mpi/test_mismatch.c), every case on the shm
     # rings inside a host: each rank of both hosts ends in GCOLL_ERR_INVALID_USAGE naming both
-    # sides, over tcp, ofi and mpi (framed, transports/frame/frame.c) between the hosts, before
+    # sides, over tcp, ofi and mpi (framed, src/transports/frame/frame.c) between the hosts, before
     # GCOLL_TIMEOUT
     for mt in $kill_over mpi; do
         [ "$CLUSTER_HOSTS" = 2 ] || break

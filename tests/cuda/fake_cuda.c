@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "fake_cuda.h"
-#include "reduce.h"
-#include "dtype.h"
-#include "../collectives/adasum.h"
+#include "base/reduce.h"
+#include "base/dtype.h"
+#include "collectives/adasum.h"
 
 enum { OP_COPY, OP_REDUCE, OP_WAIT, OP_MULTI, OP_DOTS, OP_AXPBY, OP_CONVERT };
 

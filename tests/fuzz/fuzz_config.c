@@ -1,11 +1,13 @@
-/* libFuzzer harness for the GCOLL_* variable parsers (src/config.c, through gcoll__config_parse:
+/* libFuzzer harness for the GCOLL_* variable parsers (src/base/config.c, through gcoll__config_parse:
  * no environment). The first byte picks a variable, or, one past the last, gcoll__parse_size; the
  * rest is the value. Properties: an accepted value parses to the same configuration again, also
  * after another value of the variable; a rejected one fails with GCOLL_ERR_INVALID_ARG and a
  * message naming the variable; gcoll__parse_size agrees with an independent parser. */
 #include <stddef.h>
+#include <string.h>
 
-#include "config.h"
+#include "base/config.h"
+#include "collectives/select.h"
 #include "fuzz.h"
 
 /* Reference for gcoll__parse_size: "max", or decimal digits with an optional K/M/G (either
@@ -44,15 +46,32 @@ static void check_size(const char *s)
     PROPERTY(!ok || got == want, "gcoll__parse_size('%s') = %zu, the reference %zu", s, got, want);
 }
 
-/* Equal configurations: byte for byte, but the selection tables by field (their padding is
- * whatever the parser's local table held). */
-static int same_config(const gcoll__config_t *a, const gcoll__config_t *b)
+/* The parsed state: the base's configuration and the selection's tables. */
+typedef struct {
+    gcoll__config_t config;
+    gcoll__algo_table_t tables[GCOLL_COLL_COUNT];
+} state_t;
+
+static void clear_state(void)
 {
-    size_t lo = offsetof(gcoll__config_t, algo), hi = lo + sizeof(a->algo);
-    if (memcmp(a, b, lo) != 0 || memcmp((const char *)a + hi, (const char *)b + hi, sizeof(*a) - hi) != 0)
+    memset(&gcoll__config, 0, sizeof(gcoll__config));
+    memset(gcoll__algo_tables, 0, sizeof(gcoll__algo_tables));
+}
+
+static void take_state(state_t *s)
+{
+    s->config = gcoll__config;
+    memcpy(s->tables, gcoll__algo_tables, sizeof(s->tables));
+}
+
+/* Equal states: the configuration byte for byte, the selection tables by field (their padding
+ * is whatever the parser's local table held). */
+static int same_state(const state_t *a, const state_t *b)
+{
+    if (memcmp(&a->config, &b->config, sizeof(a->config)) != 0)
         return 0;
     for (int c = 0; c < GCOLL_COLL_COUNT; c++) {
-        const gcoll__algo_table_t *x = &a->algo[c], *y = &b->algo[c];
+        const gcoll__algo_table_t *x = &a->tables[c], *y = &b->tables[c];
         if (x->nranges != y->nranges)
             return 0;
         for (int i = 0; i < x->nranges; i++)
@@ -65,7 +84,7 @@ static int same_config(const gcoll__config_t *a, const gcoll__config_t *b)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static gcoll__config_t first;
+    static state_t first, again;
     if (size < 1)
         return 0;
     size_t nvars = gcoll_config_count(), idx = data[0] % (nvars + 1);
@@ -77,16 +96,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     gcoll_config_var_t var;
     PROPERTY(gcoll_config_var(idx, &var) == GCOLL_SUCCESS, "variable %zu has no entry", idx);
-    memset(&gcoll__config, 0, sizeof(gcoll__config));
+    clear_state();
     gcoll_status_t st = gcoll__config_parse(idx, s);
     if (st == GCOLL_SUCCESS) {
-        first = gcoll__config;
+        take_state(&first);
         PROPERTY(gcoll__config_parse(idx, var.default_str) == GCOLL_SUCCESS, "%s: its default '%s' is rejected",
                  var.name, var.default_str);
-        memset(&gcoll__config, 0, sizeof(gcoll__config));
+        clear_state();
         st = gcoll__config_parse(idx, s);
         PROPERTY(st == GCOLL_SUCCESS, "%s='%s' accepted once, then rejected: %s", var.name, s, gcoll_last_error());
-        PROPERTY(same_config(&first, &gcoll__config), "%s='%s' parses to a different value the second time", var.name,
+        take_state(&again);
+        PROPERTY(same_state(&first, &again), "%s='%s' parses to a different value the second time", var.name,
                  s);
     } else {
         PROPERTY(st == GCOLL_ERR_INVALID_ARG, "%s='%s' fails with %s, not GCOLL_ERR_INVALID_ARG", var.name, s,

@@ -1,13 +1,13 @@
-/* libFuzzer harness for the selection-string parser, GCOLL_<COLL>="algo:lo-hi;..." (src/config.c
- * and collectives/select.c). The first byte picks the collective, the rest is the value.
+/* libFuzzer harness for the selection-string parser, GCOLL_<COLL>="algo:lo-hi;..." (src/base/config.c
+ * and src/collectives/select.c). The first byte picks the collective, the rest is the value.
  * Properties: an accepted table has 1..GCOLL_MAX_RANGES ranges ("auto": none), each lo < hi with
  * an algorithm of that collective; printed back in its shortest form and parsed again it gives
  * the same table; a rejected value fails with GCOLL_ERR_INVALID_ARG naming the variable. */
 #include <ctype.h>
 
-#include "config.h"
+#include "base/config.h"
 #include "fuzz.h"
-#include "select.h"
+#include "collectives/select.h"
 
 /* The shortest spelling of a size: max, or the largest of K/M/G that divides it. */
 static void size_str(size_t v, char *buf, size_t len)
@@ -82,7 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     gcoll_config_var_t var;
     gcoll_config_var((size_t)idx, &var);
     char *s = fuzz_string(data, size, 1);
-    memset(&gcoll__config.algo[coll], 0xA5, sizeof(gcoll__config.algo[coll]));
+    memset(&gcoll__algo_tables[coll], 0xA5, sizeof(gcoll__algo_tables[coll]));
     gcoll_status_t st = gcoll__config_parse((size_t)idx, s);
     if (st != GCOLL_SUCCESS) {
         PROPERTY(st == GCOLL_ERR_INVALID_ARG, "%s='%s' fails with %s, not GCOLL_ERR_INVALID_ARG", var.name, s,
@@ -92,7 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(s);
         return 0;
     }
-    gcoll__algo_table_t t = gcoll__config.algo[coll];
+    gcoll__algo_table_t t = gcoll__algo_tables[coll];
     PROPERTY(strcmp(s, "auto") == 0 ? t.nranges == 0 : t.nranges >= 1 && t.nranges <= GCOLL_MAX_RANGES,
              "%s='%s' gives %d ranges", var.name, s, t.nranges);
     for (int i = 0; i < t.nranges; i++) {
@@ -104,11 +104,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     char printed[1024];
     table_str(&t, printed, sizeof(printed));
-    memset(&gcoll__config.algo[coll], 0x5A, sizeof(gcoll__config.algo[coll]));
+    memset(&gcoll__algo_tables[coll], 0x5A, sizeof(gcoll__algo_tables[coll]));
     st = gcoll__config_parse((size_t)idx, printed);
     PROPERTY(st == GCOLL_SUCCESS, "%s='%s' printed back as '%s' is rejected: %s", var.name, s, printed,
              gcoll_last_error());
-    PROPERTY(same_table(&t, &gcoll__config.algo[coll]), "%s='%s' printed back as '%s' parses to another table",
+    PROPERTY(same_table(&t, &gcoll__algo_tables[coll]), "%s='%s' printed back as '%s' parses to another table",
              var.name, s, printed);
     free(s);
     return 0;

@@ -1,8 +1,8 @@
-/* libFuzzer harness for the TCP transport's wire decoders (transports/tcp/tcp_wire.c), called by
+/* libFuzzer harness for the TCP transport's wire decoders (src/transports/tcp/tcp_wire.c), called by
  * name on raw bytes so that it holds whatever the header's layout: received frame headers, hellos,
  * acks and header fields, each against the properties stated above its function. */
 #include "fuzz.h"
-#include "tcp/tcp.h"
+#include "transports/tcp/tcp.h"
 
 /* Bytes from the input at *off, zeros past its end. */
 static void take(const uint8_t *data, size_t size, size_t *off, void *out, size_t n)

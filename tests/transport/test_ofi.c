@@ -1,5 +1,5 @@
 /* The OFI transport tested on its own under mpirun (2 to 4 ranks), raw (without the framing of
- * transports/frame): the registration cache against counting callbacks, provider choice errors,
+ * src/transports/frame): the registration cache against counting callbacks, provider choice errors,
  * messages of every size checked byte for byte with guard bytes, many tags, receives before and
  * after their sends, all-to-all, irecv_upto, wrong sizes, cancel, explicit registration, two
  * endpoints side by side. Last line on rank 0: "RESULT ofi passed=N failed=M". */
@@ -11,18 +11,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../src/config.h"
-#include "../../src/error.h"
-#include "frame/frame.h"
-#include "transport.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "transports/frame/frame.h"
+#include "transports/transport.h"
 #include "tp_check.h"
 
 static const gcoll__transport_t *const T = &gcoll__transport_ofi_raw;
 
 #if GCOLL_HAVE_OFI
 
-#include "ofi/ofi_internal.h" /* to see that a flood reaches the retry queue */
-#include "ofi/ofi_mr.h"
+#include "transports/ofi/ofi_internal.h" /* to see that a flood reaches the retry queue */
+#include "transports/ofi/ofi_mr.h"
 
 /* ---- the registration cache, against callbacks that count what it asks for ---- */
 

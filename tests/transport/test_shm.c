@@ -1,4 +1,4 @@
-/* Transport-level tests of the node channel's point-to-point rings (transports/shm/shm_p2p.c)
+/* Transport-level tests of the node channel's point-to-point rings (src/transports/shm/shm_p2p.c)
  * under mpirun on one host, 2 or more ranks, each sending to the next: single-copy messages not
  * holding back later ones, out-of-order acknowledgements, the acknowledgement window, per-tag
  * order, receives told of each part as it lands; then mismatch detection on the three paths that
@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/config.h"
-#include "../../src/log.h"
-#include "shm/shm.h"
-#include "transport.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "transports/shm/shm.h"
+#include "transports/transport.h"
 #include "tp_check.h"
 #include "tp_data.h"
 

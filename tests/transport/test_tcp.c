@@ -11,10 +11,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../../src/config.h"
-#include "../../src/error.h"
-#include "../../src/log.h"
-#include "tcp/tcp.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "transports/tcp/tcp.h"
 #include "tp_check.h"
 #include "tp_data.h"
 

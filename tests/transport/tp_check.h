@@ -8,7 +8,7 @@
 
 #include <mpi.h>
 
-#include "boot.h"
+#include "base/boot.h"
 #include "check.h"
 
 static int rank, size;

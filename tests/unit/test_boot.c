@@ -1,4 +1,4 @@
-/* The bootstrap star of a launch without MPI (src/boot_tcp.c), in processes forked by the test:
+/* The bootstrap star of a launch without MPI (src/base/boot_tcp.c), in processes forked by the test:
  * each rank checks what every operation gave it against what the ranks' contributions must
  * make (allgather, bcast from every root, min/max, split with reversed keys and an absent rank,
  * the host split, dup), then that a step the ranks disagree on fails on every rank and leaves
@@ -11,8 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "boot.h"
-#include "config.h"
+#include "base/boot.h"
+#include "base/config.h"
 #include "unit.h"
 
 #define NRANKS 4

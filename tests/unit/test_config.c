@@ -3,10 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "base/config.h"
 #include "unit.h"
-#include "../collectives/cost.h"
-#include "../collectives/select.h"
+#include "collectives/cost.h"
+#include "collectives/select.h"
 
 static void clear_env(void)
 {
@@ -33,7 +33,7 @@ START_TEST(defaults_load)
     ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
     ck_assert(gcoll__config.timeout_s == 300);
     ck_assert_int_eq(gcoll__config.log_level, 1);
-    ck_assert_int_eq(gcoll__config.algo[GCOLL_COLL_ALLREDUCE].nranges, 0);
+    ck_assert_int_eq(gcoll__algo_tables[GCOLL_COLL_ALLREDUCE].nranges, 0);
     ck_assert_uint_eq(gcoll__config.tcp_sndbuf, 256 << 10);
     ck_assert_uint_eq(gcoll__config.tcp_rcvbuf, 4 << 20);
     ck_assert_uint_eq(gcoll__config.shm_read_chunk, 0); /* auto */
@@ -102,7 +102,7 @@ START_TEST(selection_table_parses_and_selects)
     setenv("GCOLL_TIMEOUT", "2.5", 1);
     ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
     ck_assert(gcoll__config.timeout_s == 2.5);
-    const gcoll__algo_table_t *t = &gcoll__config.algo[GCOLL_COLL_ALLREDUCE];
+    const gcoll__algo_table_t *t = &gcoll__algo_tables[GCOLL_COLL_ALLREDUCE];
     ck_assert_int_eq(t->nranges, 2);
     ck_assert_uint_eq(t->range[0].hi, 8192);
     ck_assert_uint_eq(t->range[1].lo, 8192);

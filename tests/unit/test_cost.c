@@ -6,14 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "request.h"
-#include "schedule.h"
+#include "base/config.h"
+#include "core/request.h"
+#include "base/schedule.h"
 #include "unit.h"
-#include "../collectives/cost.h"
-#include "../collectives/select.h"
+#include "collectives/cost.h"
+#include "collectives/select.h"
 
-#define REDUCE_BPS 4e9 /* collectives/cost.c's figure for the reduction kernels */
+#define REDUCE_BPS 4e9 /* src/collectives/cost.c's figure for the reduction kernels */
 
 static gcoll__links_t links;
 

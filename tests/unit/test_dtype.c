@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "dtype.h"
+#include "base/dtype.h"
 #include "ref.h"
 #include "unit.h"
 

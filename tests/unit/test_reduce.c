@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "reduce.h"
+#include "base/reduce.h"
 #include "ref.h"
 #include "unit.h"
 

@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm.h"
-#include "config.h"
-#include "lane.h"
-#include "request.h"
+#include "core/comm.h"
+#include "base/config.h"
+#include "core/lane.h"
+#include "core/request.h"
 #include "unit.h"
-#include "../collectives/adasum.h"
-#include "../collectives/select.h"
+#include "collectives/adasum.h"
+#include "collectives/select.h"
 
 /* ---- a fake transport: messages complete when the test lets them */
 

@@ -1,4 +1,4 @@
-/* Top-k selection and sparse merge (collectives/topk.h), and the 16-bit wire conversions of every
+/* Top-k selection and sparse merge (src/collectives/topk.h), and the 16-bit wire conversions of every
  * kernel table, against references written here: selection by a full sort (|v| descending, index
  * ascending), the wire encoding by a decoder of its documented form, merging by plain loops, fp16
  * by _Float16, bf16 by integer rounding. Inputs with many ties, both zeros, infinities and NaN;
@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../collectives/topk.h"
-#include "reduce.h"
+#include "collectives/topk.h"
+#include "base/reduce.h"
 #include "unit.h"
 
 static uint64_t rng = 88172645463325252ull;

@@ -8,11 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "topo.h"
-#include "lane.h"
+#include "base/topo.h"
+#include "core/lane.h"
 #include "unit.h"
 #if GCOLL_HAVE_OFI
-#include "ofi/ofi_internal.h"
+#include "transports/ofi/ofi_internal.h"
 #endif
 
 #define XML GCOLL_TEST_DATA "/topo-2pack-4numa-nics.xml"

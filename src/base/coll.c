@@ -1,0 +1,10 @@
+/* The names of the collective kinds, for messages and the registries. */
+#include "base/coll.h"
+
+static const char *const coll_names[GCOLL_COLL_COUNT] = {"allreduce", "reduce_scatter", "allgather", "bcast",
+                                                         "reduce",    "alltoall",       "barrier"};
+
+const char *gcoll__coll_name(int coll)
+{
+    return coll >= 0 && coll < GCOLL_COLL_COUNT ? coll_names[coll] : "unknown";
+}

@@ -1,0 +1,94 @@
+/* What every algorithm file shares: the builder signature and the block partition of a vector
+ * over ranks (the first count % n blocks hold one element more). */
+#ifndef GCOLL_ALGO_H
+#define GCOLL_ALGO_H
+
+#include "base/coll.h"
+#include "base/schedule.h"
+
+typedef void (*gcoll__build_fn)(gcoll__sched_t *s, const gcoll__coll_args_t *a);
+
+static inline size_t gcoll__blk_cnt(size_t count, int n, int i)
+{
+    return count / (size_t)n + ((size_t)i < count % (size_t)n);
+}
+
+static inline size_t gcoll__blk_off(size_t count, int n, int i)
+{
+    size_t q = count / (size_t)n, r = count % (size_t)n;
+    return (size_t)i * q + ((size_t)i < r ? (size_t)i : r);
+}
+
+static inline int gcoll__mod(int a, int n)
+{
+    return ((a % n) + n) % n;
+}
+
+/* The input of a reducing collective: the output itself when the call is in place. */
+static inline const char *gcoll__input(const gcoll__coll_args_t *a)
+{
+    return a->sendbuf == a->recvbuf ? (const char *)a->recvbuf : (const char *)a->sendbuf;
+}
+
+/* A lone rank's allreduce: its input is the result. Says whether it was alone. */
+static inline int gcoll__alone(gcoll__sched_t *s, const gcoll__coll_args_t *a)
+{
+    if (a->size == 1)
+        gcoll__sched_copy(s, a->recvbuf, gcoll__input(a), a->count * a->esize);
+    return a->size == 1;
+}
+
+/* Pipelined transfers (pipeline.c). A block of cnt elements goes in slices of GCOLL_CHUNK_BYTES
+ * (whole elements), GCOLL_PIPELINE_DEPTH slices a round: group g is the slices of round g. */
+size_t gcoll__pipe_groups(size_t cnt, size_t es);
+/* One round: receives group rg of the rn elements at rbuf from `from`, and sends group sg of the
+ * sn elements at sbuf to `to` (nothing past a block's end). With dst set, each received slice is
+ * reduced as soon as it lands, dst[i] = rbuf[i] op own[i], while the round's sends are still in
+ * flight: dst must not overlap what they send. */
+void gcoll__pipe_round(gcoll__sched_t *s, int to, const void *sbuf, size_t sn, size_t sg, int from, void *rbuf,
+                       size_t rn, size_t rg, void *dst, const void *own, size_t es);
+/* A whole exchange: the rounds of every group of both blocks (a count of 0: nothing that way). */
+void gcoll__pipe(gcoll__sched_t *s, int to, const void *sbuf, size_t sn, int from, void *rbuf, size_t rn, void *dst,
+                 const void *own, size_t es);
+
+/* Whether an algorithm can serve these arguments (NULL: always). */
+typedef int (*gcoll__usable_fn)(const gcoll__coll_args_t *a);
+int gcoll__shm_usable(const gcoll__coll_args_t *a);
+int gcoll__shm_cma_usable(const gcoll__coll_args_t *a);
+int gcoll__hier_usable(const gcoll__coll_args_t *a);
+
+#define GCOLL_ALGOS(X)                                                                          \
+    X(GCOLL_COLL_ALLREDUCE, ring, gcoll__allreduce_ring, NULL)                                  \
+    X(GCOLL_COLL_ALLREDUCE, recursive_doubling, gcoll__allreduce_rd, NULL)                      \
+    X(GCOLL_COLL_ALLREDUCE, rabenseifner, gcoll__allreduce_rabenseifner, NULL)                  \
+    X(GCOLL_COLL_ALLREDUCE, direct, gcoll__allreduce_direct, NULL)                              \
+    X(GCOLL_COLL_ALLREDUCE, shm_slots, gcoll__allreduce_shm_slots, gcoll__shm_usable)           \
+    X(GCOLL_COLL_ALLREDUCE, shm_cma, gcoll__allreduce_shm_cma, gcoll__shm_cma_usable)           \
+    X(GCOLL_COLL_ALLREDUCE, hierarchical, gcoll__allreduce_hier, gcoll__hier_usable)            \
+    X(GCOLL_COLL_REDUCE_SCATTER, ring, gcoll__reduce_scatter_ring, NULL)                        \
+    X(GCOLL_COLL_REDUCE_SCATTER, recursive_halving, gcoll__reduce_scatter_halving, NULL)        \
+    X(GCOLL_COLL_REDUCE_SCATTER, shm_slots, gcoll__reduce_scatter_shm_slots, gcoll__shm_usable) \
+    X(GCOLL_COLL_REDUCE_SCATTER, shm_cma, gcoll__reduce_scatter_shm_cma, gcoll__shm_cma_usable) \
+    X(GCOLL_COLL_ALLGATHER, ring, gcoll__allgather_ring, NULL)                                  \
+    X(GCOLL_COLL_ALLGATHER, recursive_doubling, gcoll__allgather_doubling, NULL)                \
+    X(GCOLL_COLL_ALLGATHER, shm_slots, gcoll__allgather_shm_slots, gcoll__shm_usable)           \
+    X(GCOLL_COLL_ALLGATHER, shm_cma, gcoll__allgather_shm_cma, gcoll__shm_cma_usable)           \
+    X(GCOLL_COLL_BCAST, binomial, gcoll__bcast_binomial, NULL)                                  \
+    X(GCOLL_COLL_BCAST, scatter_allgather, gcoll__bcast_scatter_allgather, NULL)                \
+    X(GCOLL_COLL_BCAST, chain, gcoll__bcast_chain, NULL)                                        \
+    X(GCOLL_COLL_BCAST, shm_slots, gcoll__bcast_shm_slots, gcoll__shm_usable)                   \
+    X(GCOLL_COLL_BCAST, shm_cma, gcoll__bcast_shm_cma, gcoll__shm_cma_usable)                   \
+    X(GCOLL_COLL_REDUCE, binomial, gcoll__reduce_binomial, NULL)                                \
+    X(GCOLL_COLL_REDUCE, rabenseifner, gcoll__reduce_rabenseifner, NULL)                        \
+    X(GCOLL_COLL_REDUCE, chain, gcoll__reduce_chain, NULL)                                      \
+    X(GCOLL_COLL_REDUCE, shm_slots, gcoll__reduce_shm_slots, gcoll__shm_usable)                 \
+    X(GCOLL_COLL_ALLTOALL, pairwise, gcoll__alltoall_pairwise, NULL)                            \
+    X(GCOLL_COLL_ALLTOALL, shm_slots, gcoll__alltoall_shm_slots, gcoll__shm_usable)             \
+    X(GCOLL_COLL_BARRIER, dissemination, gcoll__barrier_dissemination, NULL)
+
+#define GCOLL_DECLARE_BUILDER(coll, name, fn, usable) void fn(gcoll__sched_t *s, const gcoll__coll_args_t *a);
+GCOLL_ALGOS(GCOLL_DECLARE_BUILDER)
+/* Top-k sparse allreduce (allreduce_topk.c): attr.compress picks it, not the table. */
+void gcoll__allreduce_topk(gcoll__sched_t *s, const gcoll__coll_args_t *a);
+
+#endif

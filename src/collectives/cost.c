@@ -1,0 +1,256 @@
+/* The cost model: every rank's schedule built dry and priced round by round (link latency, the
+ * heaviest transfer at the burst rate, unhidden local work), bounded below by the busiest link's
+ * bytes at its sustained rate. docs/design.md describes the model. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/config.h"
+#include "base/schedule.h"
+#include "collectives/cost.h"
+#include "collectives/select.h"
+
+/* Local work: the reduction kernels and copies of one core (what gcoll_bench membw reports). */
+#define REDUCE_BPS 4e9
+#define COPY_BPS 7e9
+/* Messages a rank posts in one round overlap on the wire, but each beyond the first adds half a
+ * latency of its own (the software cost of a message, which a loaded host pays in full).
+ * The messages that leave one host in a round count alike, whichever of its ranks posts them:
+ * they share the host's network stack. */
+#define EXTRA_MSG 0.5
+/* Predictions this close to the least count as a tie (below the model's own accuracy). */
+#define TIE 0.01
+
+gcoll__link_t gcoll__cost_link(const char *tp, int inter)
+{
+    const gcoll__link_t *set = &gcoll__config.cost[inter ? 1 : 0];
+    if (set->bw_Bps > 0)
+        return *set;
+    static const struct {
+        const char *name;
+        gcoll__link_t link;
+    } known[] = {
+        /* built-in figures: an 8 B allreduce's latency and a 64 MiB ring's bandwidth */
+        {"shm", {1e-6, 5e9, 5e9}},
+        {"mpi", {5e-6, 2e9, 2e9}},
+        {"tcp", {12e-6, 1e9, 1e9}},
+        {"ofi", {15e-6, 1e9, 1e9}},
+    };
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+        if (strcmp(tp, known[i].name) == 0)
+            return known[i].link;
+    return (gcoll__link_t){20e-6, 1e9, 1e9}; /* a plugin: assume a plain network */
+}
+
+/* A link's rate for one round's transfer. */
+static double burst_rate(const gcoll__link_t *l)
+{
+    return l->burst_Bps > l->bw_Bps ? l->burst_Bps : l->bw_Bps;
+}
+
+typedef struct {
+    double intra; /* the busiest rank's bytes inside its host */
+    double red, copy;
+    int nin; /* the most messages one rank posts inside its host (across: rounds_t.msgs, per host) */
+} round_t;
+
+typedef struct {
+    round_t *r;
+    double *outs; /* [round][host]: bytes leaving the host */
+    int *msgs;    /* [round][host]: messages leaving the host */
+    size_t n, cap;
+    int nhosts;
+} rounds_t;
+
+static round_t *round_at(rounds_t *rs, size_t k)
+{
+    while (k >= rs->cap) {
+        size_t cap = rs->cap ? rs->cap * 2 : 16;
+        round_t *r = realloc(rs->r, cap * sizeof(*r));
+        if (r)
+            rs->r = r;
+        double *o = r ? realloc(rs->outs, cap * (size_t)rs->nhosts * sizeof(double)) : NULL;
+        if (o)
+            rs->outs = o;
+        int *mg = o ? realloc(rs->msgs, cap * (size_t)rs->nhosts * sizeof(int)) : NULL;
+        if (!mg)
+            return NULL;
+        rs->msgs = mg;
+        memset(rs->r + rs->cap, 0, (cap - rs->cap) * sizeof(*r));
+        memset(o + rs->cap * (size_t)rs->nhosts, 0, (cap - rs->cap) * (size_t)rs->nhosts * sizeof(double));
+        memset(mg + rs->cap * (size_t)rs->nhosts, 0, (cap - rs->cap) * (size_t)rs->nhosts * sizeof(int));
+        rs->cap = cap;
+    }
+    if (k >= rs->n)
+        rs->n = k + 1;
+    return rs->r + k;
+}
+
+/* Adds rank's schedule to the rounds; 0 when it cannot be priced (a custom step, no memory). */
+static int add_rank(rounds_t *rs, const gcoll__sched_t *s, const gcoll__coll_args_t *a, int rank)
+{
+    const gcoll__nodemap_t *m = a->map;
+    int host = m ? m->host[rank] : rank;
+    for (size_t k = 0; k < s->nrounds; k++) {
+        round_t *r = round_at(rs, k);
+        if (!r)
+            return 0;
+        double *out = rs->outs + k * (size_t)rs->nhosts, in = 0, red = 0, copy = 0;
+        int *msgs = rs->msgs + k * (size_t)rs->nhosts;
+        int nin = 0;
+        /* local steps listed before the round's last receive run while later messages are on
+         * the wire (the engine starts each as soon as the steps before it are done): only
+         * those after it add to the round */
+        size_t last_recv = 0;
+        for (size_t i = 0; i < s->rounds[k].count; i++)
+            if (s->steps[s->rounds[k].first + i].kind == GCOLL_STEP_RECV)
+                last_recv = i;
+        for (size_t i = 0; i < s->rounds[k].count; i++) {
+            const gcoll__step_t *st = &s->steps[s->rounds[k].first + i];
+            if ((st->kind == GCOLL_STEP_REDUCE || st->kind == GCOLL_STEP_COPY) && i < last_recv)
+                continue;
+            switch (st->kind) {
+            case GCOLL_STEP_SEND:
+                if (!m || m->host[st->peer] != host) {
+                    out[host] += (double)st->n;
+                    msgs[host]++;
+                } else {
+                    in += (double)st->n;
+                    nin++;
+                }
+                break;
+            case GCOLL_STEP_REDUCE: red += (double)st->n * (double)a->esize; break;
+            case GCOLL_STEP_COPY: copy += (double)st->n; break;
+            case GCOLL_STEP_CUSTOM: return 0;
+            default: break;
+            }
+        }
+        r->intra = in > r->intra ? in : r->intra;
+        r->red = red > r->red ? red : r->red;
+        r->copy = copy > r->copy ? copy : r->copy;
+        r->nin = nin > r->nin ? nin : r->nin;
+    }
+    return 1;
+}
+
+/* A round's latency: the slower link's, plus half a latency for every further message (on
+ * either link: one core posts and completes them all). */
+static double round_lat(const gcoll__links_t *l, int nin, int nout)
+{
+    double in = nin ? l->intra.lat_s : 0, out = nout ? l->inter.lat_s : 0, base = in > out ? in : out;
+    return (nin + nout) ? base + EXTRA_MSG * (nin * l->intra.lat_s + nout * l->inter.lat_s - base) : 0;
+}
+
+double gcoll__cost_predict_parts(int idx, const gcoll__coll_args_t *a, const gcoll__links_t *links, double *rounds_s)
+{
+    const gcoll__algo_t *algo = gcoll__algo_get(idx);
+    if (!algo || algo->coll != a->coll || (algo->usable && !algo->usable(a)))
+        return -1;
+    int n = a->size;
+    rounds_t rs = {.nhosts = a->map ? a->map->nhosts : n};
+    /* stand-in buffers: builders only do arithmetic on them */
+    static char sendbuf, recvbuf;
+    double t = 0, intra_total = 0;
+    int ok = 1;
+    for (int rank = 0; rank < n && ok; rank++) {
+        gcoll__coll_args_t r = *a;
+        r.rank = rank;
+        r.recvbuf = &recvbuf;
+        r.sendbuf = a->sendbuf == a->recvbuf ? (const void *)&recvbuf : (const void *)&sendbuf;
+        gcoll__sched_t *s = gcoll__sched_new(a->dtype, a->op, (unsigned)n, NULL);
+        if (!s) {
+            ok = 0;
+            break;
+        }
+        s->dry = 1;
+        if (a->count || a->coll == GCOLL_COLL_BARRIER)
+            algo->build(s, &r);
+        ok = s->status == GCOLL_SUCCESS && add_rank(&rs, s, &r, rank);
+        gcoll__sched_free(s);
+    }
+    double inter_burst = burst_rate(&links->inter), intra_burst = burst_rate(&links->intra);
+    for (size_t k = 0; ok && k < rs.n; k++) {
+        const round_t *r = &rs.r[k];
+        const double *out = rs.outs + k * (size_t)rs.nhosts;
+        const int *msgs = rs.msgs + k * (size_t)rs.nhosts;
+        double busiest = 0;
+        int nout = 0; /* at least any one rank's, since its host counts them too */
+        for (int h = 0; h < rs.nhosts; h++) {
+            busiest = out[h] > busiest ? out[h] : busiest;
+            nout = msgs[h] > nout ? msgs[h] : nout;
+        }
+        double across = busiest / inter_burst, inside = r->intra / intra_burst;
+        t += round_lat(links, r->nin, nout) + (across > inside ? across : inside) + r->red / REDUCE_BPS +
+            r->copy / COPY_BPS;
+        intra_total += r->intra;
+    }
+    /* the sustained floor: the bytes that leave the busiest host, and those of the busiest rank
+     * inside one (summed per round: at most that), past the first GCOLL__COST_BURST_BYTES */
+    double host_total = 0;
+    for (int h = 0; ok && h < rs.nhosts; h++) {
+        double sum = 0;
+        for (size_t k = 0; k < rs.n; k++)
+            sum += rs.outs[k * (size_t)rs.nhosts + h];
+        host_total = sum > host_total ? sum : host_total;
+    }
+    host_total = host_total > GCOLL__COST_BURST_BYTES ? host_total - GCOLL__COST_BURST_BYTES : 0;
+    intra_total = intra_total > GCOLL__COST_BURST_BYTES ? intra_total - GCOLL__COST_BURST_BYTES : 0;
+    double floor_across = host_total / links->inter.bw_Bps, floor_inside = intra_total / links->intra.bw_Bps;
+    double floor = floor_across > floor_inside ? floor_across : floor_inside;
+    free(rs.r);
+    free(rs.outs);
+    free(rs.msgs);
+    if (rounds_s)
+        *rounds_s = ok ? t : -1;
+    return ok ? (t > floor ? t : floor) : -1;
+}
+
+double gcoll__cost_predict(int idx, const gcoll__coll_args_t *a, const gcoll__links_t *links)
+{
+    return gcoll__cost_predict_parts(idx, a, links, NULL);
+}
+
+int gcoll__cost_pick(const gcoll__coll_args_t *a, gcoll__links_t *links)
+{
+    size_t bytes = gcoll__coll_bytes(a);
+    int cls = 0;
+    while (cls < 63 && ((size_t)1 << cls) < bytes)
+        cls++;
+    _Atomic signed char *slot = &links->pick[a->map ? 0 : 1][a->coll][cls];
+    int known = atomic_load_explicit(slot, memory_order_relaxed);
+    if (known > 0)
+        return known - 1;
+    /* price the class by its upper bound, so every size in it gets the same pick */
+    gcoll__coll_args_t c = *a;
+    c.count = 1;
+    size_t per = gcoll__coll_bytes(&c); /* bytes per element of count */
+    c.count = (((size_t)1 << cls) / per) ? ((size_t)1 << cls) / per : 1;
+    /* the least prediction; among those within TIE of it, the least round cost: where the
+     * sustained floor bounds several algorithms alike, the one with fewer latencies and less
+     * local work, which the floor hides, is the faster */
+    int n = 0, idx[128];
+    double t[128], rounds[128], least = -1;
+    for (int i = 0; gcoll__algo_get(i) && n < 128; i++) {
+        t[n] = gcoll__cost_predict_parts(i, &c, links, &rounds[n]);
+        if (t[n] < 0)
+            continue;
+        least = least < 0 || t[n] < least ? t[n] : least;
+        idx[n++] = i;
+    }
+    /* An exact tie of both (hierarchical and rabenseifner on two hosts of several ranks from 256
+     * KiB to 4 MiB send the same bytes in rounds of the same cost) goes to hierarchical where a
+     * host holds several ranks: it runs as fast there or faster, since the model prices its
+     * shared-memory phases like any transfer. */
+    int hier = a->map && a->map->nhosts < a->size ? gcoll__algo_find(a->coll, "hierarchical") : -1;
+    int best = -1;
+    double best_rounds = 0;
+    for (int k = 0; k < n; k++)
+        if (t[k] <= least * (1 + TIE) &&
+            (best < 0 || rounds[k] < best_rounds || (rounds[k] == best_rounds && idx[k] == hier))) {
+            best = idx[k];
+            best_rounds = rounds[k];
+        }
+    if (best >= 0 && best < 127)
+        atomic_store_explicit(slot, (signed char)(best + 1), memory_order_relaxed);
+    return best;
+}

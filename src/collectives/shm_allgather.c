@@ -1,0 +1,57 @@
+/* Intra-node allgather over the node channel.
+ * shm_slots: every rank stages its block; every rank copies all blocks out of the slots.
+ * shm_cma: every rank writes its block straight into every peer's output (process_vm_writev):
+ *   (n-1) blocks written per rank, one copy each. */
+#include <string.h>
+
+#include "collectives/shm_op.h"
+
+static const char *my_block(const shm_op_t *op)
+{
+    return op->inplace ? (const char *)op->a.recvbuf + (size_t)op->shm->me * op->a.count * op->a.esize : op->a.sendbuf;
+}
+
+static gcoll_status_t slots_publish(shm_op_t *op)
+{
+    size_t es = op->a.esize;
+    memcpy(gcoll__shm_slot(op->shm, op->shm->me, shm_seq(op)), my_block(op) + shm_lo(op) * es, shm_len(op) * es);
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t slots_work(shm_op_t *op)
+{
+    size_t es = op->a.esize;
+    for (int q = 0; q < op->shm->n; q++)
+        if (q != op->shm->me || !op->inplace)
+            memcpy((char *)op->a.recvbuf + ((size_t)q * op->a.count + shm_lo(op)) * es,
+                   gcoll__shm_slot(op->shm, q, shm_seq(op)), shm_len(op) * es);
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t cma_publish(shm_op_t *op)
+{
+    op->shm->ctrl[op->shm->me].dst = (uint64_t)(uintptr_t)op->a.recvbuf;
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t cma_work(shm_op_t *op)
+{
+    gcoll__shm_t *shm = op->shm;
+    size_t blk = op->a.count * op->a.esize, at = (size_t)shm->me * blk;
+    if (!op->inplace)
+        memcpy((char *)op->a.recvbuf + at, op->a.sendbuf, blk);
+    for (int q = 0; q < shm->n; q++)
+        if (q != shm->me)
+            GCOLL_CHECK(gcoll__shm_write(shm, q, shm->ctrl[q].dst + at, my_block(op), blk));
+    return GCOLL_SUCCESS;
+}
+
+void gcoll__allgather_shm_slots(gcoll__sched_t *s, const gcoll__coll_args_t *a)
+{
+    gcoll__shm_op(s, a, 0, 1, slots_publish, slots_work, 0);
+}
+
+void gcoll__allgather_shm_cma(gcoll__sched_t *s, const gcoll__coll_args_t *a)
+{
+    gcoll__shm_op(s, a, 1, 1, cma_publish, cma_work, 0);
+}

@@ -1,0 +1,192 @@
+/* The lanes and their worker threads (see lane.h). A worker spins briefly after each pass that
+ * moved something, for latency, then sleeps on its communicators' transport events, so an idle
+ * worker takes no CPU from the backprop it overlaps. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/comm.h"
+#include "base/config.h"
+#include "core/context.h"
+#include "base/error.h"
+#include "core/lane.h"
+#include "base/log.h"
+#include "core/request.h"
+#include "base/topo.h"
+
+/* Passes without movement before a worker sleeps: a short spin, the span in which a reply to a
+ * message just sent usually lands. */
+#define WORKER_SPIN 64
+#define WORKER_SLEEP_US 1000
+
+static gcoll__lane_t *lanes; /* nworker lanes (at least one), then the lane of MPI routes */
+static size_t nlanes;
+
+gcoll__lane_t *gcoll__lane_for(unsigned comm_id, int uses_mpi)
+{
+    return uses_mpi ? &lanes[nlanes - 1] : &lanes[comm_id % (nlanes - 1)];
+}
+
+gcoll__lane_t *gcoll__lane_at(size_t index)
+{
+    return &lanes[index];
+}
+
+size_t gcoll__lane_count(void)
+{
+    return nlanes;
+}
+
+void gcoll__lane_kick(gcoll__lane_t *l)
+{
+    if (l->has_worker)
+        pthread_cond_signal(&l->wake);
+}
+
+int gcoll__worker_cpus(const char *spec, const cpu_set_t *allowed, int local, int nlocal, int workers, int *cpus,
+                       int max)
+{
+    int n = 0;
+    if (strcmp(spec, "none") == 0 || workers <= 0)
+        return 0;
+    if (strcmp(spec, "auto") == 0) {
+        /* Ranks and their threads fill a host's cores from the front (binding by core does, and
+         * the scheduler starts there too): workers take the allowed cores from the back, this
+         * rank's after those of the local ranks before it. */
+        int avail[CPU_SETSIZE], na = 0;
+        for (int c = 0; c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, allowed))
+                avail[na++] = c;
+        (void)nlocal;
+        for (int w = 0; w < workers && n < max && na > 0; w++)
+            cpus[n++] = avail[na - 1 - (local * workers + w) % na];
+        return n;
+    }
+    for (const char *p = spec; *p && n < max;) {
+        char *end;
+        long lo = strtol(p, &end, 10), hi = lo;
+        if (*end == '-')
+            hi = strtol(end + 1, &end, 10);
+        for (long c = lo; c <= hi && n < max; c++)
+            cpus[n++] = (int)c;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
+
+static void *worker_main(void *arg)
+{
+    gcoll__lane_t *l = arg;
+    pthread_mutex_lock(&l->lock);
+    unsigned idle = 0;
+    while (!l->stop) {
+        if (!l->active || l->waiters) {
+            idle = 0;
+            pthread_cond_wait(&l->wake, &l->lock);
+            continue;
+        }
+        idle = gcoll__lane_progress(l) ? 0 : idle + 1;
+        /* with more ranks than cores, a spinning worker takes the core of the rank it waits for */
+        unsigned spin = l->active && gcoll__comm_crowded(l->active->comm) ? 1 : WORKER_SPIN;
+        if (!l->active || idle < spin || l->local_wait) {
+            /* let a thread that waits or starts an operation take the lock between passes */
+            pthread_mutex_unlock(&l->lock);
+            sched_yield();
+            pthread_mutex_lock(&l->lock);
+            continue;
+        }
+        /* Sleep on the events of the first request's communicator (the highest priority); the
+         * others are looked at again within WORKER_SLEEP_US. */
+        gcoll_comm_t c = l->active->comm;
+        c->refs++;
+        uint32_t ticket = gcoll__comm_ticket(c);
+        pthread_mutex_unlock(&l->lock);
+        gcoll__comm_idle(c, ticket, WORKER_SLEEP_US);
+        pthread_mutex_lock(&l->lock);
+        gcoll__comm_release(c);
+    }
+    pthread_mutex_unlock(&l->lock);
+    return NULL;
+}
+
+/* This rank's place among the ranks of its host, for GCOLL_WORKER_AFFINITY=auto. */
+static void local_place(int *local, int *nlocal)
+{
+    gcoll__boot_t *node = NULL;
+    *local = 0;
+    *nlocal = 1;
+    if (!gcoll__context.boot || gcoll__boot_split_node(gcoll__context.boot, &node) != GCOLL_SUCCESS)
+        return;
+    *local = node->rank;
+    *nlocal = node->size;
+    gcoll__boot_free(node);
+}
+
+gcoll_status_t gcoll__lanes_start(void)
+{
+    int workers = gcoll__config.worker_count;
+    nlanes = (workers > 0 ? (size_t)workers : 1) + 1;
+    lanes = calloc(nlanes, sizeof(*lanes));
+    if (!lanes)
+        return gcoll__error(GCOLL_ERR_NOMEM, "no memory for %zu progress lanes", nlanes);
+    int cpus[64], ncpus = 0;
+    if (workers > 0 && strcmp(gcoll__config.worker_affinity, "none") != 0) {
+        int local, nlocal;
+        local_place(&local, &nlocal);
+        ncpus = gcoll__worker_cpus(gcoll__config.worker_affinity, &gcoll__topo()->binding, local, nlocal, workers, cpus,
+                                   64);
+    }
+    for (size_t i = 0; i < nlanes; i++) {
+        gcoll__lane_t *l = &lanes[i];
+        pthread_mutex_init(&l->lock, NULL);
+        pthread_cond_init(&l->wake, NULL);
+        l->index = (int)i;
+        if (workers == 0 || i == nlanes - 1)
+            continue;
+        int rc = pthread_create(&l->worker, NULL, worker_main, l);
+        if (rc != 0) {
+            gcoll__lanes_stop();
+            return gcoll__error(GCOLL_ERR_SYSTEM, "starting progress thread %zu: %s", i, strerror(rc));
+        }
+        l->has_worker = 1;
+        char name[16];
+        snprintf(name, sizeof(name), "gcoll-wk%u", (unsigned)i % 1000u);
+        pthread_setname_np(l->worker, name);
+        if (ncpus > 0) {
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            CPU_SET(cpus[i % (size_t)ncpus], &set);
+            rc = pthread_setaffinity_np(l->worker, sizeof(set), &set);
+            if (rc != 0)
+                GCOLL_LOG(GCOLL_LOG_WARN, "progress thread %zu: cannot pin it to CPU %d: %s", i,
+                          cpus[i % (size_t)ncpus], strerror(rc));
+            else
+                GCOLL_LOG(GCOLL_LOG_INFO, "progress thread %zu runs on CPU %d", i, cpus[i % (size_t)ncpus]);
+        }
+    }
+    GCOLL_LOG(GCOLL_LOG_INFO, "%d progress thread%s", workers, workers == 1 ? "" : "s");
+    return GCOLL_SUCCESS;
+}
+
+void gcoll__lanes_stop(void)
+{
+    for (size_t i = 0; i < nlanes; i++) {
+        gcoll__lane_t *l = &lanes[i];
+        if (!l->has_worker)
+            continue;
+        pthread_mutex_lock(&l->lock);
+        l->stop = 1;
+        pthread_cond_signal(&l->wake);
+        pthread_mutex_unlock(&l->lock);
+        pthread_join(l->worker, NULL);
+        l->has_worker = 0;
+    }
+    for (size_t i = 0; i < nlanes; i++) {
+        pthread_mutex_destroy(&lanes[i].lock);
+        pthread_cond_destroy(&lanes[i].wake);
+    }
+    free(lanes);
+    lanes = NULL;
+    nlanes = 0;
+}

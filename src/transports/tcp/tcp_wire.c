@@ -1,0 +1,121 @@
+/* The TCP transport's byte layout: frame headers and connection hellos, little-endian whatever
+ * the host, and the check every header passes before a byte of its payload is read. */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/coll.h"
+#include "base/error.h"
+#include "transports/tcp/tcp.h"
+#include "base/le.h"
+
+#define HDR_MAGIC 0x32435447u   /* "GTC2": the header grew the operation descriptor */
+#define HELLO_MAGIC 0x48435447u /* "GTCH" */
+
+/* Layout: magic, type + 3 zero bytes, seq, tag, len, id, aux, then the operation's descriptor:
+ * collective kind + 1, dtype, op, a zero byte, root, count. */
+void gcoll__tcp_hdr_pack(unsigned char *buf, const gcoll__tcp_hdr_t *h)
+{
+    gcoll__put32(buf, HDR_MAGIC);
+    gcoll__put32(buf + 4, h->type);
+    gcoll__put32(buf + 8, h->seq);
+    gcoll__put32(buf + 12, h->tag);
+    gcoll__put64(buf + 16, h->len);
+    gcoll__put64(buf + 24, h->id);
+    gcoll__put64(buf + 32, h->aux);
+    buf[40] = h->desc.coll;
+    buf[41] = h->desc.dtype;
+    buf[42] = h->desc.op;
+    buf[43] = h->desc.where;
+    gcoll__put32(buf + 44, (uint32_t)h->desc.root);
+    gcoll__put64(buf + 48, h->desc.count);
+}
+
+void gcoll__tcp_hdr_unpack(const unsigned char *buf, gcoll__tcp_hdr_t *h)
+{
+    uint32_t type = gcoll__get32(buf + 4);
+    h->magic = gcoll__get32(buf);
+    /* the three zero bytes stay in `type`, so nonzero ones make it unknown */
+    h->type = type > 0xff ? 0 : (uint8_t)type;
+    h->seq = gcoll__get32(buf + 8);
+    h->tag = gcoll__get32(buf + 12);
+    h->len = gcoll__get64(buf + 16);
+    h->id = gcoll__get64(buf + 24);
+    h->aux = gcoll__get64(buf + 32);
+    h->desc = (gcoll__opdesc_t){.coll = buf[40],
+                                .dtype = buf[41],
+                                .op = buf[42],
+                                .where = buf[43],
+                                .root = (int32_t)gcoll__get32(buf + 44),
+                                .count = gcoll__get64(buf + 48)};
+}
+
+gcoll_status_t gcoll__tcp_hdr_check(const gcoll__tcp_hdr_t *h, uint32_t seq, char *why, size_t len)
+{
+    if (h->magic != HDR_MAGIC)
+        snprintf(why, len, "bad magic 0x%08x", (unsigned)h->magic);
+    else if (h->seq != seq)
+        snprintf(why, len, "frame sequence number %u where %u was due", (unsigned)h->seq, (unsigned)seq);
+    else if (h->type < TCP_EAGER || h->type > TCP_MISMATCH)
+        snprintf(why, len, "unknown frame type %u", (unsigned)h->type);
+    else if (h->type == TCP_EAGER && h->len > TCP_EAGER_MAX)
+        snprintf(why, len, "an eager message of %llu bytes (the bound is %d)", (unsigned long long)h->len,
+                 TCP_EAGER_MAX);
+    else if (h->type == TCP_DATA && (h->len == 0 || h->len > TCP_CHUNK_MAX))
+        snprintf(why, len, "a data frame of %llu bytes (the bound is %d)", (unsigned long long)h->len, TCP_CHUNK_MAX);
+    else if ((h->type == TCP_RTS || h->type == TCP_CTS || h->type == TCP_BYE) && h->len != 0)
+        snprintf(why, len, "a control frame with %llu payload bytes", (unsigned long long)h->len);
+    else if (h->type == TCP_MISMATCH && (h->len == 0 || h->len > TCP_NOTICE_MAX))
+        snprintf(why, len, "a mismatch notice of %llu bytes (the bound is %d)", (unsigned long long)h->len,
+                 TCP_NOTICE_MAX);
+    else if (h->desc.coll > GCOLL_COLL_COUNT || h->desc.where > GCOLL_OPDESC_GPU)
+        snprintf(why, len, "a malformed operation descriptor (kind %u, placement %u)", (unsigned)h->desc.coll,
+                 (unsigned)h->desc.where);
+    else
+        return GCOLL_SUCCESS;
+    return GCOLL_ERR_TRANSPORT;
+}
+
+/* Layout: magic, rank, socket index, 4 zero bytes, the job's secret. */
+void gcoll__tcp_hello_pack(unsigned char *buf, const unsigned char *secret, int rank, int index)
+{
+    gcoll__put32(buf, HELLO_MAGIC);
+    gcoll__put32(buf + 4, (uint32_t)rank);
+    gcoll__put32(buf + 8, (uint32_t)index);
+    gcoll__put32(buf + 12, 0);
+    memcpy(buf + 16, secret, TCP_SECRET_BYTES);
+}
+
+gcoll_status_t gcoll__tcp_hello_check(const unsigned char *buf, const unsigned char *secret, int me, int nsocks,
+                                      int *rank, int *index, char *why, size_t len)
+{
+    unsigned char diff = 0;
+    for (int i = 0; i < TCP_SECRET_BYTES; i++) /* constant time: no hint at how much matched */
+        diff |= (unsigned char)(buf[16 + i] ^ secret[i]);
+    uint32_t r = gcoll__get32(buf + 4), x = gcoll__get32(buf + 8);
+    if (gcoll__get32(buf) != HELLO_MAGIC)
+        snprintf(why, len, "not a gcoll hello (magic 0x%08x)", (unsigned)gcoll__get32(buf));
+    else if (diff)
+        snprintf(why, len, "wrong secret");
+    else if (r >= (uint32_t)me) /* lower ranks connect to higher ones */
+        snprintf(why, len, "rank %u may not connect to rank %d", (unsigned)r, me);
+    else if (x >= (uint32_t)nsocks || gcoll__get32(buf + 12) != 0)
+        snprintf(why, len, "socket index %u out of range (GCOLL_TCP_NSOCKS=%d)", (unsigned)x, nsocks);
+    else {
+        *rank = (int)r;
+        *index = (int)x;
+        return GCOLL_SUCCESS;
+    }
+    return GCOLL_ERR_TRANSPORT;
+}
+
+/* The acceptor's answer: magic and its rank. */
+void gcoll__tcp_ack_pack(unsigned char *buf, int rank)
+{
+    gcoll__put32(buf, HELLO_MAGIC ^ 0xffffffffu);
+    gcoll__put32(buf + 4, (uint32_t)rank);
+}
+
+int gcoll__tcp_ack_ok(const unsigned char *buf, int rank)
+{
+    return gcoll__get32(buf) == (HELLO_MAGIC ^ 0xffffffffu) && gcoll__get32(buf + 4) == (uint32_t)rank;
+}
