@@ -43,7 +43,7 @@ typedef struct {
     size_t inflight_bytes;      /* sends in flight per lane */
     size_t fusion_bytes;        /* 0: auto */
     size_t fusion_first_bytes;
-    char timeline[256]; /* "none" or a path */
+    char timeline[256];    /* "none" or a path */
     double stall_warn_s;   /* 0: no stall warnings */
     int adasum;            /* GCOLL_ADASUM: 0 auto, 1 flat, 2 hierarchical */
     int adasum_push;       /* GCOLL_ADASUM_PUSH: 0 auto, 1 on, 2 off */

@@ -171,8 +171,7 @@ void gcoll__sched_recv(gcoll__sched_t *s, int peer, void *buf, size_t bytes)
 }
 
 void gcoll__sched_recv_landed(gcoll__sched_t *s, int peer, void *buf, size_t bytes,
-                              void (*landed)(void *arg, size_t off, size_t len),
-                              void *arg)
+                              void (*landed)(void *arg, size_t off, size_t len), void *arg)
 {
     gcoll__sched_recv(s, peer, buf, bytes);
     if (s->status != GCOLL_SUCCESS)

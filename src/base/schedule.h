@@ -32,9 +32,9 @@ typedef struct {
     int peer;
     void *dst;
     const void *a, *b;
-    size_t n;             /* bytes for send/recv/copy, elements for reduce/div */
+    size_t n;                  /* bytes for send/recv/copy, elements for reduce/div */
     struct gcoll__tp_req *req; /* in flight, for send/recv (the transport's request) */
-    gcoll__step_fn fn;    /* custom steps */
+    gcoll__step_fn fn;         /* custom steps */
     gcoll__step_who_fn who;
     void (*rewind)(void *state); /* custom steps that can run again: back to their start */
     int local;                   /* a custom step that waits on this rank's own hardware (a GPU), which wakes no one */
@@ -108,8 +108,7 @@ void gcoll__sched_recv(gcoll__sched_t *s, int peer, void *buf, size_t bytes);
  * order, all of it before the step is done): where the transport reads a large message a chunk
  * at a time, its consumer reads each chunk while it is in cache. */
 void gcoll__sched_recv_landed(gcoll__sched_t *s, int peer, void *buf, size_t bytes,
-                              void (*landed)(void *arg, size_t off, size_t len),
-                              void *arg);
+                              void (*landed)(void *arg, size_t off, size_t len), void *arg);
 /* A round of its own in which items[rank] (bytes each) goes to every other of size ranks and
  * theirs come in (nothing with one rank). */
 void gcoll__sched_exchange(gcoll__sched_t *s, int rank, int size, void *items, size_t bytes);

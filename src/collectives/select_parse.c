@@ -65,10 +65,10 @@ static gcoll_status_t parse_algo_var(const char *var, const char *s, void *out, 
 
 static char descs[GCOLL_COLL_COUNT][256];
 
-#define ALGO_VAR(NAME, COLL)                                                                   \
-    {                                                                                          \
+#define ALGO_VAR(NAME, COLL)                                                                     \
+    {                                                                                            \
         "GCOLL_" NAME, "auto, or ALGO[:LO-HI][;...]", "auto", descs[COLL], parse_algo_var, NULL, \
-            &gcoll__algo_tables[COLL], COLL                                                    \
+            &gcoll__algo_tables[COLL], COLL                                                      \
     }
 
 static gcoll__var_t vars[] = {

@@ -106,8 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         st = gcoll__config_parse(idx, s);
         PROPERTY(st == GCOLL_SUCCESS, "%s='%s' accepted once, then rejected: %s", var.name, s, gcoll_last_error());
         take_state(&again);
-        PROPERTY(same_state(&first, &again), "%s='%s' parses to a different value the second time", var.name,
-                 s);
+        PROPERTY(same_state(&first, &again), "%s='%s' parses to a different value the second time", var.name, s);
     } else {
         PROPERTY(st == GCOLL_ERR_INVALID_ARG, "%s='%s' fails with %s, not GCOLL_ERR_INVALID_ARG", var.name, s,
                  gcoll_status_name(st));
