@@ -83,7 +83,7 @@ void print_selection(int hosts, int rph)
         free(links);
         return;
     }
-    gcoll__nodemap_t map = {hosts, 1, host, host + n, first, host + 2 * n};
+    gcoll__nodemap_t map = {hosts, 1, host, host + n, first, host + 2 * n, 0, 0};
     for (int p = 0; p < n; p++) {
         host[p] = p / rph;
         map.local[p] = p % rph;

@@ -29,6 +29,11 @@ typedef struct {
     int *local;  /* each rank's index among the ranks of its host */
     int *first;  /* nhosts + 1 offsets into by_host */
     int *by_host;
+    /* The host's first rank's, taken by every rank of one host at creation: inputs to choices
+     * that change which messages the ranks exchange, so that no setting or topology seen
+     * differently can split them (filled where every rank shares one host) */
+    int adasum_push; /* GCOLL_ADASUM_PUSH: 0 auto, 1 on, 2 off */
+    size_t l3;       /* bytes of one L3 cache (hwloc), 0 when unknown */
 } gcoll__nodemap_t;
 
 /* What a schedule builder needs. count is the per-collective count of the public call

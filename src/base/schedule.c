@@ -221,6 +221,19 @@ void gcoll__sched_custom_rewind(gcoll__sched_t *s, void (*rewind)(void *state))
         s->steps[s->nsteps - 1].rewind = rewind;
 }
 
+void gcoll__sched_custom_issue(gcoll__sched_t *s, void (*issue)(void *state))
+{
+    if (s->nsteps && s->steps[s->nsteps - 1].kind == GCOLL_STEP_CUSTOM)
+        s->steps[s->nsteps - 1].issue = issue;
+}
+
+void gcoll__sched_issue(gcoll__sched_t *s)
+{
+    for (size_t i = 0; i < s->nsteps; i++)
+        if (s->steps[i].kind == GCOLL_STEP_CUSTOM && s->steps[i].issue)
+            s->steps[i].issue(s->steps[i].state);
+}
+
 int gcoll__sched_rewindable(const gcoll__sched_t *s)
 {
     for (size_t i = 0; i < s->nsteps; i++)

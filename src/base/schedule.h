@@ -37,6 +37,7 @@ typedef struct {
     gcoll__step_fn fn;         /* custom steps */
     gcoll__step_who_fn who;
     void (*rewind)(void *state); /* custom steps that can run again: back to their start */
+    void (*issue)(void *state);  /* custom steps that take something in issue order (gcoll__sched_issue) */
     int local;                   /* a custom step that waits on this rank's own hardware (a GPU), which wakes no one */
     void *state;
     void *wire; /* a send or receive of fp32 that travels in the wire format: its staging buffer
@@ -122,6 +123,12 @@ void gcoll__sched_custom(gcoll__sched_t *s, gcoll__step_fn fn, gcoll__step_who_f
 /* Marks the last custom step added as waiting on local hardware: while it is pending, waiters
  * poll instead of sleeping until a peer's message wakes them. */
 void gcoll__sched_custom_local(gcoll__sched_t *s);
+/* Gives the last custom step added an issue hook: called by gcoll__sched_issue, when the
+ * schedule is issued (each time it runs), in the order the ranks issue their operations, which
+ * is the same on every rank. What must follow that order (a node channel's sequence numbers) is
+ * taken there, so that building a schedule, a dry one included, changes no shared state. */
+void gcoll__sched_custom_issue(gcoll__sched_t *s, void (*issue)(void *state));
+void gcoll__sched_issue(gcoll__sched_t *s);
 /* Gives the last custom step added a rewind hook, so the schedule can run again. */
 void gcoll__sched_custom_rewind(gcoll__sched_t *s, void (*rewind)(void *state));
 

@@ -8,11 +8,12 @@
 #include "base/config.h"
 #include "base/copy.h"
 #include "base/dtype.h"
+#include "base/error.h"
 #include "base/log.h"
 #include "collectives/adasum.h"
 #include "collectives/halving.h"
 #include "collectives/select.h"
-#include "collectives/shm_op.h"
+#include "transports/shm/channel.h"
 
 gcoll_status_t gcoll__adasum_check(size_t count, gcoll_dtype_t dtype, const size_t *tensor_counts, size_t ntensors)
 {
@@ -47,7 +48,7 @@ static const char *const labels[GCOLL_ADASUM_NALGOS] = {"adasum/halving", "adasu
  * of the slot (4 KiB by default): every rank combines all n vectors, so halving wins above that. */
 static int slots_usable(const gcoll__coll_args_t *a)
 {
-    return a->shm != NULL && a->count * a->esize <= a->shm->slot_bytes;
+    return a->shm != NULL && a->count * a->esize <= gcoll__shm_slot_bytes(a->shm);
 }
 
 static const char *label(const char *name)
@@ -67,7 +68,7 @@ static const char *choose(const gcoll__coll_args_t *a)
     int mode = gcoll__config.adasum; /* 0 auto, 1 flat, 2 hierarchical */
     if (mode == 2 || (mode == 0 && spans && crowded))
         return "hierarchical";
-    if (slots_usable(a) && a->count * a->esize <= a->shm->slot_bytes / 16)
+    if (slots_usable(a) && a->count * a->esize <= gcoll__shm_slot_bytes(a->shm) / 16)
         return "shm_slots";
     /* not shm_cma: halving, over the node channel's single-copy messages, is faster at every size */
     return "halving";
@@ -84,8 +85,8 @@ gcoll_status_t gcoll__adasum_build(gcoll__sched_t *s, const gcoll__coll_args_t *
                             "halving|shm_slots|shm_cma|hierarchical",
                             name);
     /* as for the other collectives, an algorithm that cannot serve gives way to the built-in choice */
-    if ((strcmp(name, "shm_cma") == 0 && !gcoll__shm_cma_usable(a)) || (strcmp(name, "hierarchical") == 0 && !a->map) ||
-        (strcmp(name, "shm_slots") == 0 && !slots_usable(a))) {
+    if ((strcmp(name, "shm_cma") == 0 && !gcoll__node_cma_usable(a)) ||
+        (strcmp(name, "hierarchical") == 0 && !a->map) || (strcmp(name, "shm_slots") == 0 && !slots_usable(a))) {
         GCOLL_LOG(GCOLL_LOG_INFO,
                   "adasum: %s cannot serve this communicator (attr->algorithm); using the built-in "
                   "choice",
@@ -107,9 +108,9 @@ gcoll_status_t gcoll__adasum_build(gcoll__sched_t *s, const gcoll__coll_args_t *
     if (strcmp(name, "halving") == 0)
         gcoll__adasum_halving(s, a, sh);
     else if (strcmp(name, "shm_cma") == 0)
-        gcoll__adasum_cma(s, a, sh);
+        gcoll__node_adasum_cma(s, a, sh);
     else if (strcmp(name, "shm_slots") == 0)
-        gcoll__adasum_slots(s, a, sh);
+        gcoll__node_adasum_slots(s, a, sh);
     else
         gcoll__adasum_hier(s, a, sh);
     if (s->status != GCOLL_SUCCESS)

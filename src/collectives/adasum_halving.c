@@ -9,11 +9,12 @@
 #include "base/config.h"
 #include "base/copy.h"
 #include "base/dtype.h"
+#include "base/error.h"
 #include "base/log.h"
 #include "collectives/adasum.h"
 #include "collectives/halving.h"
 #include "collectives/select.h"
-#include "collectives/shm_op.h"
+#include "transports/shm/channel.h"
 
 static void local_who(void *state, char *buf, size_t len)
 {
@@ -64,7 +65,7 @@ static gcoll_status_t local_step(void *state, int *done)
         break;
     case JOB_APPLY: gcoll__adasum_apply(j->sh, j->dst, j->a, j->b, j->first, j->n, j->sums); break;
     case JOB_PUSH: /* each read's worth of the result goes to every other output while in cache */
-        for (size_t es = j->sh->es, step = j->shm->read_bytes / es, o = 0; o < j->n; o += step) {
+        for (size_t es = j->sh->es, step = gcoll__shm_read_bytes(j->shm) / es, o = 0; o < j->n; o += step) {
             size_t len = j->n - o < step ? j->n - o : step;
             char *part = j->dst + o * es;
             gcoll__adasum_apply(j->sh, part, j->a + o * es, j->b + o * es, j->first + o, len, j->sums);
@@ -147,13 +148,13 @@ static void swap_with_all(gcoll__sched_t *s, int P, int r, const void *mine, uin
  * results back: every rank on one host with single copy, and GCOLL_ADASUM_PUSH, by default once
  * the ranks' vectors together fill the L3 cache, so that the allgather would read from memory.
  * The setting and the cache size are the
- * host's first rank's (the node channel carries them), so every rank decides alike. */
+ * host's first rank's (the communicator's host layout holds them), so every rank decides alike. */
 static int pushes(const gcoll__sched_t *s, const gcoll__coll_args_t *a)
 {
-    if (!a->shm || !gcoll__shm_cma_usable(a) || s->peermap || a->shm->adasum_push == 2)
+    if (!a->shm || !a->map || !gcoll__node_cma_usable(a) || s->peermap || a->map->adasum_push == 2)
         return 0;
-    size_t l3 = a->shm->l3 ? a->shm->l3 : (size_t)32 << 20;
-    return a->shm->adasum_push == 1 || a->count * a->esize * (size_t)a->size >= l3;
+    size_t l3 = a->map->l3 ? a->map->l3 : (size_t)32 << 20;
+    return a->map->adasum_push == 1 || a->count * a->esize * (size_t)a->size >= l3;
 }
 
 void gcoll__adasum_halving(gcoll__sched_t *s, const gcoll__coll_args_t *a, const gcoll__adasum_shape_t *sh)
@@ -226,7 +227,7 @@ void gcoll__adasum_halving(gcoll__sched_t *s, const gcoll__coll_args_t *a, const
         landing_t *l = !remote && kn ? gcoll__sched_scratch(s, sizeof(*l)) : NULL;
         if (l) { /* blocks of a single-copy read (any fixed size would do without the channel) */
             l->j = j;
-            l->block = (a->shm ? a->shm->read_bytes : (size_t)1 << 20) / es;
+            l->block = (a->shm ? gcoll__shm_read_bytes(a->shm) : (size_t)1 << 20) / es;
             gcoll__sched_recv_landed(s, vp, recv_at, kn * es, on_landed, l);
         }
         size_t prev = SIZE_MAX;

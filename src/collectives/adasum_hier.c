@@ -12,7 +12,6 @@
 #include "collectives/adasum.h"
 #include "collectives/halving.h"
 #include "collectives/select.h"
-#include "collectives/shm_op.h"
 
 /* Appends sub (a reduce or bcast among this host's ranks g) with the selection's algorithm. */
 static void on_host(gcoll__sched_t *s, const gcoll__coll_args_t *sub, const int *g)

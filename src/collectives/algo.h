@@ -53,37 +53,37 @@ void gcoll__pipe(gcoll__sched_t *s, int to, const void *sbuf, size_t sn, int fro
 
 /* Whether an algorithm can serve these arguments (NULL: always). */
 typedef int (*gcoll__usable_fn)(const gcoll__coll_args_t *a);
-int gcoll__shm_usable(const gcoll__coll_args_t *a);
-int gcoll__shm_cma_usable(const gcoll__coll_args_t *a);
+int gcoll__node_usable(const gcoll__coll_args_t *a);
+int gcoll__node_cma_usable(const gcoll__coll_args_t *a);
 int gcoll__hier_usable(const gcoll__coll_args_t *a);
 
-#define GCOLL_ALGOS(X)                                                                          \
-    X(GCOLL_COLL_ALLREDUCE, ring, gcoll__allreduce_ring, NULL)                                  \
-    X(GCOLL_COLL_ALLREDUCE, recursive_doubling, gcoll__allreduce_rd, NULL)                      \
-    X(GCOLL_COLL_ALLREDUCE, rabenseifner, gcoll__allreduce_rabenseifner, NULL)                  \
-    X(GCOLL_COLL_ALLREDUCE, direct, gcoll__allreduce_direct, NULL)                              \
-    X(GCOLL_COLL_ALLREDUCE, shm_slots, gcoll__allreduce_shm_slots, gcoll__shm_usable)           \
-    X(GCOLL_COLL_ALLREDUCE, shm_cma, gcoll__allreduce_shm_cma, gcoll__shm_cma_usable)           \
-    X(GCOLL_COLL_ALLREDUCE, hierarchical, gcoll__allreduce_hier, gcoll__hier_usable)            \
-    X(GCOLL_COLL_REDUCE_SCATTER, ring, gcoll__reduce_scatter_ring, NULL)                        \
-    X(GCOLL_COLL_REDUCE_SCATTER, recursive_halving, gcoll__reduce_scatter_halving, NULL)        \
-    X(GCOLL_COLL_REDUCE_SCATTER, shm_slots, gcoll__reduce_scatter_shm_slots, gcoll__shm_usable) \
-    X(GCOLL_COLL_REDUCE_SCATTER, shm_cma, gcoll__reduce_scatter_shm_cma, gcoll__shm_cma_usable) \
-    X(GCOLL_COLL_ALLGATHER, ring, gcoll__allgather_ring, NULL)                                  \
-    X(GCOLL_COLL_ALLGATHER, recursive_doubling, gcoll__allgather_doubling, NULL)                \
-    X(GCOLL_COLL_ALLGATHER, shm_slots, gcoll__allgather_shm_slots, gcoll__shm_usable)           \
-    X(GCOLL_COLL_ALLGATHER, shm_cma, gcoll__allgather_shm_cma, gcoll__shm_cma_usable)           \
-    X(GCOLL_COLL_BCAST, binomial, gcoll__bcast_binomial, NULL)                                  \
-    X(GCOLL_COLL_BCAST, scatter_allgather, gcoll__bcast_scatter_allgather, NULL)                \
-    X(GCOLL_COLL_BCAST, chain, gcoll__bcast_chain, NULL)                                        \
-    X(GCOLL_COLL_BCAST, shm_slots, gcoll__bcast_shm_slots, gcoll__shm_usable)                   \
-    X(GCOLL_COLL_BCAST, shm_cma, gcoll__bcast_shm_cma, gcoll__shm_cma_usable)                   \
-    X(GCOLL_COLL_REDUCE, binomial, gcoll__reduce_binomial, NULL)                                \
-    X(GCOLL_COLL_REDUCE, rabenseifner, gcoll__reduce_rabenseifner, NULL)                        \
-    X(GCOLL_COLL_REDUCE, chain, gcoll__reduce_chain, NULL)                                      \
-    X(GCOLL_COLL_REDUCE, shm_slots, gcoll__reduce_shm_slots, gcoll__shm_usable)                 \
-    X(GCOLL_COLL_ALLTOALL, pairwise, gcoll__alltoall_pairwise, NULL)                            \
-    X(GCOLL_COLL_ALLTOALL, shm_slots, gcoll__alltoall_shm_slots, gcoll__shm_usable)             \
+#define GCOLL_ALGOS(X)                                                                            \
+    X(GCOLL_COLL_ALLREDUCE, ring, gcoll__allreduce_ring, NULL)                                    \
+    X(GCOLL_COLL_ALLREDUCE, recursive_doubling, gcoll__allreduce_rd, NULL)                        \
+    X(GCOLL_COLL_ALLREDUCE, rabenseifner, gcoll__allreduce_rabenseifner, NULL)                    \
+    X(GCOLL_COLL_ALLREDUCE, direct, gcoll__allreduce_direct, NULL)                                \
+    X(GCOLL_COLL_ALLREDUCE, shm_slots, gcoll__node_allreduce_slots, gcoll__node_usable)           \
+    X(GCOLL_COLL_ALLREDUCE, shm_cma, gcoll__node_allreduce_cma, gcoll__node_cma_usable)           \
+    X(GCOLL_COLL_ALLREDUCE, hierarchical, gcoll__allreduce_hier, gcoll__hier_usable)              \
+    X(GCOLL_COLL_REDUCE_SCATTER, ring, gcoll__reduce_scatter_ring, NULL)                          \
+    X(GCOLL_COLL_REDUCE_SCATTER, recursive_halving, gcoll__reduce_scatter_halving, NULL)          \
+    X(GCOLL_COLL_REDUCE_SCATTER, shm_slots, gcoll__node_reduce_scatter_slots, gcoll__node_usable) \
+    X(GCOLL_COLL_REDUCE_SCATTER, shm_cma, gcoll__node_reduce_scatter_cma, gcoll__node_cma_usable) \
+    X(GCOLL_COLL_ALLGATHER, ring, gcoll__allgather_ring, NULL)                                    \
+    X(GCOLL_COLL_ALLGATHER, recursive_doubling, gcoll__allgather_doubling, NULL)                  \
+    X(GCOLL_COLL_ALLGATHER, shm_slots, gcoll__node_allgather_slots, gcoll__node_usable)           \
+    X(GCOLL_COLL_ALLGATHER, shm_cma, gcoll__node_allgather_cma, gcoll__node_cma_usable)           \
+    X(GCOLL_COLL_BCAST, binomial, gcoll__bcast_binomial, NULL)                                    \
+    X(GCOLL_COLL_BCAST, scatter_allgather, gcoll__bcast_scatter_allgather, NULL)                  \
+    X(GCOLL_COLL_BCAST, chain, gcoll__bcast_chain, NULL)                                          \
+    X(GCOLL_COLL_BCAST, shm_slots, gcoll__node_bcast_slots, gcoll__node_usable)                   \
+    X(GCOLL_COLL_BCAST, shm_cma, gcoll__node_bcast_cma, gcoll__node_cma_usable)                   \
+    X(GCOLL_COLL_REDUCE, binomial, gcoll__reduce_binomial, NULL)                                  \
+    X(GCOLL_COLL_REDUCE, rabenseifner, gcoll__reduce_rabenseifner, NULL)                          \
+    X(GCOLL_COLL_REDUCE, chain, gcoll__reduce_chain, NULL)                                        \
+    X(GCOLL_COLL_REDUCE, shm_slots, gcoll__node_reduce_slots, gcoll__node_usable)                 \
+    X(GCOLL_COLL_ALLTOALL, pairwise, gcoll__alltoall_pairwise, NULL)                              \
+    X(GCOLL_COLL_ALLTOALL, shm_slots, gcoll__node_alltoall_slots, gcoll__node_usable)             \
     X(GCOLL_COLL_BARRIER, dissemination, gcoll__barrier_dissemination, NULL)
 
 #define GCOLL_DECLARE_BUILDER(coll, name, fn, usable) void fn(gcoll__sched_t *s, const gcoll__coll_args_t *a);

@@ -11,7 +11,7 @@
 #include "collectives/adasum.h"
 #include "collectives/cost.h"
 #include "collectives/select.h"
-#include "transports/shm/shm.h"
+#include "transports/shm/channel.h"
 
 #define GCOLL_ALGO_ENTRY(coll, name, fn, usable) {coll, #name, fn, usable},
 static const gcoll__algo_t algos[] = {GCOLL_ALGOS(GCOLL_ALGO_ENTRY)};
@@ -83,7 +83,7 @@ static int builtin_choice(const gcoll__coll_args_t *a, size_t bytes)
     int idx = -1;
     pthread_once(&lists_once, build_lists);
     if (a->shm) {
-        if (bytes > a->shm->slot_bytes)
+        if (bytes > gcoll__shm_slot_bytes(a->shm))
             idx = idx_shm_cma[a->coll];
         if (!usable(idx, a))
             idx = idx_shm_slots[a->coll];

@@ -14,6 +14,7 @@
 #include "core/context.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "base/topo.h"
 #include "core/probe.h"
 #include "core/request.h"
 #include "transports/plugin/plugin.h"
@@ -245,6 +246,16 @@ static int host_crowded(int nlocal)
         sysconf(_SC_NPROCESSORS_ONLN) < nlocal;
 }
 
+/* The host's first rank's settings for choices that change the messages (gcoll__nodemap_t). */
+static gcoll_status_t agree_host(gcoll_comm_t c, const layout_t *l)
+{
+    uint64_t agreed[2] = {(uint64_t)gcoll__config.adasum_push, gcoll__topo()->l3};
+    GCOLL_CHECK(gcoll__boot_bcast(l->node, agreed, sizeof(agreed), 0));
+    c->map.adasum_push = (int)agreed[0];
+    c->map.l3 = (size_t)agreed[1];
+    return GCOLL_SUCCESS;
+}
+
 /* Picks and connects the transports: one host with shared memory on takes the node channel for
  * everything (the intra-node algorithms need it); otherwise routes per peer. */
 static gcoll_status_t connect_comm(gcoll_comm_t c)
@@ -254,8 +265,11 @@ static gcoll_status_t connect_comm(gcoll_comm_t c)
     if (st == GCOLL_SUCCESS)
         st = build_map(c, &l);
     c->crowded = st == GCOLL_SUCCESS && host_crowded(l.nlocal);
-    if (st == GCOLL_SUCCESS && l.nhosts == 1 && c->size > 1 && gcoll__config.transport_intra == 0)
-        st = gcoll__shm_create(l.node, &c->shm);
+    if (st == GCOLL_SUCCESS && l.nhosts == 1 && c->size > 1 && gcoll__config.transport_intra == 0) {
+        st = agree_host(c, &l);
+        if (st == GCOLL_SUCCESS)
+            st = gcoll__shm_create(l.node, &c->shm);
+    }
     if (st == GCOLL_SUCCESS && c->shm) {
         c->tpops = &gcoll__transport_shm;
         st = open_shm_p2p(c, &l, c->shm, &c->tp);

@@ -433,6 +433,7 @@ gcoll_status_t gcoll__request_start(gcoll_comm_t comm, gcoll__coll_t coll, const
     comm->refs++;
     r->seq = how->own_tag ? how->tag : comm->seq++;
     sched->tag = (uint32_t)r->seq;
+    gcoll__sched_issue(sched);
     gcoll__optab_put(&comm->optab, sched->tag, &sched->desc);
     gcoll_request_t *p = &l->active;
     while (*p && (*p)->priority >= r->priority)

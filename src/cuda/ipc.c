@@ -313,18 +313,6 @@ static void export(ipc_t *g)
         }
 }
 
-/* The descriptors the node's ranks published for this operation's turn: a mismatch, or none. */
-static gcoll_status_t compare(const ipc_t *g)
-{
-    gcoll__shm_t *shm = g->shm;
-    for (int q = 0; q < shm->n; q++) {
-        const gcoll__opdesc_t *d = &shm->ctrl[q].op[g->seq & 1].d;
-        if (q != shm->me && shm->ctrl[q].op[g->seq & 1].seq == g->seq && !gcoll__opdesc_agree(d, &g->sched->desc))
-            return gcoll__opdesc_mismatch(g->sched->tag, &g->sched->desc, g->a.rank, d, gcoll__shm_rank_of(shm, q));
-    }
-    return GCOLL_SUCCESS;
-}
-
 /* Round 1: in the node channel's order, once the input is ready (the caller's stream reached
  * the start event), export; on the channel, publish the descriptor and compare the others'. */
 static gcoll_status_t step_export(void *state, int *done)
@@ -332,7 +320,7 @@ static gcoll_status_t step_export(void *state, int *done)
     ipc_t *g = state;
     gcoll__shm_t *shm = g->shm;
     if (g->stage == 0) {
-        if (shm && shm->completed != g->seq - 1)
+        if (shm && !gcoll__shm_turn(shm, g->seq))
             return GCOLL_SUCCESS;
         g->stage = 1;
     }
@@ -344,16 +332,15 @@ static gcoll_status_t step_export(void *state, int *done)
             return GCOLL_SUCCESS;
         export(g);
         if (shm) {
-            shm->ctrl[shm->me].op[g->seq & 1].seq = g->seq;
-            shm->ctrl[shm->me].op[g->seq & 1].d = g->sched->desc;
-            gcoll__shm_set(shm, &shm->ctrl[shm->me].arrive, g->seq);
+            gcoll__shm_announce(shm, g->seq, &g->sched->desc);
+            gcoll__shm_arrive(shm, g->seq);
         }
         g->stage = 2;
     }
     if (shm) {
         if (!gcoll__shm_all_arrived(shm, g->seq))
             return GCOLL_SUCCESS;
-        GCOLL_CHECK(compare(g));
+        GCOLL_CHECK(gcoll__shm_agree(shm, g->seq, g->sched->tag, &g->sched->desc, g->a.rank));
     }
     *done = 1;
     return GCOLL_SUCCESS;
@@ -438,7 +425,7 @@ static gcoll_status_t step_finish(void *state, int *done)
     if (g->err[0])
         return gcoll__error(GCOLL_ERR_SYSTEM, "%s", g->err);
     if (g->shm) /* the channel's next operation may start */
-        g->shm->completed = g->seq;
+        gcoll__shm_complete(g->shm, g->seq);
     for (int q = 0; q < a->size; q++)
         if (g->status[q])
             return gcoll__error(GCOLL_ERR_REMOTE, "%s over CUDA IPC failed on rank %d (its own error says why)",
@@ -555,7 +542,7 @@ gcoll_status_t gcoll__ipc_begin(gcoll__coll_args_t *a, const gcoll_attr_t *attr,
     s->desc.where = GCOLL_OPDESC_IPC; /* a staged rank (a host buffer, another GCOLL_CUDA_IPC) mismatches */
     g->sched = s;
     if ((g->shm = a->shm) != NULL)
-        g->seq = ++a->shm->issued;
+        g->seq = gcoll__shm_reserve(a->shm, 1);
     gcoll_status_t st = ipc_setup(g, attr);
     if (st != GCOLL_SUCCESS) {
         gcoll__sched_free(s);

@@ -481,6 +481,7 @@ static void request_init(struct gcoll_request *r, gcoll__sched_t *s, const char 
     if (device) /* a rank that passed host memory, or reduces on the other side, meets a mismatch, not a hang */
         s->desc.where = gpu ? GCOLL_OPDESC_GPU : GCOLL_OPDESC_DEVICE;
     s->tag = (uint32_t)tag;
+    gcoll__sched_issue(s); /* chunks are set up in order, at the call, as the ranks issue them */
     r->comm = comm;
     r->lane = comm->lane;
     r->coll = a->coll;

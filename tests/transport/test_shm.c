@@ -2,7 +2,9 @@
  * under mpirun on one host, 2 or more ranks, each sending to the next: single-copy messages not
  * holding back later ones, out-of-order acknowledgements, the acknowledgement window, per-tag
  * order, receives told of each part as it lands; then mismatch detection on the three paths that
- * compare a message's operation descriptor. Prints "RESULT shm np=N passed=N failed=N". */
+ * compare a message's operation descriptor; and that building a node algorithm's schedule, dry
+ * or not, leaves the channel as it was, its rounds taken only when the schedule is issued.
+ * Prints "RESULT shm np=N passed=N failed=N". */
 #include <mpi.h>
 #include <sched.h>
 #include <stdint.h>
@@ -12,7 +14,10 @@
 
 #include "base/config.h"
 #include "base/log.h"
-#include "transports/shm/shm.h"
+#include "base/schedule.h"
+#include "collectives/adasum.h"
+#include "collectives/select.h"
+#include "transports/shm/shm_internal.h"
 #include "transports/transport.h"
 #include "tp_check.h"
 #include "tp_data.h"
@@ -397,6 +402,99 @@ static void test_mismatch_early(int send_back)
     free(optab);
 }
 
+/* This rank's view of the channel that a build must not change. */
+typedef struct {
+    uint64_t issued, completed;
+    gcoll__shm_ctrl_t mine;
+} chan_state_t;
+
+static chan_state_t chan_state(const gcoll__shm_t *s)
+{
+    chan_state_t c;
+    memset(&c, 0, sizeof(c));
+    c.issued = s->issued;
+    c.completed = s->completed;
+    memcpy(&c.mine, &s->ctrl[s->me], sizeof(c.mine));
+    return c;
+}
+
+static int same_state(const chan_state_t *a, const chan_state_t *b)
+{
+    return a->issued == b->issued && a->completed == b->completed && memcmp(&a->mine, &b->mine, sizeof(a->mine)) == 0;
+}
+
+/* Builds schedule s of algorithm `name` (Adasum's when adasum) and checks the channel is
+ * untouched; then, unless dry, issues it and checks it took rounds, and only sequence numbers. */
+static void check_build(gcoll__shm_t *ch, const gcoll__coll_args_t *a, const char *name, int adasum, int dry,
+                        const gcoll__algo_t *alg)
+{
+    gcoll__sched_t *s = gcoll__sched_new(a->dtype, adasum ? GCOLL_SUM : a->op, (unsigned)a->size, NULL);
+    CHECK(s != NULL, "no schedule");
+    if (!s)
+        return;
+    s->dry = dry;
+    chan_state_t before = chan_state(ch);
+    const char *used = name;
+    if (adasum)
+        CHECK(gcoll__adasum_build(s, a, NULL, 0, name, &used) == GCOLL_SUCCESS, "adasum %s: %s", name,
+              gcoll_last_error());
+    else
+        alg->build(s, a);
+    chan_state_t built = chan_state(ch);
+    CHECK(s->status == GCOLL_SUCCESS && same_state(&before, &built),
+          "%s%s of %zu elements (%s build) changed the channel: issued %llu -> %llu", adasum ? "adasum " : "", name,
+          a->count, dry ? "dry" : "real", (unsigned long long)before.issued, (unsigned long long)built.issued);
+    if (!dry) {
+        gcoll__sched_issue(s);
+        chan_state_t issued = chan_state(ch);
+        CHECK(issued.issued > before.issued && issued.completed == before.completed &&
+                  memcmp(&issued.mine, &before.mine, sizeof(issued.mine)) == 0,
+              "%s%s: issuing took no rounds (issued %llu -> %llu) or touched more", adasum ? "adasum " : "", name,
+              (unsigned long long)before.issued, (unsigned long long)issued.issued);
+        ch->issued = before.issued; /* never run: the next operation takes these numbers again */
+    }
+    gcoll__sched_free(s);
+}
+
+static void test_build_is_pure(gcoll__shm_t *ch)
+{
+    float *in = calloc(5000, sizeof(float)), *out = calloc(5000, sizeof(float)); /* never read: nothing runs */
+    CHECK(in && out, "no memory");
+    size_t counts[] = {1, 7, 5000};
+    for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++)
+        for (int dry = 0; dry < 2; dry++) {
+            gcoll__coll_args_t a = {.sendbuf = in,
+                                    .recvbuf = out,
+                                    .count = counts[k],
+                                    .dtype = GCOLL_FLOAT32,
+                                    .op = GCOLL_SUM,
+                                    .rank = rank,
+                                    .size = size,
+                                    .esize = sizeof(float),
+                                    .shm = ch};
+            for (int i = 0; gcoll__algo_get(i); i++) {
+                const gcoll__algo_t *alg = gcoll__algo_get(i);
+                if (alg->usable != gcoll__node_usable && alg->usable != gcoll__node_cma_usable)
+                    continue;
+                a.coll = alg->coll;
+                a.count =
+                    alg->coll == GCOLL_COLL_ALLREDUCE || alg->coll == GCOLL_COLL_BCAST || alg->coll == GCOLL_COLL_REDUCE
+                    ? counts[k]
+                    : (counts[k] + (size_t)size - 1) / (size_t)size;
+                if (alg->usable(&a))
+                    check_build(ch, &a, alg->name, 0, dry, alg);
+            }
+            a.coll = GCOLL_COLL_ALLREDUCE;
+            a.count = counts[k];
+            a.op = GCOLL_ADASUM;
+            check_build(ch, &a, "shm_slots", 1, dry, NULL);
+            if (gcoll__shm_cma(ch))
+                check_build(ch, &a, "shm_cma", 1, dry, NULL);
+        }
+    free(in);
+    free(out);
+}
+
 int main(int argc, char **argv)
 {
     tp_init(&argc, &argv);
@@ -425,6 +523,7 @@ int main(int argc, char **argv)
         test_many_in_flight(tp, 2 * s->cell_bytes);
         test_order_per_tag(tp, s->cell_bytes);
         test_landed(tp, s->cell_bytes, s->read_bytes, s->cma);
+        test_build_is_pure(s);
         MPI_Barrier(MPI_COMM_WORLD); /* the peers are done reading this rank's buffers */
         T->close(tp);
     }

@@ -34,7 +34,7 @@ static void set_links(double intra_lat, double intra_bw, double inter_lat, doubl
 
 /* Two hosts of two ranks each: ranks 0,1 on host 0, ranks 2,3 on host 1. */
 static int host[4] = {0, 0, 1, 1}, local[4] = {0, 1, 0, 1}, first[3] = {0, 2, 4}, by_host[4] = {0, 1, 2, 3};
-static const gcoll__nodemap_t map2x2 = {2, 1, host, local, first, by_host};
+static const gcoll__nodemap_t map2x2 = {2, 1, host, local, first, by_host, 0, 0};
 
 static gcoll__coll_args_t allreduce(size_t count, int n, const gcoll__nodemap_t *map)
 {
@@ -242,7 +242,7 @@ START_TEST(exact_ties_go_to_hierarchical_where_hosts_hold_several_ranks)
     /* links as the 2 x 2 cluster measured them (README "Selection targets, measured"), where
      * hierarchical was as fast as rabenseifner or faster from 256 KiB to 4 MiB */
     static int h4[4] = {0, 1, 2, 3}, l4[4] = {0, 0, 0, 0}, f4[5] = {0, 1, 2, 3, 4}, b4[4] = {0, 1, 2, 3};
-    const gcoll__nodemap_t four = {4, 1, h4, l4, f4, b4};
+    const gcoll__nodemap_t four = {4, 1, h4, l4, f4, b4, 0, 0};
     int hier = gcoll__algo_find(GCOLL_COLL_ALLREDUCE, "hierarchical"),
         raben = gcoll__algo_find(GCOLL_COLL_ALLREDUCE, "rabenseifner");
     for (size_t bytes = 256 << 10; bytes <= (4u << 20); bytes *= 4) {
@@ -465,8 +465,8 @@ START_TEST(auto_builds_what_forcing_its_pick_builds)
     static int h4[4] = {0, 1, 2, 3}, l4[4] = {0}, f4[5] = {0, 1, 2, 3, 4}, b4[4] = {0, 1, 2, 3};
     static int h6[6] = {0, 0, 1, 1, 2, 2}, l6[6] = {0, 1, 0, 1, 0, 1}, f6[4] = {0, 2, 4, 6}, b6[6] = {0, 1, 2, 3, 4, 5};
     static int hu[3] = {0, 0, 1}, lu[3] = {0, 1, 0}, fu[3] = {0, 2, 3}, bu[3] = {0, 1, 2};
-    const gcoll__nodemap_t one = {1, 1, h1, l1, f1, b1}, four = {4, 1, h4, l4, f4, b4}, six = {3, 1, h6, l6, f6, b6},
-                           uneven = {2, 0, hu, lu, fu, bu};
+    const gcoll__nodemap_t one = {1, 1, h1, l1, f1, b1, 0, 0}, four = {4, 1, h4, l4, f4, b4, 0, 0},
+                           six = {3, 1, h6, l6, f6, b6, 0, 0}, uneven = {2, 0, hu, lu, fu, bu, 0, 0};
     struct {
         const gcoll__nodemap_t *map;
         int n;

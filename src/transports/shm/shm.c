@@ -1,4 +1,4 @@
-/* See shm.h. The segment exists under its name only between its creation and the moment every
+/* See shm.h: the channel's creation, its counters and sleeps, and single copy. The segment exists under its name only between its creation and the moment every
  * local rank has mapped it (one barrier later), so neither a normal exit nor kill -9 of any
  * rank afterwards can leave it behind. */
 #include <errno.h>
@@ -21,7 +21,7 @@
 #include "base/log.h"
 #include "base/topo.h"
 #include "transports/liveness.h"
-#include "transports/shm/shm.h"
+#include "transports/shm/shm_internal.h"
 
 #define NAME_LEN 48
 
@@ -166,14 +166,6 @@ gcoll_status_t gcoll__shm_create(gcoll__boot_t *node, gcoll__shm_t **out)
         gcoll__shm_destroy(s);
         return st;
     }
-    uint64_t agreed[2] = {(uint64_t)gcoll__config.adasum_push, gcoll__topo()->l3};
-    st = gcoll__boot_bcast(node, agreed, sizeof(agreed), 0);
-    if (st != GCOLL_SUCCESS) {
-        gcoll__shm_destroy(s);
-        return st;
-    }
-    s->adasum_push = (int)agreed[0];
-    s->l3 = (size_t)agreed[1];
     int mode = gcoll__config.shm_single_copy; /* 0 auto, 1 on, 2 off */
     s->cma = mode != 2 && probe_cma(s, node);
     if (mode == 1 && !s->cma)

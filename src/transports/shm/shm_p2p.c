@@ -11,7 +11,7 @@
 #include "base/log.h"
 #include "transports/queue.h"
 #include "transports/transport.h"
-#include "transports/shm/shm.h"
+#include "transports/shm/shm_internal.h"
 
 struct gcoll__tp_req {
     struct gcoll__tp_req *next;

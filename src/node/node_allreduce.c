@@ -7,43 +7,41 @@
 #include "base/copy.h"
 
 #include "base/reduce.h"
-#include "collectives/shm_op.h"
+#include "node/node_op.h"
 
-static gcoll_status_t slots_publish(shm_op_t *op)
+static gcoll_status_t slots_publish(gcoll__node_op_t *op)
 {
     size_t es = op->a.esize;
-    memcpy(shm_input(op, op->shm->me), op->src + shm_lo(op) * es, shm_len(op) * es);
+    memcpy(gcoll__node_input(op, op->me), op->src + gcoll__node_lo(op) * es, gcoll__node_len(op) * es);
     return GCOLL_SUCCESS;
 }
 
-static gcoll_status_t slots_work(shm_op_t *op)
+static gcoll_status_t slots_work(gcoll__node_op_t *op)
 {
-    gcoll__shm_reduce_slots(op, (char *)op->a.recvbuf + shm_lo(op) * op->a.esize, 0, shm_len(op));
+    gcoll__node_combine_slots(op, (char *)op->a.recvbuf + gcoll__node_lo(op) * op->a.esize, 0, gcoll__node_len(op));
     return GCOLL_SUCCESS;
 }
 
-static gcoll_status_t cma_publish(shm_op_t *op)
+static gcoll_status_t cma_publish(gcoll__node_op_t *op)
 {
-    gcoll__shm_ctrl_t *c = &op->shm->ctrl[op->shm->me];
-    c->src = (uint64_t)(uintptr_t)op->src;
-    c->dst = (uint64_t)(uintptr_t)op->a.recvbuf;
+    gcoll__shm_publish(op->shm, op->src, op->a.recvbuf);
     return GCOLL_SUCCESS;
 }
 
-static gcoll_status_t cma_work(shm_op_t *op)
+static gcoll_status_t cma_work(gcoll__node_op_t *op)
 {
     gcoll__shm_t *shm = op->shm;
-    int me = shm->me, n = shm->n;
+    int me = op->me, n = op->n;
     size_t es = op->a.esize, off = gcoll__blk_off(op->a.count, n, me), cnt = gcoll__blk_cnt(op->a.count, n, me);
-    size_t step = shm->chunk_bytes / es;
-    char *in = shm->tmp, *acc = shm->tmp + shm->tmp_stride;
+    size_t step = gcoll__shm_chunk_bytes(shm) / es;
+    char *in = gcoll__shm_tmp(shm, 0), *acc = gcoll__shm_tmp(shm, 1);
     for (size_t c0 = 0; c0 < cnt; c0 += step) {
         size_t len = cnt - c0 < step ? cnt - c0 : step, at = (off + c0) * es;
         const char *first = op->src + at; /* the first reduction reads the input, sparing a copy */
         for (int q = 0; q < n; q++) {
             if (q == me)
                 continue;
-            GCOLL_CHECK(gcoll__shm_read(shm, q, in, shm->ctrl[q].src + at, len * es));
+            GCOLL_CHECK(gcoll__shm_read(shm, q, in, gcoll__shm_peer_src(shm, q) + at, len * es));
             gcoll__reduce(acc, first, in, len, op->a.dtype, op->a.op);
             first = acc;
         }
@@ -52,19 +50,19 @@ static gcoll_status_t cma_work(shm_op_t *op)
         gcoll__copy_stream((char *)op->a.recvbuf + at, acc, len * es);
         for (int q = 0; q < n; q++)
             if (q != me)
-                GCOLL_CHECK(gcoll__shm_write(shm, q, shm->ctrl[q].dst + at, acc, len * es));
+                GCOLL_CHECK(gcoll__shm_write(shm, q, gcoll__shm_peer_dst(shm, q) + at, acc, len * es));
     }
     return GCOLL_SUCCESS;
 }
 
-void gcoll__allreduce_shm_slots(gcoll__sched_t *s, const gcoll__coll_args_t *a)
+void gcoll__node_allreduce_slots(gcoll__sched_t *s, const gcoll__coll_args_t *a)
 {
-    shm_op_t *op = gcoll__shm_op(s, a, 0, 1, slots_publish, slots_work, 0);
+    gcoll__node_op_t *op = gcoll__node_op(s, a, 0, 1, slots_publish, slots_work, 0);
     if (op)
         op->tiny = a->count * a->esize <= GCOLL_SHM_INLINE;
 }
 
-void gcoll__allreduce_shm_cma(gcoll__sched_t *s, const gcoll__coll_args_t *a)
+void gcoll__node_allreduce_cma(gcoll__sched_t *s, const gcoll__coll_args_t *a)
 {
-    gcoll__shm_op(s, a, 1, 1, cma_publish, cma_work, 0);
+    gcoll__node_op(s, a, 1, 1, cma_publish, cma_work, 0);
 }

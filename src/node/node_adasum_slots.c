@@ -11,7 +11,7 @@
 #include "collectives/adasum.h"
 #include "collectives/halving.h"
 #include "collectives/select.h"
-#include "collectives/shm_op.h"
+#include "node/node_op.h"
 
 typedef struct {
     gcoll__adasum_shape_t *sh;
@@ -19,9 +19,9 @@ typedef struct {
     double *sums; /* 3 nt */
 } slots_ada_t;
 
-static gcoll_status_t slots_publish(shm_op_t *op)
+static gcoll_status_t slots_publish(gcoll__node_op_t *op)
 {
-    memcpy(shm_input(op, op->shm->me), op->src, op->a.count * op->a.esize);
+    memcpy(gcoll__node_input(op, op->me), op->src, op->a.count * op->a.esize);
     return GCOLL_SUCCESS;
 }
 
@@ -33,14 +33,14 @@ static void combine_whole(const slots_ada_t *st, char *dst, const char *a, const
     gcoll__adasum_apply(st->sh, dst, a, b, 0, count, st->sums);
 }
 
-static gcoll_status_t slots_work(shm_op_t *op)
+static gcoll_status_t slots_work(gcoll__node_op_t *op)
 {
     slots_ada_t *st = (slots_ada_t *)op->scratch;
-    int n = op->shm->n, P = gcoll__adasum_pow2(n);
+    int n = op->n, P = gcoll__adasum_pow2(n);
     size_t cnt = op->a.count, bytes = cnt * op->a.esize;
     const char **v = (const char **)(st->sums + 3 * st->sh->nt); /* [n]: where each vector is now */
     for (int q = 0; q < n; q++)
-        v[q] = shm_input(op, q);
+        v[q] = gcoll__node_input(op, q);
     for (int q = P; q < n; q++) {
         combine_whole(st, st->tmp + (size_t)(q - P) * bytes, v[q - P], v[q], cnt);
         v[q - P] = st->tmp + (size_t)(q - P) * bytes;
@@ -54,11 +54,11 @@ static gcoll_status_t slots_work(shm_op_t *op)
     return GCOLL_SUCCESS;
 }
 
-void gcoll__adasum_slots(gcoll__sched_t *s, const gcoll__coll_args_t *a, gcoll__adasum_shape_t *sh)
+void gcoll__node_adasum_slots(gcoll__sched_t *s, const gcoll__coll_args_t *a, gcoll__adasum_shape_t *sh)
 {
     if (gcoll__alone(s, a))
         return;
-    shm_op_t *op = gcoll__shm_op(s, a, 0, 1, slots_publish, slots_work, sizeof(slots_ada_t));
+    gcoll__node_op_t *op = gcoll__node_op(s, a, 0, 1, slots_publish, slots_work, sizeof(slots_ada_t));
     if (!op)
         return;
     op->tiny = a->count * a->esize <= GCOLL_SHM_INLINE;

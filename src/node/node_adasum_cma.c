@@ -11,7 +11,7 @@
 #include "collectives/adasum.h"
 #include "collectives/halving.h"
 #include "collectives/select.h"
-#include "collectives/shm_op.h"
+#include "node/node_op.h"
 
 /* The level structure: level k combines pairs (pa[i], pb[i]) of vectors (numbered by rank);
  * src[k][v] says where vector v's input to level k lives: a rank's input buffer, or this rank's
@@ -31,34 +31,31 @@ typedef struct {
     double *sums, *peer;          /* [npairs_max][3 nt]: summed partials; a peer's, read */
 } shm_ada_t;
 
-static shm_ada_t *ada_of(shm_op_t *op)
+static shm_ada_t *ada_of(gcoll__node_op_t *op)
 {
     return (shm_ada_t *)op->scratch;
 }
 
-static gcoll_status_t ada_publish(shm_op_t *op)
+static gcoll_status_t ada_publish(gcoll__node_op_t *op)
 {
     shm_ada_t *st = ada_of(op);
-    gcoll__shm_ctrl_t *c = &op->shm->ctrl[op->shm->me];
-    if (op->round == 0) {
-        c->src = (uint64_t)(uintptr_t)op->src;
-        c->dst = (uint64_t)(uintptr_t)op->a.recvbuf;
-    } else { /* the partials of the level before */
-        c->src = (uint64_t)(uintptr_t)st->parts[(op->round - 1) & 1];
-    }
+    if (op->round == 0)
+        gcoll__shm_publish(op->shm, op->src, op->a.recvbuf);
+    else /* the partials of the level before */
+        gcoll__shm_publish(op->shm, st->parts[(op->round - 1) & 1], NULL);
     return GCOLL_SUCCESS;
 }
 
 /* Points *p at elements [first, first + len) of vector v as level k sees it, reading a peer's
  * input into buf. */
-static gcoll_status_t load(shm_op_t *op, int k, int v, size_t first, size_t len, char *buf, const char **p)
+static gcoll_status_t load(gcoll__node_op_t *op, int k, int v, size_t first, size_t len, char *buf, const char **p)
 {
     shm_ada_t *st = ada_of(op);
     size_t es = op->a.esize;
-    int q = st->src[k * op->shm->n + v];
+    int q = st->src[k * op->n + v];
     if (q == SLOT) {
         *p = st->slot[v] + (first - st->off) * es;
-    } else if (q == op->shm->me) {
+    } else if (q == op->me) {
         *p = op->src + first * es;
     } else {
         GCOLL_CHECK(gcoll__shm_read(op->shm, q, buf, st->in_addr[q] + first * es, len * es));
@@ -67,23 +64,23 @@ static gcoll_status_t load(shm_op_t *op, int k, int v, size_t first, size_t len,
     return GCOLL_SUCCESS;
 }
 
-static gcoll_status_t ada_work(shm_op_t *op)
+static gcoll_status_t ada_work(gcoll__node_op_t *op)
 {
     shm_ada_t *st = ada_of(op);
     gcoll__shm_t *shm = op->shm;
-    int k = op->round, n = shm->n, me = shm->me;
+    int k = op->round, n = op->n, me = op->me;
     size_t es = op->a.esize, m = 3 * st->sh->nt;
     if (k == 0)
         for (int q = 0; q < n; q++) {
-            st->in_addr[q] = shm->ctrl[q].src;
-            st->out_addr[q] = shm->ctrl[q].dst;
+            st->in_addr[q] = gcoll__shm_peer_src(shm, q);
+            st->out_addr[q] = gcoll__shm_peer_dst(shm, q);
         }
     if (k > 0) { /* the whole-tensor sums of level k - 1: every rank's partials, in rank order */
         size_t bytes = (size_t)st->npairs[k - 1] * m * sizeof(double);
         for (int q = 0; q < n; q++) {
             const double *pq = st->parts[(k - 1) & 1];
             if (q != me) {
-                GCOLL_CHECK(gcoll__shm_read(shm, q, st->peer, shm->ctrl[q].src, bytes));
+                GCOLL_CHECK(gcoll__shm_read(shm, q, st->peer, gcoll__shm_peer_src(shm, q), bytes));
                 pq = st->peer;
             }
             for (size_t i = 0; i < bytes / sizeof(double); i++)
@@ -93,8 +90,8 @@ static gcoll_status_t ada_work(shm_op_t *op)
     double *parts = k < st->nlev ? st->parts[k & 1] : NULL;
     if (parts)
         memset(parts, 0, (size_t)st->npairs[k] * m * sizeof(double));
-    char *ba = shm->tmp, *bb = shm->tmp + shm->tmp_stride;
-    size_t step = shm->chunk_bytes / es;
+    char *ba = gcoll__shm_tmp(shm, 0), *bb = gcoll__shm_tmp(shm, 1);
+    size_t step = gcoll__shm_chunk_bytes(shm) / es;
     for (size_t c0 = 0; c0 < st->cnt; c0 += step) {
         size_t len = st->cnt - c0 < step ? st->cnt - c0 : step, first = st->off + c0;
         if (k > 0) { /* apply level k - 1 */
@@ -177,11 +174,11 @@ static int plan_levels(gcoll__sched_t *s, shm_ada_t *st, int n, int me, size_t c
     return 0;
 }
 
-void gcoll__adasum_cma(gcoll__sched_t *s, const gcoll__coll_args_t *a, gcoll__adasum_shape_t *sh)
+void gcoll__node_adasum_cma(gcoll__sched_t *s, const gcoll__coll_args_t *a, gcoll__adasum_shape_t *sh)
 {
     if (gcoll__alone(s, a))
         return;
-    shm_op_t *op = gcoll__shm_op(s, a, 1, 1, ada_publish, ada_work, sizeof(shm_ada_t));
+    gcoll__node_op_t *op = gcoll__node_op(s, a, 1, 1, ada_publish, ada_work, sizeof(shm_ada_t));
     if (!op)
         return;
     shm_ada_t *st = ada_of(op);
@@ -197,7 +194,6 @@ void gcoll__adasum_cma(gcoll__sched_t *s, const gcoll__coll_args_t *a, gcoll__ad
     st->parts[1] = d + m;
     st->sums = d + 2 * m;
     st->peer = d + 3 * m;
-    /* one round per level and one to finish: claim the channel's sequence numbers for them */
+    /* one round per level and one to finish: the channel's sequence numbers reserved at issue */
     op->nrounds = st->nlev + 1;
-    a->shm->issued += (uint64_t)st->nlev;
 }
