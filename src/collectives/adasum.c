@@ -48,7 +48,7 @@ static const char *const labels[GCOLL_ADASUM_NALGOS] = {"adasum/halving", "adasu
  * of the slot (4 KiB by default): every rank combines all n vectors, so halving wins above that. */
 static int slots_usable(const gcoll__coll_args_t *a)
 {
-    return a->shm != NULL && a->count * a->esize <= gcoll__shm_slot_bytes(a->shm);
+    return a->shm != NULL && a->count * a->esize <= gcoll__shm_info(a->shm)->slot_bytes;
 }
 
 static const char *label(const char *name)
@@ -68,7 +68,7 @@ static const char *choose(const gcoll__coll_args_t *a)
     int mode = gcoll__config.adasum; /* 0 auto, 1 flat, 2 hierarchical */
     if (mode == 2 || (mode == 0 && spans && crowded))
         return "hierarchical";
-    if (slots_usable(a) && a->count * a->esize <= gcoll__shm_slot_bytes(a->shm) / 16)
+    if (slots_usable(a) && a->count * a->esize <= gcoll__shm_info(a->shm)->slot_bytes / 16)
         return "shm_slots";
     /* not shm_cma: halving, over the node channel's single-copy messages, is faster at every size */
     return "halving";

@@ -65,7 +65,7 @@ static gcoll_status_t local_step(void *state, int *done)
         break;
     case JOB_APPLY: gcoll__adasum_apply(j->sh, j->dst, j->a, j->b, j->first, j->n, j->sums); break;
     case JOB_PUSH: /* each read's worth of the result goes to every other output while in cache */
-        for (size_t es = j->sh->es, step = gcoll__shm_read_bytes(j->shm) / es, o = 0; o < j->n; o += step) {
+        for (size_t es = j->sh->es, step = gcoll__shm_info(j->shm)->read_bytes / es, o = 0; o < j->n; o += step) {
             size_t len = j->n - o < step ? j->n - o : step;
             char *part = j->dst + o * es;
             gcoll__adasum_apply(j->sh, part, j->a + o * es, j->b + o * es, j->first + o, len, j->sums);
@@ -227,7 +227,7 @@ void gcoll__adasum_halving(gcoll__sched_t *s, const gcoll__coll_args_t *a, const
         landing_t *l = !remote && kn ? gcoll__sched_scratch(s, sizeof(*l)) : NULL;
         if (l) { /* blocks of a single-copy read (any fixed size would do without the channel) */
             l->j = j;
-            l->block = (a->shm ? gcoll__shm_read_bytes(a->shm) : (size_t)1 << 20) / es;
+            l->block = (a->shm ? gcoll__shm_info(a->shm)->read_bytes : (size_t)1 << 20) / es;
             gcoll__sched_recv_landed(s, vp, recv_at, kn * es, on_landed, l);
         }
         size_t prev = SIZE_MAX;

@@ -83,7 +83,7 @@ static int builtin_choice(const gcoll__coll_args_t *a, size_t bytes)
     int idx = -1;
     pthread_once(&lists_once, build_lists);
     if (a->shm) {
-        if (bytes > gcoll__shm_slot_bytes(a->shm))
+        if (bytes > gcoll__shm_info(a->shm)->slot_bytes)
             idx = idx_shm_cma[a->coll];
         if (!usable(idx, a))
             idx = idx_shm_slots[a->coll];

@@ -91,7 +91,7 @@ static gcoll_status_t ada_work(gcoll__node_op_t *op)
     if (parts)
         memset(parts, 0, (size_t)st->npairs[k] * m * sizeof(double));
     char *ba = gcoll__shm_tmp(shm, 0), *bb = gcoll__shm_tmp(shm, 1);
-    size_t step = gcoll__shm_chunk_bytes(shm) / es;
+    size_t step = gcoll__shm_info(shm)->chunk_bytes / es;
     for (size_t c0 = 0; c0 < st->cnt; c0 += step) {
         size_t len = st->cnt - c0 < step ? st->cnt - c0 : step, first = st->off + c0;
         if (k > 0) { /* apply level k - 1 */

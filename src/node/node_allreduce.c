@@ -33,7 +33,7 @@ static gcoll_status_t cma_work(gcoll__node_op_t *op)
     gcoll__shm_t *shm = op->shm;
     int me = op->me, n = op->n;
     size_t es = op->a.esize, off = gcoll__blk_off(op->a.count, n, me), cnt = gcoll__blk_cnt(op->a.count, n, me);
-    size_t step = gcoll__shm_chunk_bytes(shm) / es;
+    size_t step = gcoll__shm_info(shm)->chunk_bytes / es;
     char *in = gcoll__shm_tmp(shm, 0), *acc = gcoll__shm_tmp(shm, 1);
     for (size_t c0 = 0; c0 < cnt; c0 += step) {
         size_t len = cnt - c0 < step ? cnt - c0 : step, at = (off + c0) * es;

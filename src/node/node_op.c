@@ -12,12 +12,12 @@ enum { PH_ORDER, PH_PUBLISH, PH_GATHER, PH_FINISH };
 int gcoll__node_usable(const gcoll__coll_args_t *a)
 {
     /* a slot must hold one element of every block */
-    return a->shm != NULL && gcoll__shm_slot_bytes(a->shm) >= a->esize * (size_t)a->size;
+    return a->shm != NULL && gcoll__shm_info(a->shm)->slot_bytes >= a->esize * (size_t)a->size;
 }
 
 int gcoll__node_cma_usable(const gcoll__coll_args_t *a)
 {
-    return a->shm != NULL && gcoll__shm_cma(a->shm) && gcoll__shm_chunk_bytes(a->shm) >= a->esize;
+    return a->shm != NULL && gcoll__shm_info(a->shm)->cma && gcoll__shm_info(a->shm)->chunk_bytes >= a->esize;
 }
 
 static void who(void *state, char *buf, size_t len)
@@ -105,8 +105,8 @@ gcoll__node_op_t *gcoll__node_op(gcoll__sched_t *s, const gcoll__coll_args_t *a,
     if (!op)
         return NULL;
     *op = (gcoll__node_op_t){.shm = a->shm,
-                             .me = gcoll__shm_me(a->shm),
-                             .n = gcoll__shm_size(a->shm),
+                             .me = gcoll__shm_info(a->shm)->me,
+                             .n = gcoll__shm_info(a->shm)->n,
                              .a = *a,
                              .single_copy = single_copy,
                              .blocks = blocks,
@@ -117,7 +117,7 @@ gcoll__node_op_t *gcoll__node_op(gcoll__sched_t *s, const gcoll__coll_args_t *a,
     op->src = op->inplace ? a->recvbuf : a->sendbuf;
     if (scratch_bytes && !(op->scratch = gcoll__sched_scratch(s, scratch_bytes)))
         return NULL;
-    size_t fit = gcoll__shm_slot_bytes(a->shm) / (a->esize * blocks);
+    size_t fit = gcoll__shm_info(a->shm)->slot_bytes / (a->esize * blocks);
     op->per_round = single_copy || fit >= a->count ? a->count : fit;
     op->nrounds = (int)((a->count + op->per_round - 1) / op->per_round);
     gcoll__sched_custom(s, step, who, op);

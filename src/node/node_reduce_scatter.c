@@ -31,7 +31,8 @@ static gcoll_status_t cma_work(gcoll__node_op_t *op)
 {
     gcoll__shm_t *shm = op->shm;
     int me = op->me, n = op->n;
-    size_t es = op->a.esize, cnt = op->a.count, step = gcoll__shm_chunk_bytes(shm) / es, mine = (size_t)me * cnt * es;
+    size_t es = op->a.esize, cnt = op->a.count, step = gcoll__shm_info(shm)->chunk_bytes / es,
+           mine = (size_t)me * cnt * es;
     for (size_t c0 = 0; c0 < cnt; c0 += step) {
         size_t len = cnt - c0 < step ? cnt - c0 : step;
         char *d = acc_of(op) + c0 * es;

@@ -414,7 +414,7 @@ static chan_state_t chan_state(const gcoll__shm_t *s)
     memset(&c, 0, sizeof(c));
     c.issued = s->issued;
     c.completed = s->completed;
-    memcpy(&c.mine, &s->ctrl[s->me], sizeof(c.mine));
+    memcpy(&c.mine, &s->ctrl[s->info.me], sizeof(c.mine));
     return c;
 }
 
@@ -488,7 +488,7 @@ static void test_build_is_pure(gcoll__shm_t *ch)
             a.count = counts[k];
             a.op = GCOLL_ADASUM;
             check_build(ch, &a, "shm_slots", 1, dry, NULL);
-            if (gcoll__shm_cma(ch))
+            if (gcoll__shm_info(ch)->cma)
                 check_build(ch, &a, "shm_cma", 1, dry, NULL);
         }
     free(in);
@@ -513,16 +513,16 @@ int main(int argc, char **argv)
             CHECK(gcoll__shm_p2p_open(s, NULL, NULL, &tp) == GCOLL_SUCCESS, "open: %s", gcoll_last_error());
     }
     if (tp) {
-        if (!s->cma && rank == 0) /* every path below still runs, through fragments */
+        if (!s->info.cma && rank == 0) /* every path below still runs, through fragments */
             fprintf(stderr,
                     "test_shm: NOTE single copy is off here (GCOLL_SHM_SINGLE_COPY or ptrace "
                     "rules): the acknowledgement paths are not exercised\n");
         size_t big = 4 * s->cell_bytes + 3;
         test_not_held_back(tp, big);
-        test_acks_out_of_order(tp, big, s->cma);
+        test_acks_out_of_order(tp, big, s->info.cma);
         test_many_in_flight(tp, 2 * s->cell_bytes);
         test_order_per_tag(tp, s->cell_bytes);
-        test_landed(tp, s->cell_bytes, s->read_bytes, s->cma);
+        test_landed(tp, s->cell_bytes, s->info.read_bytes, s->info.cma);
         test_build_is_pure(s);
         MPI_Barrier(MPI_COMM_WORLD); /* the peers are done reading this rank's buffers */
         T->close(tp);

@@ -5,34 +5,9 @@
 #include "base/error.h"
 #include "transports/shm/shm_internal.h"
 
-int gcoll__shm_me(const gcoll__shm_t *s)
+const gcoll__shm_info_t *gcoll__shm_info(const gcoll__shm_t *s)
 {
-    return s->me;
-}
-
-int gcoll__shm_size(const gcoll__shm_t *s)
-{
-    return s->n;
-}
-
-size_t gcoll__shm_slot_bytes(const gcoll__shm_t *s)
-{
-    return s->slot_bytes;
-}
-
-size_t gcoll__shm_chunk_bytes(const gcoll__shm_t *s)
-{
-    return s->chunk_bytes;
-}
-
-size_t gcoll__shm_read_bytes(const gcoll__shm_t *s)
-{
-    return s->read_bytes;
-}
-
-int gcoll__shm_cma(const gcoll__shm_t *s)
-{
-    return s->cma;
+    return &s->info;
 }
 
 char *gcoll__shm_tmp(gcoll__shm_t *s, int i)
@@ -59,17 +34,17 @@ void gcoll__shm_complete(gcoll__shm_t *s, uint64_t seq)
 
 void gcoll__shm_announce(gcoll__shm_t *s, uint64_t seq, const gcoll__opdesc_t *d)
 {
-    s->ctrl[s->me].op[seq & 1].seq = seq;
-    s->ctrl[s->me].op[seq & 1].d = *d;
+    s->ctrl[s->info.me].op[seq & 1].seq = seq;
+    s->ctrl[s->info.me].op[seq & 1].d = *d;
 }
 
 /* No peer passes round seq before this rank arrives at the next one, so the entry of seq's
  * parity is still seq's while this rank looks. */
 gcoll_status_t gcoll__shm_agree(gcoll__shm_t *s, uint64_t seq, uint32_t tag, const gcoll__opdesc_t *mine, int rank)
 {
-    for (int q = 0; q < s->n; q++) {
+    for (int q = 0; q < s->info.n; q++) {
         const gcoll__opdesc_t *d = &s->ctrl[q].op[seq & 1].d;
-        if (q != s->me && s->ctrl[q].op[seq & 1].seq == seq && !gcoll__opdesc_agree(d, mine))
+        if (q != s->info.me && s->ctrl[q].op[seq & 1].seq == seq && !gcoll__opdesc_agree(d, mine))
             return gcoll__opdesc_mismatch(tag, mine, rank, d, gcoll__shm_rank_of(s, q));
     }
     return GCOLL_SUCCESS;
@@ -77,7 +52,7 @@ gcoll_status_t gcoll__shm_agree(gcoll__shm_t *s, uint64_t seq, uint32_t tag, con
 
 char *gcoll__shm_slot(gcoll__shm_t *s, int q, uint64_t seq)
 {
-    return s->slots + ((size_t)q * 2 + (seq & 1)) * s->slot_bytes;
+    return s->slots + ((size_t)q * 2 + (seq & 1)) * s->info.slot_bytes;
 }
 
 char *gcoll__shm_inline(gcoll__shm_t *s, int q, uint64_t seq)
@@ -88,9 +63,9 @@ char *gcoll__shm_inline(gcoll__shm_t *s, int q, uint64_t seq)
 void gcoll__shm_publish(gcoll__shm_t *s, const void *src, const void *dst)
 {
     if (src)
-        s->ctrl[s->me].src = (uint64_t)(uintptr_t)src;
+        s->ctrl[s->info.me].src = (uint64_t)(uintptr_t)src;
     if (dst)
-        s->ctrl[s->me].dst = (uint64_t)(uintptr_t)dst;
+        s->ctrl[s->info.me].dst = (uint64_t)(uintptr_t)dst;
 }
 
 uint64_t gcoll__shm_peer_src(const gcoll__shm_t *s, int q)
@@ -105,10 +80,10 @@ uint64_t gcoll__shm_peer_dst(const gcoll__shm_t *s, int q)
 
 void gcoll__shm_arrive(gcoll__shm_t *s, uint64_t seq)
 {
-    gcoll__shm_set(s, &s->ctrl[s->me].arrive, seq);
+    gcoll__shm_set(s, &s->ctrl[s->info.me].arrive, seq);
 }
 
 void gcoll__shm_ready(gcoll__shm_t *s, uint64_t seq)
 {
-    gcoll__shm_set(s, &s->ctrl[s->me].ready, seq);
+    gcoll__shm_set(s, &s->ctrl[s->info.me].ready, seq);
 }

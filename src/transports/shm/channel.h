@@ -16,14 +16,16 @@ typedef struct gcoll__shm gcoll__shm_t;
 #define GCOLL_SHM_INLINE 24 /* input bytes that ride on the arrive line */
 
 /* Who and how big. */
-int gcoll__shm_me(const gcoll__shm_t *s);   /* this rank's local index */
-int gcoll__shm_size(const gcoll__shm_t *s); /* local ranks: the whole communicator */
+typedef struct {
+    int me, n;          /* this rank's local index; local ranks: the whole communicator */
+    int cma;            /* single copy works between every pair */
+    size_t slot_bytes;  /* one parity of one rank's staging slot */
+    size_t chunk_bytes; /* single-copy pipelining chunk */
+    size_t read_bytes;  /* single-copy read of a message consumed as it lands */
+} gcoll__shm_info_t;
+const gcoll__shm_info_t *gcoll__shm_info(const gcoll__shm_t *s);
 /* The communicator rank of local rank `local`, for messages that name ranks. */
 int gcoll__shm_rank_of(const gcoll__shm_t *s, int local);
-size_t gcoll__shm_slot_bytes(const gcoll__shm_t *s);  /* one parity of one rank's staging slot */
-size_t gcoll__shm_chunk_bytes(const gcoll__shm_t *s); /* single-copy pipelining chunk */
-size_t gcoll__shm_read_bytes(const gcoll__shm_t *s);  /* single-copy read of a message consumed as it lands */
-int gcoll__shm_cma(const gcoll__shm_t *s);            /* single copy works between every pair */
 /* Private scratch for single-copy reads: two buffers (i 0 or 1) of chunk_bytes each. */
 char *gcoll__shm_tmp(gcoll__shm_t *s, int i);
 

@@ -29,10 +29,10 @@
 static size_t layout(const gcoll__shm_t *s, size_t *ctrl_off, size_t *slots_off, size_t *rings_off)
 {
     *ctrl_off = sizeof(gcoll__shm_hdr_t);
-    *slots_off = *ctrl_off + (size_t)s->n * sizeof(gcoll__shm_ctrl_t);
+    *slots_off = *ctrl_off + (size_t)s->info.n * sizeof(gcoll__shm_ctrl_t);
     *slots_off = (*slots_off + 4095) & ~(size_t)4095;
-    *rings_off = *slots_off + (size_t)s->n * 2 * s->slot_bytes;
-    return *rings_off + (size_t)s->n * (size_t)s->n * s->pair_bytes;
+    *rings_off = *slots_off + (size_t)s->info.n * 2 * s->info.slot_bytes;
+    return *rings_off + (size_t)s->info.n * (size_t)s->info.n * s->pair_bytes;
 }
 
 /* The leader creates the segment and broadcasts its name; "" means it failed. */
@@ -67,13 +67,13 @@ static void random_name(char *name)
 static int probe_cma(gcoll__shm_t *s, gcoll__boot_t *node)
 {
     static const uint64_t magic = 0x67636f6c6c434d41ull; /* "gcollCMA" */
-    uint64_t mine = (uint64_t)(uintptr_t)&magic, *addrs = calloc((size_t)s->n, sizeof(uint64_t));
+    uint64_t mine = (uint64_t)(uintptr_t)&magic, *addrs = calloc((size_t)s->info.n, sizeof(uint64_t));
     int ok = addrs != NULL, all = 0;
     if (ok && gcoll__boot_allgather(node, &mine, addrs, sizeof(mine)) != GCOLL_SUCCESS)
         ok = 0;
-    for (int q = 0; ok && q < s->n; q++) {
+    for (int q = 0; ok && q < s->info.n; q++) {
         uint64_t v = 0;
-        ok = q == s->me || (gcoll__shm_read(s, q, &v, addrs[q], sizeof(v)) == GCOLL_SUCCESS && v == magic);
+        ok = q == s->info.me || (gcoll__shm_read(s, q, &v, addrs[q], sizeof(v)) == GCOLL_SUCCESS && v == magic);
     }
     free(addrs);
     all = ok;
@@ -89,13 +89,13 @@ gcoll_status_t gcoll__shm_create(gcoll__boot_t *node, gcoll__shm_t **out)
     gcoll__shm_t *s = calloc(1, sizeof(*s));
     if (!s)
         return gcoll__error(GCOLL_ERR_NOMEM, "shm: no memory for the channel");
-    s->me = node->rank;
-    s->n = node->size;
-    s->slot_bytes = (gcoll__config.shm_slot_size + 63) & ~(size_t)63;
-    s->chunk_bytes = gcoll__config.shm_chunk_size;
-    s->read_bytes = gcoll__config.shm_read_chunk ? gcoll__config.shm_read_chunk
-        : gcoll__topo()->l2                      ? gcoll__topo()->l2
-                                                 : (size_t)1 << 20;
+    s->info.me = node->rank;
+    s->info.n = node->size;
+    s->info.slot_bytes = (gcoll__config.shm_slot_size + 63) & ~(size_t)63;
+    s->info.chunk_bytes = gcoll__config.shm_chunk_size;
+    s->info.read_bytes = gcoll__config.shm_read_chunk ? gcoll__config.shm_read_chunk
+        : gcoll__topo()->l2                           ? gcoll__topo()->l2
+                                                      : (size_t)1 << 20;
     s->cell_bytes = (gcoll__config.shm_cell_size + 63) & ~(size_t)63;
     s->depth = gcoll__config.shm_ring_depth;
     s->pair_bytes = GCOLL_SHM_ACK_BYTES + (size_t)s->depth * (sizeof(gcoll__shm_cell_t) + s->cell_bytes);
@@ -103,7 +103,7 @@ gcoll_status_t gcoll__shm_create(gcoll__boot_t *node, gcoll__shm_t **out)
 
     char name[NAME_LEN] = "";
     int fd = -1;
-    if (s->me == 0) {
+    if (s->info.me == 0) {
         random_name(name);
         fd = create_segment(name, bytes);
         if (fd < 0) {
@@ -123,14 +123,14 @@ gcoll_status_t gcoll__shm_create(gcoll__boot_t *node, gcoll__shm_t **out)
         free(s);
         return st;
     }
-    if (s->me != 0)
+    if (s->info.me != 0)
         fd = shm_open(name, O_RDWR, 0600);
     void *base = fd >= 0 ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
     int mapped = base != MAP_FAILED, all = mapped;
     if (fd >= 0)
         close(fd);
     st = gcoll__boot_min_int(node, &all);
-    if (s->me == 0)
+    if (s->info.me == 0)
         shm_unlink(name); /* every rank has it mapped, or the channel is abandoned */
     if (st != GCOLL_SUCCESS) {
         if (mapped)
@@ -153,8 +153,8 @@ gcoll_status_t gcoll__shm_create(gcoll__boot_t *node, gcoll__shm_t **out)
     s->ctrl = (gcoll__shm_ctrl_t *)((char *)base + ctrl_off);
     s->slots = (char *)base + slots_off;
     s->rings = (char *)base + rings_off;
-    s->pids = calloc((size_t)s->n, sizeof(pid_t));
-    s->tmp_stride = (s->chunk_bytes + 63) & ~(size_t)63;
+    s->pids = calloc((size_t)s->info.n, sizeof(pid_t));
+    s->tmp_stride = (s->info.chunk_bytes + 63) & ~(size_t)63;
     s->tmp = aligned_alloc(GCOLL_SHM_LINE, 2 * s->tmp_stride);
     if (!s->pids || !s->tmp) {
         gcoll__shm_destroy(s);
@@ -167,13 +167,13 @@ gcoll_status_t gcoll__shm_create(gcoll__boot_t *node, gcoll__shm_t **out)
         return st;
     }
     int mode = gcoll__config.shm_single_copy; /* 0 auto, 1 on, 2 off */
-    s->cma = mode != 2 && probe_cma(s, node);
-    if (mode == 1 && !s->cma)
+    s->info.cma = mode != 2 && probe_cma(s, node);
+    if (mode == 1 && !s->info.cma)
         GCOLL_LOG(GCOLL_LOG_WARN,
                   "shm: GCOLL_SHM_SINGLE_COPY=on but process_vm_readv is not permitted "
                   "between these processes; copying through the segment (HINT: ptrace_scope, containers)");
-    GCOLL_LOG(GCOLL_LOG_INFO, "shm: %d local ranks, segment %zu bytes, slots %zu bytes, single copy %s", s->n, bytes,
-              s->slot_bytes, s->cma ? "on" : "off");
+    GCOLL_LOG(GCOLL_LOG_INFO, "shm: %d local ranks, segment %zu bytes, slots %zu bytes, single copy %s", s->info.n,
+              bytes, s->info.slot_bytes, s->info.cma ? "on" : "off");
     *out = s;
     return GCOLL_SUCCESS;
 }
@@ -214,27 +214,27 @@ void gcoll__shm_set(gcoll__shm_t *s, _Atomic uint64_t *counter, uint64_t v)
     if (!atomic_load(&s->hdr->sleepers))
         return;
     /* sequentially consistent loads: of two ranks that complete v at once, one sees the other */
-    size_t at = (size_t)((char *)counter - (char *)&s->ctrl[s->me]);
-    for (int q = 0; q < s->n; q++)
+    size_t at = (size_t)((char *)counter - (char *)&s->ctrl[s->info.me]);
+    for (int q = 0; q < s->info.n; q++)
         if (atomic_load((_Atomic uint64_t *)((char *)&s->ctrl[q] + at)) < v)
             return;
-    for (int q = 0; q < s->n; q++)
+    for (int q = 0; q < s->info.n; q++)
         wake_rank(s, q);
 }
 
 void gcoll__shm_ring_event(gcoll__shm_t *s, uint64_t events, int peer)
 {
-    atomic_store(&s->ctrl[s->me].rings, events);
+    atomic_store(&s->ctrl[s->info.me].rings, events);
     if (!atomic_load(&s->hdr->sleepers))
         return;
-    for (int q = 0; q < s->n; q++)
+    for (int q = 0; q < s->info.n; q++)
         if (peer < 0 || q == peer)
             wake_rank(s, q);
 }
 
 static int all_reached(gcoll__shm_t *s, uint64_t seq, int ready)
 {
-    for (int q = 0; q < s->n; q++) {
+    for (int q = 0; q < s->info.n; q++) {
         _Atomic uint64_t *c = ready ? &s->ctrl[q].ready : &s->ctrl[q].arrive;
         if (atomic_load_explicit(c, memory_order_acquire) < seq)
             return 0;
@@ -256,7 +256,7 @@ int gcoll__shm_all_ready(gcoll__shm_t *s, uint64_t seq)
 uint32_t gcoll__shm_ticket(gcoll__shm_t *s)
 {
     uint64_t sum = 0;
-    for (int q = 0; q < s->n; q++)
+    for (int q = 0; q < s->info.n; q++)
         sum += atomic_load(&s->ctrl[q].arrive) + atomic_load(&s->ctrl[q].ready) + atomic_load(&s->ctrl[q].rings);
     return (uint32_t)sum;
 }
@@ -264,7 +264,7 @@ uint32_t gcoll__shm_ticket(gcoll__shm_t *s)
 void gcoll__shm_sleep(gcoll__shm_t *s, uint32_t ticket, long timeout_us)
 {
     struct timespec ts = {timeout_us / 1000000, (timeout_us % 1000000) * 1000};
-    gcoll__shm_ctrl_t *c = &s->ctrl[s->me];
+    gcoll__shm_ctrl_t *c = &s->ctrl[s->info.me];
     atomic_fetch_add(&c->asleep, 1);
     atomic_fetch_add(&s->hdr->sleepers, 1);
     uint32_t w = atomic_load(&c->wake);
@@ -277,7 +277,7 @@ void gcoll__shm_sleep(gcoll__shm_t *s, uint32_t ticket, long timeout_us)
 void gcoll__shm_laggards(gcoll__shm_t *s, uint64_t seq, int ready, char *buf, size_t len)
 {
     buf[0] = '\0';
-    for (int q = 0; q < s->n; q++) {
+    for (int q = 0; q < s->info.n; q++) {
         _Atomic uint64_t *c = ready ? &s->ctrl[q].ready : &s->ctrl[q].arrive;
         if (atomic_load_explicit(c, memory_order_acquire) < seq) {
             size_t used = strlen(buf);
@@ -288,8 +288,8 @@ void gcoll__shm_laggards(gcoll__shm_t *s, uint64_t seq, int ready, char *buf, si
 
 int gcoll__shm_dead_peer(gcoll__shm_t *s, char *why, size_t len)
 {
-    for (int q = 0; q < s->n; q++) {
-        if (q == s->me)
+    for (int q = 0; q < s->info.n; q++) {
+        if (q == s->info.me)
             continue;
         if (gcoll__process_gone(s->pids[q])) {
             snprintf(why, len, "its process (pid %d on this host) has exited", (int)s->pids[q]);

@@ -69,11 +69,7 @@ struct gcoll__shm {
     gcoll__shm_hdr_t *hdr;
     gcoll__shm_ctrl_t *ctrl; /* [nlocal] */
     char *slots;             /* [nlocal][2][slot_bytes] */
-    size_t slot_bytes;       /* one parity of one rank's staging */
-    size_t chunk_bytes;      /* single-copy pipelining chunk */
-    size_t read_bytes;       /* single-copy read of a message its receiver consumes as it lands */
-    int me, n;               /* local rank and local size (the whole communicator) */
-    int cma;                 /* single copy works between every pair */
+    gcoll__shm_info_t info;  /* who and how big, for the algorithms */
     pid_t *pids;             /* [n] */
     char *tmp;               /* two chunks of private scratch for single-copy reads, */
     size_t tmp_stride;       /* tmp_stride bytes apart */
@@ -101,7 +97,7 @@ void gcoll__shm_destroy(gcoll__shm_t *shm);
 /* The ring from local rank `from` to local rank `to`: its acknowledgement slots, then its cells. */
 static inline _Atomic uint64_t *gcoll__shm_ack(gcoll__shm_t *s, int from, int to, uint64_t msgid)
 {
-    return (_Atomic uint64_t *)(s->rings + ((size_t)from * (size_t)s->n + (size_t)to) * s->pair_bytes) +
+    return (_Atomic uint64_t *)(s->rings + ((size_t)from * (size_t)s->info.n + (size_t)to) * s->pair_bytes) +
         msgid % GCOLL_SHM_ACKS;
 }
 static inline gcoll__shm_cell_t *gcoll__shm_cell(gcoll__shm_t *s, int from, int to, uint64_t i)

@@ -81,7 +81,7 @@ static void tell_peers(gcoll__shm_t *s)
 {
     gcoll__shm_p2p_t *p2p = s->p2p;
     GCOLL_LOG(GCOLL_LOG_WARN, "shm: %s", p2p->why);
-    gcoll__shm_ctrl_t *c = &s->ctrl[s->me];
+    gcoll__shm_ctrl_t *c = &s->ctrl[s->info.me];
     size_t n = strnlen(p2p->why, sizeof(c->why) - 1);
     memcpy(c->why, p2p->why, n);
     c->why[n] = '\0';
@@ -97,7 +97,7 @@ static gcoll_status_t found_mismatch(gcoll__shm_t *s, int peer, uint32_t tag, co
     gcoll__shm_p2p_t *p2p = s->p2p;
     if (!p2p->failed) {
         p2p->failed =
-            gcoll__opdesc_mismatch(tag, mine, gcoll__shm_rank_of(s, s->me), theirs, gcoll__shm_rank_of(s, peer));
+            gcoll__opdesc_mismatch(tag, mine, gcoll__shm_rank_of(s, s->info.me), theirs, gcoll__shm_rank_of(s, peer));
         snprintf(p2p->why, sizeof(p2p->why), "%s", gcoll_last_error());
         tell_peers(s);
     }
@@ -154,8 +154,8 @@ gcoll_status_t gcoll__shm_p2p_open(gcoll__shm_t *s, const gcoll__optab_t *optab,
     gcoll__tp_t *tp = calloc(1, sizeof(*tp));
     s->p2p = calloc(1, sizeof(*s->p2p));
     if (s->p2p) {
-        s->p2p->peers = calloc((size_t)s->n, sizeof(peer_t));
-        s->p2p->ranks = ranks ? malloc((size_t)s->n * sizeof(int)) : NULL;
+        s->p2p->peers = calloc((size_t)s->info.n, sizeof(peer_t));
+        s->p2p->ranks = ranks ? malloc((size_t)s->info.n * sizeof(int)) : NULL;
     }
     if (!tp || !s->p2p || !s->p2p->peers || (ranks && !s->p2p->ranks)) {
         free(tp);
@@ -168,7 +168,7 @@ gcoll_status_t gcoll__shm_p2p_open(gcoll__shm_t *s, const gcoll__optab_t *optab,
         return gcoll__error(GCOLL_ERR_NOMEM, "shm: no memory for the point-to-point endpoint");
     }
     if (ranks)
-        memcpy(s->p2p->ranks, ranks, (size_t)s->n * sizeof(int));
+        memcpy(s->p2p->ranks, ranks, (size_t)s->info.n * sizeof(int));
     s->p2p->optab = optab;
     tp->ch = s;
     *out = tp;
@@ -182,7 +182,7 @@ static void reap_acks(gcoll__shm_t *s, int peer)
     peer_t *p = &s->p2p->peers[peer];
     for (gcoll__tp_req_t *r = p->acks, *prev = NULL, *next; r; r = next) {
         next = r->next;
-        if (atomic_load_explicit(gcoll__shm_ack(s, s->me, peer, r->msgid), memory_order_acquire) != r->msgid) {
+        if (atomic_load_explicit(gcoll__shm_ack(s, s->info.me, peer, r->msgid), memory_order_acquire) != r->msgid) {
             prev = r;
             continue;
         }
@@ -209,10 +209,10 @@ static gcoll_status_t push_sends(gcoll__shm_t *s, int peer)
     reap_acks(s, peer);
     while (p->sends) {
         gcoll__tp_req_t *r = p->sends;
-        gcoll__shm_cell_t *c = gcoll__shm_cell(s, s->me, peer, p->tail);
+        gcoll__shm_cell_t *c = gcoll__shm_cell(s, s->info.me, peer, p->tail);
         if (atomic_load_explicit(&c->full, memory_order_acquire))
             return GCOLL_SUCCESS; /* the ring is full */
-        int cma = s->cma && r->bytes > s->cell_bytes && !r->started && ack_slot_free(p);
+        int cma = s->info.cma && r->bytes > s->cell_bytes && !r->started && ack_slot_free(p);
         size_t len = cma ? 0 : (r->bytes - r->moved < s->cell_bytes ? r->bytes - r->moved : s->cell_bytes);
         c->kind = cma ? GCOLL_SHM_MSG_CMA : r->started ? GCOLL_SHM_MSG_MORE : GCOLL_SHM_MSG_FIRST;
         c->tag = r->tag;
@@ -263,14 +263,14 @@ static void landed(gcoll__tp_req_t *r, size_t off, size_t len)
 static gcoll_status_t pull(gcoll__shm_t *s, int peer, gcoll__tp_req_t *r, uint64_t addr, size_t total, uint64_t msgid)
 {
     gcoll_status_t st = total == r->bytes ? GCOLL_SUCCESS : size_mismatch(peer, total, r->bytes);
-    size_t step = r->landed ? s->read_bytes : total;
+    size_t step = r->landed ? s->info.read_bytes : total;
     for (size_t o = 0; st == GCOLL_SUCCESS && o < total; o += step) {
         size_t len = total - o < step ? total - o : step;
         st = gcoll__shm_read(s, peer, r->buf + o, addr + o, len);
         if (st == GCOLL_SUCCESS)
             landed(r, o, len);
     }
-    atomic_store_explicit(gcoll__shm_ack(s, peer, s->me, msgid), msgid, memory_order_release);
+    atomic_store_explicit(gcoll__shm_ack(s, peer, s->info.me, msgid), msgid, memory_order_release);
     ring_event(s, peer);
     r->status = st;
     r->done = 1;
@@ -318,7 +318,7 @@ static gcoll_status_t drain(gcoll__shm_t *s, int peer)
 {
     peer_t *p = &s->p2p->peers[peer];
     for (;;) {
-        gcoll__shm_cell_t *c = gcoll__shm_cell(s, peer, s->me, p->head);
+        gcoll__shm_cell_t *c = gcoll__shm_cell(s, peer, s->info.me, p->head);
         if (!atomic_load_explicit(&c->full, memory_order_acquire))
             return GCOLL_SUCCESS;
         const char *payload = (const char *)(c + 1);
@@ -393,8 +393,8 @@ static gcoll_status_t drain(gcoll__shm_t *s, int peer)
 static gcoll_status_t progress(gcoll__shm_t *s)
 {
     gcoll__shm_p2p_t *p2p = s->p2p;
-    for (int q = 0; q < s->n; q++) {
-        if (q == s->me)
+    for (int q = 0; q < s->info.n; q++) {
+        if (q == s->info.me)
             continue;
         if (!p2p->failed && atomic_load_explicit(&s->ctrl[q].mismatch, memory_order_acquire))
             notice_arrived(s, q);
@@ -517,7 +517,7 @@ static void shm_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r)
 static void shm_close(gcoll__tp_t *tp)
 {
     gcoll__shm_p2p_t *p2p = tp->ch->p2p;
-    for (int q = 0; p2p && q < tp->ch->n; q++) {
+    for (int q = 0; p2p && q < tp->ch->info.n; q++) {
         for (unexpected_t *u = p2p->peers[q].unexp, *next; u; u = next) {
             next = u->next;
             free(u->data);
