@@ -304,6 +304,43 @@ START_TEST(registry_flags)
 }
 END_TEST
 
+/* GCOLL_ADASUM's choice among Adasum's family, as docs/adasum.md states it: hierarchical where
+ * some host of several holds several ranks (auto) or always (hierarchical), halving otherwise
+ * off the node channel; never the forced-only shm_cma. */
+START_TEST(adasum_choice_follows_gcoll_adasum)
+{
+    static int h22[4] = {0, 0, 1, 1}, l22[4] = {0, 1, 0, 1}, f22[3] = {0, 2, 4}, b22[4] = {0, 1, 2, 3};
+    static int h41[4] = {0, 1, 2, 3}, l41[4] = {0, 0, 0, 0}, f41[5] = {0, 1, 2, 3, 4}, b41[4] = {0, 1, 2, 3};
+    static const gcoll__nodemap_t two_by_two = {2, 1, h22, l22, f22, b22}, four_by_one = {4, 1, h41, l41, f41, b41};
+    static const struct {
+        const char *mode;
+        const gcoll__nodemap_t *map;
+        const char *want;
+    } cases[] = {
+        {"auto", &two_by_two, "adasum/hierarchical"},
+        {"auto", &four_by_one, "adasum/halving"},
+        {"flat", &two_by_two, "adasum/halving"},
+        {"hierarchical", &four_by_one, "adasum/hierarchical"},
+        {"auto", NULL, "adasum/halving"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        clear_env();
+        setenv("GCOLL_ADASUM", cases[i].mode, 1);
+        ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+        gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLREDUCE,
+                                .dtype = GCOLL_FLOAT32,
+                                .op = GCOLL_ADASUM,
+                                .esize = 4,
+                                .size = 4,
+                                .count = 1000,
+                                .map = cases[i].map};
+        ck_assert_msg(strcmp(gcoll__adasum_choice(&a), cases[i].want) == 0, "GCOLL_ADASUM=%s, case %zu: %s, want %s",
+                      cases[i].mode, i, gcoll__adasum_choice(&a), cases[i].want);
+    }
+    clear_env();
+}
+END_TEST
+
 START_TEST(mpi_colls_parse_strictly)
 {
     clear_env();
@@ -383,6 +420,7 @@ Suite *config_suite(void)
     tcase_add_test(tc, pipeline_variables_parse);
     tcase_add_test(tc, registry_listing);
     tcase_add_test(tc, registry_flags);
+    tcase_add_test(tc, adasum_choice_follows_gcoll_adasum);
     tcase_add_test(tc, python_library_variable);
     tcase_add_test(tc, mpi_colls_parse_strictly);
     tcase_add_test(tc, boot_variables_parse);
