@@ -3,7 +3,6 @@
  * docs/design.md describes each algorithm. */
 #include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "base/config.h"
 #include "base/copy.h"
