@@ -1,7 +1,8 @@
 /* gcoll-info: what gcoll sees on this machine, in sections: the topology, the transports built in
- * and what each would use here, and every GCOLL_* variable with its value and its source. With
- * --markdown, the whole of docs/env.md, generated from the registry (tests/docs_env.sh compares the
- * two). Needs no MPI job: it links the static library to reach the internals it reports on. */
+ * and what each would use here, every GCOLL_* variable with its value and its source, the
+ * algorithm registry and the selection table. With --markdown, the whole of docs/env.md,
+ * generated from the configuration registry (tests/docs_env.sh compares the two). Needs no MPI
+ * job: it links the static library to reach the internals it reports on. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -336,6 +337,8 @@ int main(int argc, char **argv)
     print_topology();
     print_transports(config_ok);
     print_variables(config_ok ? NULL : config_error);
+    section("algorithms");
+    print_algorithms();
     if (config_ok) {
         section("selection");
         print_selection(hosts, rph);

@@ -1,7 +1,8 @@
-/* The selection table of gcoll-info, like NCCL's tuning table: for a layout of hosts x ranks
- * (one host: the point-to-point algorithms, as over GCOLL_TRANSPORT_INTRA=mpi), each collective
- * and size, the predicted microseconds of every algorithm that can serve it, the pick starred.
- * The links are the settings' (GCOLL_TRANSPORT_*, GCOLL_COST_*): no measurement without a job. */
+/* gcoll-info's algorithm registry, each family of each collective with its entries' flags, and
+ * its selection table, like NCCL's tuning table: for a layout of hosts x ranks (one host: the
+ * point-to-point algorithms, as over GCOLL_TRANSPORT_INTRA=mpi), each collective and size, the
+ * predicted microseconds of every algorithm that can serve it, the pick starred. The links are
+ * the settings' (GCOLL_TRANSPORT_*, GCOLL_COST_*): no measurement without a job. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -33,6 +34,53 @@ static int set_size(gcoll__coll_args_t *a, size_t bytes)
     size_t per = gcoll__coll_bytes(a);
     a->count = (bytes / per) ? bytes / per : 1;
     return bytes <= LAST_SIZE;
+}
+
+/* The flags' short names, as the legend explains them (src/collectives/algo.h). */
+static const struct {
+    unsigned flag;
+    const char *name, *meaning;
+} flags[] = {
+    {GCOLL_ALGO_NODE, "node", "over the node's shared-memory channel"},
+    {GCOLL_ALGO_CMA, "cma", "single copy"},
+    {GCOLL_ALGO_HIER, "hier", "hierarchical"},
+    {GCOLL_ALGO_WIRE16, "wire16", "carries fp16/bf16"},
+    {GCOLL_ALGO_FORCED, "forced", "only when named"},
+};
+#define NFLAGS (sizeof(flags) / sizeof(flags[0]))
+
+/* " [node cma]" for an entry's flags, nothing for none. */
+static void print_flags(unsigned f)
+{
+    for (size_t k = 0, m = 0; k < NFLAGS; k++)
+        if (f & flags[k].flag)
+            printf("%s%s", m++ ? " " : " [", flags[k].name);
+    printf("%s", f ? "]" : "");
+}
+
+void print_algorithms(void)
+{
+    printf("flags:");
+    for (size_t k = 0; k < NFLAGS; k++)
+        printf("%s [%s] %s", k ? ";" : "", flags[k].name, flags[k].meaning);
+    printf("\n");
+    for (int c = 0; c < GCOLL_COLL_COUNT; c++)
+        for (int f = 0; f < GCOLL_FAMILY_COUNT; f++) {
+            int n = 0;
+            for (int i = 0; gcoll__algo_get(i); i++) {
+                const gcoll__algo_t *e = gcoll__algo_get(i);
+                if ((int)e->coll != c || (int)e->family != f)
+                    continue;
+                if (++n == 1 && f == GCOLL_FAMILY_PLAIN)
+                    printf("%s:", gcoll__coll_name(c));
+                else if (n == 1) /* Adasum's or top-k's family of the collective */
+                    printf("%s (%s):", gcoll__family_name(f), gcoll__coll_name(c));
+                printf("%s %s", n > 1 ? "," : "", e->name);
+                print_flags(e->flags);
+            }
+            if (n)
+                printf("\n");
+        }
 }
 
 static void print_coll(gcoll__coll_args_t *a, gcoll__links_t *links)

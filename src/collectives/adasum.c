@@ -1,9 +1,8 @@
-/* Adasum's entry (adasum.h): the argument check, the algorithm names, the choice among halving,
- * shm_cma, shm_slots and hierarchical (one file each), and the build that runs it.
+/* Adasum's entry (adasum.h): the argument check, the usable functions of the registry's Adasum
+ * family (algo.h; one file per algorithm), the choice among them, and the build that runs it.
  * docs/design.md describes each algorithm. */
 #include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "base/config.h"
 #include "base/copy.h"
@@ -40,60 +39,63 @@ gcoll_status_t gcoll__adasum_check(size_t count, gcoll_dtype_t dtype, const size
     return GCOLL_SUCCESS;
 }
 
-const char *const gcoll__adasum_names[GCOLL_ADASUM_NALGOS] = {"halving", "shm_slots", "shm_cma", "hierarchical"};
-static const char *const labels[GCOLL_ADASUM_NALGOS] = {"adasum/halving", "adasum/shm_slots", "adasum/shm_cma",
-                                                        "adasum/hierarchical"};
-
 /* shm_slots while a vector fits a slot in one round. The built-in choice takes it only up to 1/16
  * of the slot (4 KiB by default): every rank combines all n vectors, so halving wins above that. */
-static int slots_usable(const gcoll__coll_args_t *a)
+int gcoll__adasum_slots_usable(const gcoll__coll_args_t *a)
 {
     return a->shm != NULL && a->count * a->esize <= gcoll__shm_info(a->shm)->slot_bytes;
 }
 
-static const char *label(const char *name)
+/* hierarchical walks the hosts of the node map, which a sub-group has not. */
+int gcoll__adasum_hier_usable(const gcoll__coll_args_t *a)
 {
-    for (int i = 0; i < GCOLL_ADASUM_NALGOS; i++)
-        if (strcmp(name, gcoll__adasum_names[i]) == 0)
-            return labels[i];
-    return NULL;
+    return a->map != NULL;
 }
 
-/* The algorithm GCOLL_ADASUM asks for on these arguments. */
-static const char *choose(const gcoll__coll_args_t *a)
+/* The Adasum entry whose flags, masked by what tells the algorithms apart, are want. */
+static const gcoll__algo_t *entry(unsigned want)
+{
+    const unsigned kind = GCOLL_ALGO_NODE | GCOLL_ALGO_CMA | GCOLL_ALGO_HIER | GCOLL_ALGO_FORCED;
+    return gcoll__algo_get(gcoll__algo_flagged(GCOLL_COLL_ALLREDUCE, GCOLL_FAMILY_ADASUM, kind, want));
+}
+
+/* The algorithm GCOLL_ADASUM asks for on these arguments: the hierarchical one, the node
+ * channel's slots for small vectors, else the flat one. Never shm_cma (GCOLL_ALGO_FORCED):
+ * halving, over the node channel's single-copy messages, is faster at every size. */
+static const gcoll__algo_t *choose(const gcoll__coll_args_t *a)
 {
     int spans = a->map && a->map->nhosts > 1, crowded = 0;
     for (int k = 0; spans && k < a->map->nhosts; k++)
         crowded |= a->map->first[k + 1] - a->map->first[k] > 1;
     int mode = gcoll__config.adasum; /* 0 auto, 1 flat, 2 hierarchical */
     if (mode == 2 || (mode == 0 && spans && crowded))
-        return "hierarchical";
-    if (slots_usable(a) && a->count * a->esize <= gcoll__shm_info(a->shm)->slot_bytes / 16)
-        return "shm_slots";
-    /* not shm_cma: halving, over the node channel's single-copy messages, is faster at every size */
-    return "halving";
+        return entry(GCOLL_ALGO_HIER);
+    const gcoll__algo_t *slots = entry(GCOLL_ALGO_NODE);
+    if (gcoll__algo_usable(slots, a) && a->count * a->esize <= gcoll__shm_info(a->shm)->slot_bytes / 16)
+        return slots;
+    return entry(0);
 }
 
 gcoll_status_t gcoll__adasum_build(gcoll__sched_t *s, const gcoll__coll_args_t *a, const size_t *tensor_counts,
                                    size_t ntensors, const char *forced, const char **algo)
 {
     GCOLL_CHECK(gcoll__adasum_check(a->count, a->dtype, tensor_counts, ntensors));
-    const char *name = forced ? forced : choose(a);
-    if (!label(name))
-        return gcoll__error(GCOLL_ERR_INVALID_ARG,
-                            "attr->algorithm '%s' is not an adasum algorithm: accepts "
-                            "halving|shm_slots|shm_cma|hierarchical",
-                            name);
+    const gcoll__algo_t *e =
+        forced ? gcoll__algo_get(gcoll__algo_find(GCOLL_COLL_ALLREDUCE, GCOLL_FAMILY_ADASUM, forced)) : choose(a);
+    if (!e) {
+        char list[GCOLL_ALGO_LIST_LEN];
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "attr->algorithm '%s' is not an adasum algorithm: accepts %s",
+                            forced, gcoll__algo_list(list, sizeof(list), GCOLL_COLL_ALLREDUCE, GCOLL_FAMILY_ADASUM, 0));
+    }
     /* as for the other collectives, an algorithm that cannot serve gives way to the built-in choice */
-    if ((strcmp(name, "shm_cma") == 0 && !gcoll__node_cma_usable(a)) ||
-        (strcmp(name, "hierarchical") == 0 && !a->map) || (strcmp(name, "shm_slots") == 0 && !slots_usable(a))) {
+    if (!gcoll__algo_usable(e, a)) {
         GCOLL_LOG(GCOLL_LOG_INFO,
                   "adasum: %s cannot serve this communicator (attr->algorithm); using the built-in "
                   "choice",
-                  name);
-        name = choose(a);
+                  e->name);
+        e = choose(a);
     }
-    *algo = label(name);
+    *algo = e->label;
     if (a->count == 0)
         return GCOLL_SUCCESS;
     size_t nt = tensor_counts ? ntensors : 1;
@@ -105,14 +107,7 @@ gcoll_status_t gcoll__adasum_build(gcoll__sched_t *s, const gcoll__coll_args_t *
     for (size_t t = 0; t < nt; t++)
         off[t + 1] = off[t] + (tensor_counts ? tensor_counts[t] : a->count);
     *sh = (gcoll__adasum_shape_t){.dtype = a->dtype, .es = a->esize, .nt = nt, .off = off};
-    if (strcmp(name, "halving") == 0)
-        gcoll__adasum_halving(s, a, sh);
-    else if (strcmp(name, "shm_cma") == 0)
-        gcoll__node_adasum_cma(s, a, sh);
-    else if (strcmp(name, "shm_slots") == 0)
-        gcoll__node_adasum_slots(s, a, sh);
-    else
-        gcoll__adasum_hier(s, a, sh);
+    e->adasum(s, a, sh);
     if (s->status != GCOLL_SUCCESS)
         return gcoll__error(s->status, "adasum: the schedule of %zu elements could not be built (%s)", a->count,
                             gcoll_status_name(s->status));
@@ -121,5 +116,5 @@ gcoll_status_t gcoll__adasum_build(gcoll__sched_t *s, const gcoll__coll_args_t *
 
 const char *gcoll__adasum_choice(const gcoll__coll_args_t *a)
 {
-    return label(choose(a));
+    return choose(a)->label;
 }

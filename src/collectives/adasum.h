@@ -7,7 +7,7 @@
 #include "collectives/algo.h"
 
 /* Where the tensors of a fused buffer lie: tensor t is elements [off[t], off[t+1]). */
-typedef struct {
+typedef struct gcoll__adasum_shape {
     gcoll_dtype_t dtype;
     size_t es, nt;
     size_t *off; /* nt + 1 entries */
@@ -20,16 +20,15 @@ gcoll_status_t gcoll__adasum_check(size_t count, gcoll_dtype_t dtype, const size
 /* Builds the Adasum of a->count elements over tensor_counts[0..ntensors) into s. a is an
  * allreduce's argument block as api.c fills it (op GCOLL_ADASUM; rank, size, shm, map, links of
  * the communicator); s must have been made with op GCOLL_SUM (the hierarchical variant's
- * intra-host sums run as plain reduce steps). forced: NULL (GCOLL_ADASUM decides), or one of
- * "halving", "shm_slots", "shm_cma", "hierarchical" (one that cannot serve gives way). Checks the arguments first (gcoll__adasum_check);
- * *algo names the algorithm used. tensor_counts is copied: the caller may free it at once. */
+ * intra-host sums run as plain reduce steps). forced: NULL (GCOLL_ADASUM decides), or a name of
+ * the registry's Adasum family (gcoll_algorithms("adasum"); one that cannot serve gives way).
+ * Checks the arguments first (gcoll__adasum_check); *algo is the label of the algorithm used.
+ * tensor_counts is copied: the caller may free it at once. */
 gcoll_status_t gcoll__adasum_build(gcoll__sched_t *s, const gcoll__coll_args_t *a, const size_t *tensor_counts,
                                    size_t ntensors, const char *forced, const char **algo);
 
-/* The algorithm names, for gcoll_algorithms("adasum"), and the one gcoll__adasum_build would
- * pick for a (its label, as gcoll_comm_algorithm reports it). */
-extern const char *const gcoll__adasum_names[];
-#define GCOLL_ADASUM_NALGOS 4
+/* The label of the algorithm gcoll__adasum_build would pick for a, as gcoll_comm_algorithm
+ * reports it ("adasum/halving"). */
 const char *gcoll__adasum_choice(const gcoll__coll_args_t *a);
 
 /* Kernels (adasum_kernels.c). For elements [first, first + n) of the fused buffer, a and b
@@ -42,8 +41,9 @@ void gcoll__adasum_partials(const gcoll__adasum_shape_t *sh, const void *a, cons
 void gcoll__adasum_apply(const gcoll__adasum_shape_t *sh, void *dst, const void *a, const void *b, size_t first,
                          size_t n, const double *sums);
 
-/* The algorithms, one file each: halving (point to point), shm_cma and shm_slots (the node
- * channel), hierarchical (sums within hosts, halving among them). */
+/* The algorithms, one file each, in the registry (algo.h) as the Adasum family: halving (point to
+ * point), shm_cma and shm_slots (the node channel), hierarchical (sums within hosts, halving
+ * among them). */
 void gcoll__adasum_halving(gcoll__sched_t *s, const gcoll__coll_args_t *a, const gcoll__adasum_shape_t *sh);
 void gcoll__node_adasum_cma(gcoll__sched_t *s, const gcoll__coll_args_t *a, gcoll__adasum_shape_t *sh);
 void gcoll__node_adasum_slots(gcoll__sched_t *s, const gcoll__coll_args_t *a, gcoll__adasum_shape_t *sh);

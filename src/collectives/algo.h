@@ -1,5 +1,6 @@
-/* What every algorithm file shares: the builder signature and the block partition of a vector
- * over ranks (the first count % n blocks hold one element more). */
+/* What every algorithm file shares: the builder signature, the block partition of a vector over
+ * ranks (the first count % n blocks hold one element more), and the registry of every algorithm
+ * (GCOLL_ALGOS), Adasum's and top-k's included. */
 #ifndef GCOLL_ALGO_H
 #define GCOLL_ALGO_H
 
@@ -56,39 +57,73 @@ typedef int (*gcoll__usable_fn)(const gcoll__coll_args_t *a);
 int gcoll__node_usable(const gcoll__coll_args_t *a);
 int gcoll__node_cma_usable(const gcoll__coll_args_t *a);
 int gcoll__hier_usable(const gcoll__coll_args_t *a);
+int gcoll__adasum_slots_usable(const gcoll__coll_args_t *a);
+int gcoll__adasum_hier_usable(const gcoll__coll_args_t *a);
 
-#define GCOLL_ALGOS(X)                                                                            \
-    X(GCOLL_COLL_ALLREDUCE, ring, gcoll__allreduce_ring, NULL)                                    \
-    X(GCOLL_COLL_ALLREDUCE, recursive_doubling, gcoll__allreduce_rd, NULL)                        \
-    X(GCOLL_COLL_ALLREDUCE, rabenseifner, gcoll__allreduce_rabenseifner, NULL)                    \
-    X(GCOLL_COLL_ALLREDUCE, direct, gcoll__allreduce_direct, NULL)                                \
-    X(GCOLL_COLL_ALLREDUCE, shm_slots, gcoll__node_allreduce_slots, gcoll__node_usable)           \
-    X(GCOLL_COLL_ALLREDUCE, shm_cma, gcoll__node_allreduce_cma, gcoll__node_cma_usable)           \
-    X(GCOLL_COLL_ALLREDUCE, hierarchical, gcoll__allreduce_hier, gcoll__hier_usable)              \
-    X(GCOLL_COLL_REDUCE_SCATTER, ring, gcoll__reduce_scatter_ring, NULL)                          \
-    X(GCOLL_COLL_REDUCE_SCATTER, recursive_halving, gcoll__reduce_scatter_halving, NULL)          \
-    X(GCOLL_COLL_REDUCE_SCATTER, shm_slots, gcoll__node_reduce_scatter_slots, gcoll__node_usable) \
-    X(GCOLL_COLL_REDUCE_SCATTER, shm_cma, gcoll__node_reduce_scatter_cma, gcoll__node_cma_usable) \
-    X(GCOLL_COLL_ALLGATHER, ring, gcoll__allgather_ring, NULL)                                    \
-    X(GCOLL_COLL_ALLGATHER, recursive_doubling, gcoll__allgather_doubling, NULL)                  \
-    X(GCOLL_COLL_ALLGATHER, shm_slots, gcoll__node_allgather_slots, gcoll__node_usable)           \
-    X(GCOLL_COLL_ALLGATHER, shm_cma, gcoll__node_allgather_cma, gcoll__node_cma_usable)           \
-    X(GCOLL_COLL_BCAST, binomial, gcoll__bcast_binomial, NULL)                                    \
-    X(GCOLL_COLL_BCAST, scatter_allgather, gcoll__bcast_scatter_allgather, NULL)                  \
-    X(GCOLL_COLL_BCAST, chain, gcoll__bcast_chain, NULL)                                          \
-    X(GCOLL_COLL_BCAST, shm_slots, gcoll__node_bcast_slots, gcoll__node_usable)                   \
-    X(GCOLL_COLL_BCAST, shm_cma, gcoll__node_bcast_cma, gcoll__node_cma_usable)                   \
-    X(GCOLL_COLL_REDUCE, binomial, gcoll__reduce_binomial, NULL)                                  \
-    X(GCOLL_COLL_REDUCE, rabenseifner, gcoll__reduce_rabenseifner, NULL)                          \
-    X(GCOLL_COLL_REDUCE, chain, gcoll__reduce_chain, NULL)                                        \
-    X(GCOLL_COLL_REDUCE, shm_slots, gcoll__node_reduce_slots, gcoll__node_usable)                 \
-    X(GCOLL_COLL_ALLTOALL, pairwise, gcoll__alltoall_pairwise, NULL)                              \
-    X(GCOLL_COLL_ALLTOALL, shm_slots, gcoll__node_alltoall_slots, gcoll__node_usable)             \
-    X(GCOLL_COLL_BARRIER, dissemination, gcoll__barrier_dissemination, NULL)
+/* Adasum's builders (adasum.h) take the shape of the fused tensors besides the arguments. */
+struct gcoll__adasum_shape;
+typedef void (*gcoll__adasum_fn)(gcoll__sched_t *s, const gcoll__coll_args_t *a, struct gcoll__adasum_shape *sh);
 
-#define GCOLL_DECLARE_BUILDER(coll, name, fn, usable) void fn(gcoll__sched_t *s, const gcoll__coll_args_t *a);
+/* The calls an entry serves, besides its collective: the plain ones (PLAIN), op GCOLL_ADASUM of an
+ * allreduce (ADASUM: gcoll__adasum_build runs them) or attr.compress GCOLL_COMPRESS_TOPK (TOPK).
+ * Names are unique within a collective's family. */
+typedef enum { GCOLL_FAMILY_PLAIN, GCOLL_FAMILY_ADASUM, GCOLL_FAMILY_TOPK, GCOLL_FAMILY_COUNT } gcoll__family_t;
+
+/* What the selection asks of an entry. */
+#define GCOLL_ALGO_NODE (1u << 0)   /* runs over the node's shared-memory channel (every rank on one host) */
+#define GCOLL_ALGO_CMA (1u << 1)    /* with NODE: single copy between the ranks' buffers; without, the slots */
+#define GCOLL_ALGO_HIER (1u << 2)   /* hierarchical: inside each host, then among the hosts */
+#define GCOLL_ALGO_WIRE16 (1u << 3) /* carries the fp16/bf16 wire format (each block reduced at one rank) */
+#define GCOLL_ALGO_FORCED (1u << 4) /* only when named: never the built-in choice */
+
+/* The registry: collective, name, builder, usable, family, flags. The selection (select.c), the
+ * GCOLL_<COLL> variables, gcoll_algorithms, Adasum's entry and gcoll-info all read it. */
+#define GCOLL_ALGOS(X)                                                                                                \
+    X(GCOLL_COLL_ALLREDUCE, ring, gcoll__allreduce_ring, NULL, PLAIN, GCOLL_ALGO_WIRE16)                              \
+    X(GCOLL_COLL_ALLREDUCE, recursive_doubling, gcoll__allreduce_rd, NULL, PLAIN, 0)                                  \
+    X(GCOLL_COLL_ALLREDUCE, rabenseifner, gcoll__allreduce_rabenseifner, NULL, PLAIN, GCOLL_ALGO_WIRE16)              \
+    X(GCOLL_COLL_ALLREDUCE, direct, gcoll__allreduce_direct, NULL, PLAIN, 0)                                          \
+    X(GCOLL_COLL_ALLREDUCE, shm_slots, gcoll__node_allreduce_slots, gcoll__node_usable, PLAIN, GCOLL_ALGO_NODE)       \
+    X(GCOLL_COLL_ALLREDUCE, shm_cma, gcoll__node_allreduce_cma, gcoll__node_cma_usable, PLAIN,                        \
+      GCOLL_ALGO_NODE | GCOLL_ALGO_CMA)                                                                               \
+    X(GCOLL_COLL_ALLREDUCE, hierarchical, gcoll__allreduce_hier, gcoll__hier_usable, PLAIN,                           \
+      GCOLL_ALGO_HIER | GCOLL_ALGO_WIRE16)                                                                            \
+    X(GCOLL_COLL_ALLREDUCE, topk, gcoll__allreduce_topk, NULL, TOPK, 0)                                               \
+    X(GCOLL_COLL_ALLREDUCE, halving, gcoll__adasum_halving, NULL, ADASUM, 0)                                          \
+    X(GCOLL_COLL_ALLREDUCE, shm_slots, gcoll__node_adasum_slots, gcoll__adasum_slots_usable, ADASUM, GCOLL_ALGO_NODE) \
+    X(GCOLL_COLL_ALLREDUCE, shm_cma, gcoll__node_adasum_cma, gcoll__node_cma_usable, ADASUM,                          \
+      GCOLL_ALGO_NODE | GCOLL_ALGO_CMA | GCOLL_ALGO_FORCED)                                                           \
+    X(GCOLL_COLL_ALLREDUCE, hierarchical, gcoll__adasum_hier, gcoll__adasum_hier_usable, ADASUM, GCOLL_ALGO_HIER)     \
+    X(GCOLL_COLL_REDUCE_SCATTER, ring, gcoll__reduce_scatter_ring, NULL, PLAIN, 0)                                    \
+    X(GCOLL_COLL_REDUCE_SCATTER, recursive_halving, gcoll__reduce_scatter_halving, NULL, PLAIN, 0)                    \
+    X(GCOLL_COLL_REDUCE_SCATTER, shm_slots, gcoll__node_reduce_scatter_slots, gcoll__node_usable, PLAIN,              \
+      GCOLL_ALGO_NODE)                                                                                                \
+    X(GCOLL_COLL_REDUCE_SCATTER, shm_cma, gcoll__node_reduce_scatter_cma, gcoll__node_cma_usable, PLAIN,              \
+      GCOLL_ALGO_NODE | GCOLL_ALGO_CMA)                                                                               \
+    X(GCOLL_COLL_ALLGATHER, ring, gcoll__allgather_ring, NULL, PLAIN, 0)                                              \
+    X(GCOLL_COLL_ALLGATHER, recursive_doubling, gcoll__allgather_doubling, NULL, PLAIN, 0)                            \
+    X(GCOLL_COLL_ALLGATHER, shm_slots, gcoll__node_allgather_slots, gcoll__node_usable, PLAIN, GCOLL_ALGO_NODE)       \
+    X(GCOLL_COLL_ALLGATHER, shm_cma, gcoll__node_allgather_cma, gcoll__node_cma_usable, PLAIN,                        \
+      GCOLL_ALGO_NODE | GCOLL_ALGO_CMA)                                                                               \
+    X(GCOLL_COLL_BCAST, binomial, gcoll__bcast_binomial, NULL, PLAIN, 0)                                              \
+    X(GCOLL_COLL_BCAST, scatter_allgather, gcoll__bcast_scatter_allgather, NULL, PLAIN, 0)                            \
+    X(GCOLL_COLL_BCAST, chain, gcoll__bcast_chain, NULL, PLAIN, 0)                                                    \
+    X(GCOLL_COLL_BCAST, shm_slots, gcoll__node_bcast_slots, gcoll__node_usable, PLAIN, GCOLL_ALGO_NODE)               \
+    X(GCOLL_COLL_BCAST, shm_cma, gcoll__node_bcast_cma, gcoll__node_cma_usable, PLAIN,                                \
+      GCOLL_ALGO_NODE | GCOLL_ALGO_CMA)                                                                               \
+    X(GCOLL_COLL_REDUCE, binomial, gcoll__reduce_binomial, NULL, PLAIN, 0)                                            \
+    X(GCOLL_COLL_REDUCE, rabenseifner, gcoll__reduce_rabenseifner, NULL, PLAIN, 0)                                    \
+    X(GCOLL_COLL_REDUCE, chain, gcoll__reduce_chain, NULL, PLAIN, 0)                                                  \
+    X(GCOLL_COLL_REDUCE, shm_slots, gcoll__node_reduce_slots, gcoll__node_usable, PLAIN, GCOLL_ALGO_NODE)             \
+    X(GCOLL_COLL_ALLTOALL, pairwise, gcoll__alltoall_pairwise, NULL, PLAIN, 0)                                        \
+    X(GCOLL_COLL_ALLTOALL, shm_slots, gcoll__node_alltoall_slots, gcoll__node_usable, PLAIN, GCOLL_ALGO_NODE)         \
+    X(GCOLL_COLL_BARRIER, dissemination, gcoll__barrier_dissemination, NULL, PLAIN, 0)
+
+/* The plain and top-k builders; Adasum's are declared in adasum.h with the shape they take. */
+#define GCOLL_DECLARE_BUILDER(coll, name, fn, usable, family, flags) GCOLL_DECLARE_##family(fn)
+#define GCOLL_DECLARE_PLAIN(fn) void fn(gcoll__sched_t *s, const gcoll__coll_args_t *a);
+#define GCOLL_DECLARE_TOPK(fn) GCOLL_DECLARE_PLAIN(fn)
+#define GCOLL_DECLARE_ADASUM(fn)
 GCOLL_ALGOS(GCOLL_DECLARE_BUILDER)
-/* Top-k sparse allreduce (allreduce_topk.c): attr.compress picks it, not the table. */
-void gcoll__allreduce_topk(gcoll__sched_t *s, const gcoll__coll_args_t *a);
 
 #endif

@@ -144,7 +144,7 @@ static double round_lat(const gcoll__links_t *l, int nin, int nout)
 double gcoll__cost_predict_parts(int idx, const gcoll__coll_args_t *a, const gcoll__links_t *links, double *rounds_s)
 {
     const gcoll__algo_t *algo = gcoll__algo_get(idx);
-    if (!algo || algo->coll != a->coll || (algo->usable && !algo->usable(a)))
+    if (!algo || algo->coll != a->coll || algo->family != GCOLL_FAMILY_PLAIN || !gcoll__algo_usable(algo, a))
         return -1;
     int n = a->size;
     rounds_t rs = {.nhosts = a->map ? a->map->nhosts : n};
@@ -231,6 +231,8 @@ int gcoll__cost_pick(const gcoll__coll_args_t *a, gcoll__links_t *links)
     int n = 0, idx[128];
     double t[128], rounds[128], least = -1;
     for (int i = 0; gcoll__algo_get(i) && n < 128; i++) {
+        if (gcoll__algo_get(i)->flags & GCOLL_ALGO_FORCED)
+            continue;
         t[n] = gcoll__cost_predict_parts(i, &c, links, &rounds[n]);
         if (t[n] < 0)
             continue;
@@ -241,7 +243,9 @@ int gcoll__cost_pick(const gcoll__coll_args_t *a, gcoll__links_t *links)
      * KiB to 4 MiB send the same bytes in rounds of the same cost) goes to hierarchical where a
      * host holds several ranks: it runs as fast there or faster, since the model prices its
      * shared-memory phases like any transfer. */
-    int hier = a->map && a->map->nhosts < a->size ? gcoll__algo_find(a->coll, "hierarchical") : -1;
+    int hier = a->map && a->map->nhosts < a->size
+        ? gcoll__algo_flagged(a->coll, GCOLL_FAMILY_PLAIN, GCOLL_ALGO_HIER, GCOLL_ALGO_HIER)
+        : -1;
     int best = -1;
     double best_rounds = 0;
     for (int k = 0; k < n; k++)

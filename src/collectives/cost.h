@@ -29,13 +29,14 @@ typedef struct gcoll__links {
  * GCOLL_COST_INTRA / GCOLL_COST_INTER applied. */
 gcoll__link_t gcoll__cost_link(const char *transport, int inter);
 /* Predicted seconds of algorithm idx for a, on a's node map (NULL: every peer across the
- * network, one rank per host), or a negative value when it cannot serve a. */
+ * network, one rank per host), or a negative value when it cannot serve a or is not of the
+ * plain family (select.h). */
 double gcoll__cost_predict(int idx, const gcoll__coll_args_t *a, const gcoll__links_t *links);
 /* The same, and in *rounds_s the rounds' cost alone (without the sustained floor). */
 double gcoll__cost_predict_parts(int idx, const gcoll__coll_args_t *a, const gcoll__links_t *links, double *rounds_s);
 /* The algorithm with the least predicted time among those that can serve a (never the node
- * channel's own algorithms; within 1% of the least, the least round cost); remembered per size
- * class in links->pick. */
+ * channel's own algorithms, nor one marked GCOLL_ALGO_FORCED; within 1% of the least, the least
+ * round cost); remembered per size class in links->pick. */
 int gcoll__cost_pick(const gcoll__coll_args_t *a, gcoll__links_t *links);
 
 #endif

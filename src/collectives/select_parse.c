@@ -31,10 +31,13 @@ gcoll_status_t gcoll__parse_algo_table(const char *var, const char *s, gcoll__al
         char *colon = strchr(item, ':');
         if (colon)
             *colon = '\0';
-        r->algo = gcoll__algo_find(coll, item);
-        if (r->algo < 0)
+        r->algo = gcoll__algo_find(coll, GCOLL_FAMILY_PLAIN, item);
+        if (r->algo < 0) {
+            char list[GCOLL_ALGO_LIST_LEN];
             return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s: unknown %s algorithm '%s': accepts %s", var,
-                                gcoll__coll_name(coll), item, gcoll__algo_list(coll));
+                                gcoll__coll_name(coll), item,
+                                gcoll__algo_list(list, sizeof(list), coll, GCOLL_FAMILY_PLAIN, 0));
+        }
         r->lo = 0;
         r->hi = SIZE_MAX;
         if (colon) {
@@ -84,8 +87,10 @@ static gcoll__var_group_t group = {1, vars, sizeof(vars) / sizeof(vars[0]), NULL
 /* The descriptions name the algorithms the registry holds for each collective. */
 __attribute__((constructor)) static void add_vars(void)
 {
-    for (int c = 0; c < GCOLL_COLL_COUNT; c++)
+    for (int c = 0; c < GCOLL_COLL_COUNT; c++) {
+        char list[GCOLL_ALGO_LIST_LEN];
         snprintf(descs[c], sizeof(descs[c]), "%s algorithm per size range: %s", gcoll__coll_name(c),
-                 gcoll__algo_list(c));
+                 gcoll__algo_list(list, sizeof(list), c, GCOLL_FAMILY_PLAIN, 0));
+    }
     gcoll__config_add_group(&group);
 }

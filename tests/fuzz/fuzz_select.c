@@ -1,8 +1,9 @@
 /* libFuzzer harness for the selection-string parser, GCOLL_<COLL>="algo:lo-hi;..." (src/base/config.c
  * and src/collectives/select.c). The first byte picks the collective, the rest is the value.
  * Properties: an accepted table has 1..GCOLL_MAX_RANGES ranges ("auto": none), each lo < hi with
- * an algorithm of that collective; printed back in its shortest form and parsed again it gives
- * the same table; a rejected value fails with GCOLL_ERR_INVALID_ARG naming the variable. */
+ * an algorithm of that collective's plain family (never Adasum's or top-k's); printed back in its
+ * shortest form and parsed again it gives the same table; a rejected value fails with
+ * GCOLL_ERR_INVALID_ARG naming the variable. */
 #include <ctype.h>
 
 #include "base/config.h"
@@ -97,8 +98,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
              "%s='%s' gives %d ranges", var.name, s, t.nranges);
     for (int i = 0; i < t.nranges; i++) {
         const gcoll__algo_t *a = gcoll__algo_get(t.range[i].algo);
-        PROPERTY(a && (int)a->coll == coll, "%s='%s': range %d has algorithm %d, not one of %s", var.name, s, i,
-                 t.range[i].algo, gcoll__coll_name(coll));
+        PROPERTY(a && (int)a->coll == coll && a->family == GCOLL_FAMILY_PLAIN,
+                 "%s='%s': range %d has algorithm %d, not one of %s's plain family", var.name, s, i, t.range[i].algo,
+                 gcoll__coll_name(coll));
         PROPERTY(t.range[i].lo < t.range[i].hi, "%s='%s': range %d is %zu-%zu", var.name, s, i, t.range[i].lo,
                  t.range[i].hi);
     }

@@ -1,10 +1,11 @@
 /* The configuration registry: strict parsing, messages that name the variable, selection
- * tables, and the public listing. */
+ * tables, and the public listing; the algorithm registry's flags and the lists built from it. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/config.h"
 #include "unit.h"
+#include "collectives/adasum.h"
 #include "collectives/cost.h"
 #include "collectives/select.h"
 
@@ -218,8 +219,126 @@ START_TEST(registry_listing)
     ck_assert_str_eq(names[3], "direct");
     ck_assert_str_eq(names[5], "shm_cma");
     ck_assert_str_eq(names[6], "hierarchical");
-    ck_assert_str_eq(gcoll__algo_list(GCOLL_COLL_REDUCE), "binomial|rabenseifner|chain|shm_slots");
+    char list[GCOLL_ALGO_LIST_LEN];
+    ck_assert_str_eq(gcoll__algo_list(list, sizeof(list), GCOLL_COLL_REDUCE, GCOLL_FAMILY_PLAIN, 0),
+                     "binomial|rabenseifner|chain|shm_slots");
     ck_assert_int_eq(gcoll_algorithms("allsorts", &names, &n), GCOLL_ERR_INVALID_ARG);
+    /* Adasum's family (docs/adasum.md), listed under "adasum"; top-k's under no name */
+    static const char *const adasum[] = {"halving", "shm_slots", "shm_cma", "hierarchical"};
+    ck_assert_int_eq(gcoll_algorithms("adasum", &names, &n), GCOLL_SUCCESS);
+    ck_assert_uint_eq(n, 4);
+    for (size_t i = 0; i < 4; i++)
+        ck_assert_str_eq(names[i], adasum[i]);
+    ck_assert_int_eq(gcoll_algorithms("topk", &names, &n), GCOLL_ERR_INVALID_ARG);
+}
+END_TEST
+
+/* The registry's flags against what the documentation says of each algorithm, and the lists
+ * that messages and gcoll_algorithms build from them. */
+START_TEST(registry_flags)
+{
+    char list[GCOLL_ALGO_LIST_LEN];
+    /* docs/compression.md: fp16/bf16 ride ring, rabenseifner and hierarchical */
+    ck_assert_str_eq(gcoll__algo_list(list, sizeof(list), GCOLL_COLL_ALLREDUCE, GCOLL_FAMILY_PLAIN, GCOLL_ALGO_WIRE16),
+                     "ring|rabenseifner|hierarchical");
+    ck_assert_str_eq(gcoll__algo_list(list, sizeof(list), GCOLL_COLL_ALLREDUCE, GCOLL_FAMILY_TOPK, 0), "topk");
+    int nplain = 0, nadasum = 0, ntopk = 0;
+    for (int i = 0; gcoll__algo_get(i); i++) {
+        const gcoll__algo_t *e = gcoll__algo_get(i);
+        int node = strncmp(e->name, "shm_", 4) == 0; /* docs/algorithms.md: the node channel's are shm_* */
+        ck_assert_msg(!!(e->flags & GCOLL_ALGO_NODE) == node, "%s: node flag", e->name);
+        ck_assert_msg(!!(e->flags & GCOLL_ALGO_CMA) == (strcmp(e->name, "shm_cma") == 0), "%s: cma flag", e->name);
+        ck_assert_msg(!!(e->flags & GCOLL_ALGO_HIER) == (strcmp(e->name, "hierarchical") == 0), "%s: hier flag",
+                      e->name);
+        /* docs/adasum.md: Adasum's shm_cma runs only when named */
+        ck_assert_msg(!!(e->flags & GCOLL_ALGO_FORCED) ==
+                          (e->family == GCOLL_FAMILY_ADASUM && strcmp(e->name, "shm_cma") == 0),
+                      "%s: forced flag", e->name);
+        ck_assert_int_eq(gcoll__algo_find(e->coll, e->family, e->name), i);
+        if (e->family == GCOLL_FAMILY_ADASUM) {
+            nadasum++;
+            ck_assert(e->coll == GCOLL_COLL_ALLREDUCE && e->adasum && !e->build);
+            ck_assert(strncmp(e->label, "adasum/", 7) == 0 && strcmp(e->label + 7, e->name) == 0);
+        } else {
+            nplain += e->family == GCOLL_FAMILY_PLAIN;
+            ntopk += e->family == GCOLL_FAMILY_TOPK;
+            ck_assert(e->build && !e->adasum && strcmp(e->label, e->name) == 0);
+        }
+    }
+    ck_assert_int_eq(nplain, 27);
+    ck_assert_int_eq(nadasum, 4);
+    ck_assert_int_eq(ntopk, 1);
+    ck_assert_str_eq(gcoll__family_name(GCOLL_FAMILY_ADASUM), "adasum");
+    ck_assert_ptr_null(gcoll__family_name(GCOLL_FAMILY_PLAIN));
+
+    /* forced names that the call's family lacks: the message lists the family */
+    gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLREDUCE, .dtype = GCOLL_FLOAT32, .esize = 4, .size = 2, .count = 8};
+    const gcoll__algo_t *algo;
+    a.compress = GCOLL_COMPRESS_TOPK;
+    a.density = 0.5;
+    ck_assert_int_eq(gcoll__algo_select(&a, "ring", &algo), GCOLL_ERR_INVALID_ARG);
+    ck_assert_msg(strstr(gcoll_last_error(), "attr->algorithm 'ring'") && strstr(gcoll_last_error(), "accepts topk"),
+                  "%s", gcoll_last_error());
+    ck_assert_int_eq(gcoll__algo_select(&a, "topk", &algo), GCOLL_SUCCESS);
+    ck_assert_str_eq(algo->name, "topk");
+    ck_assert_int_eq(gcoll__algo_select(&a, NULL, &algo), GCOLL_SUCCESS);
+    ck_assert_str_eq(algo->name, "topk");
+    a.compress = GCOLL_COMPRESS_BF16;
+    ck_assert_int_eq(gcoll__algo_select(&a, "direct", &algo), GCOLL_ERR_INVALID_ARG);
+    ck_assert_msg(strstr(gcoll_last_error(), "accepts ring|rabenseifner|hierarchical"), "%s", gcoll_last_error());
+    a.compress = GCOLL_COMPRESS_NONE;
+    ck_assert_int_eq(gcoll__algo_select(&a, "topk", &algo), GCOLL_ERR_INVALID_ARG);
+    ck_assert_int_eq(gcoll__algo_select(&a, "halving", &algo), GCOLL_ERR_INVALID_ARG);
+    ck_assert_msg(strstr(gcoll_last_error(),
+                         "accepts ring|recursive_doubling|rabenseifner|direct|shm_slots|shm_cma|hierarchical"),
+                  "%s", gcoll_last_error());
+    a.op = GCOLL_ADASUM;
+    gcoll__sched_t *s = gcoll__sched_new(a.dtype, GCOLL_SUM, 2, NULL);
+    const char *label;
+    ck_assert_int_eq(gcoll__adasum_build(s, &a, NULL, 0, "ring", &label), GCOLL_ERR_INVALID_ARG);
+    ck_assert_msg(strstr(gcoll_last_error(),
+                         "'ring' is not an adasum algorithm: accepts "
+                         "halving|shm_slots|shm_cma|hierarchical"),
+                  "%s", gcoll_last_error());
+    gcoll__sched_free(s);
+}
+END_TEST
+
+/* GCOLL_ADASUM's choice among Adasum's family, as docs/adasum.md states it: hierarchical where
+ * some host of several holds several ranks (auto) or always (hierarchical), halving otherwise
+ * off the node channel; never the forced-only shm_cma. */
+START_TEST(adasum_choice_follows_gcoll_adasum)
+{
+    static int h22[4] = {0, 0, 1, 1}, l22[4] = {0, 1, 0, 1}, f22[3] = {0, 2, 4}, b22[4] = {0, 1, 2, 3};
+    static int h41[4] = {0, 1, 2, 3}, l41[4] = {0, 0, 0, 0}, f41[5] = {0, 1, 2, 3, 4}, b41[4] = {0, 1, 2, 3};
+    static const gcoll__nodemap_t two_by_two = {2, 1, h22, l22, f22, b22, 0, 0},
+                                  four_by_one = {4, 1, h41, l41, f41, b41, 0, 0};
+    static const struct {
+        const char *mode;
+        const gcoll__nodemap_t *map;
+        const char *want;
+    } cases[] = {
+        {"auto", &two_by_two, "adasum/hierarchical"},
+        {"auto", &four_by_one, "adasum/halving"},
+        {"flat", &two_by_two, "adasum/halving"},
+        {"hierarchical", &four_by_one, "adasum/hierarchical"},
+        {"auto", NULL, "adasum/halving"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        clear_env();
+        setenv("GCOLL_ADASUM", cases[i].mode, 1);
+        ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+        gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLREDUCE,
+                                .dtype = GCOLL_FLOAT32,
+                                .op = GCOLL_ADASUM,
+                                .esize = 4,
+                                .size = 4,
+                                .count = 1000,
+                                .map = cases[i].map};
+        ck_assert_msg(strcmp(gcoll__adasum_choice(&a), cases[i].want) == 0, "GCOLL_ADASUM=%s, case %zu: %s, want %s",
+                      cases[i].mode, i, gcoll__adasum_choice(&a), cases[i].want);
+    }
+    clear_env();
 }
 END_TEST
 
@@ -301,6 +420,8 @@ Suite *config_suite(void)
     tcase_add_test(tc, sizes_parse_strictly);
     tcase_add_test(tc, pipeline_variables_parse);
     tcase_add_test(tc, registry_listing);
+    tcase_add_test(tc, registry_flags);
+    tcase_add_test(tc, adasum_choice_follows_gcoll_adasum);
     tcase_add_test(tc, python_library_variable);
     tcase_add_test(tc, mpi_colls_parse_strictly);
     tcase_add_test(tc, boot_variables_parse);

@@ -53,7 +53,7 @@ static gcoll__coll_args_t allreduce(size_t count, int n, const gcoll__nodemap_t 
 
 static double predict(const char *name, const gcoll__coll_args_t *a)
 {
-    int idx = gcoll__algo_find(a->coll, name);
+    int idx = gcoll__algo_find(a->coll, GCOLL_FAMILY_PLAIN, name);
     ck_assert_int_ge(idx, 0);
     return gcoll__cost_predict(idx, a, &links);
 }
@@ -151,8 +151,8 @@ START_TEST(burst_prices_rounds_sustained_bounds_the_whole)
         double S = counts[i] * 4.0;
         double rounds = 1e-6 + S / 5e9 + S / REDUCE_BPS + 15e-6 + 2 * S / 1.5e9 + S / REDUCE_BPS;
         double want = max2(rounds, floor_of(2 * S, 0.125e9)), got_rounds = 0;
-        double got = gcoll__cost_predict_parts(gcoll__algo_find(GCOLL_COLL_ALLREDUCE, "recursive_doubling"), &a, &links,
-                                               &got_rounds);
+        double got = gcoll__cost_predict_parts(
+            gcoll__algo_find(GCOLL_COLL_ALLREDUCE, GCOLL_FAMILY_PLAIN, "recursive_doubling"), &a, &links, &got_rounds);
         ck_assert_msg(fabs(got - want) < 1e-3 * want, "rd %zu B: predicted %g s, formula %g s", (size_t)S, got, want);
         ck_assert_msg(fabs(got_rounds - rounds) < 1e-3 * rounds, "rd %zu B: rounds %g s, formula %g s", (size_t)S,
                       got_rounds, rounds);
@@ -243,8 +243,8 @@ START_TEST(exact_ties_go_to_hierarchical_where_hosts_hold_several_ranks)
      * hierarchical was as fast as rabenseifner or faster from 256 KiB to 4 MiB */
     static int h4[4] = {0, 1, 2, 3}, l4[4] = {0, 0, 0, 0}, f4[5] = {0, 1, 2, 3, 4}, b4[4] = {0, 1, 2, 3};
     const gcoll__nodemap_t four = {4, 1, h4, l4, f4, b4, 0, 0};
-    int hier = gcoll__algo_find(GCOLL_COLL_ALLREDUCE, "hierarchical"),
-        raben = gcoll__algo_find(GCOLL_COLL_ALLREDUCE, "rabenseifner");
+    int hier = gcoll__algo_find(GCOLL_COLL_ALLREDUCE, GCOLL_FAMILY_PLAIN, "hierarchical"),
+        raben = gcoll__algo_find(GCOLL_COLL_ALLREDUCE, GCOLL_FAMILY_PLAIN, "rabenseifner");
     for (size_t bytes = 256 << 10; bytes <= (4u << 20); bytes *= 4) {
         set_links(1.5e-6, 8.088e9, 9.4e-6, 0.120e9);
         links.inter.burst_Bps = 1.076e9;
@@ -446,7 +446,7 @@ static void auto_equals_forced_on(const gcoll__nodemap_t *map, int n, unsigned *
                 ck_assert_msg(!d2[0], "%s %zu B rank %d of %d (%d hosts): auto and attr.algorithm %s differ: %s",
                               gcoll__coll_name(coll), count * 4, rank, n, map->nhosts, pick, d2);
                 if (coll == GCOLL_COLL_ALLREDUCE)
-                    *allreduce_picks |= 1u << gcoll__algo_find(coll, pick);
+                    *allreduce_picks |= 1u << gcoll__algo_find(coll, GCOLL_FAMILY_PLAIN, pick);
                 gcoll__sched_free(s_auto);
                 gcoll__sched_free(s_table);
                 gcoll__sched_free(s_attr);

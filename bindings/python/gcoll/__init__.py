@@ -698,7 +698,8 @@ def config_vars():
 
 
 def algorithms(collective):
-    """The algorithm names of a collective ("allreduce", ..., "adasum")."""
+    """The algorithm names of a collective ("allreduce", ...), or of Adasum's family ("adasum"), from
+    the library's algorithm registry: what algorithm= and GCOLL_<COLLECTIVE> take."""
     names = ctypes.POINTER(ctypes.c_char_p)()
     n = ctypes.c_size_t()
     _check(_L.gcoll_algorithms(collective.encode(), ctypes.byref(names), ctypes.byref(n)))
