@@ -474,7 +474,7 @@ static void test_build_is_pure(gcoll__shm_t *ch)
                                     .shm = ch};
             for (int i = 0; gcoll__algo_get(i); i++) {
                 const gcoll__algo_t *alg = gcoll__algo_get(i);
-                if (alg->usable != gcoll__node_usable && alg->usable != gcoll__node_cma_usable)
+                if (alg->family != GCOLL_FAMILY_PLAIN || !(alg->flags & GCOLL_ALGO_NODE))
                     continue;
                 a.coll = alg->coll;
                 a.count =
