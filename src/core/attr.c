@@ -45,17 +45,24 @@ gcoll_status_t gcoll__attr_load(const gcoll_attr_t *user, gcoll__attr_t *out)
                             "attr is not initialized (attr->magic is %#x, not GCOLL_ATTR_MAGIC): start from "
                             "GCOLL_ATTR_INIT",
                             magic);
-    if (version < GCOLL_VERSION_CODE(0, 2, 0) || size < HEADER_BYTES || size > MAX_BYTES)
+    if (version < GCOLL_VERSION_CODE(0, 2, 0))
         return gcoll__error(GCOLL_ERR_INVALID_ARG,
-                            "attr has a damaged header (attr->size %zu, attr->version %u): start from GCOLL_ATTR_INIT",
-                            size, version);
+                            "attr->version %u is older than the first header of gcoll_attr_t (0.2.0, 200): start "
+                            "from GCOLL_ATTR_INIT",
+                            version);
+    if (size < HEADER_BYTES || size > MAX_BYTES)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                            "attr->size %zu is no size of gcoll_attr_t (from its header's %zu bytes to %d): start "
+                            "from GCOLL_ATTR_INIT",
+                            size, (size_t)HEADER_BYTES, MAX_BYTES);
     for (size_t i = sizeof(gcoll_attr_t); i < size; i++)
         if (((const unsigned char *)user)[i])
             return gcoll__error(GCOLL_ERR_UNSUPPORTED,
-                                "attr sets a field this library does not know (attr->size %zu from a newer header, "
-                                "version %u; byte %zu is not zero): gcoll %s knows %zu bytes of gcoll_attr_t "
-                                "(HINT: run with the libgcoll of that header)",
-                                size, version, i, gcoll_version(), sizeof(gcoll_attr_t));
+                                "attr sets a field this library does not know: byte %zu of its %zu is not zero, and "
+                                "gcoll %s knows %zu bytes of gcoll_attr_t (attr->version %u.%u.%u; HINT: run with a "
+                                "libgcoll at least as new as the header it was built with)",
+                                i, size, gcoll_version(), sizeof(gcoll_attr_t), version / 10000, version / 100 % 100,
+                                version % 100);
     take(out, user, size);
     return GCOLL_SUCCESS;
 }
