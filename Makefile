@@ -23,8 +23,8 @@ HWLOC ?= $(shell pkg-config --exists hwloc 2>/dev/null && echo 1 || echo 0)
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 CUDA ?= $(if $(NVCC),1,0)
 
-VERSION := 0.1.0
-SOMAJOR := 0
+VERSION := 0.2.0
+SOMAJOR := 1
 
 ifeq ($(SAN),)
 BUILD := build/default

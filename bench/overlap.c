@@ -171,20 +171,15 @@ static const char *valid_text(const bench_opts_t *o, const overlap_row_t *r)
     return o->baseline_on && !r->m_valid ? "FAIL(mpi)" : "ok";
 }
 
-static const char *workers(void)
-{
-    const char *w = getenv("GCOLL_WORKER_COUNT");
-    return w ? w : "default";
-}
-
 void overlap_header(const bench_opts_t *o, const bench_env_t *env, const bench_compute_t *c)
 {
+    char workers[64];
     printf("# gcoll_bench iallreduce: gcoll %s", env->gcoll_version);
     if (o->baseline_on)
         printf(" beside %s", env->mpi_version);
     printf("\n# %d ranks on %d host%s (%s), transport %s, algorithm %s, GCOLL_WORKER_COUNT %s\n", env->nranks,
            env->nhosts, env->nhosts == 1 ? "" : "s", env->hosts, env->transport, o->algo ? o->algo : "by size (column)",
-           workers());
+           report_config("GCOLL_WORKER_COUNT", workers, sizeof(workers)));
     printf("# dtype %s, op %s, out of place, validation %s\n", gcoll_dtype_name(o->dtype), gcoll_op_name(o->op),
            o->check_each ? "every iteration" : "before and after the timed iterations");
     if (c->mode == BENCH_COMPUTE_SPIN)

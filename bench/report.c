@@ -47,6 +47,17 @@ static const char *valid_text(const bench_opts_t *o, const bench_row_t *r)
     return ada(o) ? "FAIL(sum)" : o->baseline_nccl ? "FAIL(nccl)" : "FAIL(mpi)";
 }
 
+const char *report_config(const char *name, char *buf, size_t len)
+{
+    char value[256];
+    const char *source;
+    if (gcoll_config_get(name, value, sizeof(value), &source) != GCOLL_SUCCESS)
+        snprintf(buf, len, "? (%s)", gcoll_last_error());
+    else
+        snprintf(buf, len, "%s%s", value, strcmp(source, "default") == 0 ? " (default)" : "");
+    return buf;
+}
+
 void report_header(const bench_opts_t *o, const bench_env_t *env)
 {
     printf("# gcoll_bench %s: gcoll %s", bench_coll_name((bench_coll_t)o->subcmd), env->gcoll_version);
@@ -76,10 +87,10 @@ void report_header(const bench_opts_t *o, const bench_env_t *env)
                adasum_ref_tolerance(o->dtype));
     printf("# memcpy bandwidth of this machine: %.1f GB/s (one core, 64 MiB)\n", env->memcpy_gbps);
     if (o->device) {
-        const char *chunk = getenv("GCOLL_CUDA_STAGE_CHUNK");
+        char chunk[64];
         printf("# device buffers (cuda): CUDA IPC kernels where every rank is on this host (GCOLL_CUDA_IPC), "
-               "else staged through pinned host memory in %s chunks (GCOLL_CUDA_STAGE_CHUNK)\n",
-               chunk ? chunk : "4M");
+               "else staged through pinned host memory in chunks of GCOLL_CUDA_STAGE_CHUNK %s\n",
+               report_config("GCOLL_CUDA_STAGE_CHUNK", chunk, sizeof(chunk)));
         printf("# pinned copy bandwidth (64 MiB): host->device %.1f GB/s, device->host %.1f GB/s: the staged ceiling\n",
                env->h2d_gbps, env->d2h_gbps);
         printf("# device memory bandwidth (a 256 MiB copy on rank 0's GPU, read + written): %.0f GB/s; ranks sharing "

@@ -16,6 +16,8 @@ typedef struct {
 } bench_env_t;
 
 void report_header(const bench_opts_t *o, const bench_env_t *env);
+/* A GCOLL_* variable as the library takes it, for a header: "2", or "4M (default)"; in buf. */
+const char *report_config(const char *name, char *buf, size_t len);
 void report_row(const bench_opts_t *o, const bench_env_t *env, const bench_row_t *row);
 /* Prints the footer and writes --csv and --json; returns -1 if a file could not be written. */
 int report_finish(const bench_opts_t *o, const bench_env_t *env);

@@ -322,12 +322,13 @@ static void print_table(const tctx_t *x, const bench_env_t *env, int iters, int 
                         double compute_ms, const mode_result_t *res)
 {
     const bench_opts_t *o = x->o;
-    const char *w = getenv("GCOLL_WORKER_COUNT");
+    char w[64];
     printf("# gcoll_bench train: gcoll %s, model %s (%s): %zu tensors, %zu parameters (%.1f MB float32), "
            "scale %g\n",
            env->gcoll_version, x->model->name, x->model->source, x->nt, x->total, (double)x->total * 4 / 1e6, o->scale);
     printf("# %d ranks on %d host%s (%s), transport %s, op %s, GCOLL_WORKER_COUNT %s\n", env->nranks, env->nhosts,
-           env->nhosts == 1 ? "" : "s", env->hosts, env->transport, gcoll_op_name(o->op), w ? w : "default");
+           env->nhosts == 1 ? "" : "s", env->hosts, env->transport, gcoll_op_name(o->op),
+           report_config("GCOLL_WORKER_COUNT", w, sizeof(w)));
     printf("# communication: one allreduce of all gradients takes %.2f ms (slowest rank, median of 3)\n", comm_ms);
     printf("# compute: %s, %.2f ms per step (%s), spread over the tensors by size, %.3f of it in the forward "
            "pass;\n# rank 0 scaled its calibrated compute by %.3f so that a step's computation alone takes that long\n",

@@ -11,7 +11,7 @@ extern "C" {
 #endif
 
 #define GCOLL_VERSION_MAJOR 0
-#define GCOLL_VERSION_MINOR 1
+#define GCOLL_VERSION_MINOR 2
 #define GCOLL_VERSION_PATCH 0
 #define GCOLL_VERSION_CODE(maj, min, pat) ((maj)*10000 + (min)*100 + (pat))
 #define GCOLL_VERSION GCOLL_VERSION_CODE(GCOLL_VERSION_MAJOR, GCOLL_VERSION_MINOR, GCOLL_VERSION_PATCH)
@@ -85,19 +85,27 @@ typedef enum {
     GCOLL_COMPRESS_COUNT /* not a kind: the number of kinds */
 } gcoll_compress_t;
 
-/* Per-operation attributes. Always start from GCOLL_ATTR_INIT so that fields added later
- * keep their defaults; NULL in place of an attr pointer means all defaults. */
+/* Per-operation attributes. Always start from GCOLL_ATTR_INIT: it sets the header (size, magic,
+ * version) by which the library reads only the fields the caller's header had and defaults the
+ * rest, so fields appended later never change what an older binary gets. A struct without that
+ * header (uninitialized) is refused; NULL in place of an attr pointer means all defaults. A
+ * field appended later defaults to all-zero bytes and leaves no padding, so that an older
+ * library accepts a newer caller that left it alone and refuses one that set it. */
 typedef struct {
+    size_t size;               /* sizeof(gcoll_attr_t) in the caller's header */
+    unsigned magic;            /* GCOLL_ATTR_MAGIC */
+    unsigned version;          /* GCOLL_VERSION of the caller's header */
     int priority;              /* higher runs first; default 0 */
+    gcoll_compress_t compress; /* allreduce only; default GCOLL_COMPRESS_NONE */
     const char *name;          /* shown in logs and error messages; default NULL */
     const char *algorithm;     /* force an algorithm by name (docs/algorithms.md); NULL: the selection table */
-    gcoll_compress_t compress; /* allreduce only; default GCOLL_COMPRESS_NONE */
     double topk_density;       /* GCOLL_COMPRESS_TOPK: fraction of entries kept, in (0, 1]; default 0.01 */
     void *stream;              /* a cudaStream_t: starts after the work queued on it, which then waits for the result */
 } gcoll_attr_t;
-#define GCOLL_ATTR_INIT                                \
-    {                                                  \
-        0, NULL, NULL, GCOLL_COMPRESS_NONE, 0.01, NULL \
+#define GCOLL_ATTR_MAGIC 0x67636174u /* "gcat" */
+#define GCOLL_ATTR_INIT                                                                                       \
+    {                                                                                                         \
+        sizeof(gcoll_attr_t), GCOLL_ATTR_MAGIC, GCOLL_VERSION, 0, GCOLL_COMPRESS_NONE, NULL, NULL, 0.01, NULL \
     }
 
 /* Library lifetime. gcoll_init initializes MPI with MPI_THREAD_MULTIPLE if the caller has not;
@@ -201,7 +209,9 @@ GCOLL_API size_t gcoll_dtype_size(gcoll_dtype_t dtype); /* 0 for an invalid type
 GCOLL_API const char *gcoll_dtype_name(gcoll_dtype_t dtype);
 GCOLL_API const char *gcoll_op_name(gcoll_op_t op);
 
-/* The configuration registry: every GCOLL_* variable, defined once. Index 0..count-1. */
+/* The configuration registry: every GCOLL_* variable, defined once. Index 0..count-1. The library
+ * writes gcoll_config_var_t into the caller's memory, so it never grows: a new fact about a
+ * variable comes with a new call. */
 typedef struct {
     const char *name;        /* "GCOLL_TIMEOUT" */
     const char *type;        /* what it accepts, e.g. "seconds (> 0)" */
@@ -210,6 +220,12 @@ typedef struct {
 } gcoll_config_var_t;
 GCOLL_API size_t gcoll_config_count(void);
 GCOLL_API gcoll_status_t gcoll_config_var(size_t index, gcoll_config_var_t *var);
+/* The value the library takes for variable name ("GCOLL_TIMEOUT"), as a string in buf (len bytes
+ * with the terminating NUL), and its source: "environment" or "default" (source may be NULL).
+ * Between gcoll_init and gcoll_finalize it is the value gcoll_init read; otherwise the value
+ * gcoll_init would read now. A secret (GCOLL_JOB_SECRET) set in the environment reads
+ * "(hidden)". Works before gcoll_init. */
+GCOLL_API gcoll_status_t gcoll_config_get(const char *name, char *buf, size_t len, const char **source);
 
 /* Gives comm a selection table of its own for a collective ("allreduce", ...), in the syntax of
  * GCOLL_<COLLECTIVE> ("ring", "direct:0-1K;ring:1K-max"; "auto": the built-in choice), which

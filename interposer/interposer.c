@@ -572,8 +572,9 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 
 static int log_info(void)
 {
-    const char *l = getenv("GCOLL_LOG_LEVEL"); /* gcoll_init has checked it */
-    return l && (strcmp(l, "info") == 0 || strcmp(l, "debug") == 0 || strcmp(l, "trace") == 0);
+    char l[16]; /* gcoll_init has checked the value: one of error|warn|info|debug|trace */
+    return gcoll_config_get("GCOLL_LOG_LEVEL", l, sizeof(l), NULL) == GCOLL_SUCCESS &&
+        (strcmp(l, "info") == 0 || strcmp(l, "debug") == 0 || strcmp(l, "trace") == 0);
 }
 
 /* The counts of calls taken over and handed to MPI, at GCOLL_LOG_LEVEL=info (tests read it). */

@@ -1,7 +1,8 @@
 #!/bin/sh
 # gcoll-info runs without an MPI job and prints its five sections (topology, transports,
-# variables, algorithms, selection) with what each must say; a malformed variable is named and fails it (exit 1), a bad
-# argument gets the usage (exit 2); --markdown prints the page docs/env.md with a row per variable.
+# variables, algorithms, selection) with what each must say, the job secret hidden; a malformed
+# variable is named and fails it (exit 1), a bad argument gets the usage (exit 2); --markdown
+# prints the page docs/env.md with a row per variable.
 set -u
 BINDIR=${BINDIR:-build/default/bin}
 out=$(mktemp) md=$(mktemp)
@@ -60,6 +61,11 @@ sed -n '/^allreduce (/,/^$/p' "$out" | grep -q hierarchical && fail "hierarchica
 GCOLL_TCP_NSOCKS=3 GCOLL_NO_SUCH_THING=1 "$BINDIR/gcoll-info" > "$out" 2>&1 || fail "exit $? with a valid setting"
 grep -q '^GCOLL_TCP_NSOCKS=3 (environment)$' "$out" || fail "GCOLL_TCP_NSOCKS=3 not shown as from the environment"
 grep -q '^GCOLL_NO_SUCH_THING=1 (environment; unknown, ignored)$' "$out" || fail "the unknown variable is not listed"
+
+# the job secret is listed as set, never printed
+GCOLL_JOB_SECRET=0123456789abcdef0123456789abcdef "$BINDIR/gcoll-info" > "$out" 2>&1 || fail "exit $? with a job secret"
+grep -q '^GCOLL_JOB_SECRET=(hidden) (environment)$' "$out" || fail "GCOLL_JOB_SECRET is not listed as hidden"
+! grep -q 0123456789abcdef "$out" || fail "the job secret is printed"
 
 GCOLL_TCP_IFNAME='eth0,,x' "$BINDIR/gcoll-info" > "$out" 2>&1
 rc=$?

@@ -26,7 +26,7 @@ LIBDIR=${LIBDIR:-lib}
 MANIFEST=${MANIFEST:-tests/manifest}
 MPIRUN="mpirun --allow-run-as-root --oversubscribe --bind-to none"
 PLUGIN="GCOLL_TRANSPORT_PLUGIN=$BINDIR/libgcoll_example_plugin.so"
-PYENV="-x GCOLL_LIBRARY=$(pwd)/$LIBDIR/libgcoll.so.0 -x PYTHONPATH=$(pwd)/bindings/python"
+PYENV="-x GCOLL_LIBRARY=$(pwd)/$LIBDIR/libgcoll.so.1 -x PYTHONPATH=$(pwd)/bindings/python"
 export BINDIR LIBDIR MPIRUN PLUGIN PYENV
 
 all=0 labels="" maxnp=1000 list=0 names=""
@@ -294,7 +294,7 @@ while read -r name ranks limit tags kind rest; do
         shift 2
         for np in $nps; do
             label="$name np=$np"
-            run_mpi "$np" "$res" "/usr/bin/python3 $file" "GCOLL_LIBRARY=$(pwd)/$LIBDIR/libgcoll.so.0" \
+            run_mpi "$np" "$res" "/usr/bin/python3 $file" "GCOLL_LIBRARY=$(pwd)/$LIBDIR/libgcoll.so.1" \
                 "PYTHONPATH=$(pwd)/bindings/python" "$@"
         done
         ;;

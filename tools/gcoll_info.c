@@ -296,8 +296,12 @@ static void print_variables(const char *config_error)
         gcoll_config_var_t v;
         if (gcoll_config_var(i, &v) != GCOLL_SUCCESS)
             continue;
-        const char *env = getenv(v.name);
-        printf("%s=%s (%s)\n", v.name, env ? env : v.default_str, env ? "environment" : "default");
+        char value[4096];
+        const char *source;
+        if (gcoll_config_get(v.name, value, sizeof(value), &source) == GCOLL_SUCCESS)
+            printf("%s=%s (%s)\n", v.name, value, source);
+        else
+            printf("%s: %s\n", v.name, gcoll_last_error());
     }
     for (char **e = environ; *e; e++) {
         const char *eq = strchr(*e, '=');

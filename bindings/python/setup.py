@@ -1,6 +1,6 @@
-"""Records where libgcoll.so.0 is at install time (gcoll/_install.py), so that the installed
+"""Records where libgcoll.so.1 is at install time (gcoll/_install.py), so that the installed
 package finds it without GCOLL_LIBRARY: $GCOLL_LIBRARY if set, else this source tree's
-lib/libgcoll.so.0 when it has been built. The rest of the metadata is in pyproject.toml."""
+lib/libgcoll.so.1 when it has been built. The rest of the metadata is in pyproject.toml."""
 import os
 
 from setuptools import setup
@@ -13,7 +13,7 @@ def recorded_library():
     env = os.environ.get("GCOLL_LIBRARY")
     if env:
         return os.path.abspath(env)
-    tree = os.path.normpath(os.path.join(HERE, "..", "..", "lib", "libgcoll.so.0"))
+    tree = os.path.normpath(os.path.join(HERE, "..", "..", "lib", "libgcoll.so.1"))
     return tree if os.path.exists(tree) else None
 
 

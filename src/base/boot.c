@@ -109,11 +109,21 @@ void gcoll__boot_host_key(char *buf, size_t len)
 
 /* ---- how the job was launched ---- */
 
+/* A variable of the launch: the launchers' own from the environment, gcoll's through the
+ * registry (which reads them before gcoll__config_load too). */
+static const char *launch_var(const char *name, char *buf, size_t len)
+{
+    if (strncmp(name, "GCOLL_", 6) != 0)
+        return getenv(name);
+    return gcoll__config_get(name, buf, len, NULL) == GCOLL_SUCCESS ? buf : NULL;
+}
+
 int gcoll__boot_env_rank(void)
 {
     static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "GCOLL_RANK", "RANK"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-        const char *s = getenv(vars[i]);
+        char buf[64];
+        const char *s = launch_var(vars[i], buf, sizeof(buf));
         char *end;
         long v = s && isdigit((unsigned char)*s) ? strtol(s, &end, 10) : -1;
         if (v >= 0 && v <= INT32_MAX && !*end)

@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -492,7 +493,21 @@ static const gcoll__var_t *var_at(size_t index)
 }
 
 #define GCOLL_MAX_VARS 128
-static const char *sources[GCOLL_MAX_VARS];
+/* The environment's values that the last gcoll__config_load read, one copy per variable (NULL:
+ * unset, the default), kept until gcoll__config_unload: what the library runs with, even if the
+ * environment changes afterwards. */
+static pthread_mutex_t loaded_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *loaded_env[GCOLL_MAX_VARS];
+static int loaded;
+
+static void forget_loaded(void)
+{
+    for (size_t i = 0; i < GCOLL_MAX_VARS; i++) {
+        free(loaded_env[i]);
+        loaded_env[i] = NULL;
+    }
+    loaded = 0;
+}
 
 GCOLL_API size_t gcoll_config_count(void)
 {
@@ -536,11 +551,21 @@ gcoll_status_t gcoll__config_load(void)
     size_t n = nvars();
     if (n > GCOLL_MAX_VARS)
         return gcoll__error(GCOLL_ERR_INTERNAL, "the registry holds %zu variables, over %d", n, GCOLL_MAX_VARS);
-    for (size_t i = 0; i < n; i++) {
+    pthread_mutex_lock(&loaded_lock);
+    forget_loaded();
+    gcoll_status_t st = GCOLL_SUCCESS;
+    for (size_t i = 0; i < n && st == GCOLL_SUCCESS; i++) {
         const char *env = getenv(var_at(i)->name);
-        sources[i] = env ? "environment" : "default";
-        GCOLL_CHECK(gcoll__config_parse(i, env ? env : var_at(i)->def));
+        if (env && !(loaded_env[i] = strdup(env)))
+            st = gcoll__error(GCOLL_ERR_NOMEM, "no memory for the value of %s", var_at(i)->name);
+        else
+            st = gcoll__config_parse(i, env ? env : var_at(i)->def);
     }
+    if (st != GCOLL_SUCCESS)
+        forget_loaded();
+    loaded = st == GCOLL_SUCCESS;
+    pthread_mutex_unlock(&loaded_lock);
+    GCOLL_CHECK(st);
     gcoll__log_level = gcoll__config.log_level;
     for (char **e = environ; *e; e++) {
         const char *eq = strchr(*e, '=');
@@ -551,16 +576,69 @@ gcoll_status_t gcoll__config_load(void)
     return GCOLL_SUCCESS;
 }
 
+void gcoll__config_unload(void)
+{
+    pthread_mutex_lock(&loaded_lock);
+    forget_loaded();
+    pthread_mutex_unlock(&loaded_lock);
+}
+
+/* Variable i's value as the library takes it (the default where the environment has none; a
+ * secret set in the environment reads "(hidden)"), and its source. loaded_lock held: the value
+ * may live in loaded_env. */
+static const char *value_locked(size_t i, const char **source)
+{
+    const gcoll__var_t *v = var_at(i);
+    const char *env = loaded ? loaded_env[i] : getenv(v->name);
+    *source = env ? "environment" : "default";
+    return !env ? v->def : v->parse == parse_secret ? "(hidden)" : env;
+}
+
+static gcoll_status_t value_of(size_t i, char *buf, size_t len, const char **source)
+{
+    const char *from;
+    pthread_mutex_lock(&loaded_lock);
+    const char *value = value_locked(i, &from);
+    size_t need = strlen(value) + 1;
+    if (need <= len)
+        memcpy(buf, value, need);
+    else if (len)
+        buf[0] = '\0';
+    pthread_mutex_unlock(&loaded_lock);
+    if (source)
+        *source = from;
+    if (need > len)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "len %zu is too small for the value of %s: it needs %zu bytes", len,
+                            var_at(i)->name, need);
+    return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll__config_get(const char *name, char *buf, size_t len, const char **source)
+{
+    for (size_t i = 0; var_at(i); i++)
+        if (strcmp(var_at(i)->name, name) == 0)
+            return value_of(i, buf, len, source);
+    return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                        "name '%s' is not a GCOLL_* variable of the registry (HINT: see "
+                        "docs/env.md or gcoll-info)",
+                        name);
+}
+
+GCOLL_API gcoll_status_t gcoll_config_get(const char *name, char *buf, size_t len, const char **source)
+{
+    if (!name)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "name is NULL");
+    if (!buf)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "buf is NULL");
+    return gcoll__config_get(name, buf, len, source);
+}
+
 void gcoll__config_dump(void)
 {
+    pthread_mutex_lock(&loaded_lock);
     for (size_t i = 0; var_at(i); i++) {
-        const gcoll__var_t *v = var_at(i);
-        const char *env = getenv(v->name);
-        int hide = env && v->parse == parse_secret;
-        GCOLL_LOG(GCOLL_LOG_INFO, "%s = %s (%s)", v->name,
-                  hide      ? "(hidden)"
-                      : env ? env
-                            : v->def,
-                  sources[i] ? sources[i] : "default");
+        const char *source, *value = value_locked(i, &source);
+        GCOLL_LOG(GCOLL_LOG_INFO, "%s = %s (%s)", var_at(i)->name, value, source);
     }
+    pthread_mutex_unlock(&loaded_lock);
 }

@@ -96,6 +96,11 @@ gcoll_status_t gcoll__config_load(void);
  * environment's value would be; the entry point of the fuzz harnesses (tests/fuzz/). */
 gcoll_status_t gcoll__config_parse(size_t index, const char *value);
 void gcoll__config_dump(void); /* at info level: every variable, its value and its source */
+/* Forgets the values the last load read: until the next load, gcoll__config_get reads the
+ * environment as it is (gcoll_finalize, or a failed gcoll_init). */
+void gcoll__config_unload(void);
+/* gcoll_config_get without its NULL checks: name's value as the library takes it, into buf. */
+gcoll_status_t gcoll__config_get(const char *name, char *buf, size_t len, const char **source);
 
 /* Strict parsers, shared with the benchmark's option parsing through their public twins. */
 gcoll_status_t gcoll__parse_size(const char *s, size_t *out); /* "64K", "1M", "max" */

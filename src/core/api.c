@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/attr.h"
 #include "core/comm.h"
 #include "base/dtype.h"
 #include "base/error.h"
@@ -66,9 +67,9 @@ gcoll_status_t gcoll__compress_check(gcoll_compress_t compress, double density, 
 }
 
 /* attr's compression into a (allreduce only; other collectives refuse it). */
-static gcoll_status_t apply_compress(gcoll__coll_args_t *a, const gcoll_attr_t *attr)
+static gcoll_status_t apply_compress(gcoll__coll_args_t *a, const gcoll__attr_t *attr)
 {
-    if (!attr || attr->compress == GCOLL_COMPRESS_NONE)
+    if (attr->compress == GCOLL_COMPRESS_NONE)
         return GCOLL_SUCCESS;
     if (a->coll != GCOLL_COLL_ALLREDUCE)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "attr->compress: only allreduce takes compression, not %s",
@@ -115,9 +116,9 @@ gcoll_status_t gcoll__build(const gcoll__coll_args_t *a, const char *forced, gco
 }
 
 /* Device buffers, or an order on a CUDA stream: the host-staged pipeline (src/cuda/stage.c). */
-static int staged(const gcoll__coll_args_t *a, const gcoll_attr_t *attr)
+static int staged(const gcoll__coll_args_t *a, const gcoll__attr_t *attr)
 {
-    return (attr && attr->stream) || gcoll__cuda_is_device(a->sendbuf) || gcoll__cuda_is_device(a->recvbuf);
+    return attr->stream || gcoll__cuda_is_device(a->sendbuf) || gcoll__cuda_is_device(a->recvbuf);
 }
 
 /* GCOLL_CUDA_IPC=on refuses what cannot use CUDA IPC (why) rather than staging it. */
@@ -129,7 +130,7 @@ static gcoll_status_t ipc_demanded(const gcoll__coll_args_t *a, const char *why)
     return GCOLL_SUCCESS;
 }
 
-static gcoll_status_t start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req,
+static gcoll_status_t start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll__attr_t *attr, gcoll_request_t *req,
                             gcoll__frame_t *frame)
 {
     GCOLL_CHECK(apply_compress(a, attr));
@@ -149,14 +150,14 @@ static gcoll_status_t start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcol
     }
     gcoll__sched_t *s;
     const char *algo;
-    GCOLL_CHECK(gcoll__build(a, attr ? attr->algorithm : NULL, frame ? &frame->sched : NULL, &s, &algo));
+    GCOLL_CHECK(gcoll__build(a, attr->algorithm, frame ? &frame->sched : NULL, &s, &algo));
     gcoll__start_t how = {.storage = frame ? &frame->req : NULL, .wake = !frame};
     return gcoll__request_start(comm, a->coll, algo, s, attr, req, &how);
 }
 
 /* Adasum builds its own schedule (no selection table); its reduce steps, if any, are sums. */
 static gcoll_status_t start_adasum(gcoll__coll_args_t *a, const size_t *tensor_counts, size_t ntensors,
-                                   gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req,
+                                   gcoll_comm_t comm, const gcoll__attr_t *attr, gcoll_request_t *req,
                                    gcoll__frame_t *frame)
 {
     if (staged(a, attr)) {
@@ -171,7 +172,7 @@ static gcoll_status_t start_adasum(gcoll__coll_args_t *a, const size_t *tensor_c
         return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");
     s->desc = gcoll__opdesc_of(a->coll, a->dtype, a->op, a->count, a->root);
     const char *algo = NULL;
-    gcoll_status_t st = gcoll__adasum_build(s, a, tensor_counts, ntensors, attr ? attr->algorithm : NULL, &algo);
+    gcoll_status_t st = gcoll__adasum_build(s, a, tensor_counts, ntensors, attr->algorithm, &algo);
     if (st != GCOLL_SUCCESS) {
         gcoll__sched_free(s);
         return st;
@@ -180,12 +181,14 @@ static gcoll_status_t start_adasum(gcoll__coll_args_t *a, const size_t *tensor_c
     return gcoll__request_start(comm, a->coll, algo, s, attr, req, &how);
 }
 
-static gcoll_status_t check_req(gcoll_request_t *req)
+/* What every posting checks first: the request handle, then the caller's attributes (user),
+ * read into attr. */
+static gcoll_status_t begin(gcoll_request_t *req, const gcoll_attr_t *user, gcoll__attr_t *attr)
 {
     if (!req)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "req is NULL");
     *req = NULL;
-    return GCOLL_SUCCESS;
+    return gcoll__attr_load(user, attr);
 }
 
 static gcoll_status_t run(gcoll_status_t started, gcoll_request_t *req)
@@ -195,25 +198,26 @@ static gcoll_status_t run(gcoll_status_t started, gcoll_request_t *req)
 }
 
 static gcoll_status_t post_allreduce(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
-                                     gcoll_op_t op, gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req,
+                                     gcoll_op_t op, gcoll_comm_t comm, const gcoll_attr_t *user, gcoll_request_t *req,
                                      gcoll__frame_t *frame)
 {
     gcoll__coll_args_t a = {
         .coll = GCOLL_COLL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count, .dtype = dtype, .op = op};
-    GCOLL_CHECK(check_req(req));
+    gcoll__attr_t attr;
+    GCOLL_CHECK(begin(req, user, &attr));
     GCOLL_CHECK(gcoll__check_common(&a, comm, 1));
     GCOLL_CHECK(check_buf(sendbuf, count, "sendbuf"));
     GCOLL_CHECK(check_buf(recvbuf, count, "recvbuf"));
     if (op == GCOLL_ADASUM) {
-        GCOLL_CHECK(apply_compress(&a, attr)); /* refuses it */
-        return start_adasum(&a, NULL, 0, comm, attr, req, frame);
+        GCOLL_CHECK(apply_compress(&a, &attr)); /* refuses it */
+        return start_adasum(&a, NULL, 0, comm, &attr, req, frame);
     }
-    return start(&a, comm, attr, req, frame);
+    return start(&a, comm, &attr, req, frame);
 }
 
 static gcoll_status_t post_adasum(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
                                   const size_t *tensor_counts, size_t ntensors, gcoll_comm_t comm,
-                                  const gcoll_attr_t *attr, gcoll_request_t *req, gcoll__frame_t *frame)
+                                  const gcoll_attr_t *user, gcoll_request_t *req, gcoll__frame_t *frame)
 {
     gcoll__coll_args_t a = {.coll = GCOLL_COLL_ALLREDUCE,
                             .sendbuf = sendbuf,
@@ -221,16 +225,17 @@ static gcoll_status_t post_adasum(const void *sendbuf, void *recvbuf, size_t cou
                             .count = count,
                             .dtype = dtype,
                             .op = GCOLL_ADASUM};
-    GCOLL_CHECK(check_req(req));
+    gcoll__attr_t attr;
+    GCOLL_CHECK(begin(req, user, &attr));
     GCOLL_CHECK(gcoll__check_common(&a, comm, 1));
-    GCOLL_CHECK(apply_compress(&a, attr)); /* refuses it */
+    GCOLL_CHECK(apply_compress(&a, &attr)); /* refuses it */
     GCOLL_CHECK(check_buf(sendbuf, count, "sendbuf"));
     GCOLL_CHECK(check_buf(recvbuf, count, "recvbuf"));
-    return start_adasum(&a, tensor_counts, ntensors, comm, attr, req, frame);
+    return start_adasum(&a, tensor_counts, ntensors, comm, &attr, req, frame);
 }
 
 static gcoll_status_t post_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, gcoll_dtype_t dtype,
-                                          gcoll_op_t op, gcoll_comm_t comm, const gcoll_attr_t *attr,
+                                          gcoll_op_t op, gcoll_comm_t comm, const gcoll_attr_t *user,
                                           gcoll_request_t *req, gcoll__frame_t *frame)
 {
     gcoll__coll_args_t a = {.coll = GCOLL_COLL_REDUCE_SCATTER,
@@ -239,40 +244,43 @@ static gcoll_status_t post_reduce_scatter(const void *sendbuf, void *recvbuf, si
                             .count = recvcount,
                             .dtype = dtype,
                             .op = op};
-    GCOLL_CHECK(check_req(req));
+    gcoll__attr_t attr;
+    GCOLL_CHECK(begin(req, user, &attr));
     GCOLL_CHECK(gcoll__check_common(&a, comm, 1));
     GCOLL_CHECK(check_buf(sendbuf, recvcount, "sendbuf"));
     GCOLL_CHECK(check_buf(recvbuf, recvcount, "recvbuf"));
-    return start(&a, comm, attr, req, frame);
+    return start(&a, comm, &attr, req, frame);
 }
 
 static gcoll_status_t post_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, gcoll_dtype_t dtype,
-                                     gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req,
+                                     gcoll_comm_t comm, const gcoll_attr_t *user, gcoll_request_t *req,
                                      gcoll__frame_t *frame)
 {
     gcoll__coll_args_t a = {
         .coll = GCOLL_COLL_ALLGATHER, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = sendcount, .dtype = dtype};
-    GCOLL_CHECK(check_req(req));
+    gcoll__attr_t attr;
+    GCOLL_CHECK(begin(req, user, &attr));
     GCOLL_CHECK(gcoll__check_common(&a, comm, 0));
     GCOLL_CHECK(check_buf(sendbuf, sendcount, "sendbuf"));
     GCOLL_CHECK(check_buf(recvbuf, sendcount, "recvbuf"));
-    return start(&a, comm, attr, req, frame);
+    return start(&a, comm, &attr, req, frame);
 }
 
 static gcoll_status_t post_bcast(void *buf, size_t count, gcoll_dtype_t dtype, int root, gcoll_comm_t comm,
-                                 const gcoll_attr_t *attr, gcoll_request_t *req, gcoll__frame_t *frame)
+                                 const gcoll_attr_t *user, gcoll_request_t *req, gcoll__frame_t *frame)
 {
     gcoll__coll_args_t a = {
         .coll = GCOLL_COLL_BCAST, .sendbuf = buf, .recvbuf = buf, .count = count, .dtype = dtype, .root = root};
-    GCOLL_CHECK(check_req(req));
+    gcoll__attr_t attr;
+    GCOLL_CHECK(begin(req, user, &attr));
     GCOLL_CHECK(gcoll__check_common(&a, comm, 0));
     GCOLL_CHECK(check_root(root, comm));
     GCOLL_CHECK(check_buf(buf, count, "buf"));
-    return start(&a, comm, attr, req, frame);
+    return start(&a, comm, &attr, req, frame);
 }
 
 static gcoll_status_t post_reduce(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype, gcoll_op_t op,
-                                  int root, gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req,
+                                  int root, gcoll_comm_t comm, const gcoll_attr_t *user, gcoll_request_t *req,
                                   gcoll__frame_t *frame)
 {
     gcoll__coll_args_t a = {.coll = GCOLL_COLL_REDUCE,
@@ -282,35 +290,38 @@ static gcoll_status_t post_reduce(const void *sendbuf, void *recvbuf, size_t cou
                             .dtype = dtype,
                             .op = op,
                             .root = root};
-    GCOLL_CHECK(check_req(req));
+    gcoll__attr_t attr;
+    GCOLL_CHECK(begin(req, user, &attr));
     GCOLL_CHECK(gcoll__check_common(&a, comm, 1));
     GCOLL_CHECK(check_root(root, comm));
     GCOLL_CHECK(check_buf(sendbuf, count, "sendbuf"));
     if (comm->rank == root) /* recvbuf matters only at the root */
         GCOLL_CHECK(check_buf(recvbuf, count, "recvbuf"));
-    return start(&a, comm, attr, req, frame);
+    return start(&a, comm, &attr, req, frame);
 }
 
 static gcoll_status_t post_alltoall(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
-                                    gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req,
+                                    gcoll_comm_t comm, const gcoll_attr_t *user, gcoll_request_t *req,
                                     gcoll__frame_t *frame)
 {
     gcoll__coll_args_t a = {
         .coll = GCOLL_COLL_ALLTOALL, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count, .dtype = dtype};
-    GCOLL_CHECK(check_req(req));
+    gcoll__attr_t attr;
+    GCOLL_CHECK(begin(req, user, &attr));
     GCOLL_CHECK(gcoll__check_common(&a, comm, 0));
     GCOLL_CHECK(check_buf(sendbuf, count, "sendbuf"));
     GCOLL_CHECK(check_buf(recvbuf, count, "recvbuf"));
-    return start(&a, comm, attr, req, frame);
+    return start(&a, comm, &attr, req, frame);
 }
 
-static gcoll_status_t post_barrier(gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req,
+static gcoll_status_t post_barrier(gcoll_comm_t comm, const gcoll_attr_t *user, gcoll_request_t *req,
                                    gcoll__frame_t *frame)
 {
     gcoll__coll_args_t a = {.coll = GCOLL_COLL_BARRIER, .dtype = GCOLL_UINT8};
-    GCOLL_CHECK(check_req(req));
+    gcoll__attr_t attr;
+    GCOLL_CHECK(begin(req, user, &attr));
     GCOLL_CHECK(gcoll__check_common(&a, comm, 0));
-    return start(&a, comm, attr, req, frame);
+    return start(&a, comm, &attr, req, frame);
 }
 
 /* The nonblocking entry points: the same posting, with heap-allocated request and schedule. */

@@ -407,7 +407,7 @@ unsigned gcoll__lane_progress(gcoll__lane_t *l)
 }
 
 gcoll_status_t gcoll__request_start(gcoll_comm_t comm, gcoll__coll_t coll, const char *algo, gcoll__sched_t *sched,
-                                    const gcoll_attr_t *attr, gcoll_request_t *out, const gcoll__start_t *how)
+                                    const gcoll__attr_t *attr, gcoll_request_t *out, const gcoll__start_t *how)
 {
     gcoll_request_t r = how->storage ? memset(how->storage, 0, sizeof(*r)) : calloc(1, sizeof(*r));
     if (!r) {
@@ -420,11 +420,9 @@ gcoll_status_t gcoll__request_start(gcoll_comm_t comm, gcoll__coll_t coll, const
     r->coll = coll;
     r->algo = algo;
     r->sched = sched;
-    if (attr) {
-        r->priority = attr->priority;
-        if (attr->name)
-            snprintf(r->name, sizeof(r->name), "%s", attr->name);
-    }
+    r->priority = attr->priority;
+    if (attr->name)
+        snprintf(r->name, sizeof(r->name), "%s", attr->name);
     gcoll__lane_t *l = r->lane = comm->lane;
     if (gcoll__timeline_on)
         r->t_start = gcoll__timeline_now();

@@ -65,6 +65,7 @@ GCOLL_API gcoll_status_t gcoll_init(int *argc, char ***argv)
             gcoll__transport_release();
             gcoll__boot_free(gcoll__context.boot);
             gcoll__context.boot = NULL;
+            gcoll__config_unload();
             if (gcoll__context.mpi_owned)
                 MPI_Finalize();
             gcoll__context.mpi_owned = 0;
@@ -97,6 +98,7 @@ GCOLL_API gcoll_status_t gcoll_finalize(void)
         if (gcoll__context.mpi_owned)
             MPI_Finalize();
         gcoll__context.mpi_owned = 0;
+        gcoll__config_unload();
     }
     pthread_mutex_unlock(&init_lock);
     return GCOLL_SUCCESS;

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "core/attr.h"
 #include "base/coll.h"
 #include "base/schedule.h"
 
@@ -54,7 +55,7 @@ typedef struct {
 
 /* Takes ownership of sched unless kept; the request starts at once. */
 gcoll_status_t gcoll__request_start(gcoll_comm_t comm, gcoll__coll_t coll, const char *algo, gcoll__sched_t *sched,
-                                    const gcoll_attr_t *attr, gcoll_request_t *out, const gcoll__start_t *how);
+                                    const gcoll__attr_t *attr, gcoll_request_t *out, const gcoll__start_t *how);
 /* Fills a's communicator fields after checking comm, dtype and (needs_op) op; the messages
  * name the argument. */
 gcoll_status_t gcoll__check_common(gcoll__coll_args_t *a, gcoll_comm_t comm, int needs_op);

@@ -44,7 +44,7 @@ typedef struct {
     int rewindable; /* else the schedule is built again each iteration */
     struct gcoll_request req;
     gcoll_request_t handle;
-    gcoll_attr_t attr;
+    gcoll__attr_t attr;
     char label[48];
     size_t waiting; /* sets not yet started in this iteration */
     int state;
@@ -281,8 +281,8 @@ GCOLL_API gcoll_status_t gcoll_session_commit(gcoll_session_t s)
         }
         b->waiting = b->nsets;
         snprintf(b->label, sizeof(b->label), "bucket %u (%.24s..)", (unsigned)k, s->sets[b->first].name);
-        b->attr = (gcoll_attr_t)GCOLL_ATTR_INIT;
-        b->attr.priority = (int)k; /* later buckets hold earlier layers */
+        gcoll__attr_load(NULL, &b->attr); /* the defaults */
+        b->attr.priority = (int)k;        /* later buckets hold earlier layers */
         b->attr.name = b->label;
     }
     s->committed = 1;

@@ -10,6 +10,7 @@
 
 #include "gcoll.h"
 #include "base/coll.h"
+#include "core/attr.h"
 #include "cuda/rt_abi.h"
 
 /* Every function returns 0 on success or the runtime's nonzero error code (error_string names
@@ -96,7 +97,7 @@ static inline void gcoll__cuda_share(size_t n, int q, int p, size_t *lo, size_t 
  * copied down, the host algorithm on each chunk, results copied up, each chunk's copies
  * overlapping other chunks' transfers. adasum: tensor_counts/ntensors as gcoll_iadasum's. */
 gcoll_status_t gcoll__cuda_stage_start(gcoll__coll_args_t *a, const size_t *tensor_counts, size_t ntensors,
-                                       gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req);
+                                       gcoll_comm_t comm, const gcoll__attr_t *attr, gcoll_request_t *req);
 
 /* Whether the staged a is placed for a GPU path: both buffers on the device, ranks that share no
  * node channel, two of them or a send buffer of GCOLL_CUDA_REDUCE_MIN bytes (stage.c). */
@@ -104,29 +105,29 @@ int gcoll__cuda_stage_gpu_placed(const gcoll__coll_args_t *a);
 /* Whether the staged Adasum a runs its tree on the GPU (stage_adasum.c): both buffers on the device,
  * ranks that share no node channel, the kernels there, no host algorithm named in attr; more than
  * two ranks from GCOLL_CUDA_REDUCE_MIN bytes. */
-int gcoll__cuda_stage_adasum_gpu(const gcoll__coll_args_t *a, const gcoll_attr_t *attr);
+int gcoll__cuda_stage_adasum_gpu(const gcoll__coll_args_t *a, const gcoll__attr_t *attr);
 /* Starts it: the shares of the inputs cross through pinned memory, the tree runs on the GPU over
  * each rank's share, the result's slices cross back. */
 gcoll_status_t gcoll__cuda_stage_adasum_start(gcoll__coll_args_t *a, const size_t *tensor_counts, size_t ntensors,
-                                              gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req);
+                                              gcoll_comm_t comm, const gcoll__attr_t *attr, gcoll_request_t *req);
 
 /* Whether a (its buffers device memory) runs over CUDA IPC: every rank of comm on this host, the
  * table able to, GCOLL_CUDA_IPC not off. Every rank decides alike where all pass device memory.
  * When not, *why says why (NULL when GCOLL_CUDA_IPC is off). */
-int gcoll__cuda_ipc_eligible(const gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr,
+int gcoll__cuda_ipc_eligible(const gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll__attr_t *attr,
                              const char **why);
 /* Starts a over CUDA IPC: each rank maps its peers' buffers and reduces or copies its share of
  * the result with kernels, the host exchanging only handles and completion. */
-gcoll_status_t gcoll__cuda_ipc_start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr,
+gcoll_status_t gcoll__cuda_ipc_start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll__attr_t *attr,
                                      gcoll_request_t *req);
 /* Whether the Adasum a (device buffers) runs over CUDA IPC, as gcoll__cuda_ipc_eligible. */
-int gcoll__cuda_ipc_adasum_eligible(const gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr,
+int gcoll__cuda_ipc_adasum_eligible(const gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll__attr_t *attr,
                                     const char **why);
 /* Starts the Adasum a over CUDA IPC: each rank computes the tree on its slice of the elements
  * with the GPU kernels, the ranks summing each level's per-tensor dot products on the host;
  * tensor_counts/ntensors as gcoll_iadasum's. */
 gcoll_status_t gcoll__cuda_ipc_adasum_start(gcoll__coll_args_t *a, const size_t *tensor_counts, size_t ntensors,
-                                            gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req);
+                                            gcoll_comm_t comm, const gcoll__attr_t *attr, gcoll_request_t *req);
 /* At finalize: unmaps every peer allocation still mapped. */
 void gcoll__cuda_ipc_release(void);
 

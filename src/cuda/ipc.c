@@ -165,7 +165,7 @@ static void needs(const gcoll__coll_args_t *a, int *send, int *recv)
 }
 
 /* Why a cannot run over CUDA IPC whatever its collective (kernels: the table has them), or NULL. */
-static const char *unusable(const gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr, int kernels)
+static const char *unusable(const gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll__attr_t *attr, int kernels)
 {
     const gcoll__cuda_ops_t *cu = gcoll__cuda_get();
     int s, r;
@@ -175,7 +175,7 @@ static const char *unusable(const gcoll__coll_args_t *a, gcoll_comm_t comm, cons
         return "the communicator spans several hosts";
     if (a->size > GCOLL_CUDA_MULTI_MAX)
         return "the communicator has more ranks than its kernels take (16)";
-    if (attr && attr->algorithm)
+    if (attr->algorithm)
         return "attr->algorithm names a host algorithm";
     needs(a, &s, &r);
     if ((s && !device_buf(a->sendbuf)) || (r && !device_buf(a->recvbuf)))
@@ -183,7 +183,8 @@ static const char *unusable(const gcoll__coll_args_t *a, gcoll_comm_t comm, cons
     return NULL;
 }
 
-int gcoll__cuda_ipc_eligible(const gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr, const char **why)
+int gcoll__cuda_ipc_eligible(const gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll__attr_t *attr,
+                             const char **why)
 {
     const gcoll__cuda_ops_t *cu = gcoll__cuda_get();
     *why = NULL;
@@ -196,7 +197,7 @@ int gcoll__cuda_ipc_eligible(const gcoll__coll_args_t *a, gcoll_comm_t comm, con
     return *why == NULL;
 }
 
-int gcoll__cuda_ipc_adasum_eligible(const gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr,
+int gcoll__cuda_ipc_adasum_eligible(const gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll__attr_t *attr,
                                     const char **why)
 {
     const gcoll__cuda_ops_t *cu = gcoll__cuda_get();
@@ -487,7 +488,7 @@ static void ipc_free(void *arg)
     free(g);
 }
 
-static gcoll_status_t ipc_setup(ipc_t *g, const gcoll_attr_t *attr)
+static gcoll_status_t ipc_setup(ipc_t *g, const gcoll__attr_t *attr)
 {
     const gcoll__cuda_ops_t *cu = g->cu;
     gcoll__coll_args_t *a = &g->a;
@@ -516,7 +517,7 @@ static gcoll_status_t ipc_setup(ipc_t *g, const gcoll_attr_t *attr)
     GCOLL_CU(cu->event_create(&g->ev_done), "event create");
     /* the input is ready once the caller's stream (the legacy default stream without one)
      * reaches this point: a cudaMemcpy from pageable memory may return before its bytes land */
-    GCOLL_CU(cu->event_record(g->ev_start, attr ? attr->stream : NULL), "event record");
+    GCOLL_CU(cu->event_record(g->ev_start, attr->stream), "event record");
     GCOLL_CU(cu->stream_wait_event(g->stream, g->ev_start), "stream wait");
     if (a->coll == GCOLL_COLL_ALLTOALL && a->sendbuf == a->recvbuf &&
         !(g->scratch = gcoll__cuda_cached_get(g->device, a->count * a->esize * p)))
@@ -525,7 +526,7 @@ static gcoll_status_t ipc_setup(ipc_t *g, const gcoll_attr_t *attr)
     return GCOLL_SUCCESS;
 }
 
-gcoll_status_t gcoll__ipc_begin(gcoll__coll_args_t *a, const gcoll_attr_t *attr, ipc_t **out, gcoll__sched_t **sched)
+gcoll_status_t gcoll__ipc_begin(gcoll__coll_args_t *a, const gcoll__attr_t *attr, ipc_t **out, gcoll__sched_t **sched)
 {
     ipc_t *g = calloc(1, sizeof(*g));
     gcoll__sched_t *s = gcoll__sched_new(a->dtype, a->op, (unsigned)a->size, NULL);
@@ -557,7 +558,7 @@ gcoll_status_t gcoll__ipc_begin(gcoll__coll_args_t *a, const gcoll_attr_t *attr,
     return GCOLL_SUCCESS;
 }
 
-gcoll_status_t gcoll__ipc_end(ipc_t *g, gcoll__sched_t *s, gcoll_comm_t comm, const gcoll_attr_t *attr,
+gcoll_status_t gcoll__ipc_end(ipc_t *g, gcoll__sched_t *s, gcoll_comm_t comm, const gcoll__attr_t *attr,
                               gcoll_request_t *req, const char *algo)
 {
     gcoll__sched_exchange(s, g->a.rank, g->a.size, g->status, 1);
@@ -573,7 +574,7 @@ gcoll_status_t gcoll__ipc_end(ipc_t *g, gcoll__sched_t *s, gcoll_comm_t comm, co
 }
 
 /* export; the records cross; map and run; the status bytes cross; finish */
-gcoll_status_t gcoll__cuda_ipc_start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll_attr_t *attr,
+gcoll_status_t gcoll__cuda_ipc_start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll__attr_t *attr,
                                      gcoll_request_t *req)
 {
     ipc_t *g;

@@ -36,13 +36,13 @@ typedef struct {
 
 /* Sets up an operation on a (its buffers device memory) and its schedule's first rounds: once the
  * input is ready, export; the records cross. */
-gcoll_status_t gcoll__ipc_begin(gcoll__coll_args_t *a, const gcoll_attr_t *attr, gcoll__ipc_t **g, gcoll__sched_t **s);
+gcoll_status_t gcoll__ipc_begin(gcoll__coll_args_t *a, const gcoll__attr_t *attr, gcoll__ipc_t **g, gcoll__sched_t **s);
 /* After the records crossed: whether the ranks share one GPU (g->whole), any rank's failed
  * export, the peers' buffers mapped (only rank 0's where whole); a failure lands in g->err. */
 void gcoll__ipc_map(gcoll__ipc_t *g);
 /* Appends the last rounds (the completion bytes cross; failures reported, results moved) and
  * starts s under algo's name; s is freed on failure. */
-gcoll_status_t gcoll__ipc_end(gcoll__ipc_t *g, gcoll__sched_t *s, gcoll_comm_t comm, const gcoll_attr_t *attr,
+gcoll_status_t gcoll__ipc_end(gcoll__ipc_t *g, gcoll__sched_t *s, gcoll_comm_t comm, const gcoll__attr_t *attr,
                               gcoll_request_t *req, const char *algo);
 void gcoll__ipc_who(void *state, char *buf, size_t len);
 

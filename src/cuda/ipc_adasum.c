@@ -55,7 +55,7 @@ static gcoll_status_t push(gcoll__gpu_ada_t *d)
 }
 
 gcoll_status_t gcoll__cuda_ipc_adasum_start(gcoll__coll_args_t *a, const size_t *tensor_counts, size_t ntensors,
-                                            gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req)
+                                            gcoll_comm_t comm, const gcoll__attr_t *attr, gcoll_request_t *req)
 {
     GCOLL_CHECK(gcoll__adasum_check(a->count, a->dtype, tensor_counts, ntensors));
     gcoll__ipc_t *g;

@@ -476,7 +476,7 @@ static gcoll__sched_t *exchange(const stage_t *g, const gcoll__coll_args_t *a, s
 
 /* Fills r, the request that runs s with tag on comm for a chunk of a. */
 static void request_init(struct gcoll_request *r, gcoll__sched_t *s, const char *algo, const gcoll__coll_args_t *a,
-                         gcoll_comm_t comm, const gcoll_attr_t *attr, uint64_t tag, int device, int gpu)
+                         gcoll_comm_t comm, const gcoll__attr_t *attr, uint64_t tag, int device, int gpu)
 {
     if (device) /* a rank that passed host memory, or reduces on the other side, meets a mismatch, not a hang */
         s->desc.where = gpu ? GCOLL_OPDESC_GPU : GCOLL_OPDESC_DEVICE;
@@ -488,14 +488,14 @@ static void request_init(struct gcoll_request *r, gcoll__sched_t *s, const char 
     r->algo = algo;
     r->sched = s;
     r->seq = tag;
-    if (attr && attr->name)
+    if (attr->name)
         snprintf(r->name, sizeof(r->name), "%s", attr->name);
 }
 
 /* Builds chunk k's host operation over the staging slot (or the caller's host buffer); with the
  * GPU reduction, its block exchanges (the second with tag + nchunks). */
 static gcoll_status_t chunk_build(stage_t *g, const gcoll__coll_args_t *a, size_t k, size_t first, size_t n,
-                                  const size_t *tensor_counts, size_t ntensors, const gcoll_attr_t *attr,
+                                  const size_t *tensor_counts, size_t ntensors, const gcoll__attr_t *attr,
                                   gcoll_comm_t comm, uint64_t tag)
 {
     chunk_t *c = &g->chunks[k];
@@ -517,7 +517,7 @@ static gcoll_status_t chunk_build(stage_t *g, const gcoll__coll_args_t *a, size_
         ca.sendbuf = send_dev ? slot_send(g, k) : (const char *)a->sendbuf + c->send_off;
     if (a->recvbuf)
         ca.recvbuf = recv_dev ? slot_recv(g, k) : (char *)a->recvbuf + c->recv_off;
-    const char *forced = attr ? attr->algorithm : NULL;
+    const char *forced = attr->algorithm;
     gcoll__sched_t *s;
     const char *algo;
     if (g->gpu) {
@@ -559,7 +559,7 @@ static gcoll_status_t chunk_build(stage_t *g, const gcoll__coll_args_t *a, size_
 
 /* Sets up g: streams, the start event, the slots, and every chunk's host operation. */
 static gcoll_status_t stage_setup(stage_t *g, gcoll__coll_args_t *a, const size_t *tensor_counts, size_t ntensors,
-                                  gcoll_comm_t comm, const gcoll_attr_t *attr, uint64_t *tag)
+                                  gcoll_comm_t comm, const gcoll__attr_t *attr, uint64_t *tag)
 {
     const gcoll__cuda_ops_t *cu = g->cu;
     int dev = -1;
@@ -576,7 +576,7 @@ static gcoll_status_t stage_setup(stage_t *g, gcoll__coll_args_t *a, const size_
      * one on the legacy default stream: a cudaMemcpy from pageable memory may return before its
      * bytes reached the device (seen on an H200: a 4-byte input read stale), and the staging
      * streams, being non-blocking, are not ordered after it by themselves. */
-    g->user_stream = attr ? attr->stream : NULL;
+    g->user_stream = attr->stream;
     GCOLL_CU(cu->event_create(&g->ev_start), "event create");
     GCOLL_CU(cu->event_record(g->ev_start, g->user_stream), "event record");
     GCOLL_CU(cu->stream_wait_event(g->s_down, g->ev_start), "stream wait");
@@ -639,7 +639,7 @@ static gcoll_status_t stage_setup(stage_t *g, gcoll__coll_args_t *a, const size_
 }
 
 gcoll_status_t gcoll__cuda_stage_start(gcoll__coll_args_t *a, const size_t *tensor_counts, size_t ntensors,
-                                       gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req)
+                                       gcoll_comm_t comm, const gcoll__attr_t *attr, gcoll_request_t *req)
 {
     const gcoll__cuda_ops_t *cu = gcoll__cuda_get();
     if (!cu)

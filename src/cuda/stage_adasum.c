@@ -26,10 +26,10 @@ typedef struct {
     char err[240];
 } sada_t;
 
-int gcoll__cuda_stage_adasum_gpu(const gcoll__coll_args_t *a, const gcoll_attr_t *attr)
+int gcoll__cuda_stage_adasum_gpu(const gcoll__coll_args_t *a, const gcoll__attr_t *attr)
 {
     const gcoll__cuda_ops_t *cu = gcoll__cuda_get();
-    return a->op == GCOLL_ADASUM && !(attr && attr->algorithm) && cu && cu->adasum_dots && cu->scaled_add &&
+    return a->op == GCOLL_ADASUM && !attr->algorithm && cu && cu->adasum_dots && cu->scaled_add &&
         gcoll__cuda_stage_gpu_placed(a);
 }
 
@@ -174,7 +174,7 @@ static void sada_free(void *arg)
     free(x);
 }
 
-static gcoll_status_t sada_setup(sada_t *x, const size_t *tensor_counts, size_t ntensors, const gcoll_attr_t *attr)
+static gcoll_status_t sada_setup(sada_t *x, const size_t *tensor_counts, size_t ntensors, const gcoll__attr_t *attr)
 {
     const gcoll__cuda_ops_t *cu = x->cu;
     gcoll__coll_args_t *a = &x->a;
@@ -197,7 +197,7 @@ static gcoll_status_t sada_setup(sada_t *x, const size_t *tensor_counts, size_t 
     GCOLL_CU(cu->event_create(&x->ev_copy), "event create");
     /* the input is ready once the caller's stream (the legacy default stream without one) reaches
      * this point */
-    x->user_stream = attr ? attr->stream : NULL;
+    x->user_stream = attr->stream;
     GCOLL_CU(cu->event_record(x->ev_start, x->user_stream), "event record");
     GCOLL_CU(cu->stream_wait_event(x->stream, x->ev_start), "stream wait");
     size_t pin = a->count * es + p * x->width * es;
@@ -216,7 +216,7 @@ static gcoll_status_t sada_setup(sada_t *x, const size_t *tensor_counts, size_t 
 }
 
 gcoll_status_t gcoll__cuda_stage_adasum_start(gcoll__coll_args_t *a, const size_t *tensor_counts, size_t ntensors,
-                                              gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req)
+                                              gcoll_comm_t comm, const gcoll__attr_t *attr, gcoll_request_t *req)
 {
     sada_t *x = calloc(1, sizeof(*x));
     gcoll__sched_t *s = gcoll__sched_new(a->dtype, a->op, (unsigned)a->size, NULL);

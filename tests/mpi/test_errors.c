@@ -1,9 +1,11 @@
 /* Bad input gets a status and a message naming the argument, never a crash: NULL buffers with
  * a count, invalid dtype, op and root, counts whose bytes overflow, NULL or freed communicators,
- * requests and sessions, unknown algorithms, for every public function; and calls before
+ * requests and sessions, unknown algorithms, attributes without their header, unknown or
+ * truncated configuration reads, for every public function; and calls before
  * gcoll_init and after gcoll_finalize (this test starts MPI itself, so it outlives gcoll).
  * Count 0 with NULL buffers is legal. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <mpi.h>
@@ -47,7 +49,13 @@ static void before_init(int *argc, char ***argv)
     CHECK(gcoll_comm_rank(bogus) == -1 && gcoll_comm_size(bogus) == -1, "rank/size of a bogus handle");
     expect(gcoll_finalize(), GCOLL_ERR_INVALID_USAGE, "gcoll_init", "finalize before init");
     expect(gcoll_init(argc, NULL), GCOLL_ERR_INVALID_ARG, "argv", "init with argc but no argv");
-    /* the local helpers need no gcoll_init */
+    /* the local helpers need no gcoll_init; the registry reads the environment */
+    char value[64];
+    const char *source = NULL, *env = getenv("GCOLL_TIMEOUT");
+    CHECK_OK(gcoll_config_get("GCOLL_TIMEOUT", value, sizeof(value), &source));
+    CHECK(strcmp(value, env ? env : "300") == 0 && source && strcmp(source, env ? "environment" : "default") == 0,
+          "config_get before init: GCOLL_TIMEOUT '%s' (%s), the environment has %s", value, source ? source : "NULL",
+          env ? env : "nothing");
     float other[4] = {1, 1, 1, 1};
     CHECK_OK(gcoll_reduce_local(buf, other, 4, GCOLL_FLOAT32, GCOLL_SUM));
     CHECK(buf[0] == 2 && buf[3] == 5, "reduce_local before init: %g %g", (double)buf[0], (double)buf[3]);
@@ -69,6 +77,17 @@ static void local_functions(void)
     gcoll_config_var_t v;
     expect(gcoll_config_var(gcoll_config_count(), &v), GCOLL_ERR_INVALID_ARG, "index", "config_var past the end");
     expect(gcoll_config_var(0, NULL), GCOLL_ERR_INVALID_ARG, "var", "config_var NULL");
+    char value[8] = "x";
+    const char *source;
+    expect(gcoll_config_get(NULL, value, sizeof(value), &source), GCOLL_ERR_INVALID_ARG, "name",
+           "config_get NULL name");
+    expect(gcoll_config_get("GCOLL_TIMEOUT", NULL, 8, &source), GCOLL_ERR_INVALID_ARG, "buf", "config_get NULL buf");
+    expect(gcoll_config_get("GCOLL_TIMEOUTS", value, sizeof(value), &source), GCOLL_ERR_INVALID_ARG, "GCOLL_TIMEOUTS",
+           "config_get unknown name");
+    expect(gcoll_config_get("", value, sizeof(value), NULL), GCOLL_ERR_INVALID_ARG, "name", "config_get empty name");
+    expect(gcoll_config_get("GCOLL_TIMEOUT", value, 1, &source), GCOLL_ERR_INVALID_ARG, "len", "config_get len 1");
+    CHECK(value[0] == '\0', "config_get left '%s' in a buffer too small", value);
+    expect(gcoll_config_get("GCOLL_LOG_LEVEL", value, 0, NULL), GCOLL_ERR_INVALID_ARG, "len", "config_get len 0");
     const char *const *names;
     size_t n;
     expect(gcoll_algorithms(NULL, &names, &n), GCOLL_ERR_INVALID_ARG, "collective", "algorithms NULL");
@@ -153,6 +172,37 @@ static void collectives(gcoll_comm_t world, int n)
     expect(gcoll_iallreduce(buf, buf, 1, GCOLL_FLOAT32, GCOLL_SUM, NULL, NULL, &req), GCOLL_ERR_INVALID_ARG, "comm",
            "iallreduce NULL comm");
     CHECK(req == NULL, "a failed start left a request");
+    /* attributes that did not start from GCOLL_ATTR_INIT: refused by every call that takes them */
+    gcoll_attr_t junk, zero = {0}, shrunk = GCOLL_ATTR_INIT, old = GCOLL_ATTR_INIT;
+    memset(&junk, 0xa5, sizeof(junk));
+    shrunk.size = sizeof(size_t); /* shorter than the header */
+    old.version = 100;            /* 0.1.0 had no header */
+    const gcoll_attr_t *bad[] = {&junk, &zero, &shrunk, &old};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const gcoll_attr_t *a = bad[i];
+        size_t ct[1] = {1};
+        req = (gcoll_request_t)(void *)buf; /* a failed start clears it */
+        expect(gcoll_iallreduce(buf, buf, 1, GCOLL_FLOAT32, GCOLL_SUM, world, a, &req), GCOLL_ERR_INVALID_ARG,
+               "GCOLL_ATTR_INIT", "iallreduce attr without a header");
+        CHECK(req == NULL, "a start refused for its attr left a request");
+        expect(gcoll_ireduce_scatter(buf, buf, 1, GCOLL_FLOAT32, GCOLL_SUM, world, a, &req), GCOLL_ERR_INVALID_ARG,
+               "attr", "ireduce_scatter attr without a header");
+        expect(gcoll_iallgather(buf, buf, 1, GCOLL_FLOAT32, world, a, &req), GCOLL_ERR_INVALID_ARG, "attr",
+               "iallgather attr without a header");
+        expect(gcoll_ibcast(buf, 1, GCOLL_FLOAT32, 0, world, a, &req), GCOLL_ERR_INVALID_ARG, "attr",
+               "ibcast attr without a header");
+        expect(gcoll_ireduce(buf, buf, 1, GCOLL_FLOAT32, GCOLL_SUM, 0, world, a, &req), GCOLL_ERR_INVALID_ARG, "attr",
+               "ireduce attr without a header");
+        expect(gcoll_ialltoall(buf, buf, 1, GCOLL_FLOAT32, world, a, &req), GCOLL_ERR_INVALID_ARG, "attr",
+               "ialltoall attr without a header");
+        expect(gcoll_ibarrier(world, a, &req), GCOLL_ERR_INVALID_ARG, "GCOLL_ATTR_INIT",
+               "ibarrier attr without a header");
+        expect(gcoll_iadasum(buf, buf, 1, GCOLL_FLOAT32, ct, 1, world, a, &req), GCOLL_ERR_INVALID_ARG, "attr",
+               "iadasum attr without a header");
+    }
+    expect(gcoll_ibarrier(world, &junk, &req), GCOLL_ERR_INVALID_ARG, "attr->magic", "ibarrier uninitialized attr");
+    expect(gcoll_ibarrier(world, &shrunk, &req), GCOLL_ERR_INVALID_ARG, "attr->size", "ibarrier attr too short");
+    expect(gcoll_ibarrier(world, &old, &req), GCOLL_ERR_INVALID_ARG, "attr->version", "ibarrier attr of 0.1.0");
     /* test: NULL done; a finished request's handle is cleared */
     int done = 0;
     CHECK_OK(gcoll_ibarrier(world, NULL, &req));

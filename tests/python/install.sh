@@ -5,7 +5,7 @@
 # collective on 2 ranks from outside the source tree.
 set -eu
 top=$(pwd)
-lib=$top/${LIBDIR:-lib}/libgcoll.so.0
+lib=$top/${LIBDIR:-lib}/libgcoll.so.1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 unset PYTHONPATH GCOLL_LIBRARY
@@ -38,8 +38,8 @@ if GCOLL_LIBRARY=$tmp/nothing.so where > "$tmp/err" 2>&1 || ! grep -q "nothing.s
 fi
 # without a recorded path: a copy beside the package, then the loader's path
 echo "LIBRARY = None" > "$pkg/_install.py"
-cp "$lib" "$pkg/libgcoll.so.0"
-[ "$(where)" = "$pkg/libgcoll.so.0" ]
-rm "$pkg/libgcoll.so.0"
-[ "$(LD_LIBRARY_PATH=$(dirname "$lib") where)" = "libgcoll.so.0" ]
+cp "$lib" "$pkg/libgcoll.so.1"
+[ "$(where)" = "$pkg/libgcoll.so.1" ]
+rm "$pkg/libgcoll.so.1"
+[ "$(LD_LIBRARY_PATH=$(dirname "$lib") where)" = "libgcoll.so.1" ]
 echo "pip install --no-build-isolation --no-index bindings/python: installed; found by GCOLL_LIBRARY, record, package dir, loader"

@@ -305,6 +305,13 @@ def test_introspection():
     check(v.split(".")[0].isdigit() and v == gcoll.__version__, "version %s" % v)
     names = {cv.name: cv for cv in gcoll.config_vars()}
     check("GCOLL_TIMEOUT" in names and names["GCOLL_TIMEOUT"].default == "300", "config_vars")
+    env = os.environ.get("GCOLL_TIMEOUT")
+    want = (env, "environment") if env is not None else ("300", "default")
+    got = gcoll.config_get("GCOLL_TIMEOUT")
+    check(got == want, "config_get %r, want %r" % (got, want))
+    check(gcoll.config_get("GCOLL_LIBRARY")[0] == os.environ.get("GCOLL_LIBRARY", "none"),
+          "config_get GCOLL_LIBRARY")
+    raises(gcoll.InvalidArgError, lambda: gcoll.config_get("GCOLL_NO_SUCH"), "GCOLL_NO_SUCH")
     check("ring" in gcoll.algorithms("allreduce") and "topk" not in gcoll.algorithms("allreduce"), "algorithms")
     # Adasum's algorithms as docs/adasum.md lists them; top-k's (picked by compress) under no name
     ada = gcoll.algorithms("adasum")

@@ -1,5 +1,6 @@
 /* The configuration registry: strict parsing, messages that name the variable, selection
- * tables, and the public listing; the algorithm registry's flags and the lists built from it. */
+ * tables, the public listing, and the values gcoll_config_get reports; the algorithm registry's
+ * flags and the lists built from it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -194,7 +195,7 @@ END_TEST
 START_TEST(python_library_variable)
 {
     clear_env();
-    setenv("GCOLL_LIBRARY", "/opt/gcoll/lib/libgcoll.so.0", 1);
+    setenv("GCOLL_LIBRARY", "/opt/gcoll/lib/libgcoll.so.1", 1);
     ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
     unsetenv("GCOLL_LIBRARY");
     expect_bad("GCOLL_LIBRARY", "", "accepts none or a file path");
@@ -408,6 +409,81 @@ START_TEST(boot_variables_parse)
 }
 END_TEST
 
+/* gcoll_config_get: the value the library takes and its source, before a load (the environment
+ * as it is) and after one (what the load read), for the base's variables and a group's. */
+static void expect_value(const char *name, const char *value, const char *source)
+{
+    char buf[64] = "unwritten";
+    const char *from = NULL;
+    ck_assert_int_eq(gcoll_config_get(name, buf, sizeof(buf), &from), GCOLL_SUCCESS);
+    ck_assert_str_eq(buf, value);
+    ck_assert_ptr_nonnull(from);
+    ck_assert_str_eq(from, source);
+}
+
+START_TEST(config_get_reads_the_registry)
+{
+    gcoll__config_unload();
+    clear_env();
+    expect_value("GCOLL_TIMEOUT", "300", "default");
+    expect_value("GCOLL_ALLREDUCE", "auto", "default"); /* a group's (the selection's) */
+    expect_value("GCOLL_JOB_SECRET", "none", "default");
+    setenv("GCOLL_TIMEOUT", "12.5", 1);
+    setenv("GCOLL_ALLREDUCE", "ring", 1);
+    expect_value("GCOLL_TIMEOUT", "12.5", "environment"); /* before any load: as it is now */
+    expect_value("GCOLL_ALLREDUCE", "ring", "environment");
+    /* an exact fit, one byte short, and no source wanted */
+    char buf[5] = "xxxx";
+    ck_assert_int_eq(gcoll_config_get("GCOLL_TIMEOUT", buf, 5, NULL), GCOLL_SUCCESS);
+    ck_assert_str_eq(buf, "12.5");
+    ck_assert_int_eq(gcoll_config_get("GCOLL_TIMEOUT", buf, 4, NULL), GCOLL_ERR_INVALID_ARG);
+    ck_assert_msg(strstr(gcoll_last_error(), "len 4") && strstr(gcoll_last_error(), "needs 5"), "message: %s",
+                  gcoll_last_error());
+    ck_assert_str_eq(buf, "");
+    ck_assert_int_eq(gcoll_config_get("GCOLL_TIME_OUT", buf, sizeof(buf), NULL), GCOLL_ERR_INVALID_ARG);
+    ck_assert_msg(strstr(gcoll_last_error(), "name 'GCOLL_TIME_OUT'"), "message: %s", gcoll_last_error());
+    ck_assert_int_eq(gcoll_config_get("TIMEOUT", buf, sizeof(buf), NULL), GCOLL_ERR_INVALID_ARG);
+
+    /* after a load: what it read, whatever the environment does next, until the unload */
+    ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+    setenv("GCOLL_TIMEOUT", "99", 1);
+    unsetenv("GCOLL_ALLREDUCE");
+    setenv("GCOLL_LOG_LEVEL", "debug", 1);
+    expect_value("GCOLL_TIMEOUT", "12.5", "environment");
+    expect_value("GCOLL_ALLREDUCE", "ring", "environment");
+    expect_value("GCOLL_LOG_LEVEL", "warn", "default");
+    gcoll__config_unload();
+    expect_value("GCOLL_TIMEOUT", "99", "environment");
+    expect_value("GCOLL_ALLREDUCE", "auto", "default");
+    expect_value("GCOLL_LOG_LEVEL", "debug", "environment");
+    /* a failed load keeps nothing of what it read */
+    setenv("GCOLL_TCP_NSOCKS", "0", 1);
+    ck_assert_int_eq(gcoll__config_load(), GCOLL_ERR_INVALID_ARG);
+    setenv("GCOLL_TIMEOUT", "7", 1);
+    expect_value("GCOLL_TIMEOUT", "7", "environment");
+    expect_value("GCOLL_TCP_NSOCKS", "0", "environment");
+    clear_env();
+}
+END_TEST
+
+/* The job secret never comes back in clear, before a load or after one. */
+START_TEST(config_get_hides_the_secret)
+{
+    static const char secret[] = "0123456789abcdef0123456789ABCDEF";
+    gcoll__config_unload();
+    clear_env();
+    setenv("GCOLL_JOB_SECRET", secret, 1);
+    expect_value("GCOLL_JOB_SECRET", "(hidden)", "environment");
+    ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+    expect_value("GCOLL_JOB_SECRET", "(hidden)", "environment");
+    char small[4];
+    ck_assert_int_eq(gcoll_config_get("GCOLL_JOB_SECRET", small, sizeof(small), NULL), GCOLL_ERR_INVALID_ARG);
+    ck_assert_msg(!strstr(gcoll_last_error(), "0123456789"), "the secret was echoed: %s", gcoll_last_error());
+    gcoll__config_unload();
+    clear_env();
+}
+END_TEST
+
 Suite *config_suite(void)
 {
     Suite *s = suite_create("config");
@@ -425,6 +501,8 @@ Suite *config_suite(void)
     tcase_add_test(tc, python_library_variable);
     tcase_add_test(tc, mpi_colls_parse_strictly);
     tcase_add_test(tc, boot_variables_parse);
+    tcase_add_test(tc, config_get_reads_the_registry);
+    tcase_add_test(tc, config_get_hides_the_secret);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -32,7 +32,7 @@ START_TEST(calls_before_init_fail_cleanly)
     ck_assert_int_eq(gcoll_comm_rank(NULL), -1);
     ck_assert_int_eq(gcoll_wait(NULL), GCOLL_ERR_INVALID_ARG);
     ck_assert(strstr(gcoll_last_error(), "req") != NULL);
-    ck_assert_str_eq(gcoll_version(), "0.1.0");
+    ck_assert_str_eq(gcoll_version(), "0.2.0");
 }
 END_TEST
 

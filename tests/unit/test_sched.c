@@ -86,6 +86,7 @@ static void land(void *buf, const int *data, size_t n)
 }
 
 static const gcoll__start_t plain = {0};
+static const gcoll__attr_t dflt = {0}; /* priority 0, no name: all a request reads of it */
 
 /* The engine's lanes without a worker: the test alone drives progress, deterministically. A
  * fresh fake transport too (valgrind runs every test in one process). */
@@ -115,7 +116,7 @@ START_TEST(local_steps_run_as_soon_as_the_steps_before_them)
     gcoll__sched_send(s, 1, own, sizeof(own));
     gcoll__sched_copy(s, last, out_b, sizeof(last));
     gcoll_request_t req;
-    ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", s, NULL, &req, &plain), GCOLL_SUCCESS);
+    ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", s, &dflt, &req, &plain), GCOLL_SUCCESS);
     int done = 0;
     ck_assert_int_eq(gcoll_test(&req, &done), GCOLL_SUCCESS);
     ck_assert(!done && out_a[0] == 0); /* nothing has landed */
@@ -152,7 +153,7 @@ START_TEST(a_reduction_overlaps_later_receives)
     gcoll__sched_recv(s, 1, &in[1], sizeof(int));
     gcoll__sched_reduce(s, &acc[1], &in[1], &own[1], 1);
     gcoll_request_t req;
-    ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", s, NULL, &req, &plain), GCOLL_SUCCESS);
+    ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", s, &dflt, &req, &plain), GCOLL_SUCCESS);
     const int five = 5, seven = 7;
     land(&in[0], &five, 1);
     int done = 0;
@@ -188,10 +189,9 @@ START_TEST(higher_priority_sends_take_the_budget_first)
     gcoll__sched_t *high = gcoll__sched_new(GCOLL_UINT8, GCOLL_SUM, 2, NULL);
     for (int i = 4; i < 6; i++)
         gcoll__sched_send(high, 1, big[i], sizeof(big[i]));
-    gcoll_attr_t hi_attr = GCOLL_ATTR_INIT;
-    hi_attr.priority = 5;
+    gcoll__attr_t hi_attr = {.priority = 5};
     gcoll_request_t rl, rh;
-    ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", low, NULL, &rl, &plain), GCOLL_SUCCESS);
+    ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", low, &dflt, &rl, &plain), GCOLL_SUCCESS);
     /* the first slice is outside the budget, the next two fill its 2 MiB; the fourth waits */
     ck_assert_int_eq(nreq, 3);
     ck_assert_int_eq(post_index(big[2]), 2);
@@ -238,15 +238,14 @@ START_TEST(a_crowd_of_single_slices_leaves_the_budget_to_a_higher_priority)
     for (int i = 0; i < CROWD; i++) {
         gcoll__sched_t *low = gcoll__sched_new(GCOLL_UINT8, GCOLL_SUM, 2, NULL);
         gcoll__sched_send(low, 1, big[i], sizeof(big[i]));
-        ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", low, NULL, &rl[i], &plain),
+        ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", low, &dflt, &rl[i], &plain),
                          GCOLL_SUCCESS);
     }
     ck_assert_int_eq(nreq, CROWD); /* 6 MiB in flight against a 2 MiB budget */
     gcoll__sched_t *high = gcoll__sched_new(GCOLL_UINT8, GCOLL_SUM, 2, NULL);
     for (int i = CROWD; i < CROWD + HIGH; i++)
         gcoll__sched_send(high, 1, big[i], sizeof(big[i]));
-    gcoll_attr_t hi_attr = GCOLL_ATTR_INIT;
-    hi_attr.priority = 5;
+    gcoll__attr_t hi_attr = {.priority = 5};
     ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", high, &hi_attr, &rh, &plain),
                      GCOLL_SUCCESS);
     /* its first slice, then the whole budget */
@@ -287,7 +286,7 @@ START_TEST(a_kept_schedule_runs_again_after_rewind)
         gcoll_request_t req;
         nreq = 0;
         gcoll__sched_rewind(s);
-        ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", s, NULL, &req, &kept),
+        ck_assert_int_eq(gcoll__request_start(&comm, GCOLL_COLL_ALLREDUCE, "test", s, &dflt, &req, &kept),
                          GCOLL_SUCCESS);
         ck_assert_int_eq(nreq, 2);
         land(in, data, 3);

@@ -315,9 +315,9 @@ def wait_all(requests):
 def _attr(priority, name, algorithm, compress=None, topk_density=0.01):
     if compress not in _COMPRESS:
         raise _bad("compress: %r is not one of none, fp16, bf16, topk" % (compress,))
-    return _lib.Attr(int(priority), name.encode() if name is not None else None,
-                     algorithm.encode() if algorithm is not None else None,
-                     _COMPRESS[compress], float(topk_density))
+    return _lib.Attr(priority=int(priority), name=name.encode() if name is not None else None,
+                     algorithm=algorithm.encode() if algorithm is not None else None,
+                     compress=_COMPRESS[compress], topk_density=float(topk_density))
 
 
 # ---- communicators ---------------------------------------------------------------------------
@@ -695,6 +695,15 @@ def config_vars():
         out.append(ConfigVar(v.name.decode(), v.type.decode(), v.default_str.decode(),
                              v.description.decode()))
     return out
+
+
+def config_get(name):
+    """(value, source) of a GCOLL_* variable as the library takes it: the environment's value or
+    the default, source "environment" or "default"; works before init()."""
+    buf = ctypes.create_string_buffer(1 << 16)  # any value of a real environment fits
+    source = ctypes.c_char_p()
+    _check(_L.gcoll_config_get(name.encode(), buf, len(buf), ctypes.byref(source)))
+    return buf.value.decode(), source.value.decode()
 
 
 def algorithms(collective):

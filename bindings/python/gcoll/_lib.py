@@ -1,12 +1,12 @@
 """Finds and loads libgcoll.so through ctypes and declares the C ABI of include/gcoll.h.
 
 The search order: $GCOLL_LIBRARY, the path recorded when the package was installed
-(gcoll/_install.py), a libgcoll.so.0 next to this file, then the dynamic loader's own path.
+(gcoll/_install.py), a libgcoll.so.1 next to this file, then the dynamic loader's own path.
 """
 import ctypes
 import os
 
-_SONAME = "libgcoll.so.0"
+_SONAME = "libgcoll.so.1"
 
 
 def _candidates():
@@ -57,10 +57,23 @@ i = ctypes.c_int
 s = ctypes.c_char_p
 
 
+ATTR_MAGIC = 0x67636174  # GCOLL_ATTR_MAGIC
+HEADER_VERSION = 200  # GCOLL_VERSION of the include/gcoll.h that Attr mirrors (0.2.0)
+
+
 class Attr(ctypes.Structure):
-    # every field of gcoll_attr_t, in order (include/gcoll.h): the library reads them all
-    _fields_ = [("priority", ctypes.c_int), ("name", ctypes.c_char_p), ("algorithm", ctypes.c_char_p),
-                ("compress", ctypes.c_int), ("topk_density", ctypes.c_double), ("stream", ctypes.c_void_p)]
+    # gcoll_attr_t of that header, field by field in order; its own size in the header field
+    # tells the library which fields this mirror has, so a newer library reads it unchanged
+    _fields_ = [("size", ctypes.c_size_t), ("magic", ctypes.c_uint), ("version", ctypes.c_uint),
+                ("priority", ctypes.c_int), ("compress", ctypes.c_int), ("name", ctypes.c_char_p),
+                ("algorithm", ctypes.c_char_p), ("topk_density", ctypes.c_double),
+                ("stream", ctypes.c_void_p)]
+
+    def __init__(self, **fields):
+        # GCOLL_ATTR_INIT, then the fields given
+        init = dict(size=ctypes.sizeof(Attr), magic=ATTR_MAGIC, version=HEADER_VERSION, topk_density=0.01)
+        init.update(fields)
+        super().__init__(**init)
 
 
 class ConfigVar(ctypes.Structure):
@@ -120,6 +133,7 @@ _PROTOS = {
     "gcoll_op_name": (s, [i]),
     "gcoll_config_count": (sz, []),
     "gcoll_config_var": (c_status, [sz, P(ConfigVar)]),
+    "gcoll_config_get": (c_status, [s, ctypes.c_char_p, sz, P(s)]),
     "gcoll_reduce_local": (c_status, [vp, vp, sz, i, i]),
     "gcoll_algorithms": (c_status, [s, P(P(s)), P(sz)]),
 }
