@@ -11,8 +11,9 @@
 
 #include "base/error.h"
 #include "base/log.h"
-#include "transports/plugin/plugin.h"
 #include "transports/frame/frame.h"
+#include "transports/mismatch.h"
+#include "transports/plugin/plugin.h"
 
 #define CTL_BYTES 256 /* a control message (header and inline payload) of a transport of exact sizes */
 #define CTL_MAX 8192  /* the most a control message carries where receives take shorter messages */
@@ -81,10 +82,7 @@ struct gcoll__tp {
      * shorter messages (irecv_upto), as long as their header and inline payload, up to CTL_MAX,
      * so that messages up to inline_max bytes travel as one */
     size_t ctl_bytes, inline_max;
-    /* GCOLL_ERR_INVALID_USAGE once this endpoint found or was told of a mismatch: every request
-     * fails with why, which is also its notices' text */
-    gcoll_status_t mismatch;
-    char why[320];
+    gcoll__mismatch_t mm; /* once it found or was told of a mismatch, every request fails */
 };
 
 /* ---- buffers and the wire ---- */
@@ -264,24 +262,24 @@ static gcoll_status_t finish(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done)
 
 /* ---- mismatch detection ---- */
 
-static void fail_all(gcoll__tp_t *tp, gcoll_status_t st, const char *why)
+static void fail_all(gcoll__tp_t *tp)
 {
     for (gcoll__tp_req_t *r = tp->live; r; r = r->next)
-        fail_req(tp, r, st, "%s", why);
+        fail_req(tp, r, tp->mm.status, "%s", tp->mm.why);
 }
 
-/* Best effort, as tcp's: a peer whose notice cannot be posted learns of the mismatch from a stalled
- * exchange or GCOLL_TIMEOUT. */
+/* The endpoint has just failed: a notice tells every peer (best effort, as tcp's: a peer whose
+ * notice cannot be posted learns of the mismatch from a stalled exchange or GCOLL_TIMEOUT), and
+ * every request fails. */
 static void tell_peers(gcoll__tp_t *tp)
 {
-    GCOLL_LOG(GCOLL_LOG_WARN, "%s: %s", tp->inner->name, tp->why);
     for (int q = 0; q < tp->size; q++) {
         blk_t *b;
         if (q == tp->rank || tp->peers[q].failed || !(b = get_blk(tp)))
             continue;
         put_hdr(b, T_NOTICE, 0, NULL, 0);
-        size_t n = strnlen(tp->why, INLINE_MAX - 1); /* the names of both sides come first */
-        memcpy(b->b + HDR_BYTES, tp->why, n);
+        size_t n = strnlen(tp->mm.why, INLINE_MAX - 1); /* the names of both sides come first */
+        memcpy(b->b + HDR_BYTES, tp->mm.why, n);
         b->b[HDR_BYTES + n] = '\0';
         gcoll__tp_req_t *in;
         if (tp->inner->isend(tp->in, q, CTL_TAG, b->b, ctl_len(tp, b, HDR_BYTES + n + 1), &in) == GCOLL_SUCCESS)
@@ -289,52 +287,34 @@ static void tell_peers(gcoll__tp_t *tp)
         else
             put_blk(tp, b);
     }
-    fail_all(tp, tp->mismatch, tp->why);
+    fail_all(tp);
     flush_orphans(tp, NOTICE_FLUSH_S);
-}
-
-static void found_mismatch(gcoll__tp_t *tp, int peer, uint32_t tag, const gcoll__opdesc_t *mine,
-                           const gcoll__opdesc_t *theirs)
-{
-    if (tp->mismatch)
-        return;
-    tp->mismatch = gcoll__opdesc_mismatch(tag, mine, tp->rank, theirs, peer);
-    snprintf(tp->why, sizeof(tp->why), "%s", gcoll_last_error());
-    tell_peers(tp);
 }
 
 /* The transport table's mismatch: the other endpoint of a route found or was told of one. */
 static void frame_mismatch(gcoll__tp_t *tp, const char *why)
 {
-    if (tp->mismatch)
-        return;
-    tp->mismatch = GCOLL_ERR_INVALID_USAGE;
-    snprintf(tp->why, sizeof(tp->why), "%s", why);
-    tell_peers(tp);
+    if (gcoll__mismatch_told(&tp->mm, why))
+        tell_peers(tp);
 }
 
-/* A peer's notice: this endpoint fails with its text, made printable (it came over the wire). */
+/* A peer's notice: this endpoint fails with its text. */
 static void notice_arrived(gcoll__tp_t *tp, int peer, blk_t *b)
 {
-    if (tp->mismatch)
-        return;
     char *text = (char *)b->b + HDR_BYTES;
     size_t n = b->len > HDR_BYTES ? b->len - HDR_BYTES : 0;
     text[n < INLINE_MAX - 1 ? n : INLINE_MAX - 1] = '\0';
-    gcoll__opdesc_printable(text);
-    tp->mismatch = GCOLL_ERR_INVALID_USAGE;
-    snprintf(tp->why, sizeof(tp->why), "rank %d reports: %s", peer, text);
-    GCOLL_LOG(GCOLL_LOG_WARN, "%s: %s", tp->inner->name, tp->why);
-    fail_all(tp, tp->mismatch, tp->why);
+    if (gcoll__mismatch_notice(&tp->mm, peer, text))
+        fail_all(tp);
 }
 
-/* Whether the header's operation agrees with this rank's of its tag; finds the mismatch if not. */
+/* Whether the header's operation agrees with this rank's of its tag; fails the endpoint if not. */
 static int agrees(gcoll__tp_t *tp, int peer, const hdr_t *h)
 {
-    const gcoll__opdesc_t *mine = gcoll__optab_find(tp->optab, h->tag);
-    if (gcoll__opdesc_agree(mine, &h->desc))
+    if (gcoll__mismatch_agree(tp->optab, h->tag, &h->desc))
         return 1;
-    found_mismatch(tp, peer, h->tag, mine, &h->desc);
+    if (gcoll__mismatch_found(&tp->mm, tp->optab, h->tag, tp->rank, &h->desc, peer))
+        tell_peers(tp);
     return 0;
 }
 
@@ -390,7 +370,7 @@ static int on_control(gcoll__tp_t *tp, int q, blk_t *b)
         notice_arrived(tp, q, b);
         return 0;
     }
-    if (tp->mismatch || !agrees(tp, q, &h))
+    if (tp->mm.status || !agrees(tp, q, &h))
         return 0;
     for (gcoll__tp_req_t *r = p->waiting; r; r = r->wnext)
         if (r->tag == h.tag) {
@@ -429,7 +409,7 @@ static gcoll_status_t post_ctl(gcoll__tp_t *tp, int q, unsigned slot)
 static void poll_peer(gcoll__tp_t *tp, int q, const gcoll__tp_req_t *want)
 {
     peer_t *p = &tp->peers[q];
-    while (!p->failed && !tp->mismatch) {
+    while (!p->failed && !tp->mm.status) {
         unsigned i = p->head;
         int done = 0;
         gcoll_status_t st = tp->inner->test(tp->in, p->ctl[i], &done);
@@ -462,8 +442,8 @@ static void poll_peer(gcoll__tp_t *tp, int q, const gcoll__tp_req_t *want)
 
 static gcoll_status_t refused(gcoll__tp_t *tp, int peer)
 {
-    if (tp->mismatch)
-        return gcoll__error(tp->mismatch, "%s", tp->why);
+    if (tp->mm.status)
+        return gcoll__mismatch_error(&tp->mm);
     if (peer < 0 || peer >= tp->size || peer == tp->rank) /* the control streams join distinct ranks */
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s transport: peer %d is not another rank of this endpoint (0..%d)",
                             tp->inner->name, peer, tp->size - 1);
@@ -629,13 +609,13 @@ static gcoll_status_t frame_check(gcoll__tp_t *tp)
 {
     if (tp->orphans)
         reap_orphans(tp);
-    if (!tp->mismatch && tp->size > 1) {
+    if (!tp->mm.status && tp->size > 1) {
         tp->rr = (tp->rr + 1) % (unsigned)tp->size;
         if ((int)tp->rr == tp->rank)
             tp->rr = (tp->rr + 1) % (unsigned)tp->size;
         poll_peer(tp, (int)tp->rr, NULL);
     }
-    return tp->mismatch ? gcoll__error(tp->mismatch, "%s", tp->why) : GCOLL_SUCCESS;
+    return tp->mm.status ? gcoll__mismatch_error(&tp->mm) : GCOLL_SUCCESS;
 }
 
 static void frame_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r)
@@ -662,6 +642,7 @@ static gcoll_status_t frame_create(const gcoll__transport_t *inner, const gcoll_
     }
     tp->inner = inner;
     tp->optab = boot->optab;
+    tp->mm.name = inner->name;
     tp->ctl_bytes = inner->irecv_upto ? ctl_max : CTL_BYTES;
     tp->inline_max = tp->ctl_bytes - HDR_BYTES;
     tp->rank = boot->rank;

@@ -297,8 +297,8 @@ static gcoll_status_t tcp_isend_prio(gcoll__tp_t *tp, int peer, uint32_t tag, co
 {
     if (peer >= 0 && peer < tp->size && tp->peers[peer].failed)
         return gcoll__error(tp->peers[peer].failed, "%s", tp->peers[peer].why);
-    if (tp->mismatch)
-        return gcoll__error(tp->mismatch, "%s", tp->mismatch_why);
+    if (tp->mm.status)
+        return gcoll__mismatch_error(&tp->mm);
     GCOLL_CHECK(new_req(tp, peer, tag, buf, bytes, 0, out));
     gcoll__tp_req_t *r = *out;
     tcp_peer_t *p = r->peer;
@@ -336,17 +336,15 @@ static void fail_all(gcoll__tp_t *tp)
             gcoll__tp_req_t *r = p->reqs;
             detach(tp, r);
             if (!r->done) /* detach may have failed the peer, which completes r */
-                complete(r, tp->mismatch, "%s", tp->mismatch_why);
+                complete(r, tp->mm.status, "%s", tp->mm.why);
         }
     }
 }
 
-/* The endpoint has just failed with tp->mismatch_why: tells every peer (a MISMATCH frame, so
- * that ranks which would only wait for this one fail at once instead of at GCOLL_TIMEOUT) and
- * fails every request. */
+/* The endpoint has just failed: tells every peer (a MISMATCH frame, so that ranks which would
+ * only wait for this one fail at once instead of at GCOLL_TIMEOUT) and fails every request. */
 static void tell_peers(gcoll__tp_t *tp)
 {
-    GCOLL_LOG(GCOLL_LOG_WARN, "tcp: %s", tp->mismatch_why);
     for (int q = 0; q < tp->size; q++) {
         tcp_peer_t *to = &tp->peers[q];
         if (q == tp->rank || to->failed || !to->socks || to->socks[0].ev.fd < 0)
@@ -354,48 +352,33 @@ static void tell_peers(gcoll__tp_t *tp)
         tcp_frame_t *f = calloc(1, sizeof(*f));
         if (!f)
             continue; /* best effort: that peer learns of it from a stalled exchange or GCOLL_TIMEOUT */
-        size_t n = strlen(tp->mismatch_why);
-        *f = (tcp_frame_t){.hdr = {.type = TCP_MISMATCH, .len = n}, .data = tp->mismatch_why, .owned = 1};
+        size_t n = strnlen(tp->mm.why, TCP_NOTICE_MAX);
+        *f = (tcp_frame_t){.hdr = {.type = TCP_MISMATCH, .len = n}, .data = tp->mm.why, .owned = 1};
         send_ctrl(tp, to, f);
     }
     fail_all(tp);
 }
 
 /* This rank's operation under tag differs from the one whose message arrived from p. */
-static void found_mismatch(gcoll__tp_t *tp, tcp_peer_t *p, uint32_t tag, const gcoll__opdesc_t *mine,
-                           const gcoll__opdesc_t *theirs)
+static void found_mismatch(gcoll__tp_t *tp, tcp_peer_t *p, uint32_t tag, const gcoll__opdesc_t *theirs)
 {
-    if (tp->mismatch)
-        return;
-    tp->mismatch = gcoll__opdesc_mismatch(tag, mine, tp->rank, theirs, p->rank);
-    snprintf(tp->mismatch_why, sizeof(tp->mismatch_why), "%s", gcoll_last_error());
-    tell_peers(tp);
+    if (gcoll__mismatch_found(&tp->mm, tp->optab, tag, tp->rank, theirs, p->rank))
+        tell_peers(tp);
 }
 
 /* The transport table's mismatch: the other endpoint of a route found or was told of one. */
 static void tcp_mismatch(gcoll__tp_t *tp, const char *why)
 {
-    if (tp->mismatch)
-        return;
-    tp->mismatch = GCOLL_ERR_INVALID_USAGE;
-    snprintf(tp->mismatch_why, sizeof(tp->mismatch_why), "%.*s", TCP_NOTICE_MAX, why);
-    tell_peers(tp);
+    if (gcoll__mismatch_told(&tp->mm, why))
+        tell_peers(tp);
 }
 
-/* A peer's MISMATCH frame has arrived in p->notice: this endpoint fails with its text, made
- * printable (it came over the wire). */
+/* A peer's MISMATCH frame has arrived in p->notice: this endpoint fails with its text. */
 static void notice_arrived(gcoll__tp_t *tp, tcp_peer_t *p, size_t len)
 {
-    if (tp->mismatch)
-        return;
-    for (size_t i = 0; i < len; i++)
-        if (p->notice[i] < 0x20 || p->notice[i] > 0x7e)
-            p->notice[i] = '?';
     p->notice[len] = '\0';
-    tp->mismatch = GCOLL_ERR_INVALID_USAGE;
-    snprintf(tp->mismatch_why, sizeof(tp->mismatch_why), "rank %d reports: %.280s", p->rank, p->notice);
-    GCOLL_LOG(GCOLL_LOG_WARN, "tcp: %s", tp->mismatch_why);
-    fail_all(tp);
+    if (gcoll__mismatch_notice(&tp->mm, p->rank, p->notice))
+        fail_all(tp);
 }
 
 /* ---- receiving ---- */
@@ -453,8 +436,8 @@ static void deliver(tcp_peer_t *p, gcoll__tp_req_t *r, tcp_unexp_t *u)
 
 static gcoll_status_t tcp_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes, gcoll__tp_req_t **out)
 {
-    if (tp->mismatch)
-        return gcoll__error(tp->mismatch, "%s", tp->mismatch_why);
+    if (tp->mm.status)
+        return gcoll__mismatch_error(&tp->mm);
     GCOLL_CHECK(new_req(tp, peer, tag, buf, bytes, 1, out));
     gcoll__tp_req_t *r = *out;
     tcp_peer_t *p = r->peer;
@@ -462,9 +445,8 @@ static gcoll_status_t tcp_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *b
     for (tcp_unexp_t *u = p->unexp; u; u = u->next) {
         if (u->tag != tag || u->waiter)
             continue;
-        const gcoll__opdesc_t *mine = gcoll__optab_find(tp->optab, tag);
-        if (!gcoll__opdesc_agree(mine, &u->desc)) { /* it arrived before this operation started */
-            found_mismatch(tp, p, tag, mine, &u->desc);
+        if (!gcoll__mismatch_agree(tp->optab, tag, &u->desc)) { /* it arrived before this operation started */
+            found_mismatch(tp, p, tag, &u->desc);
             return GCOLL_SUCCESS;
         }
         if (u->type == TCP_RTS) {
@@ -532,10 +514,9 @@ static void dispatch(gcoll__tp_t *tp, tcp_sock_t *s)
         protocol_error(tp, s, what);
         return;
     }
-    const gcoll__opdesc_t *mine;
-    if ((h->type == TCP_EAGER || h->type == TCP_RTS) && !tp->mismatch &&
-        !gcoll__opdesc_agree(mine = gcoll__optab_find(tp->optab, h->tag), &h->desc)) {
-        found_mismatch(tp, p, h->tag, mine, &h->desc);
+    if ((h->type == TCP_EAGER || h->type == TCP_RTS) && !tp->mm.status &&
+        !gcoll__mismatch_agree(tp->optab, h->tag, &h->desc)) {
+        found_mismatch(tp, p, h->tag, &h->desc);
         if (h->type == TCP_EAGER) { /* its payload is read and dropped */
             s->need = h->len;
             s->in_payload = 1;
@@ -797,7 +778,7 @@ static int tcp_dead_peer(gcoll__tp_t *tp, char *why, size_t len)
 static gcoll_status_t tcp_check(gcoll__tp_t *tp)
 {
     GCOLL_CHECK(progress(tp));
-    return tp->mismatch ? gcoll__error(tp->mismatch, "%s", tp->mismatch_why) : GCOLL_SUCCESS;
+    return tp->mm.status ? gcoll__mismatch_error(&tp->mm) : GCOLL_SUCCESS;
 }
 
 static gcoll_status_t tcp_test(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done)
@@ -971,6 +952,7 @@ static gcoll_status_t tcp_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **o
     tp->rank = boot->rank;
     tp->size = boot->size;
     tp->optab = boot->optab;
+    tp->mm.name = "tcp";
     tp->nsocks = gcoll__config.tcp_nsocks;
     tp->epfd = tp->sleepfd = tp->listen.fd = -1;
     tp->me.sin_family = AF_INET;

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "transports/mismatch.h"
 #include "transports/transport.h"
 
 /* Wire format. Every frame starts with a fixed header; hellos open every connection. */
@@ -146,10 +147,9 @@ struct gcoll__tp {
     tcp_pend_t *pend;
     int npend;
     const gcoll__optab_t *optab; /* the communicator's operations by tag (NULL: unchecked) */
-    /* GCOLL_ERR_INVALID_USAGE once ranks were found running different operations under one
-     * tag: every request fails with mismatch_why, which is also the MISMATCH frames' payload */
-    gcoll_status_t mismatch;
-    char mismatch_why[TCP_NOTICE_MAX + 1];
+    /* once ranks were found running different operations under one tag, every request fails
+     * with its why, whose start is also the MISMATCH frames' payload */
+    gcoll__mismatch_t mm;
     unsigned long rejected;   /* connections closed by the handshake check (tests read them) */
     char last_rejection[160]; /* and why the last one was */
 };
