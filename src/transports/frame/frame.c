@@ -1,8 +1,8 @@
-/* Mismatch detection for transports that carry raw tagged bytes (MPI, libfabric, plugins): a
- * wrapper whose messages name their operation, so ranks that call different collectives, counts,
- * dtypes or roots get GCOLL_ERR_INVALID_USAGE naming both sides instead of garbage or a hang.
- * Per pair, fixed-size control messages under inner tag 1 carry headers and small payloads; a
- * larger payload follows under its operation's tag shifted left by one (docs/design.md). */
+/* The framing of transports that carry raw tagged bytes (MPI, libfabric, plugins): a wrapper
+ * whose messages name their operation, so ranks that call different collectives, counts, dtypes
+ * or roots get GCOLL_ERR_INVALID_USAGE naming both sides instead of garbage or a hang. Per pair,
+ * fixed-size control messages under inner tag 1 carry headers and small payloads; a larger
+ * payload follows under its operation's tag shifted left by one (docs/design.md). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,11 +13,8 @@
 #include "base/log.h"
 #include "transports/frame/frame.h"
 #include "transports/mismatch.h"
-#include "transports/plugin/plugin.h"
 
-#define CTL_BYTES 256 /* a control message (header and inline payload) of a transport of exact sizes */
-#define CTL_MAX 8192  /* the most a control message carries where receives take shorter messages */
-#define CTL_MPI 4096  /* over MPI: Open MPI's shared-memory eager limit, above which a message costs a handshake */
+#define CTL_BYTES GCOLL_FRAME_CTL_BYTES
 #define HDR_BYTES 40
 #define INLINE_MAX (CTL_BYTES - HDR_BYTES) /* also the longest notice, on every transport */
 #define CTL_DEPTH 4                        /* control receives posted per peer */
@@ -292,7 +289,7 @@ static void tell_peers(gcoll__tp_t *tp)
 }
 
 /* The transport table's mismatch: the other endpoint of a route found or was told of one. */
-static void frame_mismatch(gcoll__tp_t *tp, const char *why)
+void gcoll__frame_mismatch(gcoll__tp_t *tp, const char *why)
 {
     if (gcoll__mismatch_told(&tp->mm, why))
         tell_peers(tp);
@@ -472,7 +469,7 @@ static gcoll__tp_req_t *new_req(int peer, uint32_t tag, void *buf, size_t bytes,
     return r;
 }
 
-static gcoll_status_t frame_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
+gcoll_status_t gcoll__frame_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
                                   gcoll__tp_req_t **out)
 {
     GCOLL_CHECK(refused(tp, peer));
@@ -520,7 +517,7 @@ static gcoll_status_t frame_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void 
 
 /* ---- sending ---- */
 
-static gcoll_status_t frame_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes,
+gcoll_status_t gcoll__frame_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes,
                                   gcoll__tp_req_t **out)
 {
     GCOLL_CHECK(refused(tp, peer));
@@ -567,7 +564,7 @@ static gcoll_status_t test_inner(gcoll__tp_t *tp, gcoll__tp_req_t **in)
     return st;
 }
 
-static gcoll_status_t frame_test(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done)
+gcoll_status_t gcoll__frame_test(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done)
 {
     *done = 0;
     if (tp->orphans)
@@ -605,7 +602,7 @@ static gcoll_status_t frame_test(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done)
 
 /* The transport table's check: a route's rank that waits only on its other endpoint reads one
  * stream of this one per call, in turn (a notice, or a message no receive asks for). */
-static gcoll_status_t frame_check(gcoll__tp_t *tp)
+gcoll_status_t gcoll__frame_check(gcoll__tp_t *tp)
 {
     if (tp->orphans)
         reap_orphans(tp);
@@ -618,7 +615,7 @@ static gcoll_status_t frame_check(gcoll__tp_t *tp)
     return tp->mm.status ? gcoll__mismatch_error(&tp->mm) : GCOLL_SUCCESS;
 }
 
-static void frame_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r)
+void gcoll__frame_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r)
 {
     if (r->is_recv && r->state == R_WAIT_HDR)
         unlink_waiting(&tp->peers[r->peer], r);
@@ -630,7 +627,7 @@ static void frame_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r)
 /* ---- set-up and close ---- */
 
 /* ctl_max: the longest control message for an inner transport whose receives take shorter ones. */
-static gcoll_status_t frame_create(const gcoll__transport_t *inner, const gcoll__bootstrap_t *boot, size_t ctl_max,
+gcoll_status_t gcoll__frame_create(const gcoll__transport_t *inner, const gcoll__bootstrap_t *boot, size_t ctl_max,
                                    gcoll__tp_t **out)
 {
     gcoll__tp_t *tp = calloc(1, sizeof(*tp));
@@ -662,18 +659,18 @@ static gcoll_status_t frame_create(const gcoll__transport_t *inner, const gcoll_
     return GCOLL_SUCCESS;
 }
 
-static size_t frame_addr_len(gcoll__tp_t *tp)
+size_t gcoll__frame_addr_len(gcoll__tp_t *tp)
 {
     return tp->inner->addr_len(tp->in);
 }
 
-static gcoll_status_t frame_addr(gcoll__tp_t *tp, void *buf)
+gcoll_status_t gcoll__frame_addr(gcoll__tp_t *tp, void *buf)
 {
     return tp->inner->addr(tp->in, buf);
 }
 
 /* Connects the inner endpoint and posts the control receives. */
-static gcoll_status_t frame_connect(gcoll__tp_t *tp, const void *all)
+gcoll_status_t gcoll__frame_connect(gcoll__tp_t *tp, const void *all)
 {
     GCOLL_CHECK(tp->inner->connect(tp->in, all));
     for (int q = 0; q < tp->size; q++)
@@ -682,10 +679,10 @@ static gcoll_status_t frame_connect(gcoll__tp_t *tp, const void *all)
     return GCOLL_SUCCESS;
 }
 
-static void frame_close(gcoll__tp_t *tp)
+void gcoll__frame_close(gcoll__tp_t *tp)
 {
     while (tp->live)
-        frame_cancel(tp, tp->live);
+        gcoll__frame_cancel(tp, tp->live);
     flush_orphans(tp, FLUSH_S); /* a notice should reach its peer before the endpoint goes */
     for (orphan_t *o = tp->orphans; o; o = o->next)
         tp->inner->cancel(tp->in, o->in);
@@ -717,49 +714,19 @@ static void frame_close(gcoll__tp_t *tp)
     free(tp);
 }
 
-/* ---- the framed transports ---- */
+/* ---- what passes through to the inner transport ---- */
 
-static gcoll_status_t mpi_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **tp)
-{
-    return frame_create(&gcoll__transport_mpi_raw, boot, CTL_MPI, tp);
-}
-
-static gcoll_status_t plugin_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **tp)
-{
-    return frame_create(&gcoll__transport_plugin_raw, boot, CTL_BYTES, tp);
-}
-
-static gcoll_status_t ofi_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **tp)
-{
-    return frame_create(&gcoll__transport_ofi_raw, boot, CTL_MAX, tp);
-}
-
-/* ofi registers memory (the payloads go zero-copy, so registering the caller's buffer still
- * pays) and tells of dead peers: those pass through to it. */
-static gcoll_status_t frame_reg_mem(gcoll__tp_t *tp, void *buf, size_t bytes, void **handle)
+gcoll_status_t gcoll__frame_reg_mem(gcoll__tp_t *tp, void *buf, size_t bytes, void **handle)
 {
     return tp->inner->reg_mem(tp->in, buf, bytes, handle);
 }
 
-static void frame_dereg_mem(gcoll__tp_t *tp, void *handle)
+void gcoll__frame_dereg_mem(gcoll__tp_t *tp, void *handle)
 {
     tp->inner->dereg_mem(tp->in, handle);
 }
 
-static int frame_dead_peer(gcoll__tp_t *tp, char *why, size_t len)
+int gcoll__frame_dead_peer(gcoll__tp_t *tp, char *why, size_t len)
 {
     return tp->inner->dead_peer(tp->in, why, len);
 }
-
-/* MPI and plugins register no memory, wait on nothing and tell of no dead peers: those stay NULL. */
-#define FRAMED(NAME, CREATE, ...)                                                                                 \
-    {                                                                                                             \
-        .name = NAME, .create = CREATE, .addr_len = frame_addr_len, .addr = frame_addr, .connect = frame_connect, \
-        .isend = frame_isend, .irecv = frame_irecv, .test = frame_test, .cancel = frame_cancel,                   \
-        .mismatch = frame_mismatch, .check = frame_check, .close = frame_close, __VA_ARGS__                       \
-    }
-
-const gcoll__transport_t gcoll__transport_mpi = FRAMED("mpi", mpi_create);
-const gcoll__transport_t gcoll__transport_plugin = FRAMED("plugin", plugin_create);
-const gcoll__transport_t gcoll__transport_ofi =
-    FRAMED("ofi", ofi_create, .reg_mem = frame_reg_mem, .dereg_mem = frame_dereg_mem, .dead_peer = frame_dead_peer);

@@ -15,6 +15,8 @@
 #include "transports/mismatch.h"
 #include "transports/transport.h"
 
+extern const gcoll__transport_t gcoll__transport_tcp;
+
 /* Wire format. Every frame starts with a fixed header; hellos open every connection. */
 #define TCP_HDR_BYTES 56
 #define TCP_HELLO_BYTES 32
