@@ -73,12 +73,11 @@ __attribute__((constructor)) static void add_vars(void)
             add(&intra, e->name, e);
     }
     append(intra.desc, sizeof(intra.desc), "between ranks of one host:");
-    for (int i = 0; i < intra.n; i++)
-        append(intra.desc, sizeof(intra.desc), "%s %s",
-               i == 0                ? ""
-                   : i + 1 < intra.n ? ","
-                                     : ", or",
+    for (int i = 0; i < intra.n; i++) {
+        const char *sep = i == 0 ? "" : i + 1 < intra.n ? "," : ", or";
+        append(intra.desc, sizeof(intra.desc), "%s %s", sep,
                intra.of[i] ? intra.of[i]->desc : "the transport used between hosts");
+    }
     vars[0].def = intra.names[0]; /* the most preferred inside a host */
     gcoll__config_add_group(&group);
 }
