@@ -15,6 +15,7 @@
 
 #include "gcoll.h"
 #include "transports/choose.h"
+#include "transports/ofi/ofi.h"
 #include "base/config.h"
 #include "base/error.h"
 #include "transports/tcp/tcp.h"
@@ -256,18 +257,46 @@ static void print_mpi(void)
     printf("cuda: %s\n", gcoll__cuda_describe());
 }
 
+/* The transport list (src/transports/registry.c), in order of preference: whether each can
+ * serve here, as its probe says, and what may take it. */
+static void print_list(void)
+{
+    printf("in order of preference:\n");
+    for (const gcoll__tp_entry_t *e = gcoll__transports; e->name; e++) {
+        char why[256] = "";
+        int ok = e->probe(why, sizeof(why));
+        printf("  %-7s %s%s%s%s; for", e->name, ok ? "can serve here" : "cannot serve here", why[0] ? " (" : "", why,
+               why[0] ? ")" : "");
+        const char *sep = " ";
+        if (e->roles & GCOLL_TP_AUTO) {
+            printf("%sauto between hosts", sep);
+            sep = ", ";
+        }
+        if (e->roles & GCOLL_TP_INTER) {
+            printf("%sGCOLL_TRANSPORT_INTER=%s", sep, e->name);
+            sep = ", ";
+        }
+        if (e->roles & GCOLL_TP_INTRA)
+            printf("%sGCOLL_TRANSPORT_INTRA=%s", sep, e->name);
+        printf("\n");
+    }
+}
+
 static void print_transports(int config_ok)
 {
     const gcoll__transport_t *chosen;
     const char *why;
     section("transports");
-    printf("built in: shm, tcp, %smpi, and plugins (GCOLL_TRANSPORT_PLUGIN)\n", GCOLL_HAVE_OFI ? "ofi, " : "");
+    gcoll_status_t st = config_ok ? gcoll__transport_choose(&chosen, &why) : GCOLL_SUCCESS;
+    char error[512];
+    snprintf(error, sizeof(error), "%s", st == GCOLL_SUCCESS ? "" : gcoll_last_error());
+    print_list(); /* with the plugin loaded, where one is named */
     if (!config_ok)
         printf("between hosts: not evaluated: the configuration is invalid (see variables)\n");
-    else if (gcoll__transport_choose(&chosen, &why) == GCOLL_SUCCESS)
+    else if (st == GCOLL_SUCCESS)
         printf("between hosts: %s%s\n", chosen->name, why);
     else
-        printf("between hosts: none: %s\n", gcoll_last_error());
+        printf("between hosts: none: %s\n", error);
     gcoll__transport_release();
     print_tcp(config_ok);
     print_ofi(config_ok);

@@ -9,6 +9,7 @@
 #include "base/config.h"
 #include "collectives/cost.h"
 #include "collectives/select.h"
+#include "transports/choose.h"
 #include "select_table.h"
 
 #define FIRST_SIZE 4
@@ -139,9 +140,9 @@ void print_selection(int hosts, int rph)
     }
     for (int h = 0; h <= hosts; h++)
         first[h] = h * rph;
-    static const char *const inter_names[] = {"tcp", "tcp", "ofi", "mpi"};
-    const char *inter = inter_names[gcoll__config.transport_inter];
-    const char *intra_names[] = {"shm", inter, "mpi"}, *intra = intra_names[gcoll__config.transport_intra];
+    /* auto is priced as TCP: what it takes without a plugin or a NIC provider */
+    const gcoll__tp_entry_t *named = gcoll__transport_inter(), *in_host = gcoll__transport_intra();
+    const char *inter = named ? named->name : "tcp", *intra = in_host ? in_host->name : inter;
     links->intra = gcoll__cost_link(intra, 0);
     links->inter = gcoll__cost_link(inter, 1);
     /* a burst rate at or below the bandwidth counts as the bandwidth (src/collectives/cost.c) */

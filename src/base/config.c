@@ -17,9 +17,7 @@
 gcoll__config_t gcoll__config;
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug", "trace", NULL};
-static const char *const inter[] = {"auto", "tcp", "ofi", "mpi", NULL};
 static const char *const isas[] = {"auto", "generic", "avx2", "avx512", NULL};
-static const char *const intra[] = {"shm", "inter", "mpi", NULL};
 static const char *const onoff[] = {"auto", "on", "off", NULL};
 static const char *const adasum_modes[] = {"auto", "flat", "hierarchical", NULL};
 
@@ -310,9 +308,6 @@ static gcoll__var_t vars[] = {
     {"GCOLL_REDUCE_ISA", "auto|generic|avx2|avx512", "auto",
      "reduction kernels (and the top-k selection's scan): auto picks the widest vector instructions this CPU has", NULL,
      isas, &gcoll__config.reduce_isa, 0},
-    {"GCOLL_TRANSPORT_INTRA", "shm|inter|mpi", "shm",
-     "between ranks of one host: shared memory, the transport used between hosts, or MPI", NULL, intra,
-     &gcoll__config.transport_intra, 0},
     {"GCOLL_SHM_SLOT_SIZE", "bytes, 4K..1G", "64K",
      "staging slot per rank (two per rank): the largest message of one copy-in/copy-out round", parse_bytes, NULL,
      &gcoll__config.shm_slot_size, 4},
@@ -333,9 +328,6 @@ static gcoll__var_t vars[] = {
      &gcoll__config.shm_cell_size, 1},
     {"GCOLL_SHM_RING_DEPTH", "2..1024", "8", "cells per point-to-point ring (one ring per ordered pair)", parse_count,
      NULL, &gcoll__config.shm_ring_depth, 2},
-    {"GCOLL_TRANSPORT_INTER", "auto|tcp|ofi|mpi", "auto",
-     "between hosts: auto takes the plugin if one is loaded, else libfabric on a real NIC, else TCP", NULL, inter,
-     &gcoll__config.transport_inter, 0},
     {"GCOLL_TRANSPORT_PLUGIN", "none, or the path of a .so", "none",
      "an external transport (see include/gcoll_transport_plugin.h); auto between hosts then picks it", parse_text, NULL,
      gcoll__config.transport_plugin, sizeof(gcoll__config.transport_plugin)},

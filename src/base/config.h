@@ -21,10 +21,8 @@ typedef struct {
 typedef struct {
     int log_level;
     double timeout_s;
-    int transport_inter;        /* 0 auto, 1 tcp, 2 ofi, 3 mpi */
     char transport_plugin[256]; /* "" when none */
     int reduce_isa;             /* 0 auto, 1 generic, 2 avx2, 3 avx512 */
-    int transport_intra;        /* 0 shm, 1 inter (as between hosts), 2 mpi */
     size_t shm_slot_size;       /* staging bytes per rank and parity */
     size_t shm_chunk_size;      /* single-copy pipelining chunk */
     size_t shm_read_chunk;      /* single-copy read of a message consumed as it lands; 0: auto */
@@ -78,8 +76,9 @@ typedef struct {
     int arg; /* the parser's argument */
 } gcoll__var_t;
 
-/* A layer above the base keeps its own variables (the selection its GCOLL_<COLL> tables) and
- * adds them to the registry before main (a constructor calling gcoll__config_add_group); the registry lists the base's
+/* A layer above the base keeps its own variables (the selection its GCOLL_<COLL> tables, the
+ * transports GCOLL_TRANSPORT_INTER and GCOLL_TRANSPORT_INTRA) and adds them to the registry
+ * before main (a constructor calling gcoll__config_add_group); the registry lists the base's
  * variables, then the groups by rank. A group is parsed, dumped and listed like the base's. */
 typedef struct gcoll__var_group {
     int rank;

@@ -17,6 +17,7 @@
 #include "base/topo.h"
 #include "core/probe.h"
 #include "core/request.h"
+#include "transports/choose.h"
 #include "transports/plugin/plugin.h"
 #include "transports/route/route.h"
 
@@ -181,21 +182,21 @@ static void list_peers(gcoll_comm_t c, const gcoll__route_peer_t *peers, int ep,
  * of this host the node's shared-memory rings (or MPI, or the same inter-node transport, as
  * GCOLL_TRANSPORT_INTRA says). */
 /* The endpoint to the ranks of this host, if they get one of their own: the node channel's
- * rings, or MPI (GCOLL_TRANSPORT_INTRA=mpi). */
+ * rings, or the transport GCOLL_TRANSPORT_INTRA names where the inter-node one is another. */
 static gcoll_status_t open_local(gcoll_comm_t c, const layout_t *l, gcoll__route_ep_t *ep)
 {
-    int intra = gcoll__config.transport_intra; /* 0 shm, 1 inter, 2 mpi */
-    if (l->nlocal > 1 && intra == 0)
-        GCOLL_CHECK(gcoll__shm_create(l->node, &c->node_shm));
-    if (c->node_shm) {
-        ep->ops = &gcoll__transport_shm;
-        return open_shm_p2p(c, l, c->node_shm, &ep->tp);
-    }
-    if (l->nlocal > 1 && intra == 2 && gcoll__context.transport != &gcoll__transport_mpi) {
-        ep->ops = &gcoll__transport_mpi;
+    const gcoll__tp_entry_t *intra = gcoll__transport_intra(); /* NULL: the inter-node transport */
+    if (l->nlocal < 2 || !intra || intra->ops == gcoll__context.transport)
+        return GCOLL_SUCCESS;
+    if (!(intra->roles & GCOLL_TP_CHANNEL)) {
+        ep->ops = intra->ops;
         return connect_transport(c, ep->ops, &ep->tp);
     }
-    return GCOLL_SUCCESS;
+    GCOLL_CHECK(gcoll__shm_create(l->node, &c->node_shm));
+    if (!c->node_shm) /* no shared memory (logged): the inter-node endpoint reaches them */
+        return GCOLL_SUCCESS;
+    ep->ops = intra->ops;
+    return open_shm_p2p(c, l, c->node_shm, &ep->tp);
 }
 
 static gcoll_status_t connect_routes(gcoll_comm_t c, const layout_t *l)
@@ -265,18 +266,22 @@ static gcoll_status_t connect_comm(gcoll_comm_t c)
     if (st == GCOLL_SUCCESS)
         st = build_map(c, &l);
     c->crowded = st == GCOLL_SUCCESS && host_crowded(l.nlocal);
-    if (st == GCOLL_SUCCESS && l.nhosts == 1 && c->size > 1 && gcoll__config.transport_intra == 0) {
+    const gcoll__tp_entry_t *intra = gcoll__transport_intra(); /* NULL: the inter-node transport */
+    int channel = intra && (intra->roles & GCOLL_TP_CHANNEL);
+    if (st == GCOLL_SUCCESS && l.nhosts == 1 && c->size > 1 && channel) {
         st = agree_host(c, &l);
         if (st == GCOLL_SUCCESS)
             st = gcoll__shm_create(l.node, &c->shm);
     }
     if (st == GCOLL_SUCCESS && c->shm) {
-        c->tpops = &gcoll__transport_shm;
+        c->tpops = intra->ops;
         st = open_shm_p2p(c, &l, c->shm, &c->tp);
-    } else if (st == GCOLL_SUCCESS && gcoll__context.boot_mode == GCOLL_BOOT_MPI &&
-               (c->size == 1 || (l.nhosts == 1 && gcoll__config.transport_intra == 2))) {
+    } else if (st == GCOLL_SUCCESS && l.nhosts == 1 && c->size > 1 && intra && !channel) {
+        c->tpops = intra->ops; /* GCOLL_TRANSPORT_INTRA=mpi */
+        st = connect_transport(c, c->tpops, &c->tp);
+    } else if (st == GCOLL_SUCCESS && c->size == 1 && gcoll__context.boot_mode == GCOLL_BOOT_MPI) {
         /* a lone rank sends nothing: MPI's endpoint costs no sockets (without MPI, the inter-node one) */
-        c->tpops = &gcoll__transport_mpi;
+        c->tpops = gcoll__tp_find("mpi")->ops;
         st = connect_transport(c, c->tpops, &c->tp);
     } else if (st == GCOLL_SUCCESS) {
         st = connect_routes(c, &l);
@@ -330,9 +335,10 @@ gcoll_status_t gcoll__comm_create(gcoll__boot_t *boot, gcoll_comm_t *out)
         snprintf(c->tpname, sizeof(c->tpname), "%s", c->tpops->name);
     c->lane = gcoll__lane_for(c->id, strstr(c->tpname, "mpi") != NULL);
     /* from settings every rank shares, never from what one rank sees: all must pick alike */
-    const char *inter = gcoll__context.transport->name, *intra[] = {"shm", inter, "mpi"};
+    const char *inter = gcoll__context.transport->name;
+    const gcoll__tp_entry_t *intra = gcoll__transport_intra();
     c->links.inter = gcoll__cost_link(inter, 1);
-    c->links.intra = gcoll__cost_link(intra[gcoll__config.transport_intra], 0);
+    c->links.intra = gcoll__cost_link(intra ? intra->name : inter, 0);
     if (c->map.nhosts > 1 && (gcoll__config.cost_probe[0] || gcoll__config.cost_probe[1]))
         (void)gcoll__probe_links(c, gcoll__config.cost_probe[1],
                                  gcoll__config.cost_probe[0]); /* failures keep the figures */

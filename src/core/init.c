@@ -28,13 +28,14 @@ static gcoll_status_t start(int *argc, char ***argv)
     GCOLL_CHECK(
         gcoll__boot_world(argc, argv, &gcoll__context.boot_mode, &gcoll__context.mpi_owned, &gcoll__context.boot));
     gcoll__config_dump();
-    if (gcoll__context.boot_mode == GCOLL_BOOT_ENV &&
-        (gcoll__config.transport_inter == 3 || gcoll__config.transport_intra == 2))
+    const gcoll__tp_entry_t *mpi = gcoll__tp_find("mpi");
+    int inter_mpi = gcoll__transport_inter() == mpi, intra_mpi = gcoll__transport_intra() == mpi;
+    if (gcoll__context.boot_mode == GCOLL_BOOT_ENV && (inter_mpi || intra_mpi))
         return gcoll__error(GCOLL_ERR_INVALID_ARG,
                             "GCOLL_TRANSPORT_%s=mpi: this job was launched without MPI "
                             "(GCOLL_BOOT=env, or GCOLL_RANK/RANK... set), so there is no MPI to carry messages "
                             "(HINT: leave it auto, or launch with mpirun)",
-                            gcoll__config.transport_inter == 3 ? "INTER" : "INTRA");
+                            inter_mpi ? "INTER" : "INTRA");
     gcoll__topo_log(); /* discovers this node once; the network transports read it */
     GCOLL_CHECK(gcoll__kernels_select(gcoll__config.reduce_isa));
     GCOLL_CHECK(gcoll__transport_choose(&gcoll__context.transport, &gcoll__context.transport_why));

@@ -94,8 +94,4 @@ static inline gcoll_status_t gcoll__tp_isend_prio(const gcoll__transport_t *ops,
                            : ops->isend(tp, peer, tag, buf, bytes, req);
 }
 
-extern const gcoll__transport_t gcoll__transport_mpi;
-extern const gcoll__transport_t gcoll__transport_tcp;
-extern const gcoll__transport_t gcoll__transport_ofi;
-
 #endif

@@ -13,7 +13,7 @@
 
 #include "base/config.h"
 #include "base/error.h"
-#include "transports/frame/frame.h"
+#include "transports/ofi/ofi.h"
 #include "transports/transport.h"
 #include "tp_check.h"
 

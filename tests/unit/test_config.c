@@ -9,6 +9,7 @@
 #include "collectives/adasum.h"
 #include "collectives/cost.h"
 #include "collectives/select.h"
+#include "transports/choose.h"
 
 static void clear_env(void)
 {
@@ -58,7 +59,7 @@ START_TEST(malformed_values_name_the_variable)
     expect_bad("GCOLL_TIMEOUT", "5s", "seconds");
     expect_bad("GCOLL_TIMEOUT", "", "seconds");
     expect_bad("GCOLL_LOG_LEVEL", "verbose", "error|warn|info|debug|trace");
-    expect_bad("GCOLL_TRANSPORT_INTER", "carrier-pigeon", "auto|tcp|ofi|mpi");
+    expect_bad("GCOLL_TRANSPORT_INTER", "carrier-pigeon", "auto|ofi|tcp|mpi");
     expect_bad("GCOLL_TCP_NSOCKS", "0", "from 1 to 1024");
     expect_bad("GCOLL_TCP_NSOCKS", "two", "from 1 to 1024");
     expect_bad("GCOLL_TCP_SNDBUF", "1K", "auto, or bytes");
@@ -343,6 +344,46 @@ START_TEST(adasum_choice_follows_gcoll_adasum)
 }
 END_TEST
 
+/* GCOLL_TRANSPORT_INTER and GCOLL_TRANSPORT_INTRA take their names from the transport list:
+ * each name picks its entry, auto and inter none (the automatic choice between hosts). */
+START_TEST(transport_variables_name_list_entries)
+{
+    static const char *const inter[] = {"auto", "ofi", "tcp", "mpi"}, *const intra[] = {"shm", "inter", "mpi"};
+    clear_env();
+    ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+    ck_assert_ptr_null(gcoll__transport_inter());
+    ck_assert_str_eq(gcoll__transport_intra()->name, "shm");
+    for (size_t i = 0; i < sizeof(inter) / sizeof(inter[0]); i++) {
+        setenv("GCOLL_TRANSPORT_INTER", inter[i], 1);
+        ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+        const gcoll__tp_entry_t *e = gcoll__transport_inter();
+        ck_assert_str_eq(e ? e->name : "auto", inter[i]);
+        ck_assert(!e || e == gcoll__tp_find(inter[i]));
+    }
+    unsetenv("GCOLL_TRANSPORT_INTER");
+    for (size_t i = 0; i < sizeof(intra) / sizeof(intra[0]); i++) {
+        setenv("GCOLL_TRANSPORT_INTRA", intra[i], 1);
+        ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
+        const gcoll__tp_entry_t *e = gcoll__transport_intra();
+        ck_assert_str_eq(e ? e->name : "inter", intra[i]);
+    }
+    unsetenv("GCOLL_TRANSPORT_INTRA");
+    expect_bad("GCOLL_TRANSPORT_INTER", "plugin", "auto|ofi|tcp|mpi");
+    expect_bad("GCOLL_TRANSPORT_INTRA", "tcp", "shm|inter|mpi");
+    for (size_t i = 0; i < gcoll_config_count(); i++) {
+        gcoll_config_var_t v;
+        ck_assert_int_eq(gcoll_config_var(i, &v), GCOLL_SUCCESS);
+        if (strcmp(v.name, "GCOLL_TRANSPORT_INTER") == 0)
+            ck_assert_str_eq(v.description,
+                             "between hosts: auto takes the plugin if one is loaded, else libfabric on "
+                             "a real NIC, else TCP");
+        if (strcmp(v.name, "GCOLL_TRANSPORT_INTRA") == 0)
+            ck_assert_str_eq(v.description,
+                             "between ranks of one host: shared memory, the transport used between hosts, or MPI");
+    }
+}
+END_TEST
+
 START_TEST(mpi_colls_parse_strictly)
 {
     clear_env();
@@ -499,6 +540,7 @@ Suite *config_suite(void)
     tcase_add_test(tc, registry_flags);
     tcase_add_test(tc, adasum_choice_follows_gcoll_adasum);
     tcase_add_test(tc, python_library_variable);
+    tcase_add_test(tc, transport_variables_name_list_entries);
     tcase_add_test(tc, mpi_colls_parse_strictly);
     tcase_add_test(tc, boot_variables_parse);
     tcase_add_test(tc, config_get_reads_the_registry);

@@ -1,8 +1,8 @@
-/* Mismatch detection for transports that carry raw tagged bytes (MPI, libfabric, plugins): a
- * wrapper whose messages name their operation, so ranks that call different collectives, counts,
- * dtypes or roots get GCOLL_ERR_INVALID_USAGE naming both sides instead of garbage or a hang.
- * Per pair, fixed-size control messages under inner tag 1 carry headers and small payloads; a
- * larger payload follows under its operation's tag shifted left by one (docs/design.md). */
+/* The framing of transports that carry raw tagged bytes (MPI, libfabric, plugins): a wrapper
+ * whose messages name their operation, so ranks that call different collectives, counts, dtypes
+ * or roots get GCOLL_ERR_INVALID_USAGE naming both sides instead of garbage or a hang. Per pair,
+ * fixed-size control messages under inner tag 1 carry headers and small payloads; a larger
+ * payload follows under its operation's tag shifted left by one (docs/design.md). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,12 +11,10 @@
 
 #include "base/error.h"
 #include "base/log.h"
-#include "transports/plugin/plugin.h"
 #include "transports/frame/frame.h"
+#include "transports/mismatch.h"
 
-#define CTL_BYTES 256 /* a control message (header and inline payload) of a transport of exact sizes */
-#define CTL_MAX 8192  /* the most a control message carries where receives take shorter messages */
-#define CTL_MPI 4096  /* over MPI: Open MPI's shared-memory eager limit, above which a message costs a handshake */
+#define CTL_BYTES GCOLL_FRAME_CTL_BYTES
 #define HDR_BYTES 40
 #define INLINE_MAX (CTL_BYTES - HDR_BYTES) /* also the longest notice, on every transport */
 #define CTL_DEPTH 4                        /* control receives posted per peer */
@@ -81,10 +79,7 @@ struct gcoll__tp {
      * shorter messages (irecv_upto), as long as their header and inline payload, up to CTL_MAX,
      * so that messages up to inline_max bytes travel as one */
     size_t ctl_bytes, inline_max;
-    /* GCOLL_ERR_INVALID_USAGE once this endpoint found or was told of a mismatch: every request
-     * fails with why, which is also its notices' text */
-    gcoll_status_t mismatch;
-    char why[320];
+    gcoll__mismatch_t mm; /* once it found or was told of a mismatch, every request fails */
 };
 
 /* ---- buffers and the wire ---- */
@@ -264,24 +259,24 @@ static gcoll_status_t finish(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done)
 
 /* ---- mismatch detection ---- */
 
-static void fail_all(gcoll__tp_t *tp, gcoll_status_t st, const char *why)
+static void fail_all(gcoll__tp_t *tp)
 {
     for (gcoll__tp_req_t *r = tp->live; r; r = r->next)
-        fail_req(tp, r, st, "%s", why);
+        fail_req(tp, r, tp->mm.status, "%s", tp->mm.why);
 }
 
-/* Best effort, as tcp's: a peer whose notice cannot be posted learns of the mismatch from a stalled
- * exchange or GCOLL_TIMEOUT. */
+/* The endpoint has just failed: a notice tells every peer (best effort, as tcp's: a peer whose
+ * notice cannot be posted learns of the mismatch from a stalled exchange or GCOLL_TIMEOUT), and
+ * every request fails. */
 static void tell_peers(gcoll__tp_t *tp)
 {
-    GCOLL_LOG(GCOLL_LOG_WARN, "%s: %s", tp->inner->name, tp->why);
     for (int q = 0; q < tp->size; q++) {
         blk_t *b;
         if (q == tp->rank || tp->peers[q].failed || !(b = get_blk(tp)))
             continue;
         put_hdr(b, T_NOTICE, 0, NULL, 0);
-        size_t n = strnlen(tp->why, INLINE_MAX - 1); /* the names of both sides come first */
-        memcpy(b->b + HDR_BYTES, tp->why, n);
+        size_t n = strnlen(tp->mm.why, INLINE_MAX - 1); /* the names of both sides come first */
+        memcpy(b->b + HDR_BYTES, tp->mm.why, n);
         b->b[HDR_BYTES + n] = '\0';
         gcoll__tp_req_t *in;
         if (tp->inner->isend(tp->in, q, CTL_TAG, b->b, ctl_len(tp, b, HDR_BYTES + n + 1), &in) == GCOLL_SUCCESS)
@@ -289,52 +284,34 @@ static void tell_peers(gcoll__tp_t *tp)
         else
             put_blk(tp, b);
     }
-    fail_all(tp, tp->mismatch, tp->why);
+    fail_all(tp);
     flush_orphans(tp, NOTICE_FLUSH_S);
 }
 
-static void found_mismatch(gcoll__tp_t *tp, int peer, uint32_t tag, const gcoll__opdesc_t *mine,
-                           const gcoll__opdesc_t *theirs)
-{
-    if (tp->mismatch)
-        return;
-    tp->mismatch = gcoll__opdesc_mismatch(tag, mine, tp->rank, theirs, peer);
-    snprintf(tp->why, sizeof(tp->why), "%s", gcoll_last_error());
-    tell_peers(tp);
-}
-
 /* The transport table's mismatch: the other endpoint of a route found or was told of one. */
-static void frame_mismatch(gcoll__tp_t *tp, const char *why)
+void gcoll__frame_mismatch(gcoll__tp_t *tp, const char *why)
 {
-    if (tp->mismatch)
-        return;
-    tp->mismatch = GCOLL_ERR_INVALID_USAGE;
-    snprintf(tp->why, sizeof(tp->why), "%s", why);
-    tell_peers(tp);
+    if (gcoll__mismatch_told(&tp->mm, why))
+        tell_peers(tp);
 }
 
-/* A peer's notice: this endpoint fails with its text, made printable (it came over the wire). */
+/* A peer's notice: this endpoint fails with its text. */
 static void notice_arrived(gcoll__tp_t *tp, int peer, blk_t *b)
 {
-    if (tp->mismatch)
-        return;
     char *text = (char *)b->b + HDR_BYTES;
     size_t n = b->len > HDR_BYTES ? b->len - HDR_BYTES : 0;
     text[n < INLINE_MAX - 1 ? n : INLINE_MAX - 1] = '\0';
-    gcoll__opdesc_printable(text);
-    tp->mismatch = GCOLL_ERR_INVALID_USAGE;
-    snprintf(tp->why, sizeof(tp->why), "rank %d reports: %s", peer, text);
-    GCOLL_LOG(GCOLL_LOG_WARN, "%s: %s", tp->inner->name, tp->why);
-    fail_all(tp, tp->mismatch, tp->why);
+    if (gcoll__mismatch_notice(&tp->mm, peer, text))
+        fail_all(tp);
 }
 
-/* Whether the header's operation agrees with this rank's of its tag; finds the mismatch if not. */
+/* Whether the header's operation agrees with this rank's of its tag; fails the endpoint if not. */
 static int agrees(gcoll__tp_t *tp, int peer, const hdr_t *h)
 {
-    const gcoll__opdesc_t *mine = gcoll__optab_find(tp->optab, h->tag);
-    if (gcoll__opdesc_agree(mine, &h->desc))
+    if (gcoll__mismatch_agree(tp->optab, h->tag, &h->desc))
         return 1;
-    found_mismatch(tp, peer, h->tag, mine, &h->desc);
+    if (gcoll__mismatch_found(&tp->mm, tp->optab, h->tag, tp->rank, &h->desc, peer))
+        tell_peers(tp);
     return 0;
 }
 
@@ -390,7 +367,7 @@ static int on_control(gcoll__tp_t *tp, int q, blk_t *b)
         notice_arrived(tp, q, b);
         return 0;
     }
-    if (tp->mismatch || !agrees(tp, q, &h))
+    if (tp->mm.status || !agrees(tp, q, &h))
         return 0;
     for (gcoll__tp_req_t *r = p->waiting; r; r = r->wnext)
         if (r->tag == h.tag) {
@@ -429,7 +406,7 @@ static gcoll_status_t post_ctl(gcoll__tp_t *tp, int q, unsigned slot)
 static void poll_peer(gcoll__tp_t *tp, int q, const gcoll__tp_req_t *want)
 {
     peer_t *p = &tp->peers[q];
-    while (!p->failed && !tp->mismatch) {
+    while (!p->failed && !tp->mm.status) {
         unsigned i = p->head;
         int done = 0;
         gcoll_status_t st = tp->inner->test(tp->in, p->ctl[i], &done);
@@ -462,8 +439,8 @@ static void poll_peer(gcoll__tp_t *tp, int q, const gcoll__tp_req_t *want)
 
 static gcoll_status_t refused(gcoll__tp_t *tp, int peer)
 {
-    if (tp->mismatch)
-        return gcoll__error(tp->mismatch, "%s", tp->why);
+    if (tp->mm.status)
+        return gcoll__mismatch_error(&tp->mm);
     if (peer < 0 || peer >= tp->size || peer == tp->rank) /* the control streams join distinct ranks */
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s transport: peer %d is not another rank of this endpoint (0..%d)",
                             tp->inner->name, peer, tp->size - 1);
@@ -492,7 +469,7 @@ static gcoll__tp_req_t *new_req(int peer, uint32_t tag, void *buf, size_t bytes,
     return r;
 }
 
-static gcoll_status_t frame_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
+gcoll_status_t gcoll__frame_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
                                   gcoll__tp_req_t **out)
 {
     GCOLL_CHECK(refused(tp, peer));
@@ -540,7 +517,7 @@ static gcoll_status_t frame_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void 
 
 /* ---- sending ---- */
 
-static gcoll_status_t frame_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes,
+gcoll_status_t gcoll__frame_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes,
                                   gcoll__tp_req_t **out)
 {
     GCOLL_CHECK(refused(tp, peer));
@@ -587,7 +564,7 @@ static gcoll_status_t test_inner(gcoll__tp_t *tp, gcoll__tp_req_t **in)
     return st;
 }
 
-static gcoll_status_t frame_test(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done)
+gcoll_status_t gcoll__frame_test(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done)
 {
     *done = 0;
     if (tp->orphans)
@@ -625,20 +602,20 @@ static gcoll_status_t frame_test(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done)
 
 /* The transport table's check: a route's rank that waits only on its other endpoint reads one
  * stream of this one per call, in turn (a notice, or a message no receive asks for). */
-static gcoll_status_t frame_check(gcoll__tp_t *tp)
+gcoll_status_t gcoll__frame_check(gcoll__tp_t *tp)
 {
     if (tp->orphans)
         reap_orphans(tp);
-    if (!tp->mismatch && tp->size > 1) {
+    if (!tp->mm.status && tp->size > 1) {
         tp->rr = (tp->rr + 1) % (unsigned)tp->size;
         if ((int)tp->rr == tp->rank)
             tp->rr = (tp->rr + 1) % (unsigned)tp->size;
         poll_peer(tp, (int)tp->rr, NULL);
     }
-    return tp->mismatch ? gcoll__error(tp->mismatch, "%s", tp->why) : GCOLL_SUCCESS;
+    return tp->mm.status ? gcoll__mismatch_error(&tp->mm) : GCOLL_SUCCESS;
 }
 
-static void frame_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r)
+void gcoll__frame_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r)
 {
     if (r->is_recv && r->state == R_WAIT_HDR)
         unlink_waiting(&tp->peers[r->peer], r);
@@ -650,7 +627,7 @@ static void frame_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r)
 /* ---- set-up and close ---- */
 
 /* ctl_max: the longest control message for an inner transport whose receives take shorter ones. */
-static gcoll_status_t frame_create(const gcoll__transport_t *inner, const gcoll__bootstrap_t *boot, size_t ctl_max,
+gcoll_status_t gcoll__frame_create(const gcoll__transport_t *inner, const gcoll__bootstrap_t *boot, size_t ctl_max,
                                    gcoll__tp_t **out)
 {
     gcoll__tp_t *tp = calloc(1, sizeof(*tp));
@@ -662,6 +639,7 @@ static gcoll_status_t frame_create(const gcoll__transport_t *inner, const gcoll_
     }
     tp->inner = inner;
     tp->optab = boot->optab;
+    tp->mm.name = inner->name;
     tp->ctl_bytes = inner->irecv_upto ? ctl_max : CTL_BYTES;
     tp->inline_max = tp->ctl_bytes - HDR_BYTES;
     tp->rank = boot->rank;
@@ -681,18 +659,18 @@ static gcoll_status_t frame_create(const gcoll__transport_t *inner, const gcoll_
     return GCOLL_SUCCESS;
 }
 
-static size_t frame_addr_len(gcoll__tp_t *tp)
+size_t gcoll__frame_addr_len(gcoll__tp_t *tp)
 {
     return tp->inner->addr_len(tp->in);
 }
 
-static gcoll_status_t frame_addr(gcoll__tp_t *tp, void *buf)
+gcoll_status_t gcoll__frame_addr(gcoll__tp_t *tp, void *buf)
 {
     return tp->inner->addr(tp->in, buf);
 }
 
 /* Connects the inner endpoint and posts the control receives. */
-static gcoll_status_t frame_connect(gcoll__tp_t *tp, const void *all)
+gcoll_status_t gcoll__frame_connect(gcoll__tp_t *tp, const void *all)
 {
     GCOLL_CHECK(tp->inner->connect(tp->in, all));
     for (int q = 0; q < tp->size; q++)
@@ -701,10 +679,10 @@ static gcoll_status_t frame_connect(gcoll__tp_t *tp, const void *all)
     return GCOLL_SUCCESS;
 }
 
-static void frame_close(gcoll__tp_t *tp)
+void gcoll__frame_close(gcoll__tp_t *tp)
 {
     while (tp->live)
-        frame_cancel(tp, tp->live);
+        gcoll__frame_cancel(tp, tp->live);
     flush_orphans(tp, FLUSH_S); /* a notice should reach its peer before the endpoint goes */
     for (orphan_t *o = tp->orphans; o; o = o->next)
         tp->inner->cancel(tp->in, o->in);
@@ -736,49 +714,19 @@ static void frame_close(gcoll__tp_t *tp)
     free(tp);
 }
 
-/* ---- the framed transports ---- */
+/* ---- what passes through to the inner transport ---- */
 
-static gcoll_status_t mpi_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **tp)
-{
-    return frame_create(&gcoll__transport_mpi_raw, boot, CTL_MPI, tp);
-}
-
-static gcoll_status_t plugin_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **tp)
-{
-    return frame_create(&gcoll__transport_plugin_raw, boot, CTL_BYTES, tp);
-}
-
-static gcoll_status_t ofi_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **tp)
-{
-    return frame_create(&gcoll__transport_ofi_raw, boot, CTL_MAX, tp);
-}
-
-/* ofi registers memory (the payloads go zero-copy, so registering the caller's buffer still
- * pays) and tells of dead peers: those pass through to it. */
-static gcoll_status_t frame_reg_mem(gcoll__tp_t *tp, void *buf, size_t bytes, void **handle)
+gcoll_status_t gcoll__frame_reg_mem(gcoll__tp_t *tp, void *buf, size_t bytes, void **handle)
 {
     return tp->inner->reg_mem(tp->in, buf, bytes, handle);
 }
 
-static void frame_dereg_mem(gcoll__tp_t *tp, void *handle)
+void gcoll__frame_dereg_mem(gcoll__tp_t *tp, void *handle)
 {
     tp->inner->dereg_mem(tp->in, handle);
 }
 
-static int frame_dead_peer(gcoll__tp_t *tp, char *why, size_t len)
+int gcoll__frame_dead_peer(gcoll__tp_t *tp, char *why, size_t len)
 {
     return tp->inner->dead_peer(tp->in, why, len);
 }
-
-/* MPI and plugins register no memory, wait on nothing and tell of no dead peers: those stay NULL. */
-#define FRAMED(NAME, CREATE, ...)                                                                                 \
-    {                                                                                                             \
-        .name = NAME, .create = CREATE, .addr_len = frame_addr_len, .addr = frame_addr, .connect = frame_connect, \
-        .isend = frame_isend, .irecv = frame_irecv, .test = frame_test, .cancel = frame_cancel,                   \
-        .mismatch = frame_mismatch, .check = frame_check, .close = frame_close, __VA_ARGS__                       \
-    }
-
-const gcoll__transport_t gcoll__transport_mpi = FRAMED("mpi", mpi_create);
-const gcoll__transport_t gcoll__transport_plugin = FRAMED("plugin", plugin_create);
-const gcoll__transport_t gcoll__transport_ofi =
-    FRAMED("ofi", ofi_create, .reg_mem = frame_reg_mem, .dereg_mem = frame_dereg_mem, .dead_peer = frame_dead_peer);

@@ -1,10 +1,14 @@
 /* The MPI transport: point-to-point messages over a private duplicate of the communicator's
  * bootstrap MPI communicator, so gcoll's traffic never matches the application's. Raw bytes:
- * the core uses it framed (src/transports/frame/frame.c), which checks what its messages carry. */
+ * the core uses its framed table (frame.h), which checks what its messages carry. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "base/error.h"
 #include "transports/frame/frame.h"
+#include "transports/mpi/mpi.h"
+
+#define CTL_MPI 4096 /* framed: Open MPI's shared-memory eager limit, above which a message costs a handshake */
 
 struct gcoll__tp {
     MPI_Comm comm;
@@ -162,7 +166,7 @@ static void mpi_close(gcoll__tp_t *tp)
     free(tp);
 }
 
-const gcoll__transport_t gcoll__transport_mpi_raw = {
+static const gcoll__transport_t raw = {
     .name = "mpi",
     .create = mpi_create,
     .addr_len = mpi_addr_len,
@@ -177,3 +181,20 @@ const gcoll__transport_t gcoll__transport_mpi_raw = {
     .dereg_mem = NULL,
     .close = mpi_close,
 };
+
+static gcoll_status_t framed_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **tp)
+{
+    return gcoll__frame_create(&raw, boot, CTL_MPI, tp);
+}
+
+/* MPI registers no memory, waits on nothing and tells of no dead peers. */
+const gcoll__transport_t gcoll__transport_mpi = GCOLL_FRAMED("mpi", framed_create);
+
+int gcoll__mpi_serves(char *why, size_t len)
+{
+    int up = 0, down = 0;
+    MPI_Initialized(&up);
+    MPI_Finalized(&down);
+    snprintf(why, len, "%s", !up ? "MPI is not initialised" : down ? "MPI is finalised" : "MPI is initialised");
+    return up && !down;
+}

@@ -4,6 +4,7 @@
  * that one. Buffers are registered through ofi_mr.c when the provider asks for FI_MR_LOCAL. */
 #include "base/error.h"
 #include "transports/frame/frame.h"
+#include "transports/ofi/ofi.h"
 
 #if GCOLL_HAVE_OFI
 
@@ -434,7 +435,6 @@ static int ofi_dead_peer(gcoll__tp_t *tp, char *why, size_t len)
     return -1;
 }
 
-/* Raw: frame.c wraps it into gcoll__transport_ofi, whose messages say which operation sent them. */
 const gcoll__transport_t gcoll__transport_ofi_raw = {
     .name = "ofi",
     .create = gcoll__ofi_create,
@@ -464,3 +464,15 @@ static gcoll_status_t ofi_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **t
 const gcoll__transport_t gcoll__transport_ofi_raw = {.name = "ofi", .create = ofi_create};
 
 #endif
+
+/* Framed, so that its messages say which operation sent them. ofi registers memory (the payloads
+ * go zero-copy, so registering the caller's buffer still pays) and tells of dead peers: those
+ * pass through to it. */
+static gcoll_status_t framed_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **tp)
+{
+    return gcoll__frame_create(&gcoll__transport_ofi_raw, boot, GCOLL_FRAME_CTL_MAX, tp);
+}
+
+const gcoll__transport_t gcoll__transport_ofi =
+    GCOLL_FRAMED("ofi", framed_create, .reg_mem = gcoll__frame_reg_mem, .dereg_mem = gcoll__frame_dereg_mem,
+                 .dead_peer = gcoll__frame_dead_peer);

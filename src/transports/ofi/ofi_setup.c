@@ -2,16 +2,17 @@
  * (a NIC first, then tcp;ofi_rxm, slow fallbacks last, shared memory never), opens the first
  * that works and tells the others, who open the same one (each on the domain of that fabric
  * whose NIC is local to its cores, where several are); then the address exchange, and close()
- * in dependency order. */
+ * in dependency order. The same ranking answers the transport list and gcoll-info (ofi.h). */
+#include <stdio.h>
+
 #include "base/error.h"
-#include "transports/choose.h"
+#include "transports/ofi/ofi.h"
 
 #if GCOLL_HAVE_OFI
 
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -304,19 +305,21 @@ static gcoll_status_t list_providers(char names[][64], int *n)
     return GCOLL_SUCCESS;
 }
 
-/* For the automatic choice between hosts: the first NIC provider fi_getinfo offers, by the
- * same ranking that create() uses, or NULL. */
-const char *gcoll__ofi_nic_provider(void)
+/* The first NIC provider fi_getinfo offers, by the same ranking that create() uses: the
+ * automatic choice takes ofi between hosts where there is one. */
+int gcoll__ofi_serves(char *why, size_t len)
 {
-    static char found[64];
     char names[MAX_PROVIDERS][64];
     int n = 0;
-    found[0] = '\0';
     if (list_providers(names, &n) == GCOLL_SUCCESS)
-        for (int k = 0; k < n && !found[0]; k++)
-            if (provider_class(names[k]) == CLASS_NIC)
-                memcpy(found, names[k], sizeof(found)); /* both are 64 bytes, NUL-terminated */
-    return found[0] ? found : NULL;
+        for (int k = 0; k < n; k++)
+            if (provider_class(names[k]) == CLASS_NIC) {
+                GCOLL_LOG(GCOLL_LOG_INFO, "libfabric NIC provider %s found: ofi between hosts", names[k]);
+                snprintf(why, len, "libfabric has a NIC provider");
+                return 1;
+            }
+    snprintf(why, len, "no libfabric NIC provider");
+    return 0;
 }
 
 /* Appends to a string, cutting it at len: these are messages, where a long tail can go. */
@@ -564,9 +567,10 @@ gcoll_status_t gcoll__ofi_probe(gcoll__ofi_offer_t *pick, char *why, size_t len)
 }
 
 #else
-const char *gcoll__ofi_nic_provider(void)
+int gcoll__ofi_serves(char *why, size_t len)
 {
-    return NULL; /* built without libfabric */
+    snprintf(why, len, "no libfabric NIC provider"); /* built without libfabric */
+    return 0;
 }
 
 gcoll_status_t gcoll__ofi_offers(gcoll__ofi_offer_t *out, int cap, int *n)

@@ -1,9 +1,10 @@
 /* The loader of external transports (include/gcoll_transport_plugin.h): opens the shared object
  * named by GCOLL_TRANSPORT_PLUGIN, finds its versioned entry point, checks the table, and
- * adapts it to the internal transport interface (raw bytes: the core uses it framed, see
- * src/transports/frame/frame.c). Errors from the plugin carry its own reason, prefixed with its name. */
+ * adapts it to the internal transport interface (raw bytes: the core uses its framed table,
+ * frame.h). Errors from the plugin carry its own reason, prefixed with its name. */
 #include <dlfcn.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "gcoll_transport_plugin.h"
@@ -62,6 +63,12 @@ void gcoll__plugin_unload(void)
 const char *gcoll__plugin_name(void)
 {
     return plug ? plug->name : NULL;
+}
+
+int gcoll__plugin_serves(char *why, size_t len)
+{
+    snprintf(why, len, "%s", plug ? "GCOLL_TRANSPORT_PLUGIN" : "no plugin is loaded");
+    return plug != NULL;
 }
 
 static gcoll_status_t boot_allgather(void *ctx, const void *mine, void *all, size_t len)
@@ -158,7 +165,7 @@ static void p_close(gcoll__tp_t *tp)
     free(tp);
 }
 
-const gcoll__transport_t gcoll__transport_plugin_raw = {
+static const gcoll__transport_t raw = {
     .name = "plugin",
     .create = p_create,
     .addr_len = p_addr_len,
@@ -170,3 +177,11 @@ const gcoll__transport_t gcoll__transport_plugin_raw = {
     .cancel = p_cancel,
     .close = p_close,
 };
+
+static gcoll_status_t framed_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **tp)
+{
+    return gcoll__frame_create(&raw, boot, GCOLL_FRAME_CTL_BYTES, tp);
+}
+
+/* Plugins register no memory, wait on nothing and tell of no dead peers. */
+const gcoll__transport_t gcoll__transport_plugin = GCOLL_FRAMED("plugin", framed_create);

@@ -3,10 +3,14 @@
 #ifndef GCOLL_PLUGIN_H
 #define GCOLL_PLUGIN_H
 
+#include <stddef.h>
+
 #include "transports/transport.h"
 
-/* The loaded plugin, framed (src/transports/frame/frame.c builds it). */
+/* The loaded plugin, framed (frame.h). */
 extern const gcoll__transport_t gcoll__transport_plugin;
+/* For the transport list (registry.h): whether a plugin is loaded, and why in why. */
+int gcoll__plugin_serves(char *why, size_t len);
 
 gcoll_status_t gcoll__plugin_load(const char *path); /* the error names GCOLL_TRANSPORT_PLUGIN */
 void gcoll__plugin_unload(void);

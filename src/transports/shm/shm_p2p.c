@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "transports/mismatch.h"
 #include "transports/queue.h"
 #include "transports/transport.h"
 #include "transports/shm/shm_internal.h"
@@ -52,10 +53,7 @@ struct gcoll__shm_p2p {
     uint64_t events;             /* this rank's ring events, published for sleepers */
     const gcoll__optab_t *optab; /* the communicator's operations by tag (NULL: unchecked) */
     int *ranks;                  /* communicator rank of each local rank (NULL: the same) */
-    /* GCOLL_SUCCESS, or GCOLL_ERR_INVALID_USAGE once the ranks' calls were found to differ:
-     * then every request and call fails with why */
-    gcoll_status_t failed;
-    char why[GCOLL_SHM_NOTICE + 32];
+    gcoll__mismatch_t mm;        /* once the ranks' calls were found to differ, every request and call fails */
 };
 
 /* Tells local rank peer (-1: every rank) that a ring between them moved, waking it if it sleeps. */
@@ -75,66 +73,47 @@ int gcoll__shm_rank_of(const gcoll__shm_t *s, int local)
     return s->p2p && s->p2p->ranks ? s->p2p->ranks[local] : local;
 }
 
-/* The endpoint has just failed with p2p->why: its notice tells every peer, so that ranks which
- * would only wait for this one fail at once instead of at GCOLL_TIMEOUT. */
+/* The endpoint has just failed: its notice tells every peer, so that ranks which would only wait
+ * for this one fail at once instead of at GCOLL_TIMEOUT. */
 static void tell_peers(gcoll__shm_t *s)
 {
-    gcoll__shm_p2p_t *p2p = s->p2p;
-    GCOLL_LOG(GCOLL_LOG_WARN, "shm: %s", p2p->why);
+    const gcoll__mismatch_t *mm = &s->p2p->mm;
     gcoll__shm_ctrl_t *c = &s->ctrl[s->info.me];
-    size_t n = strnlen(p2p->why, sizeof(c->why) - 1);
-    memcpy(c->why, p2p->why, n);
+    size_t n = strnlen(mm->why, sizeof(c->why) - 1);
+    memcpy(c->why, mm->why, n);
     c->why[n] = '\0';
     atomic_store_explicit(&c->mismatch, 1, memory_order_release);
     ring_event(s, -1); /* wakes the peers that sleep on the channel */
 }
 
-/* This rank's operation under tag (mine) differs from the one whose message came from local
- * rank peer: the endpoint fails. Returns the failure. */
-static gcoll_status_t found_mismatch(gcoll__shm_t *s, int peer, uint32_t tag, const gcoll__opdesc_t *mine,
-                                     const gcoll__opdesc_t *theirs)
-{
-    gcoll__shm_p2p_t *p2p = s->p2p;
-    if (!p2p->failed) {
-        p2p->failed =
-            gcoll__opdesc_mismatch(tag, mine, gcoll__shm_rank_of(s, s->info.me), theirs, gcoll__shm_rank_of(s, peer));
-        snprintf(p2p->why, sizeof(p2p->why), "%s", gcoll_last_error());
-        tell_peers(s);
-    }
-    return gcoll__error(p2p->failed, "%s", p2p->why);
-}
-
 /* The transport table's mismatch: the other endpoint of a route found or was told of one. */
 static void shm_mismatch(gcoll__tp_t *tp, const char *why)
 {
-    gcoll__shm_p2p_t *p2p = tp->ch->p2p;
-    if (p2p->failed)
-        return;
-    p2p->failed = GCOLL_ERR_INVALID_USAGE;
-    snprintf(p2p->why, sizeof(p2p->why), "%.*s", GCOLL_SHM_NOTICE - 1, why);
-    tell_peers(tp->ch);
+    if (gcoll__mismatch_told(&tp->ch->p2p->mm, why))
+        tell_peers(tp->ch);
 }
 
-/* Local rank peer has published a mismatch notice: this endpoint fails with its text, made
- * printable (another process wrote it). */
+/* Local rank peer has published a mismatch notice: this endpoint fails with its text. */
 static void notice_arrived(gcoll__shm_t *s, int peer)
 {
-    gcoll__shm_p2p_t *p2p = s->p2p;
     char text[GCOLL_SHM_NOTICE];
     memcpy(text, s->ctrl[peer].why, sizeof(text));
     text[sizeof(text) - 1] = '\0';
-    gcoll__opdesc_printable(text);
-    p2p->failed = GCOLL_ERR_INVALID_USAGE;
-    snprintf(p2p->why, sizeof(p2p->why), "rank %d reports: %s", gcoll__shm_rank_of(s, peer), text);
-    GCOLL_LOG(GCOLL_LOG_WARN, "shm: %s", p2p->why);
+    gcoll__mismatch_notice(&s->p2p->mm, gcoll__shm_rank_of(s, peer), text);
 }
 
 /* Compares the descriptor of a message from local rank peer with this rank's operation of its
- * tag, if that has started (else it is compared when it does: a receive or send under the tag). */
+ * tag, if that has started (else it is compared when it does: a receive or send under the tag);
+ * a difference fails the endpoint. */
 static gcoll_status_t check_desc(gcoll__shm_t *s, int peer, uint32_t tag, const gcoll__opdesc_t *theirs)
 {
-    const gcoll__opdesc_t *mine = gcoll__optab_find(s->p2p->optab, tag);
-    return gcoll__opdesc_agree(mine, theirs) ? GCOLL_SUCCESS : found_mismatch(s, peer, tag, mine, theirs);
+    gcoll__shm_p2p_t *p2p = s->p2p;
+    if (gcoll__mismatch_agree(p2p->optab, tag, theirs))
+        return GCOLL_SUCCESS;
+    if (gcoll__mismatch_found(&p2p->mm, p2p->optab, tag, gcoll__shm_rank_of(s, s->info.me), theirs,
+                              gcoll__shm_rank_of(s, peer)))
+        tell_peers(s);
+    return gcoll__mismatch_error(&p2p->mm);
 }
 
 static void unlink_req(gcoll__tp_req_t **head, gcoll__tp_req_t **tail, const gcoll__tp_req_t *r)
@@ -170,6 +149,7 @@ gcoll_status_t gcoll__shm_p2p_open(gcoll__shm_t *s, const gcoll__optab_t *optab,
     if (ranks)
         memcpy(s->p2p->ranks, ranks, (size_t)s->info.n * sizeof(int));
     s->p2p->optab = optab;
+    s->p2p->mm.name = "shm";
     tp->ch = s;
     *out = tp;
     return GCOLL_SUCCESS;
@@ -396,10 +376,10 @@ static gcoll_status_t progress(gcoll__shm_t *s)
     for (int q = 0; q < s->info.n; q++) {
         if (q == s->info.me)
             continue;
-        if (!p2p->failed && atomic_load_explicit(&s->ctrl[q].mismatch, memory_order_acquire))
+        if (!p2p->mm.status && atomic_load_explicit(&s->ctrl[q].mismatch, memory_order_acquire))
             notice_arrived(s, q);
-        if (p2p->failed)
-            return gcoll__error(p2p->failed, "%s", p2p->why);
+        if (p2p->mm.status)
+            return gcoll__mismatch_error(&p2p->mm);
         GCOLL_CHECK(drain(s, q));
         GCOLL_CHECK(push_sends(s, q));
     }
@@ -420,8 +400,8 @@ static gcoll_status_t shm_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const v
                                 gcoll__tp_req_t **out)
 {
     gcoll__shm_p2p_t *p2p = tp->ch->p2p;
-    if (p2p->failed)
-        return gcoll__error(p2p->failed, "%s", p2p->why);
+    if (p2p->mm.status)
+        return gcoll__mismatch_error(&p2p->mm);
     peer_t *p = &p2p->peers[peer];
     const gcoll__opdesc_t *op = gcoll__optab_find(p2p->optab, tag);
     /* a message the peer sent under this tag before this operation started (where both only
@@ -441,8 +421,8 @@ static gcoll_status_t post_recv(gcoll__tp_t *tp, int peer, uint32_t tag, void *b
                                 gcoll__tp_landed_fn fn, void *arg, gcoll__tp_req_t **out)
 {
     gcoll__shm_t *s = tp->ch;
-    if (s->p2p->failed)
-        return gcoll__error(s->p2p->failed, "%s", s->p2p->why);
+    if (s->p2p->mm.status)
+        return gcoll__mismatch_error(&s->p2p->mm);
     peer_t *p = &s->p2p->peers[peer];
     for (unexpected_t *u = p->unexp; u; u = u->next)
         if (u->tag == tag) { /* it arrived before this operation started: compared now */

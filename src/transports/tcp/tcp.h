@@ -1,6 +1,8 @@
-/* The TCP transport's internals, shared by its files (tcp.c: requests and progress; tcp_conn.c:
- * listening, connecting and the secret handshake; tcp_if.c: interface choice; tcp_wire.c: the
- * byte layout of frames and hellos) and by tests/transport/test_tcp.c, which reaches into them. */
+/* The TCP transport's internals, shared by its files (tcp.c: the table and the endpoint's
+ * lifecycle; tcp_send.c, tcp_recv.c: the send and receive paths; tcp_progress.c: progress and
+ * test; tcp_req.c: requests and failures; tcp_conn.c: connections and the secret handshake;
+ * tcp_if.c: interface choice; tcp_wire.c: the byte layout of frames and hellos) and by
+ * tests/transport/test_tcp.c, which reaches into them. */
 #ifndef GCOLL_TCP_H
 #define GCOLL_TCP_H
 
@@ -10,7 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "transports/mismatch.h"
 #include "transports/transport.h"
+
+extern const gcoll__transport_t gcoll__transport_tcp;
 
 /* Wire format. Every frame starts with a fixed header; hellos open every connection. */
 #define TCP_HDR_BYTES 56
@@ -83,6 +88,18 @@ struct gcoll__tp_req {
     char why[200];
 };
 
+/* A message that arrived before its receive: an eager payload, or a rendezvous offer. */
+struct tcp_unexp {
+    tcp_unexp_t *next;
+    int type, complete; /* complete: the eager payload is all here */
+    uint32_t tag;
+    size_t bytes;
+    uint64_t sid;
+    gcoll__opdesc_t desc;
+    char *data;
+    gcoll__tp_req_t *waiter; /* a receive that matched it while its payload was arriving */
+};
+
 /* What epoll's data pointer points at. */
 enum { EV_LISTEN = 1, EV_SOCK, EV_PEND };
 typedef struct {
@@ -146,10 +163,9 @@ struct gcoll__tp {
     tcp_pend_t *pend;
     int npend;
     const gcoll__optab_t *optab; /* the communicator's operations by tag (NULL: unchecked) */
-    /* GCOLL_ERR_INVALID_USAGE once ranks were found running different operations under one
-     * tag: every request fails with mismatch_why, which is also the MISMATCH frames' payload */
-    gcoll_status_t mismatch;
-    char mismatch_why[TCP_NOTICE_MAX + 1];
+    /* once ranks were found running different operations under one tag, every request fails
+     * with its why, whose start is also the MISMATCH frames' payload */
+    gcoll__mismatch_t mm;
     unsigned long rejected;   /* connections closed by the handshake check (tests read them) */
     char last_rejection[160]; /* and why the last one was */
 };
@@ -175,7 +191,54 @@ void gcoll__tcp_pend_expire(gcoll__tp_t *tp);
 void gcoll__tcp_pend_free_all(gcoll__tp_t *tp);
 void gcoll__tcp_sock_close(gcoll__tp_t *tp, tcp_sock_t *s);
 double gcoll__tcp_now(void);
-/* tcp.c: waits up to timeout_ms for events and notes them (sockets) or handles them (handshakes). */
+
+/* tcp_req.c: a request to peer, linked last among its requests; unlinking one. */
+gcoll_status_t gcoll__tcp_req_new(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes, int is_recv,
+                                  gcoll__tp_req_t **out);
+void gcoll__tcp_req_unlink(tcp_peer_t *p, gcoll__tp_req_t *r);
+/* Ends a request with st (and the message fmt, unless NULL): test reports it. Nothing on the
+ * sockets may point at it any more. */
+void gcoll__tcp_complete(gcoll__tp_req_t *r, gcoll_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void gcoll__tcp_unexp_unlink(tcp_peer_t *p, tcp_unexp_t *u);
+void gcoll__tcp_unexp_free(tcp_unexp_t *u);
+/* Drops everything a socket holds; the requests it served are failed by the caller. */
+void gcoll__tcp_sock_reset(gcoll__tp_t *tp, tcp_sock_t *s);
+/* The peer is gone (GCOLL_ERR_REMOTE) or broke the protocol: its sockets close and what waits
+ * on it fails with status and the message (logged as a warning where warn is set). */
+void gcoll__tcp_fail_peer(gcoll__tp_t *tp, tcp_peer_t *p, gcoll_status_t status, int warn, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Socket s reached end of file or failed (err, naming what it was doing). */
+void gcoll__tcp_sock_gone(gcoll__tp_t *tp, tcp_sock_t *s, const char *doing, int err);
+void gcoll__tcp_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r); /* the table's cancel */
+/* Mismatch detection (mismatch.h): a message from p under tag whose descriptor (theirs) did not
+ * agree; the table's mismatch hook; a MISMATCH frame of len bytes has arrived in p->notice. */
+void gcoll__tcp_found_mismatch(gcoll__tp_t *tp, tcp_peer_t *p, uint32_t tag, const gcoll__opdesc_t *theirs);
+void gcoll__tcp_mismatch(gcoll__tp_t *tp, const char *why);
+void gcoll__tcp_notice_arrived(gcoll__tp_t *tp, tcp_peer_t *p, size_t len);
+
+/* tcp_send.c: the table's isend and isend_prio; queueing a control frame on p's socket 0; the
+ * stream of a rendezvous message once the receiver's CTS (its id rid) came; writing frames
+ * until the socket's buffer is full or nothing is left. */
+gcoll_status_t gcoll__tcp_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes,
+                                gcoll__tp_req_t **out);
+gcoll_status_t gcoll__tcp_isend_prio(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes, int prio,
+                                     gcoll__tp_req_t **out);
+void gcoll__tcp_send_ctrl(gcoll__tp_t *tp, tcp_peer_t *p, tcp_frame_t *f);
+void gcoll__tcp_start_stream(gcoll__tp_t *tp, gcoll__tp_req_t *r, uint64_t rid);
+void gcoll__tcp_sock_write(gcoll__tp_t *tp, tcp_sock_t *s);
+
+/* tcp_recv.c: the table's irecv; reading a socket until it runs dry. */
+gcoll_status_t gcoll__tcp_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
+                                gcoll__tp_req_t **out);
+void gcoll__tcp_sock_read(gcoll__tp_t *tp, tcp_sock_t *s);
+
+/* tcp_progress.c: waits up to timeout_ms for events and notes them (sockets) or handles them
+ * (handshakes); the table's test, wait, dead_peer and check. */
 gcoll_status_t gcoll__tcp_poll(gcoll__tp_t *tp, int timeout_ms);
+gcoll_status_t gcoll__tcp_test(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done);
+gcoll_status_t gcoll__tcp_wait(gcoll__tp_t *tp, long usec);
+int gcoll__tcp_dead_peer(gcoll__tp_t *tp, char *why, size_t len);
+gcoll_status_t gcoll__tcp_check(gcoll__tp_t *tp);
 
 #endif
