@@ -78,46 +78,42 @@ typedef enum { GCOLL_FAMILY_PLAIN, GCOLL_FAMILY_ADASUM, GCOLL_FAMILY_TOPK, GCOLL
 
 /* The registry: collective, name, builder, usable, family, flags. The selection (select.c), the
  * GCOLL_<COLL> variables, gcoll_algorithms, Adasum's entry and gcoll-info all read it. */
-#define GCOLL_ALGOS(X)                                                                                                \
-    X(GCOLL_COLL_ALLREDUCE, ring, gcoll__allreduce_ring, NULL, PLAIN, GCOLL_ALGO_WIRE16)                              \
-    X(GCOLL_COLL_ALLREDUCE, recursive_doubling, gcoll__allreduce_rd, NULL, PLAIN, 0)                                  \
-    X(GCOLL_COLL_ALLREDUCE, rabenseifner, gcoll__allreduce_rabenseifner, NULL, PLAIN, GCOLL_ALGO_WIRE16)              \
-    X(GCOLL_COLL_ALLREDUCE, direct, gcoll__allreduce_direct, NULL, PLAIN, 0)                                          \
-    X(GCOLL_COLL_ALLREDUCE, shm_slots, gcoll__node_allreduce_slots, gcoll__node_usable, PLAIN, GCOLL_ALGO_NODE)       \
-    X(GCOLL_COLL_ALLREDUCE, shm_cma, gcoll__node_allreduce_cma, gcoll__node_cma_usable, PLAIN,                        \
-      GCOLL_ALGO_NODE | GCOLL_ALGO_CMA)                                                                               \
-    X(GCOLL_COLL_ALLREDUCE, hierarchical, gcoll__allreduce_hier, gcoll__hier_usable, PLAIN,                           \
-      GCOLL_ALGO_HIER | GCOLL_ALGO_WIRE16)                                                                            \
-    X(GCOLL_COLL_ALLREDUCE, topk, gcoll__allreduce_topk, NULL, TOPK, 0)                                               \
-    X(GCOLL_COLL_ALLREDUCE, halving, gcoll__adasum_halving, NULL, ADASUM, 0)                                          \
+/* one row per algorithm, unwrapped */
+/* clang-format off */
+#define GCOLL_ALGOS(X) \
+    X(GCOLL_COLL_ALLREDUCE, ring, gcoll__allreduce_ring, NULL, PLAIN, GCOLL_ALGO_WIRE16) \
+    X(GCOLL_COLL_ALLREDUCE, recursive_doubling, gcoll__allreduce_rd, NULL, PLAIN, 0) \
+    X(GCOLL_COLL_ALLREDUCE, rabenseifner, gcoll__allreduce_rabenseifner, NULL, PLAIN, GCOLL_ALGO_WIRE16) \
+    X(GCOLL_COLL_ALLREDUCE, direct, gcoll__allreduce_direct, NULL, PLAIN, 0) \
+    X(GCOLL_COLL_ALLREDUCE, shm_slots, gcoll__node_allreduce_slots, gcoll__node_usable, PLAIN, GCOLL_ALGO_NODE) \
+    X(GCOLL_COLL_ALLREDUCE, shm_cma, gcoll__node_allreduce_cma, gcoll__node_cma_usable, PLAIN, GCOLL_ALGO_NODE | GCOLL_ALGO_CMA) \
+    X(GCOLL_COLL_ALLREDUCE, hierarchical, gcoll__allreduce_hier, gcoll__hier_usable, PLAIN, GCOLL_ALGO_HIER | GCOLL_ALGO_WIRE16) \
+    X(GCOLL_COLL_ALLREDUCE, topk, gcoll__allreduce_topk, NULL, TOPK, 0) \
+    X(GCOLL_COLL_ALLREDUCE, halving, gcoll__adasum_halving, NULL, ADASUM, 0) \
     X(GCOLL_COLL_ALLREDUCE, shm_slots, gcoll__node_adasum_slots, gcoll__adasum_slots_usable, ADASUM, GCOLL_ALGO_NODE) \
-    X(GCOLL_COLL_ALLREDUCE, shm_cma, gcoll__node_adasum_cma, gcoll__node_cma_usable, ADASUM,                          \
-      GCOLL_ALGO_NODE | GCOLL_ALGO_CMA | GCOLL_ALGO_FORCED)                                                           \
-    X(GCOLL_COLL_ALLREDUCE, hierarchical, gcoll__adasum_hier, gcoll__adasum_hier_usable, ADASUM, GCOLL_ALGO_HIER)     \
-    X(GCOLL_COLL_REDUCE_SCATTER, ring, gcoll__reduce_scatter_ring, NULL, PLAIN, 0)                                    \
-    X(GCOLL_COLL_REDUCE_SCATTER, recursive_halving, gcoll__reduce_scatter_halving, NULL, PLAIN, 0)                    \
-    X(GCOLL_COLL_REDUCE_SCATTER, shm_slots, gcoll__node_reduce_scatter_slots, gcoll__node_usable, PLAIN,              \
-      GCOLL_ALGO_NODE)                                                                                                \
-    X(GCOLL_COLL_REDUCE_SCATTER, shm_cma, gcoll__node_reduce_scatter_cma, gcoll__node_cma_usable, PLAIN,              \
-      GCOLL_ALGO_NODE | GCOLL_ALGO_CMA)                                                                               \
-    X(GCOLL_COLL_ALLGATHER, ring, gcoll__allgather_ring, NULL, PLAIN, 0)                                              \
-    X(GCOLL_COLL_ALLGATHER, recursive_doubling, gcoll__allgather_doubling, NULL, PLAIN, 0)                            \
-    X(GCOLL_COLL_ALLGATHER, shm_slots, gcoll__node_allgather_slots, gcoll__node_usable, PLAIN, GCOLL_ALGO_NODE)       \
-    X(GCOLL_COLL_ALLGATHER, shm_cma, gcoll__node_allgather_cma, gcoll__node_cma_usable, PLAIN,                        \
-      GCOLL_ALGO_NODE | GCOLL_ALGO_CMA)                                                                               \
-    X(GCOLL_COLL_BCAST, binomial, gcoll__bcast_binomial, NULL, PLAIN, 0)                                              \
-    X(GCOLL_COLL_BCAST, scatter_allgather, gcoll__bcast_scatter_allgather, NULL, PLAIN, 0)                            \
-    X(GCOLL_COLL_BCAST, chain, gcoll__bcast_chain, NULL, PLAIN, 0)                                                    \
-    X(GCOLL_COLL_BCAST, shm_slots, gcoll__node_bcast_slots, gcoll__node_usable, PLAIN, GCOLL_ALGO_NODE)               \
-    X(GCOLL_COLL_BCAST, shm_cma, gcoll__node_bcast_cma, gcoll__node_cma_usable, PLAIN,                                \
-      GCOLL_ALGO_NODE | GCOLL_ALGO_CMA)                                                                               \
-    X(GCOLL_COLL_REDUCE, binomial, gcoll__reduce_binomial, NULL, PLAIN, 0)                                            \
-    X(GCOLL_COLL_REDUCE, rabenseifner, gcoll__reduce_rabenseifner, NULL, PLAIN, 0)                                    \
-    X(GCOLL_COLL_REDUCE, chain, gcoll__reduce_chain, NULL, PLAIN, 0)                                                  \
-    X(GCOLL_COLL_REDUCE, shm_slots, gcoll__node_reduce_slots, gcoll__node_usable, PLAIN, GCOLL_ALGO_NODE)             \
-    X(GCOLL_COLL_ALLTOALL, pairwise, gcoll__alltoall_pairwise, NULL, PLAIN, 0)                                        \
-    X(GCOLL_COLL_ALLTOALL, shm_slots, gcoll__node_alltoall_slots, gcoll__node_usable, PLAIN, GCOLL_ALGO_NODE)         \
+    X(GCOLL_COLL_ALLREDUCE, shm_cma, gcoll__node_adasum_cma, gcoll__node_cma_usable, ADASUM, GCOLL_ALGO_NODE | GCOLL_ALGO_CMA | GCOLL_ALGO_FORCED) \
+    X(GCOLL_COLL_ALLREDUCE, hierarchical, gcoll__adasum_hier, gcoll__adasum_hier_usable, ADASUM, GCOLL_ALGO_HIER) \
+    X(GCOLL_COLL_REDUCE_SCATTER, ring, gcoll__reduce_scatter_ring, NULL, PLAIN, 0) \
+    X(GCOLL_COLL_REDUCE_SCATTER, recursive_halving, gcoll__reduce_scatter_halving, NULL, PLAIN, 0) \
+    X(GCOLL_COLL_REDUCE_SCATTER, shm_slots, gcoll__node_reduce_scatter_slots, gcoll__node_usable, PLAIN, GCOLL_ALGO_NODE) \
+    X(GCOLL_COLL_REDUCE_SCATTER, shm_cma, gcoll__node_reduce_scatter_cma, gcoll__node_cma_usable, PLAIN, GCOLL_ALGO_NODE | GCOLL_ALGO_CMA) \
+    X(GCOLL_COLL_ALLGATHER, ring, gcoll__allgather_ring, NULL, PLAIN, 0) \
+    X(GCOLL_COLL_ALLGATHER, recursive_doubling, gcoll__allgather_doubling, NULL, PLAIN, 0) \
+    X(GCOLL_COLL_ALLGATHER, shm_slots, gcoll__node_allgather_slots, gcoll__node_usable, PLAIN, GCOLL_ALGO_NODE) \
+    X(GCOLL_COLL_ALLGATHER, shm_cma, gcoll__node_allgather_cma, gcoll__node_cma_usable, PLAIN, GCOLL_ALGO_NODE | GCOLL_ALGO_CMA) \
+    X(GCOLL_COLL_BCAST, binomial, gcoll__bcast_binomial, NULL, PLAIN, 0) \
+    X(GCOLL_COLL_BCAST, scatter_allgather, gcoll__bcast_scatter_allgather, NULL, PLAIN, 0) \
+    X(GCOLL_COLL_BCAST, chain, gcoll__bcast_chain, NULL, PLAIN, 0) \
+    X(GCOLL_COLL_BCAST, shm_slots, gcoll__node_bcast_slots, gcoll__node_usable, PLAIN, GCOLL_ALGO_NODE) \
+    X(GCOLL_COLL_BCAST, shm_cma, gcoll__node_bcast_cma, gcoll__node_cma_usable, PLAIN, GCOLL_ALGO_NODE | GCOLL_ALGO_CMA) \
+    X(GCOLL_COLL_REDUCE, binomial, gcoll__reduce_binomial, NULL, PLAIN, 0) \
+    X(GCOLL_COLL_REDUCE, rabenseifner, gcoll__reduce_rabenseifner, NULL, PLAIN, 0) \
+    X(GCOLL_COLL_REDUCE, chain, gcoll__reduce_chain, NULL, PLAIN, 0) \
+    X(GCOLL_COLL_REDUCE, shm_slots, gcoll__node_reduce_slots, gcoll__node_usable, PLAIN, GCOLL_ALGO_NODE) \
+    X(GCOLL_COLL_ALLTOALL, pairwise, gcoll__alltoall_pairwise, NULL, PLAIN, 0) \
+    X(GCOLL_COLL_ALLTOALL, shm_slots, gcoll__node_alltoall_slots, gcoll__node_usable, PLAIN, GCOLL_ALGO_NODE) \
     X(GCOLL_COLL_BARRIER, dissemination, gcoll__barrier_dissemination, NULL, PLAIN, 0)
+/* clang-format on */
 
 /* The plain and top-k builders; Adasum's are declared in adasum.h with the shape they take. */
 #define GCOLL_DECLARE_BUILDER(coll, name, fn, usable, family, flags) GCOLL_DECLARE_##family(fn)

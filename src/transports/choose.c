@@ -9,6 +9,7 @@
 
 #include "base/config.h"
 #include "base/error.h"
+#include "base/text.h"
 #include "base/log.h"
 #include "transports/choose.h"
 #include "transports/plugin/plugin.h"
@@ -33,22 +34,11 @@ static gcoll__var_t vars[] = {
 
 static gcoll__var_group_t group = {2, vars, sizeof(vars) / sizeof(vars[0]), NULL};
 
-/* Appends to one of the texts above (the list is short and fixed: they fit). */
-static void append(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void append(char *buf, size_t len, const char *fmt, ...)
-{
-    size_t used = strlen(buf);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + used, len - used, fmt, ap);
-    va_end(ap);
-}
-
 static void add(choices_t *c, const char *name, const gcoll__tp_entry_t *e)
 {
     if (c->n == MAX_CHOICES)
         return;
-    append(c->accepts, sizeof(c->accepts), "%s%s", c->n ? "|" : "", name);
+    gcoll__append(c->accepts, sizeof(c->accepts), "%s%s", c->n ? "|" : "", name);
     c->names[c->n] = name;
     c->of[c->n++] = e;
 }
@@ -58,25 +48,25 @@ static void add(choices_t *c, const char *name, const gcoll__tp_entry_t *e)
 __attribute__((constructor)) static void add_vars(void)
 {
     int autos = 0;
-    append(inter.desc, sizeof(inter.desc), "between hosts: auto takes");
+    gcoll__append(inter.desc, sizeof(inter.desc), "between hosts: auto takes");
     for (const gcoll__tp_entry_t *e = gcoll__transports; e->name; e++) {
         if (e->roles & GCOLL_TP_AUTO) {
             if (autos++ == 0) {
                 add(&inter, "auto", NULL);
                 add(&intra, "inter", NULL);
             }
-            append(inter.desc, sizeof(inter.desc), "%s %s", autos > 1 ? ", else" : "", e->desc);
+            gcoll__append(inter.desc, sizeof(inter.desc), "%s %s", autos > 1 ? ", else" : "", e->desc);
         }
         if (e->roles & GCOLL_TP_INTER)
             add(&inter, e->name, e);
         if (e->roles & GCOLL_TP_INTRA)
             add(&intra, e->name, e);
     }
-    append(intra.desc, sizeof(intra.desc), "between ranks of one host:");
+    gcoll__append(intra.desc, sizeof(intra.desc), "between ranks of one host:");
     for (int i = 0; i < intra.n; i++) {
         const char *sep = i == 0 ? "" : i + 1 < intra.n ? "," : ", or";
-        append(intra.desc, sizeof(intra.desc), "%s %s", sep,
-               intra.of[i] ? intra.of[i]->desc : "the transport used between hosts");
+        gcoll__append(intra.desc, sizeof(intra.desc), "%s %s", sep,
+                      intra.of[i] ? intra.of[i]->desc : "the transport used between hosts");
     }
     vars[0].def = intra.names[0]; /* the most preferred inside a host */
     gcoll__config_add_group(&group);

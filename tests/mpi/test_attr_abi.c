@@ -11,29 +11,24 @@
 
 #define N 1000
 
+/* The fields of 0.2.0 up to algorithm, which every layout below begins with. */
+#define FIELDS_TO_ALGORITHM    \
+    size_t size;               \
+    unsigned magic, version;   \
+    int priority;              \
+    gcoll_compress_t compress; \
+    const char *name, *algorithm;
 /* The header of 0.2.0 without its last field, stream; and without its last two. */
 typedef struct {
-    size_t size;
-    unsigned magic, version;
-    int priority;
-    gcoll_compress_t compress;
-    const char *name, *algorithm;
+    FIELDS_TO_ALGORITHM
     double topk_density;
 } attr_no_stream_t;
 typedef struct {
-    size_t size;
-    unsigned magic, version;
-    int priority;
-    gcoll_compress_t compress;
-    const char *name, *algorithm;
+    FIELDS_TO_ALGORITHM
 } attr_no_density_t;
 /* A newer header's, with two fields appended. */
 typedef struct {
-    size_t size;
-    unsigned magic, version;
-    int priority;
-    gcoll_compress_t compress;
-    const char *name, *algorithm;
+    FIELDS_TO_ALGORITHM
     double topk_density;
     void *stream;
     unsigned long long later_flags;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "base/error.h"
+#include "base/text.h"
 #include "transports/ofi/ofi.h"
 
 #if GCOLL_HAVE_OFI
@@ -322,22 +323,11 @@ int gcoll__ofi_serves(char *why, size_t len)
     return 0;
 }
 
-/* Appends to a string, cutting it at len: these are messages, where a long tail can go. */
-static void append(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void append(char *buf, size_t len, const char *fmt, ...)
-{
-    size_t used = strlen(buf);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + used, len - used, fmt, ap);
-    va_end(ap);
-}
-
 static void join_names(char names[][64], int n, char *buf, size_t len)
 {
     buf[0] = '\0';
     for (int k = 0; k < n; k++)
-        append(buf, len, "%s%s", k ? ", " : "", names[k]);
+        gcoll__append(buf, len, "%s%s", k ? ", " : "", names[k]);
 }
 
 /* Rank 0: the provider GCOLL_OFI_PROVIDER names, or the best one that opens. */
@@ -382,7 +372,8 @@ static gcoll_status_t choose(gcoll__tp_t *tp, choice_t *c)
                                                 : "no NIC provider found");
                 return GCOLL_SUCCESS;
             }
-            append(failed, sizeof(failed), "%s%s unusable: %s", failed[0] ? "; " : "", names[k], gcoll_last_error());
+            gcoll__append(failed, sizeof(failed), "%s%s unusable: %s", failed[0] ? "; " : "", names[k],
+                          gcoll_last_error());
             close_objects(tp); /* the next candidate starts clean */
         }
     return gcoll__error(GCOLL_ERR_UNSUPPORTED,
