@@ -520,12 +520,13 @@ GCOLL_API gcoll_status_t gcoll_config_var(size_t index, gcoll_config_var_t *var)
     return GCOLL_SUCCESS;
 }
 
-static int known_var(const char *name, size_t len)
+/* The index of the variable whose name is the len bytes at name, or -1. */
+static long find_var(const char *name, size_t len)
 {
     for (size_t i = 0; var_at(i); i++)
         if (strlen(var_at(i)->name) == len && strncmp(var_at(i)->name, name, len) == 0)
-            return 1;
-    return 0;
+            return (long)i;
+    return -1;
 }
 
 gcoll_status_t gcoll__config_parse(size_t index, const char *value)
@@ -561,7 +562,7 @@ gcoll_status_t gcoll__config_load(void)
     gcoll__log_level = gcoll__config.log_level;
     for (char **e = environ; *e; e++) {
         const char *eq = strchr(*e, '=');
-        if (strncmp(*e, "GCOLL_", 6) == 0 && eq && !known_var(*e, (size_t)(eq - *e)))
+        if (strncmp(*e, "GCOLL_", 6) == 0 && eq && find_var(*e, (size_t)(eq - *e)) < 0)
             GCOLL_LOG(GCOLL_LOG_WARN, "unknown variable %.*s ignored (HINT: see docs/env.md or gcoll-info)",
                       (int)(eq - *e), *e);
     }
@@ -607,9 +608,9 @@ static gcoll_status_t value_of(size_t i, char *buf, size_t len, const char **sou
 
 gcoll_status_t gcoll__config_get(const char *name, char *buf, size_t len, const char **source)
 {
-    for (size_t i = 0; var_at(i); i++)
-        if (strcmp(var_at(i)->name, name) == 0)
-            return value_of(i, buf, len, source);
+    long i = find_var(name, strlen(name));
+    if (i >= 0)
+        return value_of((size_t)i, buf, len, source);
     return gcoll__error(GCOLL_ERR_INVALID_ARG,
                         "name '%s' is not a GCOLL_* variable of the registry (HINT: see "
                         "docs/env.md or gcoll-info)",

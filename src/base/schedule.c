@@ -237,7 +237,7 @@ void gcoll__sched_issue(gcoll__sched_t *s)
 int gcoll__sched_rewindable(const gcoll__sched_t *s)
 {
     for (size_t i = 0; i < s->nsteps; i++)
-        if (s->steps[i].kind == GCOLL_STEP_CUSTOM && !s->steps[i].rewind)
+        if (s->steps[i].kind == GCOLL_STEP_CUSTOM && !s->steps[i].rewind && !s->steps[i].issue)
             return 0;
     return 1;
 }
@@ -248,7 +248,7 @@ void gcoll__sched_rewind(gcoll__sched_t *s)
         gcoll__step_t *st = &s->steps[i];
         st->done = 0;
         st->req = NULL;
-        if (st->kind == GCOLL_STEP_CUSTOM)
+        if (st->kind == GCOLL_STEP_CUSTOM && st->rewind)
             st->rewind(st->state);
     }
     s->cur = 0;

@@ -132,7 +132,8 @@ void gcoll__sched_issue(gcoll__sched_t *s);
 /* Gives the last custom step added a rewind hook, so the schedule can run again. */
 void gcoll__sched_custom_rewind(gcoll__sched_t *s, void (*rewind)(void *state));
 
-/* Whether s can run again after gcoll__sched_rewind (every custom step has a rewind hook). */
+/* Whether s can run again after gcoll__sched_rewind: every custom step has a rewind hook, or an
+ * issue hook, which starts it afresh each time it is issued. */
 int gcoll__sched_rewindable(const gcoll__sched_t *s);
 /* Back to the state of a schedule just built, for the next run of the same operation. */
 void gcoll__sched_rewind(gcoll__sched_t *s);

@@ -45,8 +45,8 @@ void gcoll__adasum_apply(const gcoll__adasum_shape_t *sh, void *dst, const void 
  * point), shm_cma and shm_slots (the node channel), hierarchical (sums within hosts, halving
  * among them). */
 void gcoll__adasum_halving(gcoll__sched_t *s, const gcoll__coll_args_t *a, const gcoll__adasum_shape_t *sh);
-void gcoll__node_adasum_cma(gcoll__sched_t *s, const gcoll__coll_args_t *a, gcoll__adasum_shape_t *sh);
-void gcoll__node_adasum_slots(gcoll__sched_t *s, const gcoll__coll_args_t *a, gcoll__adasum_shape_t *sh);
+void gcoll__node_adasum_cma(gcoll__sched_t *s, const gcoll__coll_args_t *a, const gcoll__adasum_shape_t *sh);
+void gcoll__node_adasum_slots(gcoll__sched_t *s, const gcoll__coll_args_t *a, const gcoll__adasum_shape_t *sh);
 void gcoll__adasum_hier(gcoll__sched_t *s, const gcoll__coll_args_t *a, const gcoll__adasum_shape_t *sh);
 /* The largest power of two <= n: the ranks past it fold first. */
 static inline int gcoll__adasum_pow2(int n)

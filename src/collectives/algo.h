@@ -62,7 +62,7 @@ int gcoll__adasum_hier_usable(const gcoll__coll_args_t *a);
 
 /* Adasum's builders (adasum.h) take the shape of the fused tensors besides the arguments. */
 struct gcoll__adasum_shape;
-typedef void (*gcoll__adasum_fn)(gcoll__sched_t *s, const gcoll__coll_args_t *a, struct gcoll__adasum_shape *sh);
+typedef void (*gcoll__adasum_fn)(gcoll__sched_t *s, const gcoll__coll_args_t *a, const struct gcoll__adasum_shape *sh);
 
 /* The calls an entry serves, besides its collective: the plain ones (PLAIN), op GCOLL_ADASUM of an
  * allreduce (ADASUM: gcoll__adasum_build runs them) or attr.compress GCOLL_COMPRESS_TOPK (TOPK).

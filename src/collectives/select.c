@@ -14,23 +14,11 @@
 #include "collectives/select.h"
 #include "transports/shm/channel.h"
 
-/* Adasum's builders differ in whether they keep the shape (the node channel's hold it in their
- * state) or only read it: each entry reaches its own through one prototype. */
-#define ADASUM_CALL(coll, name, fn, usable, family, flags) ADASUM_CALL_##family(name, fn)
-#define ADASUM_CALL_PLAIN(name, fn)
-#define ADASUM_CALL_TOPK(name, fn)
-#define ADASUM_CALL_ADASUM(name, fn)                                                                     \
-    static void adasum_##name(gcoll__sched_t *s, const gcoll__coll_args_t *a, gcoll__adasum_shape_t *sh) \
-    {                                                                                                    \
-        fn(s, a, sh);                                                                                    \
-    }
-GCOLL_ALGOS(ADASUM_CALL)
-
 #define ENTRY(coll, name, fn, usable, family, flags) ENTRY_##family(coll, name, fn, usable, flags)
 #define ENTRY_PLAIN(coll, name, fn, usable, flags) {coll, GCOLL_FAMILY_PLAIN, #name, #name, fn, NULL, usable, flags},
 #define ENTRY_TOPK(coll, name, fn, usable, flags) {coll, GCOLL_FAMILY_TOPK, #name, #name, fn, NULL, usable, flags},
 #define ENTRY_ADASUM(coll, name, fn, usable, flags) \
-    {coll, GCOLL_FAMILY_ADASUM, #name, "adasum/" #name, NULL, adasum_##name, usable, flags},
+    {coll, GCOLL_FAMILY_ADASUM, #name, "adasum/" #name, NULL, fn, usable, flags},
 static const gcoll__algo_t algos[] = {GCOLL_ALGOS(ENTRY)};
 #define NALGOS (sizeof(algos) / sizeof(algos[0]))
 

@@ -19,7 +19,7 @@
 #define SLOT (-1)
 
 typedef struct {
-    gcoll__adasum_shape_t *sh;
+    const gcoll__adasum_shape_t *sh;
     int nlev, npairs_max;
     int *npairs;                  /* [nlev] */
     int *pa, *pb;                 /* [nlev][npairs_max] */
@@ -174,7 +174,7 @@ static int plan_levels(gcoll__sched_t *s, shm_ada_t *st, int n, int me, size_t c
     return 0;
 }
 
-void gcoll__node_adasum_cma(gcoll__sched_t *s, const gcoll__coll_args_t *a, gcoll__adasum_shape_t *sh)
+void gcoll__node_adasum_cma(gcoll__sched_t *s, const gcoll__coll_args_t *a, const gcoll__adasum_shape_t *sh)
 {
     if (gcoll__alone(s, a))
         return;

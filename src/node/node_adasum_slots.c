@@ -14,7 +14,7 @@
 #include "node/node_op.h"
 
 typedef struct {
-    gcoll__adasum_shape_t *sh;
+    const gcoll__adasum_shape_t *sh;
     char *tmp;    /* [P][count]: the intermediate vectors of ranks 0..P-1 */
     double *sums; /* 3 nt */
 } slots_ada_t;
@@ -54,7 +54,7 @@ static gcoll_status_t slots_work(gcoll__node_op_t *op)
     return GCOLL_SUCCESS;
 }
 
-void gcoll__node_adasum_slots(gcoll__sched_t *s, const gcoll__coll_args_t *a, gcoll__adasum_shape_t *sh)
+void gcoll__node_adasum_slots(gcoll__sched_t *s, const gcoll__coll_args_t *a, const gcoll__adasum_shape_t *sh)
 {
     if (gcoll__alone(s, a))
         return;

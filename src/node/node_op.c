@@ -83,19 +83,14 @@ static gcoll_status_t step(void *state, int *done)
     }
 }
 
-/* Issued (the first time or again): the channel's next sequence numbers are this operation's. */
+/* Issued (the first time or again, after a rewind): it starts afresh, and the channel's next
+ * sequence numbers are this operation's. */
 static void issue_op(void *state)
 {
     gcoll__node_op_t *op = state;
     op->phase = PH_ORDER;
     op->round = 0;
     op->seq0 = gcoll__shm_reserve(op->shm, op->nrounds);
-}
-
-/* Runs again: its rounds are reserved anew when it is issued. */
-static void rewind_op(void *state)
-{
-    (void)state;
 }
 
 gcoll__node_op_t *gcoll__node_op(gcoll__sched_t *s, const gcoll__coll_args_t *a, int single_copy, size_t blocks,
@@ -122,7 +117,6 @@ gcoll__node_op_t *gcoll__node_op(gcoll__sched_t *s, const gcoll__coll_args_t *a,
     op->nrounds = (int)((a->count + op->per_round - 1) / op->per_round);
     gcoll__sched_custom(s, step, who, op);
     gcoll__sched_custom_issue(s, issue_op);
-    gcoll__sched_custom_rewind(s, rewind_op);
     return op;
 }
 

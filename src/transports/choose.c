@@ -3,7 +3,6 @@
  * transport list (registry.h). At init the transport between hosts is the one INTER names, or
  * auto's first of the list whose probe says it can serve; the reason is kept for the
  * per-communicator log line. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 

@@ -3,7 +3,8 @@
  * holding back later ones, out-of-order acknowledgements, the acknowledgement window, per-tag
  * order, receives told of each part as it lands; then mismatch detection on the three paths that
  * compare a message's operation descriptor; and that building a node algorithm's schedule, dry
- * or not, leaves the channel as it was, its rounds taken only when the schedule is issued.
+ * or not, leaves the channel as it was, its rounds taken only when the schedule is issued (and
+ * again when a rewound one is issued again).
  * Prints "RESULT shm np=N passed=N failed=N". */
 #include <mpi.h>
 #include <sched.h>
@@ -451,6 +452,14 @@ static void check_build(gcoll__shm_t *ch, const gcoll__coll_args_t *a, const cha
                   memcmp(&issued.mine, &before.mine, sizeof(issued.mine)) == 0,
               "%s%s: issuing took no rounds (issued %llu -> %llu) or touched more", adasum ? "adasum " : "", name,
               (unsigned long long)before.issued, (unsigned long long)issued.issued);
+        /* run again (a rewind, then issued anew): the same number of fresh rounds */
+        uint64_t took = issued.issued - before.issued;
+        CHECK(gcoll__sched_rewindable(s), "%s%s: cannot be rewound", adasum ? "adasum " : "", name);
+        gcoll__sched_rewind(s);
+        gcoll__sched_issue(s);
+        CHECK(ch->issued == issued.issued + took, "%s%s: issued again took %llu rounds, not %llu",
+              adasum ? "adasum " : "", name, (unsigned long long)(ch->issued - issued.issued),
+              (unsigned long long)took);
         ch->issued = before.issued; /* never run: the next operation takes these numbers again */
     }
     gcoll__sched_free(s);

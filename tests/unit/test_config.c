@@ -474,7 +474,7 @@ START_TEST(config_get_reads_the_registry)
     expect_value("GCOLL_TIMEOUT", "12.5", "environment"); /* before any load: as it is now */
     expect_value("GCOLL_ALLREDUCE", "ring", "environment");
     /* an exact fit, one byte short, and no source wanted */
-    char buf[5] = "xxxx";
+    char buf[5] = "----"; /* a stale value the call must replace */
     ck_assert_int_eq(gcoll_config_get("GCOLL_TIMEOUT", buf, 5, NULL), GCOLL_SUCCESS);
     ck_assert_str_eq(buf, "12.5");
     ck_assert_int_eq(gcoll_config_get("GCOLL_TIMEOUT", buf, 4, NULL), GCOLL_ERR_INVALID_ARG);
