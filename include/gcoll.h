@@ -57,12 +57,18 @@ typedef enum {
     GCOLL_BFLOAT16,
     GCOLL_FLOAT32,
     GCOLL_FLOAT64,
-    GCOLL_DTYPE_COUNT /* not a type: the number of types */
+    GCOLL_INT16,
+    GCOLL_UINT16,
+    GCOLL_FLOAT8_E4M3, /* OCP 8-bit float: 4 exponent bits, saturates at +-448, one NaN (docs/dtypes.md) */
+    GCOLL_FLOAT8_E5M2, /* OCP 8-bit float: 5 exponent bits, with infinities */
+    GCOLL_DTYPE_COUNT  /* not a type: the number of types */
 } gcoll_dtype_t;
 
 /* GCOLL_AVG divides the sum by the communicator size (integers: truncating division).
  * GCOLL_ADASUM (floating-point types only) is adaptive summation (see gcoll_adasum); only
- * gcoll_allreduce (one tensor) and the gradient session take it. */
+ * gcoll_allreduce (one tensor) and the gradient session take it. GCOLL_PREMUL_SUM multiplies each
+ * rank's input by the scalar attr->premul (gcoll_session_set_premul in a session) before summing,
+ * as NCCL's ncclRedOpCreatePreMulSum: only the nonblocking calls, which take an attr, accept it. */
 typedef enum {
     GCOLL_SUM,
     GCOLL_PROD,
@@ -70,6 +76,7 @@ typedef enum {
     GCOLL_MAX,
     GCOLL_AVG,
     GCOLL_ADASUM,
+    GCOLL_PREMUL_SUM,
     GCOLL_OP_COUNT /* not an op: the number of ops */
 } gcoll_op_t;
 
@@ -101,11 +108,12 @@ typedef struct {
     const char *algorithm;     /* force an algorithm by name (docs/algorithms.md); NULL: the selection table */
     double topk_density;       /* GCOLL_COMPRESS_TOPK: fraction of entries kept, in (0, 1]; default 0.01 */
     void *stream;              /* a cudaStream_t: starts after the work queued on it, which then waits for the result */
+    double premul;             /* GCOLL_PREMUL_SUM: this rank's input is multiplied by it; default 0 */
 } gcoll_attr_t;
 #define GCOLL_ATTR_MAGIC 0x67636174u /* "gcat" */
 #define GCOLL_ATTR_INIT                                                                                       \
     {                                                                                                         \
-        sizeof(gcoll_attr_t), GCOLL_ATTR_MAGIC, GCOLL_VERSION, 0, GCOLL_COMPRESS_NONE, NULL, NULL, 0.01, NULL \
+        sizeof(gcoll_attr_t), GCOLL_ATTR_MAGIC, GCOLL_VERSION, 0, GCOLL_COMPRESS_NONE, NULL, NULL, 0.01, NULL, 0.0 \
     }
 
 /* Library lifetime. gcoll_init initializes MPI with MPI_THREAD_MULTIPLE if the caller has not;
@@ -137,6 +145,49 @@ GCOLL_API gcoll_status_t gcoll_alltoall(const void *sendbuf, void *recvbuf, size
                                         gcoll_comm_t comm);
 GCOLL_API gcoll_status_t gcoll_barrier(gcoll_comm_t comm);
 
+/* Vector collectives (docs/api.md). Counts and displacements are in elements; displs NULL means
+ * the blocks lie back to back in rank order; any count may be 0. In place (sendbuf == recvbuf)
+ * follows MPI_IN_PLACE: allgatherv takes rank r's block from recvbuf + displs[r]; reduce_scatterv
+ * reduces the whole vector in recvbuf, whose first recvcounts[rank] elements are the result;
+ * alltoallv in place requires sendcounts == recvcounts and sdispls == rdispls on every rank;
+ * gather(v) in place is at the root only (its block already in recvbuf), scatter(v) likewise
+ * (the root's block stays in sendbuf). recvcounts and displs of gatherv, and sendcounts and
+ * displs of scatterv, are read at the root only. */
+GCOLL_API gcoll_status_t gcoll_allgatherv(const void *sendbuf, size_t sendcount, void *recvbuf, const size_t *recvcounts,
+                                          const size_t *displs, gcoll_dtype_t dtype, gcoll_comm_t comm);
+/* Rank r's result is the reduction of block r, recvcounts[r] elements, of the blocks that lie
+ * back to back in every rank's sendbuf. */
+GCOLL_API gcoll_status_t gcoll_reduce_scatterv(const void *sendbuf, void *recvbuf, const size_t *recvcounts,
+                                               gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm);
+GCOLL_API gcoll_status_t gcoll_alltoallv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+                                         void *recvbuf, const size_t *recvcounts, const size_t *rdispls,
+                                         gcoll_dtype_t dtype, gcoll_comm_t comm);
+GCOLL_API gcoll_status_t gcoll_gather(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype, int root,
+                                      gcoll_comm_t comm);
+GCOLL_API gcoll_status_t gcoll_scatter(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype, int root,
+                                       gcoll_comm_t comm);
+GCOLL_API gcoll_status_t gcoll_gatherv(const void *sendbuf, size_t sendcount, void *recvbuf, const size_t *recvcounts,
+                                       const size_t *displs, gcoll_dtype_t dtype, int root, gcoll_comm_t comm);
+GCOLL_API gcoll_status_t gcoll_scatterv(const void *sendbuf, const size_t *sendcounts, const size_t *displs,
+                                        void *recvbuf, size_t recvcount, gcoll_dtype_t dtype, int root,
+                                        gcoll_comm_t comm);
+
+/* Point-to-point. The n-th send from rank a to rank b on a communicator matches b's n-th receive
+ * from a; counts and dtypes must agree (a receive of another length fails naming both). Sends
+ * and receives need no order with collectives or with other peers' messages. A blocking send
+ * may wait for its receive: pair them in a group (below) or use the nonblocking forms. */
+GCOLL_API gcoll_status_t gcoll_send(const void *buf, size_t count, gcoll_dtype_t dtype, int peer, gcoll_comm_t comm);
+GCOLL_API gcoll_status_t gcoll_recv(void *buf, size_t count, gcoll_dtype_t dtype, int peer, gcoll_comm_t comm);
+
+/* Groups (ncclGroupStart/End): between them, this thread's calls are only posted, blocking ones
+ * included; gcoll_group_end launches them together and waits for the blocking ones, so a batch
+ * of sends and receives cannot deadlock whatever order each rank lists them in. Consecutive small
+ * allreduces of one dtype and op on one communicator are fused into one operation. Requests of
+ * nonblocking calls in a group are waited for individually, after gcoll_group_end. Groups nest:
+ * only the outermost end launches. */
+GCOLL_API gcoll_status_t gcoll_group_start(void);
+GCOLL_API gcoll_status_t gcoll_group_end(void);
+
 /* Nonblocking twins: the operation starts at once and completes through gcoll_wait or
  * gcoll_test. Buffers must stay untouched until then. */
 GCOLL_API gcoll_status_t gcoll_iallreduce(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
@@ -155,6 +206,30 @@ GCOLL_API gcoll_status_t gcoll_ireduce(const void *sendbuf, void *recvbuf, size_
 GCOLL_API gcoll_status_t gcoll_ialltoall(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
                                          gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req);
 GCOLL_API gcoll_status_t gcoll_ibarrier(gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req);
+GCOLL_API gcoll_status_t gcoll_iallgatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                                           const size_t *recvcounts, const size_t *displs, gcoll_dtype_t dtype,
+                                           gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req);
+GCOLL_API gcoll_status_t gcoll_ireduce_scatterv(const void *sendbuf, void *recvbuf, const size_t *recvcounts,
+                                                gcoll_dtype_t dtype, gcoll_op_t op, gcoll_comm_t comm,
+                                                const gcoll_attr_t *attr, gcoll_request_t *req);
+GCOLL_API gcoll_status_t gcoll_ialltoallv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+                                          void *recvbuf, const size_t *recvcounts, const size_t *rdispls,
+                                          gcoll_dtype_t dtype, gcoll_comm_t comm, const gcoll_attr_t *attr,
+                                          gcoll_request_t *req);
+GCOLL_API gcoll_status_t gcoll_igather(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype, int root,
+                                       gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req);
+GCOLL_API gcoll_status_t gcoll_iscatter(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype, int root,
+                                        gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req);
+GCOLL_API gcoll_status_t gcoll_igatherv(const void *sendbuf, size_t sendcount, void *recvbuf, const size_t *recvcounts,
+                                        const size_t *displs, gcoll_dtype_t dtype, int root, gcoll_comm_t comm,
+                                        const gcoll_attr_t *attr, gcoll_request_t *req);
+GCOLL_API gcoll_status_t gcoll_iscatterv(const void *sendbuf, const size_t *sendcounts, const size_t *displs,
+                                         void *recvbuf, size_t recvcount, gcoll_dtype_t dtype, int root,
+                                         gcoll_comm_t comm, const gcoll_attr_t *attr, gcoll_request_t *req);
+GCOLL_API gcoll_status_t gcoll_isend(const void *buf, size_t count, gcoll_dtype_t dtype, int peer, gcoll_comm_t comm,
+                                     const gcoll_attr_t *attr, gcoll_request_t *req);
+GCOLL_API gcoll_status_t gcoll_irecv(void *buf, size_t count, gcoll_dtype_t dtype, int peer, gcoll_comm_t comm,
+                                     const gcoll_attr_t *attr, gcoll_request_t *req);
 
 /* Adasum (Maleki et al.): an allreduce that adds orthogonal gradients and averages parallel
  * ones, pairwise a, b -> (1 - a.b/2|a|^2) a + (1 - a.b/2|b|^2) b over a fixed binary tree of the
@@ -188,6 +263,8 @@ GCOLL_API gcoll_status_t gcoll_session_add(gcoll_session_t s, const char *name, 
  * TOPK set keeps what it did not send (error feedback) and adds it to its next gradient. */
 GCOLL_API gcoll_status_t gcoll_session_set_compress(gcoll_session_t s, size_t id, gcoll_compress_t compress,
                                                     double density);
+/* The scalar of a GCOLL_PREMUL_SUM set, before commit (sets fused in one bucket share it). */
+GCOLL_API gcoll_status_t gcoll_session_set_premul(gcoll_session_t s, size_t id, double premul);
 GCOLL_API gcoll_status_t gcoll_session_commit(gcoll_session_t s);
 /* buf belongs to the session until set id is waited for: a set alone in its bucket is reduced
  * in place there, so neither read nor write it in between. */

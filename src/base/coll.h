@@ -15,7 +15,16 @@ typedef enum {
     GCOLL_COLL_REDUCE,
     GCOLL_COLL_ALLTOALL,
     GCOLL_COLL_BARRIER,
-    GCOLL_COLL_COUNT
+    GCOLL_COLL_ALLGATHERV,
+    GCOLL_COLL_REDUCE_SCATTERV,
+    GCOLL_COLL_ALLTOALLV,
+    GCOLL_COLL_GATHER,
+    GCOLL_COLL_GATHERV,
+    GCOLL_COLL_SCATTER,
+    GCOLL_COLL_SCATTERV,
+    GCOLL_COLL_COUNT,
+    /* not a collective, no selection: a request of point-to-point messages (names and timelines) */
+    GCOLL_COLL_P2P = GCOLL_COLL_COUNT
 } gcoll__coll_t;
 
 const char *gcoll__coll_name(int coll);
@@ -37,7 +46,8 @@ typedef struct {
 } gcoll__nodemap_t;
 
 /* What a schedule builder needs. count is the per-collective count of the public call
- * (recvcount for reduce_scatter, sendcount for allgather). */
+ * (recvcount for reduce_scatter, sendcount for allgather and allgatherv and gatherv, recvcount
+ * for scatterv, count for gather and scatter; the total for reduce_scatterv). */
 typedef struct {
     gcoll__coll_t coll;
     const void *sendbuf;
@@ -57,6 +67,13 @@ typedef struct {
     gcoll_compress_t compress;
     double density;
     float *residual;
+    /* The vector collectives' blocks, in elements, one per rank: counts and displs in recvbuf
+     * (allgatherv, reduce_scatterv, alltoallv, gatherv at the root), scounts and sdispls in
+     * sendbuf (alltoallv, scatterv at the root). Displacements are never NULL here: the front
+     * packs them when the caller passed NULL. The arrays are read while the schedule is built. */
+    const size_t *counts, *displs;
+    const size_t *scounts, *sdispls;
+    size_t total; /* reduce_scatterv, allgatherv: the sum of counts */
 } gcoll__coll_args_t;
 
 #endif

@@ -8,8 +8,10 @@
 
 gcoll__opdesc_t gcoll__opdesc_of(int coll, gcoll_dtype_t dtype, gcoll_op_t op, size_t count, int root)
 {
-    int reduces = coll == GCOLL_COLL_ALLREDUCE || coll == GCOLL_COLL_REDUCE_SCATTER || coll == GCOLL_COLL_REDUCE;
-    int rooted = coll == GCOLL_COLL_BCAST || coll == GCOLL_COLL_REDUCE;
+    int reduces = coll == GCOLL_COLL_ALLREDUCE || coll == GCOLL_COLL_REDUCE_SCATTER || coll == GCOLL_COLL_REDUCE ||
+        coll == GCOLL_COLL_REDUCE_SCATTERV;
+    int rooted = coll == GCOLL_COLL_BCAST || coll == GCOLL_COLL_REDUCE || coll == GCOLL_COLL_GATHER ||
+        coll == GCOLL_COLL_GATHERV || coll == GCOLL_COLL_SCATTER || coll == GCOLL_COLL_SCATTERV;
     int barrier = coll == GCOLL_COLL_BARRIER;
     return (gcoll__opdesc_t){.coll = (uint8_t)(coll + 1),
                              .dtype = barrier ? GCOLL_OPDESC_NONE : (uint8_t)dtype,

@@ -109,7 +109,15 @@ size_t gcoll__coll_bytes(const gcoll__coll_args_t *a)
     switch (a->coll) {
     case GCOLL_COLL_REDUCE_SCATTER:
     case GCOLL_COLL_ALLGATHER:
-    case GCOLL_COLL_ALLTOALL: return b * (size_t)a->size;
+    case GCOLL_COLL_ALLTOALL:
+    case GCOLL_COLL_GATHER:
+    case GCOLL_COLL_SCATTER: return b * (size_t)a->size;
+    case GCOLL_COLL_ALLGATHERV:
+    case GCOLL_COLL_REDUCE_SCATTERV: return a->total * a->esize;
+    /* no rank knows every other's counts, and every rank must choose alike */
+    case GCOLL_COLL_ALLTOALLV:
+    case GCOLL_COLL_GATHERV:
+    case GCOLL_COLL_SCATTERV: return 0;
     default: return b;
     }
 }
