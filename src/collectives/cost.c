@@ -181,8 +181,7 @@ double gcoll__cost_predict_parts(int idx, const gcoll__coll_args_t *a, const gco
             break;
         }
         s->dry = 1;
-        /* the vector collectives' builders run whatever this rank's count: others may send */
-        if (a->count || a->coll == GCOLL_COLL_BARRIER || a->counts || a->scounts)
+        if (a->count || a->coll == GCOLL_COLL_BARRIER || gcoll__coll_vector(a->coll))
             algo->build(s, &r);
         ok = s->status == GCOLL_SUCCESS && add_rank(&rs, s, &r, rank);
         gcoll__sched_free(s);
