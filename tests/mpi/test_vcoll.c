@@ -171,7 +171,7 @@ static gcoll_attr_t attr_for(int c, int a)
 {
     gcoll_attr_t attr = GCOLL_ATTR_INIT;
     attr.name = "test_vcoll";
-    attr.algorithm = algo_names[c][a];
+    attr.algorithm = a < (int)nalgo[c] ? algo_names[c][a] : NULL;
     return attr;
 }
 
@@ -322,7 +322,7 @@ static void t_gather(const run_t *t, const size_t *vcounts, size_t count)
     const size_t *dp = !am_root && others_null ? NULL : dm > 0 ? displs : NULL;
     gcoll_status_t st;
     int blocking = t->v.a == (int)nalgo[t->c];
-    gcoll_attr_t attr = attr_for(t->c, blocking ? 0 : t->v.a);
+    gcoll_attr_t attr = attr_for(t->c, t->v.a);
     gcoll_request_t req;
     if (v)
         st = blocking
@@ -365,7 +365,7 @@ static void t_scatter(const run_t *t, const size_t *vcounts, size_t count)
     void *rb = ip ? in.p : out.p;
     gcoll_status_t st;
     int blocking = t->v.a == (int)nalgo[t->c];
-    gcoll_attr_t attr = attr_for(t->c, blocking ? 0 : t->v.a);
+    gcoll_attr_t attr = attr_for(t->c, t->v.a);
     gcoll_request_t req;
     if (v)
         st = blocking
