@@ -185,8 +185,8 @@ static gcoll_status_t ipc_demanded(const gcoll__coll_args_t *a, const char *why)
     return GCOLL_SUCCESS;
 }
 
-gcoll_status_t gcoll__start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll__attr_t *attr, gcoll_request_t *req,
-                             gcoll__frame_t *frame)
+static gcoll_status_t start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll__attr_t *attr, gcoll_request_t *req,
+                            gcoll__frame_t *frame)
 {
     GCOLL_CHECK(apply_compress(a, attr));
     a->premul = attr->premul;
@@ -215,6 +215,13 @@ gcoll_status_t gcoll__start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcol
     GCOLL_CHECK(gcoll__build(a, attr->algorithm, frame ? &frame->sched : NULL, &s, &algo));
     gcoll__start_t how = {.storage = frame ? &frame->req : NULL, .wake = !frame};
     return gcoll__request_start(comm, a->coll, algo, s, attr, req, &how);
+}
+
+gcoll_status_t gcoll__start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll__attr_t *attr, gcoll_request_t *req,
+                             gcoll__frame_t *frame)
+{
+    gcoll_status_t st = start(a, comm, attr, req, frame);
+    return gcoll__group_track(st, *req);
 }
 
 /* Adasum builds its own schedule (no selection table); its reduce steps, if any, are sums. */
@@ -266,7 +273,8 @@ static gcoll_status_t post_allreduce(const void *sendbuf, void *recvbuf, size_t 
     GCOLL_CHECK(gcoll__check_buf(recvbuf, count, "recvbuf"));
     if (op == GCOLL_ADASUM) {
         GCOLL_CHECK(apply_compress(&a, &attr)); /* refuses it */
-        return start_adasum(&a, NULL, 0, comm, &attr, req, frame);
+        gcoll_status_t st = start_adasum(&a, NULL, 0, comm, &attr, req, frame);
+        return gcoll__group_track(st, *req);
     }
     return gcoll__start(&a, comm, &attr, req, frame);
 }
@@ -287,7 +295,8 @@ static gcoll_status_t post_adasum(const void *sendbuf, void *recvbuf, size_t cou
     GCOLL_CHECK(apply_compress(&a, &attr)); /* refuses it */
     GCOLL_CHECK(gcoll__check_buf(sendbuf, count, "sendbuf"));
     GCOLL_CHECK(gcoll__check_buf(recvbuf, count, "recvbuf"));
-    return start_adasum(&a, tensor_counts, ntensors, comm, &attr, req, frame);
+    gcoll_status_t st = start_adasum(&a, tensor_counts, ntensors, comm, &attr, req, frame);
+    return gcoll__group_track(st, *req);
 }
 
 static gcoll_status_t post_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, gcoll_dtype_t dtype,
