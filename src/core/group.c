@@ -39,6 +39,8 @@ static _Thread_local struct {
     size_t nwaits, capwaits;
     held_t *held;
     size_t nheld, capheld;
+    gcoll_request_t *posted; /* every request posted in the group, held ones apart */
+    size_t nposted, capposted;
 } g;
 
 int gcoll__group_open(void)
@@ -76,6 +78,17 @@ gcoll_status_t gcoll__run(gcoll_status_t started, gcoll_request_t *req)
     }
     g.waits[g.nwaits++] = *req;
     return GCOLL_SUCCESS;
+}
+
+gcoll_status_t gcoll__group_track(gcoll_status_t started, gcoll_request_t r)
+{
+    if (started != GCOLL_SUCCESS || !g.depth || !r || r->pending)
+        return started;
+    if (!grow((void **)&g.posted, &g.capposted, g.nposted + 1, sizeof(*g.posted)))
+        return started; /* untracked: its wait is merely not refused */
+    r->grouped = 1;
+    g.posted[g.nposted++] = r;
+    return started;
 }
 
 int gcoll__group_fusable(const gcoll__coll_args_t *a, const gcoll__attr_t *attr)
@@ -290,6 +303,9 @@ GCOLL_API gcoll_status_t gcoll_group_end(void)
         return gcoll__error(GCOLL_ERR_INVALID_USAGE, "gcoll_group_end without gcoll_group_start");
     if (--g.depth)
         return GCOLL_SUCCESS;
+    for (size_t i = 0; i < g.nposted; i++)
+        g.posted[i]->grouped = 0;
+    g.nposted = 0;
     flush_held();
     gcoll_status_t first = GCOLL_SUCCESS;
     char why[384] = "";

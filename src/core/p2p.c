@@ -184,7 +184,8 @@ static gcoll_status_t post(int sending, const void *buf, size_t count, gcoll_dty
         gcoll__sched_free(s);
         return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a point-to-point schedule");
     }
-    return gcoll__request_start(comm, GCOLL_COLL_P2P, sending ? "send" : "recv", s, &attr, req, &how);
+    gcoll_status_t st = gcoll__request_start(comm, GCOLL_COLL_P2P, sending ? "send" : "recv", s, &attr, req, &how);
+    return gcoll__group_track(st, *req);
 }
 
 GCOLL_API gcoll_status_t gcoll_isend(const void *buf, size_t count, gcoll_dtype_t dtype, int peer, gcoll_comm_t comm,

@@ -25,6 +25,9 @@ static inline gcoll__frame_t *gcoll__group_frame(gcoll__frame_t *f)
 {
     return gcoll__group_open() ? NULL : f;
 }
+/* A request posted in the open group: waits for it are refused until the group ends, where the
+ * group's listing of its calls is complete. Returns started. */
+gcoll_status_t gcoll__group_track(gcoll_status_t started, gcoll_request_t r);
 /* A blocking call's end: waits for the request, or, in an open group, leaves it to the group. */
 gcoll_status_t gcoll__run(gcoll_status_t started, gcoll_request_t *req);
 /* Whether the open group takes a (a small plain allreduce) to fuse it at the group's end; it

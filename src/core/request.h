@@ -33,6 +33,7 @@ struct gcoll_request {
     int borrowed;               /* lives in a blocking call's frame: never freed */
     int kept;                   /* the schedule is the caller's, run again later: never freed */
     int pending;                /* held by an open group until its end (group.c): not started */
+    int grouped;                /* posted in a group that is still open: not to be waited for yet */
     double t_start, t_post;     /* timeline: when it started, when its first message was posted */
 };
 
