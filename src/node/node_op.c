@@ -68,7 +68,7 @@ static gcoll_status_t step(void *state, int *done)
             op->phase = PH_FINISH;
             break;
         default:
-            if (op->single_copy && !gcoll__shm_all_ready(shm, seq))
+            if (op->single_copy && !op->staged && !gcoll__shm_all_ready(shm, seq))
                 return GCOLL_SUCCESS;
             gcoll__shm_complete(shm, seq);
             if (++op->round < op->nrounds) {
