@@ -267,7 +267,7 @@ START_TEST(registry_flags)
             ck_assert(e->build && !e->adasum && strcmp(e->label, e->name) == 0);
         }
     }
-    ck_assert_int_eq(nplain, 27);
+    ck_assert_int_eq(nplain, 44);
     ck_assert_int_eq(nadasum, 4);
     ck_assert_int_eq(ntopk, 1);
     ck_assert_str_eq(gcoll__family_name(GCOLL_FAMILY_ADASUM), "adasum");

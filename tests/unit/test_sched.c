@@ -374,7 +374,14 @@ static void check_algo(int coll, const char *algo, int n, size_t count, int root
     int idx = gcoll__algo_find(coll, GCOLL_FAMILY_PLAIN, algo);
     ck_assert_int_ge(idx, 0);
     size_t es = 4, chunk = gcoll__config.chunk_bytes, depth = (size_t)gcoll__config.pipeline_depth;
-    size_t vec = count * (size_t)n * es; /* room for the largest vector of any collective */
+    size_t vec = (count + (size_t)n) * (size_t)n * es; /* room for the largest vector of any collective */
+    /* the vector collectives' blocks: uneven, every third empty, packed */
+    size_t blocks[17], at[17], total = 0;
+    for (int i = 0; i < n; i++) {
+        blocks[i] = i % 3 == 1 ? 0 : count + (size_t)i;
+        at[i] = total;
+        total += blocks[i];
+    }
     msgs_t sends = {0}, recvs = {0};
     for (int r = 0; r < n; r++) {
         char *sb = calloc(1, vec + 1), *rb = calloc(1, vec + 1);
@@ -388,6 +395,23 @@ static void check_algo(int coll, const char *algo, int n, size_t count, int root
                                 .rank = r,
                                 .size = n,
                                 .esize = es};
+        if (gcoll__coll_vector(coll) && coll != GCOLL_COLL_GATHER && coll != GCOLL_COLL_SCATTER) {
+            int all = coll != GCOLL_COLL_GATHERV && coll != GCOLL_COLL_SCATTERV; /* else the root's only */
+            a.count = coll == GCOLL_COLL_REDUCE_SCATTERV ? total : coll == GCOLL_COLL_ALLTOALLV ? 0 : blocks[r];
+            a.total = coll == GCOLL_COLL_ALLTOALLV ? 0 : total;
+            if (coll != GCOLL_COLL_SCATTERV && (all || r == root))
+                a.counts = blocks, a.displs = at;
+            if ((coll == GCOLL_COLL_ALLTOALLV || coll == GCOLL_COLL_SCATTERV) && (all || r == root))
+                a.scounts = blocks, a.sdispls = at;
+        }
+        /* alltoallv: rank i sends j blocks[(i + j) % n] elements, which j expects from i */
+        size_t row[17], row_at[17], row_total = 0;
+        for (int j = 0; j < n && coll == GCOLL_COLL_ALLTOALLV; j++) {
+            row[j] = blocks[(r + j) % n];
+            row_at[j] = row_total;
+            row_total += row[j];
+            a.counts = a.scounts = row, a.displs = a.sdispls = row_at;
+        }
         gcoll__sched_t *s = gcoll__sched_new(a.dtype, a.op, (unsigned)n, NULL);
         gcoll__algo_get(idx)->build(s, &a);
         ck_assert_int_eq(s->status, GCOLL_SUCCESS);
