@@ -2,10 +2,10 @@
  * over the tables of dtype.h. */
 #include "base/dtype.h"
 
-static const size_t sizes[GCOLL_DTYPE_COUNT] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
+static const size_t sizes[GCOLL_DTYPE_COUNT] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 2, 2, 1, 1};
 static const char *const dtype_names[GCOLL_DTYPE_COUNT] = {"int8",   "uint8",   "int32",    "uint32",  "int64",
-                                                           "uint64", "float16", "bfloat16", "float32", "float64"};
-static const char *const op_names[GCOLL_OP_COUNT] = {"sum", "prod", "min", "max", "avg", "adasum"};
+                                                           "uint64", "float16", "bfloat16", "float32", "float64", "int16", "uint16", "float8_e4m3", "float8_e5m2"};
+static const char *const op_names[GCOLL_OP_COUNT] = {"sum", "prod", "min", "max", "avg", "adasum", "premul_sum"};
 
 GCOLL_API size_t gcoll_dtype_size(gcoll_dtype_t dtype)
 {
