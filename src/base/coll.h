@@ -29,6 +29,13 @@ typedef enum {
 
 const char *gcoll__coll_name(int coll);
 
+/* The vector collectives and the rooted ones built on blocks: a schedule is built even when this
+ * rank's own count is 0, since its peers' may not be. */
+static inline int gcoll__coll_vector(int coll)
+{
+    return coll >= GCOLL_COLL_ALLGATHERV && coll <= GCOLL_COLL_SCATTERV;
+}
+
 /* Where the ranks of a communicator live. Hosts are numbered in the order of their first rank;
  * by_host lists the ranks host after host, each host's in local-index order. */
 typedef struct {
@@ -73,7 +80,8 @@ typedef struct {
      * packs them when the caller passed NULL. The arrays are read while the schedule is built. */
     const size_t *counts, *displs;
     const size_t *scounts, *sdispls;
-    size_t total; /* reduce_scatterv, allgatherv: the sum of counts */
+    size_t total;  /* reduce_scatterv, allgatherv: the sum of counts */
+    double premul; /* GCOLL_PREMUL_SUM: this rank's input is multiplied by it before the sum */
 } gcoll__coll_args_t;
 
 #endif

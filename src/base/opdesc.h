@@ -26,6 +26,14 @@ typedef struct {
 #define GCOLL_OPDESC_IPC 2
 #define GCOLL_OPDESC_GPU 3
 
+/* Message tags: a collective's is its issue count below this bit; point-to-point messages' have it
+ * set, so the two never meet. */
+#define GCOLL_TAG_P2P 0x80000000u
+static inline uint32_t gcoll__tag_of(uint64_t seq)
+{
+    return (uint32_t)seq & ~GCOLL_TAG_P2P;
+}
+
 /* Direct-mapped by tag: issue counts run in order, so 256 operations in flight never share a
  * slot; a slot holding another tag was reused, and a message of its operation goes unchecked. */
 #define GCOLL_OPTAB_SLOTS 256

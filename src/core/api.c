@@ -9,17 +9,24 @@
 #include "base/dtype.h"
 #include "base/error.h"
 #include "base/reduce.h"
+#include "core/post.h"
 #include "core/request.h"
 #include "base/schedule.h"
 #include "cuda/cuda.h"
 #include "collectives/adasum.h"
 #include "collectives/select.h"
 
-static gcoll_status_t check_buf(const void *buf, size_t count, const char *name)
+gcoll_status_t gcoll__check_buf(const void *buf, size_t count, const char *name)
 {
     if (!buf && count)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is NULL with count %zu", name, count);
     return GCOLL_SUCCESS;
+}
+
+static int floating(gcoll_dtype_t d)
+{
+    return d == GCOLL_FLOAT16 || d == GCOLL_BFLOAT16 || d == GCOLL_FLOAT32 || d == GCOLL_FLOAT64 ||
+        d == GCOLL_FLOAT8_E4M3 || d == GCOLL_FLOAT8_E5M2;
 }
 
 gcoll_status_t gcoll__check_common(gcoll__coll_args_t *a, gcoll_comm_t comm, int needs_op)
@@ -32,6 +39,9 @@ gcoll_status_t gcoll__check_common(gcoll__coll_args_t *a, gcoll_comm_t comm, int
     if (needs_op && a->op == GCOLL_ADASUM && a->coll != GCOLL_COLL_ALLREDUCE)
         return gcoll__error(GCOLL_ERR_INVALID_ARG,
                             "op GCOLL_ADASUM: only gcoll_allreduce, gcoll_adasum and the gradient session take it");
+    if (needs_op && a->op == GCOLL_PREMUL_SUM && !floating(a->dtype))
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "op GCOLL_PREMUL_SUM: takes floating-point types only, not %s",
+                            gcoll_dtype_name(a->dtype));
     a->rank = comm->rank;
     a->size = comm->size;
     a->shm = comm->shm;
@@ -84,12 +94,26 @@ static gcoll_status_t apply_compress(gcoll__coll_args_t *a, const gcoll__attr_t 
     return GCOLL_SUCCESS;
 }
 
-static gcoll_status_t check_root(int root, gcoll_comm_t comm)
+gcoll_status_t gcoll__check_root(int root, gcoll_comm_t comm)
 {
     if (root < 0 || root >= comm->size)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "root %d is out of range for a communicator of %d ranks", root,
                             comm->size);
     return GCOLL_SUCCESS;
+}
+
+/* The count a collective's messages carry for mismatch checks: one that every rank knows alike
+ * (the vector collectives' totals, or none where each rank knows only its own counts). */
+static size_t desc_count(const gcoll__coll_args_t *a)
+{
+    switch (a->coll) {
+    case GCOLL_COLL_ALLGATHERV:
+    case GCOLL_COLL_REDUCE_SCATTERV: return a->total;
+    case GCOLL_COLL_ALLTOALLV:
+    case GCOLL_COLL_GATHERV:
+    case GCOLL_COLL_SCATTERV: return 0;
+    default: return a->count;
+    }
 }
 
 gcoll_status_t gcoll__build(const gcoll__coll_args_t *a, const char *forced, gcoll__sched_t *storage,
@@ -100,10 +124,10 @@ gcoll_status_t gcoll__build(const gcoll__coll_args_t *a, const char *forced, gco
     gcoll__sched_t *s = gcoll__sched_new(a->dtype, a->op, (unsigned)a->size, storage);
     if (!s)
         return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");
-    s->desc = gcoll__opdesc_of(a->coll, a->dtype, a->op, a->count, a->root);
+    s->desc = gcoll__opdesc_of(a->coll, a->dtype, a->op, desc_count(a), a->root);
     if (a->compress == GCOLL_COMPRESS_FP16 || a->compress == GCOLL_COMPRESS_BF16)
         s->wire = a->compress;
-    if (a->count || a->coll == GCOLL_COLL_BARRIER)
+    if (a->count || a->coll == GCOLL_COLL_BARRIER || gcoll__coll_vector(a->coll))
         algo->build(s, a);
     if (s->status != GCOLL_SUCCESS) {
         gcoll_status_t st = s->status;
@@ -130,11 +154,16 @@ static gcoll_status_t ipc_demanded(const gcoll__coll_args_t *a, const char *why)
     return GCOLL_SUCCESS;
 }
 
-static gcoll_status_t start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll__attr_t *attr, gcoll_request_t *req,
-                            gcoll__frame_t *frame)
+gcoll_status_t gcoll__start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll__attr_t *attr, gcoll_request_t *req,
+                             gcoll__frame_t *frame)
 {
     GCOLL_CHECK(apply_compress(a, attr));
+    a->premul = attr->premul;
     if (staged(a, attr)) {
+        if (gcoll__coll_vector(a->coll) || a->op == GCOLL_PREMUL_SUM)
+            return gcoll__error(GCOLL_ERR_UNSUPPORTED, "%s%s: takes host memory only, not device buffers or a CUDA "
+                                "stream (docs/cuda.md)", gcoll__coll_name(a->coll),
+                                a->op == GCOLL_PREMUL_SUM ? " with GCOLL_PREMUL_SUM" : "");
         /* the staged chunks would each pick their own top k; fp16/bf16 run uncompressed over CUDA
          * IPC (no wire to save: exact, within the bound) and as the host's compressed algorithms
          * on the staged chunks */
@@ -148,6 +177,8 @@ static gcoll_status_t start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcol
         GCOLL_CHECK(ipc_demanded(a, why));
         return gcoll__cuda_stage_start(a, NULL, 0, comm, attr, req);
     }
+    if (gcoll__group_fusable(a, attr))
+        return gcoll__group_defer(a, comm, attr, req);
     gcoll__sched_t *s;
     const char *algo;
     GCOLL_CHECK(gcoll__build(a, attr->algorithm, frame ? &frame->sched : NULL, &s, &algo));
@@ -183,18 +214,12 @@ static gcoll_status_t start_adasum(gcoll__coll_args_t *a, const size_t *tensor_c
 
 /* What every posting checks first: the request handle, then the caller's attributes (user),
  * read into attr. */
-static gcoll_status_t begin(gcoll_request_t *req, const gcoll_attr_t *user, gcoll__attr_t *attr)
+gcoll_status_t gcoll__begin(gcoll_request_t *req, const gcoll_attr_t *user, gcoll__attr_t *attr)
 {
     if (!req)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "req is NULL");
     *req = NULL;
     return gcoll__attr_load(user, attr);
-}
-
-static gcoll_status_t run(gcoll_status_t started, gcoll_request_t *req)
-{
-    GCOLL_CHECK(started);
-    return gcoll_wait(req);
 }
 
 static gcoll_status_t post_allreduce(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
@@ -204,15 +229,15 @@ static gcoll_status_t post_allreduce(const void *sendbuf, void *recvbuf, size_t 
     gcoll__coll_args_t a = {
         .coll = GCOLL_COLL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count, .dtype = dtype, .op = op};
     gcoll__attr_t attr;
-    GCOLL_CHECK(begin(req, user, &attr));
+    GCOLL_CHECK(gcoll__begin(req, user, &attr));
     GCOLL_CHECK(gcoll__check_common(&a, comm, 1));
-    GCOLL_CHECK(check_buf(sendbuf, count, "sendbuf"));
-    GCOLL_CHECK(check_buf(recvbuf, count, "recvbuf"));
+    GCOLL_CHECK(gcoll__check_buf(sendbuf, count, "sendbuf"));
+    GCOLL_CHECK(gcoll__check_buf(recvbuf, count, "recvbuf"));
     if (op == GCOLL_ADASUM) {
         GCOLL_CHECK(apply_compress(&a, &attr)); /* refuses it */
         return start_adasum(&a, NULL, 0, comm, &attr, req, frame);
     }
-    return start(&a, comm, &attr, req, frame);
+    return gcoll__start(&a, comm, &attr, req, frame);
 }
 
 static gcoll_status_t post_adasum(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
@@ -226,11 +251,11 @@ static gcoll_status_t post_adasum(const void *sendbuf, void *recvbuf, size_t cou
                             .dtype = dtype,
                             .op = GCOLL_ADASUM};
     gcoll__attr_t attr;
-    GCOLL_CHECK(begin(req, user, &attr));
+    GCOLL_CHECK(gcoll__begin(req, user, &attr));
     GCOLL_CHECK(gcoll__check_common(&a, comm, 1));
     GCOLL_CHECK(apply_compress(&a, &attr)); /* refuses it */
-    GCOLL_CHECK(check_buf(sendbuf, count, "sendbuf"));
-    GCOLL_CHECK(check_buf(recvbuf, count, "recvbuf"));
+    GCOLL_CHECK(gcoll__check_buf(sendbuf, count, "sendbuf"));
+    GCOLL_CHECK(gcoll__check_buf(recvbuf, count, "recvbuf"));
     return start_adasum(&a, tensor_counts, ntensors, comm, &attr, req, frame);
 }
 
@@ -245,11 +270,11 @@ static gcoll_status_t post_reduce_scatter(const void *sendbuf, void *recvbuf, si
                             .dtype = dtype,
                             .op = op};
     gcoll__attr_t attr;
-    GCOLL_CHECK(begin(req, user, &attr));
+    GCOLL_CHECK(gcoll__begin(req, user, &attr));
     GCOLL_CHECK(gcoll__check_common(&a, comm, 1));
-    GCOLL_CHECK(check_buf(sendbuf, recvcount, "sendbuf"));
-    GCOLL_CHECK(check_buf(recvbuf, recvcount, "recvbuf"));
-    return start(&a, comm, &attr, req, frame);
+    GCOLL_CHECK(gcoll__check_buf(sendbuf, recvcount, "sendbuf"));
+    GCOLL_CHECK(gcoll__check_buf(recvbuf, recvcount, "recvbuf"));
+    return gcoll__start(&a, comm, &attr, req, frame);
 }
 
 static gcoll_status_t post_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, gcoll_dtype_t dtype,
@@ -259,11 +284,11 @@ static gcoll_status_t post_allgather(const void *sendbuf, void *recvbuf, size_t 
     gcoll__coll_args_t a = {
         .coll = GCOLL_COLL_ALLGATHER, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = sendcount, .dtype = dtype};
     gcoll__attr_t attr;
-    GCOLL_CHECK(begin(req, user, &attr));
+    GCOLL_CHECK(gcoll__begin(req, user, &attr));
     GCOLL_CHECK(gcoll__check_common(&a, comm, 0));
-    GCOLL_CHECK(check_buf(sendbuf, sendcount, "sendbuf"));
-    GCOLL_CHECK(check_buf(recvbuf, sendcount, "recvbuf"));
-    return start(&a, comm, &attr, req, frame);
+    GCOLL_CHECK(gcoll__check_buf(sendbuf, sendcount, "sendbuf"));
+    GCOLL_CHECK(gcoll__check_buf(recvbuf, sendcount, "recvbuf"));
+    return gcoll__start(&a, comm, &attr, req, frame);
 }
 
 static gcoll_status_t post_bcast(void *buf, size_t count, gcoll_dtype_t dtype, int root, gcoll_comm_t comm,
@@ -272,11 +297,11 @@ static gcoll_status_t post_bcast(void *buf, size_t count, gcoll_dtype_t dtype, i
     gcoll__coll_args_t a = {
         .coll = GCOLL_COLL_BCAST, .sendbuf = buf, .recvbuf = buf, .count = count, .dtype = dtype, .root = root};
     gcoll__attr_t attr;
-    GCOLL_CHECK(begin(req, user, &attr));
+    GCOLL_CHECK(gcoll__begin(req, user, &attr));
     GCOLL_CHECK(gcoll__check_common(&a, comm, 0));
-    GCOLL_CHECK(check_root(root, comm));
-    GCOLL_CHECK(check_buf(buf, count, "buf"));
-    return start(&a, comm, &attr, req, frame);
+    GCOLL_CHECK(gcoll__check_root(root, comm));
+    GCOLL_CHECK(gcoll__check_buf(buf, count, "buf"));
+    return gcoll__start(&a, comm, &attr, req, frame);
 }
 
 static gcoll_status_t post_reduce(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype, gcoll_op_t op,
@@ -291,13 +316,13 @@ static gcoll_status_t post_reduce(const void *sendbuf, void *recvbuf, size_t cou
                             .op = op,
                             .root = root};
     gcoll__attr_t attr;
-    GCOLL_CHECK(begin(req, user, &attr));
+    GCOLL_CHECK(gcoll__begin(req, user, &attr));
     GCOLL_CHECK(gcoll__check_common(&a, comm, 1));
-    GCOLL_CHECK(check_root(root, comm));
-    GCOLL_CHECK(check_buf(sendbuf, count, "sendbuf"));
+    GCOLL_CHECK(gcoll__check_root(root, comm));
+    GCOLL_CHECK(gcoll__check_buf(sendbuf, count, "sendbuf"));
     if (comm->rank == root) /* recvbuf matters only at the root */
-        GCOLL_CHECK(check_buf(recvbuf, count, "recvbuf"));
-    return start(&a, comm, &attr, req, frame);
+        GCOLL_CHECK(gcoll__check_buf(recvbuf, count, "recvbuf"));
+    return gcoll__start(&a, comm, &attr, req, frame);
 }
 
 static gcoll_status_t post_alltoall(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
@@ -307,11 +332,11 @@ static gcoll_status_t post_alltoall(const void *sendbuf, void *recvbuf, size_t c
     gcoll__coll_args_t a = {
         .coll = GCOLL_COLL_ALLTOALL, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count, .dtype = dtype};
     gcoll__attr_t attr;
-    GCOLL_CHECK(begin(req, user, &attr));
+    GCOLL_CHECK(gcoll__begin(req, user, &attr));
     GCOLL_CHECK(gcoll__check_common(&a, comm, 0));
-    GCOLL_CHECK(check_buf(sendbuf, count, "sendbuf"));
-    GCOLL_CHECK(check_buf(recvbuf, count, "recvbuf"));
-    return start(&a, comm, &attr, req, frame);
+    GCOLL_CHECK(gcoll__check_buf(sendbuf, count, "sendbuf"));
+    GCOLL_CHECK(gcoll__check_buf(recvbuf, count, "recvbuf"));
+    return gcoll__start(&a, comm, &attr, req, frame);
 }
 
 static gcoll_status_t post_barrier(gcoll_comm_t comm, const gcoll_attr_t *user, gcoll_request_t *req,
@@ -319,9 +344,9 @@ static gcoll_status_t post_barrier(gcoll_comm_t comm, const gcoll_attr_t *user, 
 {
     gcoll__coll_args_t a = {.coll = GCOLL_COLL_BARRIER, .dtype = GCOLL_UINT8};
     gcoll__attr_t attr;
-    GCOLL_CHECK(begin(req, user, &attr));
+    GCOLL_CHECK(gcoll__begin(req, user, &attr));
     GCOLL_CHECK(gcoll__check_common(&a, comm, 0));
-    return start(&a, comm, &attr, req, frame);
+    return gcoll__start(&a, comm, &attr, req, frame);
 }
 
 /* The nonblocking entry points: the same posting, with heap-allocated request and schedule. */
@@ -369,58 +394,69 @@ GCOLL_API gcoll_status_t gcoll_ibarrier(gcoll_comm_t comm, const gcoll_attr_t *a
     return post_barrier(comm, attr, req, NULL);
 }
 
+gcoll_status_t gcoll__no_premul(gcoll_op_t op)
+{
+    if (op == GCOLL_PREMUL_SUM)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "op GCOLL_PREMUL_SUM: its scalar is attr->premul, so only the "
+                            "nonblocking calls, which take an attr, accept it");
+    return GCOLL_SUCCESS;
+}
+
 GCOLL_API gcoll_status_t gcoll_allreduce(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
                                          gcoll_op_t op, gcoll_comm_t comm)
 {
+    GCOLL_CHECK(gcoll__no_premul(op));
     gcoll_request_t r;
-    gcoll__frame_t f;
-    return run(post_allreduce(sendbuf, recvbuf, count, dtype, op, comm, NULL, &r, &f), &r);
+    gcoll__frame_t f, *fp = gcoll__group_frame(&f);
+    return gcoll__run(post_allreduce(sendbuf, recvbuf, count, dtype, op, comm, NULL, &r, fp), &r);
 }
 
 GCOLL_API gcoll_status_t gcoll_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount, gcoll_dtype_t dtype,
                                               gcoll_op_t op, gcoll_comm_t comm)
 {
+    GCOLL_CHECK(gcoll__no_premul(op));
     gcoll_request_t r;
-    gcoll__frame_t f;
-    return run(post_reduce_scatter(sendbuf, recvbuf, recvcount, dtype, op, comm, NULL, &r, &f), &r);
+    gcoll__frame_t f, *fp = gcoll__group_frame(&f);
+    return gcoll__run(post_reduce_scatter(sendbuf, recvbuf, recvcount, dtype, op, comm, NULL, &r, fp), &r);
 }
 
 GCOLL_API gcoll_status_t gcoll_allgather(const void *sendbuf, void *recvbuf, size_t sendcount, gcoll_dtype_t dtype,
                                          gcoll_comm_t comm)
 {
     gcoll_request_t r;
-    gcoll__frame_t f;
-    return run(post_allgather(sendbuf, recvbuf, sendcount, dtype, comm, NULL, &r, &f), &r);
+    gcoll__frame_t f, *fp = gcoll__group_frame(&f);
+    return gcoll__run(post_allgather(sendbuf, recvbuf, sendcount, dtype, comm, NULL, &r, fp), &r);
 }
 
 GCOLL_API gcoll_status_t gcoll_bcast(void *buf, size_t count, gcoll_dtype_t dtype, int root, gcoll_comm_t comm)
 {
     gcoll_request_t r;
-    gcoll__frame_t f;
-    return run(post_bcast(buf, count, dtype, root, comm, NULL, &r, &f), &r);
+    gcoll__frame_t f, *fp = gcoll__group_frame(&f);
+    return gcoll__run(post_bcast(buf, count, dtype, root, comm, NULL, &r, fp), &r);
 }
 
 GCOLL_API gcoll_status_t gcoll_reduce(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
                                       gcoll_op_t op, int root, gcoll_comm_t comm)
 {
+    GCOLL_CHECK(gcoll__no_premul(op));
     gcoll_request_t r;
-    gcoll__frame_t f;
-    return run(post_reduce(sendbuf, recvbuf, count, dtype, op, root, comm, NULL, &r, &f), &r);
+    gcoll__frame_t f, *fp = gcoll__group_frame(&f);
+    return gcoll__run(post_reduce(sendbuf, recvbuf, count, dtype, op, root, comm, NULL, &r, fp), &r);
 }
 
 GCOLL_API gcoll_status_t gcoll_alltoall(const void *sendbuf, void *recvbuf, size_t count, gcoll_dtype_t dtype,
                                         gcoll_comm_t comm)
 {
     gcoll_request_t r;
-    gcoll__frame_t f;
-    return run(post_alltoall(sendbuf, recvbuf, count, dtype, comm, NULL, &r, &f), &r);
+    gcoll__frame_t f, *fp = gcoll__group_frame(&f);
+    return gcoll__run(post_alltoall(sendbuf, recvbuf, count, dtype, comm, NULL, &r, fp), &r);
 }
 
 GCOLL_API gcoll_status_t gcoll_barrier(gcoll_comm_t comm)
 {
     gcoll_request_t r;
-    gcoll__frame_t f;
-    return run(post_barrier(comm, NULL, &r, &f), &r);
+    gcoll__frame_t f, *fp = gcoll__group_frame(&f);
+    return gcoll__run(post_barrier(comm, NULL, &r, fp), &r);
 }
 
 /* "allreduce" -> GCOLL_COLL_ALLREDUCE; -1 for a name that is no collective */
@@ -485,8 +521,8 @@ GCOLL_API gcoll_status_t gcoll_adasum(const void *sendbuf, void *recvbuf, size_t
                                       const size_t *tensor_counts, size_t ntensors, gcoll_comm_t comm)
 {
     gcoll_request_t r;
-    gcoll__frame_t f;
-    return run(post_adasum(sendbuf, recvbuf, count, dtype, tensor_counts, ntensors, comm, NULL, &r, &f), &r);
+    gcoll__frame_t f, *fp = gcoll__group_frame(&f);
+    return gcoll__run(post_adasum(sendbuf, recvbuf, count, dtype, tensor_counts, ntensors, comm, NULL, &r, fp), &r);
 }
 
 /* Local reduction, on the GPU when either buffer is device memory. */

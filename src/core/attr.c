@@ -8,7 +8,7 @@
 #include "base/error.h"
 
 /* The fields after the header, each copied only when the caller's struct holds all of it. */
-#define GCOLL__ATTR_FIELDS(X) X(priority) X(compress) X(name) X(algorithm) X(topk_density) X(stream)
+#define GCOLL__ATTR_FIELDS(X) X(priority) X(compress) X(name) X(algorithm) X(topk_density) X(stream) X(premul)
 
 #define GCOLL__ATTR_SAME(f) \
     _Static_assert(sizeof(((gcoll_attr_t *)0)->f) == sizeof(((gcoll__attr_t *)0)->f), "gcoll__attr_t." #f);

@@ -15,6 +15,7 @@ typedef struct {
     const char *algorithm;
     double topk_density;
     void *stream;
+    double premul;
 } gcoll__attr_t;
 
 /* user into *out: NULL means all defaults; a struct without a valid header is refused

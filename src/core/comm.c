@@ -57,6 +57,8 @@ static void destroy(gcoll_comm_t comm)
     gcoll__shm_destroy(comm->node_shm);
     free(comm->map.host);
     free(comm->map.first);
+    free(comm->p2p_sent);
+    free(comm->p2p_rcvd);
     gcoll__boot_free(comm->boot);
     free(comm);
 }

@@ -37,6 +37,10 @@ struct gcoll_comm {
     uint64_t bytes_sent;      /* payload handed to the transport (gcoll_comm_bytes_sent); lane lock */
     struct gcoll_comm *next;  /* the registry of live handles */
     gcoll__optab_t optab;     /* its recent operations' descriptors, for mismatch detection */
+    /* point-to-point (p2p.c), under the lane's lock: messages posted to and from each rank so
+     * far (allocated at the first), and the queue of messages to itself not yet received */
+    uint32_t *p2p_sent, *p2p_rcvd;
+    struct gcoll__self_msg *self_head, **self_tail;
     /* gcoll_comm_set_algorithm's tables, where own_table is set; else GCOLL_<COLL>'s */
     gcoll__algo_table_t table[GCOLL_COLL_COUNT];
     unsigned char own_table[GCOLL_COLL_COUNT];

@@ -83,7 +83,7 @@ static void send_over(gcoll_request_t r, const gcoll__step_t *st)
 static gcoll_status_t post(gcoll_request_t r, gcoll__step_t *st)
 {
     gcoll_comm_t c = r->comm;
-    uint32_t tag = (uint32_t)r->seq;
+    uint32_t tag = r->sched->tag;
     if (gcoll__timeline_on) {
         st->t0 = gcoll__timeline_now();
         if (r->t_post == 0)
@@ -415,7 +415,7 @@ gcoll_status_t gcoll__request_start(gcoll_comm_t comm, gcoll__coll_t coll, const
             gcoll__sched_free(sched);
         return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a request");
     }
-    r->borrowed = how->storage != NULL;
+    r->borrowed = how->storage != NULL && !how->heap;
     r->kept = how->kept;
     r->coll = coll;
     r->algo = algo;
@@ -429,10 +429,18 @@ gcoll_status_t gcoll__request_start(gcoll_comm_t comm, gcoll__coll_t coll, const
     pthread_mutex_lock(&l->lock);
     r->comm = comm;
     comm->refs++;
-    r->seq = how->own_tag ? how->tag : comm->seq++;
-    sched->tag = (uint32_t)r->seq;
+    if (how->p2p) { /* its own tag space, outside the collectives' issue order */
+        sched->tag = (uint32_t)how->tag;
+        r->seq = how->tag & ~(uint64_t)GCOLL_TAG_P2P;
+    } else {
+        r->seq = how->own_tag ? how->tag : comm->seq++;
+        sched->tag = gcoll__tag_of(r->seq);
+    }
     gcoll__sched_issue(sched);
-    gcoll__optab_put(&comm->optab, sched->tag, &sched->desc);
+    /* a pair's messages have tags of their own, which a direct-mapped table cannot hold; an
+     * operation that sends nothing has nothing to check */
+    if (!how->p2p && sched->desc.coll)
+        gcoll__optab_put(&comm->optab, sched->tag, &sched->desc);
     gcoll_request_t *p = &l->active;
     while (*p && (*p)->priority >= r->priority)
         p = &(*p)->next;
@@ -469,10 +477,19 @@ static void waiter_leave(gcoll__lane_t *l)
         gcoll__lane_kick(l);
 }
 
+static gcoll_status_t not_pending(const gcoll_request_t r)
+{
+    if (r->pending)
+        return gcoll__error(GCOLL_ERR_INVALID_USAGE, "*req was posted in a group that is still open: it starts at "
+                            "gcoll_group_end, so wait for it after that");
+    return GCOLL_SUCCESS;
+}
+
 GCOLL_API gcoll_status_t gcoll_test(gcoll_request_t *req, int *done)
 {
     if (!req || !*req || !done)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is NULL", !done ? "done" : !req ? "req" : "*req");
+    GCOLL_CHECK(not_pending(*req));
     gcoll_request_t r = *req;
     gcoll__lane_t *l = r->lane;
     double t = r->polls ? now_s() : 0;
@@ -509,6 +526,7 @@ GCOLL_API gcoll_status_t gcoll_wait(gcoll_request_t *req)
 {
     if (!req || !*req)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is NULL", !req ? "req" : "*req");
+    GCOLL_CHECK(not_pending(*req));
     /* Spin first for latency, then yield so oversubscribed ranks let their peers run, then
      * sleep until a peer on this host moves (or a millisecond passes, for other transports). */
     gcoll_comm_t comm = NULL; /* held while sleeping: the request may retire meanwhile */

@@ -32,6 +32,7 @@ struct gcoll_request {
     unsigned sending;           /* sends posted and not yet complete */
     int borrowed;               /* lives in a blocking call's frame: never freed */
     int kept;                   /* the schedule is the caller's, run again later: never freed */
+    int pending;                /* held by an open group until its end (group.c): not started */
     double t_start, t_post;     /* timeline: when it started, when its first message was posted */
 };
 
@@ -51,6 +52,8 @@ typedef struct {
     int own_tag;                   /* use tag as the messages' tag instead of the communicator's issue count: for
                      callers that issue in an order ranks do not share and name operations alike */
     uint64_t tag;
+    int p2p; /* tag is a point-to-point message's (GCOLL_TAG_P2P set), taken as it is */
+    int heap; /* storage came from malloc: freed when the request is, as if allocated here */
 } gcoll__start_t;
 
 /* Takes ownership of sched unless kept; the request starts at once. */

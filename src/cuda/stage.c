@@ -480,7 +480,7 @@ static void request_init(struct gcoll_request *r, gcoll__sched_t *s, const char 
 {
     if (device) /* a rank that passed host memory, or reduces on the other side, meets a mismatch, not a hang */
         s->desc.where = gpu ? GCOLL_OPDESC_GPU : GCOLL_OPDESC_DEVICE;
-    s->tag = (uint32_t)tag;
+    s->tag = gcoll__tag_of(tag);
     gcoll__sched_issue(s); /* chunks are set up in order, at the call, as the ranks issue them */
     r->comm = comm;
     r->lane = comm->lane;
@@ -630,9 +630,9 @@ static gcoll_status_t stage_setup(stage_t *g, gcoll__coll_args_t *a, const size_
     /* the chunks' messages say what they are, and arrivals are checked against it */
     pthread_mutex_lock(&comm->lane->lock);
     for (size_t k = 0; k < g->nchunks; k++) {
-        gcoll__optab_put(&comm->optab, (uint32_t)(*tag + k), &g->chunks[k].req.sched->desc);
+        gcoll__optab_put(&comm->optab, gcoll__tag_of(*tag + k), &g->chunks[k].req.sched->desc);
         if (twice)
-            gcoll__optab_put(&comm->optab, (uint32_t)(*tag + g->nchunks + k), &g->chunks[k].req2.sched->desc);
+            gcoll__optab_put(&comm->optab, gcoll__tag_of(*tag + g->nchunks + k), &g->chunks[k].req2.sched->desc);
     }
     pthread_mutex_unlock(&comm->lane->lock);
     return GCOLL_SUCCESS;

@@ -31,6 +31,7 @@ typedef struct {
     FIELDS_TO_ALGORITHM
     double topk_density;
     void *stream;
+    double premul;
     unsigned long long later_flags;
     const void *later_ptr;
 } attr_newer_t;
