@@ -14,12 +14,34 @@
 #include "gcoll_mpi.h"
 #include "interposer.h"
 
-const char *const gcoll__ip_call_names[NCALLS] = {
-    "allreduce",  "iallreduce",      "reduce_scatter_block", "allgather",  "bcast",      "reduce",
-    "barrier",    "ireduce_scatter_block", "iallgather",     "ibcast",     "ireduce",    "ibarrier",
-    "allgatherv", "iallgatherv",     "alltoall",             "ialltoall",  "alltoallv",  "ialltoallv",
-    "reduce_scatter", "ireduce_scatter", "gather",           "igather",    "gatherv",    "igatherv",
-    "scatter",    "iscatter",        "scatterv",             "iscatterv"};
+const char *const gcoll__ip_call_names[NCALLS] = {"allreduce",
+                                                  "iallreduce",
+                                                  "reduce_scatter_block",
+                                                  "allgather",
+                                                  "bcast",
+                                                  "reduce",
+                                                  "barrier",
+                                                  "ireduce_scatter_block",
+                                                  "iallgather",
+                                                  "ibcast",
+                                                  "ireduce",
+                                                  "ibarrier",
+                                                  "allgatherv",
+                                                  "iallgatherv",
+                                                  "alltoall",
+                                                  "ialltoall",
+                                                  "alltoallv",
+                                                  "ialltoallv",
+                                                  "reduce_scatter",
+                                                  "ireduce_scatter",
+                                                  "gather",
+                                                  "igather",
+                                                  "gatherv",
+                                                  "igatherv",
+                                                  "scatter",
+                                                  "iscatter",
+                                                  "scatterv",
+                                                  "iscatterv"};
 
 static int ready;           /* gcoll is up and takes over at least one call */
 static int enabled[NCALLS]; /* GCOLL_MPI_COLLS, read once after gcoll_init */
@@ -150,8 +172,9 @@ int gcoll__ip_reduce_type(MPI_Datatype t, gcoll_dtype_t *out)
     }
     const MPI_Datatype sig[] = {MPI_SIGNED_CHAR, MPI_INT8_T, MPI_SHORT,     MPI_INT16_T, MPI_INT,
                                 MPI_INT32_T,     MPI_LONG,   MPI_LONG_LONG, MPI_INT64_T};
-    const MPI_Datatype uns[] = {MPI_UNSIGNED_CHAR, MPI_UINT8_T,       MPI_UNSIGNED_SHORT,     MPI_UINT16_T, MPI_UNSIGNED,
-                                MPI_UINT32_T,      MPI_UNSIGNED_LONG, MPI_UNSIGNED_LONG_LONG, MPI_UINT64_T};
+    const MPI_Datatype uns[] = {MPI_UNSIGNED_CHAR, MPI_UINT8_T,  MPI_UNSIGNED_SHORT, MPI_UINT16_T,
+                                MPI_UNSIGNED,      MPI_UINT32_T, MPI_UNSIGNED_LONG,  MPI_UNSIGNED_LONG_LONG,
+                                MPI_UINT64_T};
     int is_signed = -1;
     for (size_t i = 0; i < sizeof(sig) / sizeof(sig[0]) && is_signed < 0; i++)
         is_signed = t == sig[i] ? 1 : t == uns[i] ? 0 : -1;

@@ -225,4 +225,3 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices
         sched_yield();
     }
 }
-

@@ -69,9 +69,9 @@ static int allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     if (!o || !count_bytes(recvcounts, n, rsize, o->v)) {
         free(o);
         gcoll__ip_passed(call);
-        return request ? PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
-                                          request)
-                       : PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+        return request
+            ? PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request)
+            : PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
     }
     size_t *rbytes = o->v, *roff = o->v + n;
     ptrdiff_t base;
@@ -80,9 +80,8 @@ static int allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     const void *in = inplace ? rbuf : sendbuf;
     if (inplace)
         sbytes = rbytes[gcoll_comm_rank(g)];
-    gcoll_status_t st = request
-        ? GCOLL(gcoll_iallgatherv(in, sbytes, rbuf, rbytes, roff, GCOLL_UINT8, g, NULL, &o->g))
-        : GCOLL(gcoll_allgatherv(in, sbytes, rbuf, rbytes, roff, GCOLL_UINT8, g));
+    gcoll_status_t st = request ? GCOLL(gcoll_iallgatherv(in, sbytes, rbuf, rbytes, roff, GCOLL_UINT8, g, NULL, &o->g))
+                                : GCOLL(gcoll_allgatherv(in, sbytes, rbuf, rbytes, roff, GCOLL_UINT8, g));
     return gcoll__ip_finish(call, o, comm, st, request);
 }
 
@@ -95,9 +94,9 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
 int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                     const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    return request ? allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request)
-                   : PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
-                                      request);
+    return request
+        ? allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request)
+        : PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
 }
 
 /* In place (MPI_IN_PLACE as sendbuf) the blocks are exchanged within recvbuf: gcoll's form is
@@ -118,10 +117,10 @@ static int alltoallv(const void *sendbuf, const int sendcounts[], const int sdis
     if (!o || !count_bytes(recvcounts, n, rsize, rbytes) || (!inplace && !count_bytes(sendcounts, n, ssize, sbytes))) {
         free(o);
         gcoll__ip_passed(call);
-        return request ? PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
-                                         recvtype, comm, request)
-                       : PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
-                                        recvtype, comm);
+        return request
+            ? PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+                              request)
+            : PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
     }
     ptrdiff_t rbase, sbase = 0;
     offsets(rdispls, rbytes, n, rsize, roff, &rbase);
@@ -145,10 +144,10 @@ int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispl
                    void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
                    MPI_Request *request)
 {
-    return request ? alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
-                               request)
-                   : PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
-                                     comm, request);
+    return request
+        ? alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request)
+        : PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+                          request);
 }
 
 /* In place (MPI_IN_PLACE as sendbuf) the whole input is in recvbuf, as gcoll's in-place form. */
@@ -213,9 +212,8 @@ static int gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
     gcoll__ip_op_t *o = request ? op_for(call, g, 0) : NULL;
     if (!g || (request && !o)) {
         gcoll__ip_passed(call);
-        return request
-            ? PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
-            : PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+        return request ? PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+                       : PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     }
     const void *in = inplace ? recvbuf : sendbuf;
     void *out = me == root ? recvbuf : NULL;
@@ -249,9 +247,8 @@ static int scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
     gcoll__ip_op_t *o = request ? op_for(call, g, 0) : NULL;
     if (!g || (request && !o)) {
         gcoll__ip_passed(call);
-        return request
-            ? PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
-            : PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+        return request ? PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+                       : PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     }
     const void *in = me == root ? sendbuf : NULL;
     void *out = inplace ? (void *)sendbuf : recvbuf;
@@ -276,8 +273,8 @@ int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 /* The root's side of gatherv and scatterv: its type dense, its counts and displacements in bytes
  * (2n of scratch), the buffer shifted to the lowest block. The other ranks' side: one block of a
  * contiguous type. Returns 0 where the call goes to MPI. */
-static int rooted_v(int at_root, MPI_Datatype blocks_t, const int *counts, const int *displs, int n,
-                    MPI_Datatype one_t, int one_count, size_t *one_bytes, size_t *v, ptrdiff_t *base)
+static int rooted_v(int at_root, MPI_Datatype blocks_t, const int *counts, const int *displs, int n, MPI_Datatype one_t,
+                    int one_count, size_t *one_bytes, size_t *v, ptrdiff_t *base)
 {
     size_t size;
     if (!at_root)
@@ -307,10 +304,9 @@ static int gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
     if (!g) {
         free(o);
         gcoll__ip_passed(call);
-        return request ? PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root,
-                                       comm, request)
-                       : PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root,
-                                      comm);
+        return request
+            ? PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request)
+            : PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
     }
     void *rbuf = at_root ? shift(recvbuf, base) : NULL;
     const size_t *rbytes = at_root ? o->v : NULL, *roff = at_root ? o->v + n : NULL;
@@ -332,15 +328,14 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                  const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
-    return request ? gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request)
-                   : PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
-                                   request);
+    return request
+        ? gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request)
+        : PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
 }
 
 /* In place (MPI_IN_PLACE as the root's recvbuf) the root's block stays in sendbuf. */
 static int scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
-                    void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
-                    MPI_Request *request)
+                    void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
     int call = request ? ISCATTERV : SCATTERV, me = gcoll__ip_on(call) ? rank_in(comm) : -1;
     int at_root = me == root, inplace = at_root && recvbuf == MPI_IN_PLACE, n = 0;
@@ -357,10 +352,9 @@ static int scatterv(const void *sendbuf, const int sendcounts[], const int displ
     if (!g) {
         free(o);
         gcoll__ip_passed(call);
-        return request ? PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root,
-                                        comm, request)
-                       : PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root,
-                                       comm);
+        return request
+            ? PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+            : PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
     }
     const void *sbuf = at_root ? shift(sendbuf, base) : NULL;
     const size_t *sbytes = at_root ? o->v : NULL, *soff = at_root ? o->v + n : NULL;
@@ -379,10 +373,10 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
     return scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, NULL);
 }
 
-int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
-                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
-    return request ? scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
-                   : PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
-                                    request);
+    return request
+        ? scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
+        : PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
 }
