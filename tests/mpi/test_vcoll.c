@@ -507,8 +507,15 @@ static void wrong_arguments(void)
     CHECK(req == NULL, "a refused iallgatherv left a request");
     expect_arg(gcoll_allgatherv(buf, 3, out, counts, NULL, GCOLL_FLOAT32, world), "sendcount", "recvcounts",
                "allgatherv sendcount 3, recvcounts[rank] 2");
-    expect_arg(gcoll_allgatherv(buf, huge[r], out, huge, NULL, GCOLL_FLOAT32, world), "recvcounts", "overflow",
-               "allgatherv counts whose bytes overflow");
+    expect_arg(gcoll_allgatherv(buf, huge[r], out, huge, NULL, GCOLL_FLOAT32, world), "count", NULL,
+               "allgatherv sendcount whose bytes overflow");
+    if (n > 1) { /* rank r's own block fits, the sum of the others overflows */
+        size_t mixed[MAXN];
+        for (int q = 0; q < n; q++)
+            mixed[q] = q == r ? 2 : huge[q];
+        expect_arg(gcoll_allgatherv(buf, 2, out, mixed, NULL, GCOLL_FLOAT32, world), "recvcounts", NULL,
+                   "allgatherv recvcounts whose sum overflows");
+    }
     expect_arg(gcoll_allgatherv(NULL, 2, out, counts, NULL, GCOLL_FLOAT32, world), "sendbuf", NULL,
                "allgatherv sendbuf NULL");
     expect_arg(gcoll_allgatherv(buf, 2, out, counts, NULL, (gcoll_dtype_t)GCOLL_DTYPE_COUNT, world), "dtype", NULL,
