@@ -43,7 +43,7 @@ static int is_vector(int coll)
  * the last size. */
 static int set_size(gcoll__coll_args_t *a, size_t bytes, size_t *shown)
 {
-    size_t elems = bytes / a->esize ? bytes / a->esize : 1;
+    size_t elems = (bytes / a->esize) ? bytes / a->esize : 1;
     if (is_vector(a->coll)) {
         gcoll__cost_even(a, elems, even_counts, even_displs);
         *shown = a->coll == GCOLL_COLL_ALLTOALLV ? a->counts[0] * (size_t)a->size * a->esize : elems * a->esize;

@@ -56,12 +56,12 @@ void gcoll__pipe(gcoll__sched_t *s, int to, const void *sbuf, size_t sn, int fro
  * pre[i] = counts[0] + ... + counts[i-1], n + 1 entries (scratch: a table, built dry too). */
 size_t *gcoll__prefix(gcoll__sched_t *s, const size_t *counts, int n);
 /* The streaming ring of uneven blocks (allgatherv, reduce_scatterv). Every block is cut in pieces
- * of GCOLL_CHUNK_BYTES; its owner sends GCOLL_PIPELINE_DEPTH (D) of them a round, and each rank
+ * (gcoll__vring_slice); its owner sends G of them a round (gcoll__vring_group), and each rank
  * forwards to the right in round t + 1 the pieces it received in round t, so every block streams
  * around the ring at once and a large one costs what it weighs, where a lock-step ring holds each
  * of its n - 1 steps for the largest block. Rank r receives the block own - h from h hops away
  * (h = 1 .. n - 1) and forwards all but the last; piece k of a block crosses hop h in round
- * k / D + h - 1 on both sides of the link, so rounds match and nothing waits on a later round. */
+ * k / G + h - 1 on both sides of the link, so rounds match and nothing waits on a later round. */
 typedef struct {
     int hop;      /* 0: the own block; else the hops it has come */
     int blk;      /* the block */
@@ -83,8 +83,10 @@ struct gcoll__vring {
     size_t slice; /* elements per piece: set by gcoll__vring_build */
 };
 void gcoll__vring_build(gcoll__sched_t *s, gcoll__vring_t *v);
-/* Elements per piece (as gcoll__pipe cuts), and pieces per D-round group, for es-byte elements. */
-size_t gcoll__vring_slice(size_t es);
+/* Elements per piece: at most GCOLL_CHUNK_BYTES, smaller for small totals so that a large block
+ * still streams; and pieces of each block per round (1; GCOLL_PIPELINE_DEPTH on two ranks). */
+size_t gcoll__vring_slice(const size_t *counts, int n, size_t es);
+size_t gcoll__vring_group(int n);
 
 /* Messages a rank keeps in flight at once where it has many peers (the scattered alltoallv, the
  * linear gathers and scatters): every peer at once up to this, in rounds of this many beyond.

@@ -181,8 +181,7 @@ double gcoll__cost_predict_parts(int idx, const gcoll__coll_args_t *a, const gco
             break;
         }
         s->dry = 1;
-        /* the vector collectives' builders run whatever this rank's count: others may send */
-        if (a->count || a->coll == GCOLL_COLL_BARRIER || a->counts || a->scounts)
+        if (a->count || a->coll == GCOLL_COLL_BARRIER || gcoll__coll_vector(a->coll))
             algo->build(s, &r);
         ok = s->status == GCOLL_SUCCESS && add_rank(&rs, s, &r, rank);
         gcoll__sched_free(s);
@@ -230,18 +229,15 @@ double gcoll__cost_predict(int idx, const gcoll__coll_args_t *a, const gcoll__li
 }
 
 /* The collectives whose size no rank knows whole (alltoallv, gatherv, scatterv) cannot be priced
- * alike on every rank: a rule on the layout, which all share, chooses. Alltoallv scatters (every
- * peer at once, in windows: skewed blocks overlap) unless many peers across hosts would crowd the
- * network, where pairwise keeps one message in and out per rank; gatherv and scatterv have their
- * linear algorithm. */
+ * alike on every rank: a rule that needs no size chooses. Alltoallv scatters: every peer at once,
+ * in windows, so skewed blocks overlap where pairwise steps would each wait for their largest
+ * pair, and the window bounds what is in flight as pairwise's one peer at a time does; gatherv
+ * and scatterv have their linear algorithm. */
 static int unsized_pick(const gcoll__coll_args_t *a)
 {
-    int hosts = a->map ? a->map->nhosts : a->size, idx;
-    if (a->coll == GCOLL_COLL_ALLTOALLV)
-        idx = gcoll__algo_find(a->coll, GCOLL_FAMILY_PLAIN,
-                               hosts > 1 && a->size - 1 > GCOLL__WINDOW ? "pairwise" : "scattered");
-    else
-        idx = gcoll__algo_flagged(a->coll, GCOLL_FAMILY_PLAIN, GCOLL_ALGO_NODE | GCOLL_ALGO_FORCED, 0);
+    int idx = a->coll == GCOLL_COLL_ALLTOALLV
+        ? gcoll__algo_find(a->coll, GCOLL_FAMILY_PLAIN, "scattered")
+        : gcoll__algo_flagged(a->coll, GCOLL_FAMILY_PLAIN, GCOLL_ALGO_NODE | GCOLL_ALGO_FORCED, 0);
     return gcoll__algo_usable(gcoll__algo_get(idx), a) ? idx : -1;
 }
 
@@ -262,7 +258,7 @@ void gcoll__cost_even(gcoll__coll_args_t *a, size_t elems, size_t *counts, size_
     case GCOLL_COLL_SCATTERV: a->scounts = counts, a->sdispls = displs, a->count = counts[a->rank]; break;
     case GCOLL_COLL_ALLTOALLV: /* elems per rank: a block of elems / n (at least 1) to each peer */
         for (int i = 0; i < n; i++) {
-            counts[i] = elems / (size_t)n ? elems / (size_t)n : 1;
+            counts[i] = (elems / (size_t)n) ? elems / (size_t)n : 1;
             displs[i] = (size_t)i * counts[i];
         }
         a->counts = a->scounts = counts, a->displs = a->sdispls = displs, a->count = 0, a->total = 0;

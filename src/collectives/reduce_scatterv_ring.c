@@ -21,7 +21,7 @@ typedef struct {
  * its group), or its place in the stream. */
 static char *stored(const gcoll__vring_t *v, const ring_t *g, const gcoll__vpiece_t *p)
 {
-    size_t D = (size_t)gcoll__config.pipeline_depth, e;
+    size_t D = gcoll__vring_group(v->n), e;
     if (g->slots)
         e = ((((p->k / D + (size_t)p->hop - 1) % 2) * (size_t)(v->n - 1) + (size_t)p->hop - 1) * D + p->k % D) *
             v->slice;
@@ -68,8 +68,8 @@ void gcoll__reduce_scatterv_ring(gcoll__sched_t *s, const gcoll__coll_args_t *a)
                         .recv = recv_piece,
                         .send = send_piece,
                         .arg = &g};
-    size_t slice = gcoll__vring_slice(es), stream = a->total - a->counts[v.own];
-    size_t slots = 2 * (size_t)(n - 1) * (size_t)gcoll__config.pipeline_depth * slice;
+    size_t slice = gcoll__vring_slice(a->counts, n, es), stream = a->total - a->counts[v.own];
+    size_t slots = 2 * (size_t)(n - 1) * gcoll__vring_group(n) * slice;
     g.slots = slots < stream;
     g.store = gcoll__sched_scratch(s, (g.slots ? slots : stream) * es);
     g.at = gcoll__sched_scratch(s, (size_t)n * sizeof(size_t));

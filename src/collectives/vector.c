@@ -4,6 +4,10 @@
 #include "base/config.h"
 #include "collectives/algo.h"
 
+/* The smallest piece: below it a message costs its latency whatever its size (GCOLL_CHUNK_BYTES's
+ * own least value). */
+#define SLICE_MIN 4096
+
 size_t *gcoll__prefix(gcoll__sched_t *s, const size_t *counts, int n)
 {
     size_t *pre = gcoll__sched_scratch(s, ((size_t)n + 1) * sizeof(size_t));
@@ -15,16 +19,32 @@ size_t *gcoll__prefix(gcoll__sched_t *s, const size_t *counts, int n)
     return pre;
 }
 
-size_t gcoll__vring_slice(size_t es)
+size_t gcoll__vring_group(int n)
 {
-    return gcoll__config.chunk_bytes / es;
+    /* a link carries n - 1 blocks at once, so one piece of each keeps it as busy as the ring's
+     * D slices of one block; two ranks have one block each way, in D slices as gcoll__pipe */
+    return n > 2 ? 1 : (size_t)gcoll__config.pipeline_depth;
+}
+
+size_t gcoll__vring_slice(const size_t *counts, int n, size_t es)
+{
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        total += counts[i];
+    /* the largest block's last groups cross the last n - 2 hops after the others are done:
+     * pieces of about 1/16 of a link's share per group keep that tail near 1/16 of the time */
+    if (n <= 2)
+        return gcoll__config.chunk_bytes / es;
+    size_t bytes = total / (16 * (size_t)(n - 1) * gcoll__vring_group(n)) * es;
+    bytes = bytes < SLICE_MIN ? SLICE_MIN : bytes > gcoll__config.chunk_bytes ? gcoll__config.chunk_bytes : bytes;
+    return (bytes / es) ? bytes / es : 1;
 }
 
 /* Adds, through fn, the pieces of group g (D pieces a group) of the block `hop` hops away. */
 static void group(gcoll__sched_t *s, gcoll__vring_t *v, int hop, size_t g, size_t round,
                   void (*fn)(gcoll__sched_t *, gcoll__vring_t *, const gcoll__vpiece_t *))
 {
-    size_t D = (size_t)gcoll__config.pipeline_depth;
+    size_t D = gcoll__vring_group(v->n);
     int blk = gcoll__mod(v->own - hop, v->n);
     size_t c = v->counts[blk];
     for (size_t k = g * D; k < (g + 1) * D && k * v->slice < c; k++) {
@@ -37,7 +57,7 @@ static void group(gcoll__sched_t *s, gcoll__vring_t *v, int hop, size_t g, size_
 void gcoll__vring_build(gcoll__sched_t *s, gcoll__vring_t *v)
 {
     int n = v->n;
-    size_t D = (size_t)gcoll__config.pipeline_depth, per = (v->slice = gcoll__vring_slice(v->es)) * D, last = 0;
+    size_t D = gcoll__vring_group(n), per = (v->slice = gcoll__vring_slice(v->counts, n, v->es)) * D, last = 0;
     /* the last round: a block's last group crosses hop h in round groups - 1 + h - 1 and is
      * forwarded the round after, except the last block to come */
     for (int h = 0; h < n; h++) {

@@ -309,6 +309,76 @@ START_TEST(cost_variables_parse)
 }
 END_TEST
 
+static gcoll__coll_args_t vector_coll(gcoll__coll_t coll, int n, const gcoll__nodemap_t *map, size_t *counts,
+                                      size_t *displs)
+{
+    static float in, out;
+    gcoll__coll_args_t a = {.coll = coll,
+                            .sendbuf = &in,
+                            .recvbuf = &out,
+                            .dtype = GCOLL_FLOAT32,
+                            .op = GCOLL_SUM,
+                            .size = n,
+                            .esize = 4,
+                            .map = map,
+                            .links = &links,
+                            .counts = counts,
+                            .displs = displs,
+                            .scounts = counts,
+                            .sdispls = displs};
+    for (int i = 0; i < n; i++) {
+        displs[i] = a.total;
+        a.total += counts[i];
+    }
+    a.count = coll == GCOLL_COLL_REDUCE_SCATTERV ? a.total : counts[0];
+    if (coll == GCOLL_COLL_ALLTOALLV)
+        a.total = 0;
+    return a;
+}
+
+START_TEST(streaming_ring_costs_what_the_blocks_weigh)
+{
+    /* 4 hosts at 1 Gbit/s, 64 MiB in all, one rank holding half: the busiest link of the
+     * streaming ring carries the total less a small block (5/6 of it), where an even ring's
+     * links carry 3/4 of it and a lock-step ring would carry the large block at each of 3 steps */
+    set_links(1e-6, 5e9, 50e-6, 0.125e9);
+    static int h4[4] = {0, 1, 2, 3}, l4[4] = {0}, f4[5] = {0, 1, 2, 3, 4}, b4[4] = {0, 1, 2, 3};
+    const gcoll__nodemap_t four = {4, 1, h4, l4, f4, b4, 0, 0};
+    size_t total = (size_t)16 << 20, counts[4], displs[4];
+    for (int i = 0; i < 4; i++)
+        counts[i] = i == 1 ? total / 2 : total / 6;
+    gcoll__coll_args_t even = allreduce(total / 4, 4, &four);
+    even.coll = GCOLL_COLL_ALLGATHER;
+    double ring = predict("ring", &even);
+    for (int c = 0; c < 2; c++) {
+        gcoll__coll_args_t v =
+            vector_coll(c ? GCOLL_COLL_REDUCE_SCATTERV : GCOLL_COLL_ALLGATHERV, 4, &four, counts, displs);
+        double skew = predict("ring", &v), want = total * 4.0 * 5 / 6 / 0.125e9;
+        ck_assert_msg(skew < 1.2 * ring, "%s ring with one rank holding half: %g s, even allgather ring %g s",
+                      gcoll__coll_name(v.coll), skew, ring);
+        ck_assert_msg(skew > want && skew < 1.1 * want, "%s: %g s against the busiest link's %g s",
+                      gcoll__coll_name(v.coll), skew, want);
+    }
+}
+END_TEST
+
+START_TEST(unsized_collectives_choose_by_rule)
+{
+    /* alltoallv, gatherv and scatterv: no rank knows the size, so no pricing: scattered and
+     * linear on every layout, and the same whatever this rank's counts */
+    set_links(1e-6, 5e9, 50e-6, 0.125e9);
+    size_t small[4] = {1, 0, 2, 0}, big[4] = {1 << 20, 1 << 22, 0, 5}, displs[4];
+    const gcoll__coll_t colls[] = {GCOLL_COLL_ALLTOALLV, GCOLL_COLL_GATHERV, GCOLL_COLL_SCATTERV};
+    const char *want[] = {"scattered", "linear", "linear"};
+    for (int c = 0; c < 3; c++)
+        for (int k = 0; k < 2; k++) {
+            gcoll__coll_args_t a = vector_coll(colls[c], 4, k ? &map2x2 : NULL, k ? big : small, displs);
+            ck_assert_int_eq(gcoll__coll_bytes(&a), 0);
+            ck_assert_str_eq(gcoll__algo_get(gcoll__cost_pick(&a, &links))->name, want[c]);
+        }
+}
+END_TEST
+
 /* ---- the built-in choice builds what forcing its pick builds ---- */
 
 /* Where a step's pointer lies: in a user buffer, the schedule's arena or one of its heap scratch
@@ -531,6 +601,8 @@ Suite *cost_suite(void)
     tcase_add_test(tc, burst_moves_small_picks_and_ties_go_to_fewer_rounds);
     tcase_add_test(tc, exact_ties_go_to_hierarchical_where_hosts_hold_several_ranks);
     tcase_add_test(tc, cost_variables_parse);
+    tcase_add_test(tc, streaming_ring_costs_what_the_blocks_weigh);
+    tcase_add_test(tc, unsized_collectives_choose_by_rule);
     suite_add_tcase(s, tc);
     TCase *same = tcase_create("auto_equals_forced");
     tcase_add_checked_fixture(same, load_defaults, NULL);
