@@ -1,5 +1,5 @@
 /* Chooses the reduction kernel table for this CPU (GCOLL_REDUCE_ISA, or the best the CPU
- * supports) among the portable, AVX2 and AVX-512 tables. */
+ * supports) among the portable, AVX2 and AVX-512 tables, and scales through the chosen one. */
 #include <stdint.h>
 
 #include "base/dtype.h"
@@ -36,4 +36,9 @@ gcoll_status_t gcoll__kernels_select(int isa)
     }
     GCOLL_LOG(GCOLL_LOG_INFO, "reduction kernels: %s", gcoll__kernels->name);
     return GCOLL_SUCCESS;
+}
+
+void gcoll__scale(void *dst, const void *src, size_t count, gcoll_dtype_t dtype, double factor)
+{
+    gcoll__kernels->scale[dtype](dst, src, count, factor);
 }
