@@ -304,7 +304,7 @@ static void t_gather(const run_t *t, const size_t *vcounts, size_t count)
     int v = vcounts != NULL, root = t->root, am_root = r == root, dm = t->v.dm;
     size_t es = gcoll_dtype_size(t->d), counts[MAXN], displs[MAXN];
     for (int q = 0; q < n; q++)
-        counts[q] = v ? vcounts[q] : count;
+        counts[q] = vcounts ? vcounts[q] : count;
     size_t extent = vref_displs(displs, counts, n, v && dm > 0, t->salt), rbytes = extent * es + TAIL;
     /* the root's arrays and buffer at the other ranks: see ndm */
     int others_null = v ? dm != 1 : dm == 1;
@@ -349,7 +349,7 @@ static void t_scatter(const run_t *t, const size_t *vcounts, size_t count)
     int v = vcounts != NULL, root = t->root, am_root = r == root, dm = t->v.dm;
     size_t es = gcoll_dtype_size(t->d), counts[MAXN], displs[MAXN];
     for (int q = 0; q < n; q++)
-        counts[q] = v ? vcounts[q] : count;
+        counts[q] = vcounts ? vcounts[q] : count;
     size_t extent = vref_displs(displs, counts, n, v && dm > 0, t->salt), sbytes = extent * es;
     int others_null = v ? dm != 1 : dm == 1;
     int ip = t->v.ip && am_root;
