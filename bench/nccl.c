@@ -68,8 +68,8 @@ static const char *load(void)
 /* Why NCCL cannot run c as gcoll_bench runs it, or NULL. */
 static const char *unfit(bench_coll_t c, int inplace)
 {
-    if (c == B_BARRIER || c == B_ADASUM)
-        return "NCCL has no such collective";
+    if (c == B_BARRIER || c == B_ADASUM || c >= B_ALLGATHERV)
+        return "NCCL has no such collective (gcoll_bench runs NCCL's own collectives only)";
     if (inplace && (c == B_ALLTOALL || c == B_REDUCE_SCATTER))
         return "NCCL's in-place form differs (alltoall has none; reduce_scatter leaves the block at the rank's offset)";
     return NULL;
@@ -80,7 +80,7 @@ nccl_side_t *nccl_open(bench_coll_t c, gcoll_dtype_t dtype, gcoll_op_t op, int i
     /* ncclDataType_t and ncclRedOp_t by gcoll's dtype and op */
     static const int dts[GCOLL_DTYPE_COUNT] = {0, 1, 2, 3, 4, 5, 6, 9, 7, 8};
     static const int ops[] = {0, 1, 3, 2, 4}; /* sum prod min max avg */
-    const char *why = unfit(c, inplace);
+    const char *why = dtype >= GCOLL_INT16 ? "NCCL has no such dtype here (int16, uint16, float8)" : unfit(c, inplace);
     if (!why)
         why = load();
     int ok = why == NULL, all = 0, rank, size;
