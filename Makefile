@@ -81,7 +81,7 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 MPI_TESTS := $(patsubst tests/mpi/%.c,$(BINDIR)/%,$(filter-out tests/mpi/harness.c,$(wildcard tests/mpi/*.c)))
 TOOLS := $(BINDIR)/gcoll-info
 BENCH_SRCS := $(wildcard bench/*.c)
-REF_SRCS := reference/reference.c reference/adasum_ref.c
+REF_SRCS := reference/reference.c reference/adasum_ref.c reference/vref.c
 BENCH := $(BINDIR)/gcoll_bench
 EXAMPLES := $(patsubst examples/%.c,$(BINDIR)/%,$(wildcard examples/*.c))
 
@@ -132,7 +132,7 @@ $(BINDIR)/gcoll-info: tools/gcoll_info.c tools/select_table.c $(STLIB) $(wildcar
 # by every multi-rank test.
 CHECK_SRCS := tests/common/check.c
 TEST_COMMON := tests/mpi/harness.c $(CHECK_SRCS) $(REF_SRCS)
-TEST_HEADERS := tests/mpi/harness.h tests/common/check.h reference/reference.h reference/adasum_ref.h
+TEST_HEADERS := tests/mpi/harness.h tests/common/check.h reference/reference.h reference/adasum_ref.h reference/vref.h
 TEST_INC := -Itests/mpi -Itests/common -Ireference
 $(BINDIR)/%: tests/mpi/%.c $(TEST_COMMON) $(TEST_HEADERS) $(LIBDIR)/libgcoll.so
 	@mkdir -p $(dir $@)

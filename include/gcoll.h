@@ -255,7 +255,8 @@ GCOLL_API gcoll_status_t gcoll_test(gcoll_request_t *req, int *done);
  * gradient replaces buf. No allocation per iteration. */
 typedef struct gcoll_session *gcoll_session_t;
 GCOLL_API gcoll_status_t gcoll_session_create(gcoll_comm_t comm, gcoll_session_t *session);
-/* op: GCOLL_SUM, GCOLL_AVG, or GCOLL_ADASUM (floating point; each set its own tensor).
+/* op: GCOLL_SUM, GCOLL_AVG, GCOLL_ADASUM (floating point; each set its own tensor) or
+ * GCOLL_PREMUL_SUM (floating point; gcoll_session_set_premul).
  * *id numbers the sets 0, 1, ... in the order they are added. */
 GCOLL_API gcoll_status_t gcoll_session_add(gcoll_session_t s, const char *name, size_t count, gcoll_dtype_t dtype,
                                            gcoll_op_t op, size_t *id);
@@ -263,7 +264,7 @@ GCOLL_API gcoll_status_t gcoll_session_add(gcoll_session_t s, const char *name, 
  * TOPK set keeps what it did not send (error feedback) and adds it to its next gradient. */
 GCOLL_API gcoll_status_t gcoll_session_set_compress(gcoll_session_t s, size_t id, gcoll_compress_t compress,
                                                     double density);
-/* The scalar of a GCOLL_PREMUL_SUM set, before commit (sets fused in one bucket share it). */
+/* This rank's scalar of a GCOLL_PREMUL_SUM set (default 1), applied to each gradient as it starts. */
 GCOLL_API gcoll_status_t gcoll_session_set_premul(gcoll_session_t s, size_t id, double premul);
 GCOLL_API gcoll_status_t gcoll_session_commit(gcoll_session_t s);
 /* buf belongs to the session until set id is waited for: a set alone in its bucket is reduced

@@ -1,8 +1,9 @@
 /* gcoll-info's algorithm registry, each family of each collective with its entries' flags, and
  * its selection table, like NCCL's tuning table: for a layout of hosts x ranks (one host: the
  * point-to-point algorithms, as over GCOLL_TRANSPORT_INTRA=mpi), each collective and size, the
- * predicted microseconds of every algorithm that can serve it, the pick starred. The links are
- * the settings' (GCOLL_TRANSPORT_*, GCOLL_COST_*): no measurement without a job. */
+ * predicted microseconds of every algorithm that can serve it, the pick starred; the vector
+ * collectives with even blocks. The links are the settings' (GCOLL_TRANSPORT_*, GCOLL_COST_*): no
+ * measurement without a job. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -28,12 +29,30 @@ static const char *size_str(size_t v, char *buf, size_t len)
     return buf;
 }
 
-/* Sets a's count for about bytes of the collective's whole vector; 0 past the last size. */
-static int set_size(gcoll__coll_args_t *a, size_t bytes)
+/* The vector collectives' blocks as priced here: an even split (print_selection's arrays). */
+static size_t *even_counts, *even_displs;
+
+static int is_vector(int coll)
 {
-    a->count = 1;
-    size_t per = gcoll__coll_bytes(a);
-    a->count = (bytes / per) ? bytes / per : 1;
+    return coll == GCOLL_COLL_ALLGATHERV || coll == GCOLL_COLL_REDUCE_SCATTERV || coll == GCOLL_COLL_ALLTOALLV ||
+        coll == GCOLL_COLL_GATHERV || coll == GCOLL_COLL_SCATTERV;
+}
+
+/* Sets a's count (the vector collectives: even blocks) for about bytes of the collective's whole
+ * vector (alltoallv: of one rank's send buffer, as alltoall's); *shown: the bytes it covers; 0 past
+ * the last size. */
+static int set_size(gcoll__coll_args_t *a, size_t bytes, size_t *shown)
+{
+    size_t elems = bytes / a->esize ? bytes / a->esize : 1;
+    if (is_vector(a->coll)) {
+        gcoll__cost_even(a, elems, even_counts, even_displs);
+        *shown = a->coll == GCOLL_COLL_ALLTOALLV ? a->counts[0] * (size_t)a->size * a->esize : elems * a->esize;
+    } else {
+        a->count = 1;
+        size_t per = gcoll__coll_bytes(a);
+        a->count = (bytes / per) ? bytes / per : 1;
+        *shown = a->count * per;
+    }
     return bytes <= LAST_SIZE;
 }
 
@@ -93,7 +112,8 @@ static void print_coll(gcoll__coll_args_t *a, gcoll__links_t *links)
         if ((int)gcoll__algo_get(i)->coll != (int)a->coll)
             continue;
         int serves = 0;
-        for (size_t b = FIRST_SIZE; !serves && set_size(a, b); b *= SIZE_STEP)
+        size_t shown;
+        for (size_t b = FIRST_SIZE; !serves && set_size(a, b, &shown); b *= SIZE_STEP)
             serves = gcoll__cost_predict(i, a, links) >= 0;
         if (serves)
             idx[n++] = i;
@@ -102,11 +122,11 @@ static void print_coll(gcoll__coll_args_t *a, gcoll__links_t *links)
     for (int k = 0; k < n; k++)
         printf(" %19s", gcoll__algo_get(idx[k])->name);
     printf("\n");
-    for (size_t bytes = FIRST_SIZE; set_size(a, bytes); bytes *= SIZE_STEP) {
-        size_t per = gcoll__coll_bytes(a) / a->count;
+    size_t shown;
+    for (size_t bytes = FIRST_SIZE; set_size(a, bytes, &shown); bytes *= SIZE_STEP) {
         int pick = gcoll__cost_pick(a, links);
         char buf[16];
-        printf("%10s", a->coll == GCOLL_COLL_BARRIER ? "-" : size_str(a->count * per, buf, sizeof(buf)));
+        printf("%10s", a->coll == GCOLL_COLL_BARRIER ? "-" : size_str(shown, buf, sizeof(buf)));
         for (int k = 0; k < n; k++) {
             double t = gcoll__cost_predict(idx[k], a, links);
             if (t < 0)
@@ -125,11 +145,14 @@ void print_selection(int hosts, int rph)
     int n = hosts * rph;
     int *host = malloc(sizeof(int) * (size_t)n * 3), *first = malloc(sizeof(int) * (size_t)(hosts + 1));
     gcoll__links_t *links = calloc(1, sizeof(*links));
-    if (!host || !first || !links) {
+    even_counts = malloc(2 * sizeof(size_t) * (size_t)n);
+    even_displs = even_counts ? even_counts + n : NULL;
+    if (!host || !first || !links || !even_counts) {
         printf("no memory for the selection table\n");
         free(host);
         free(first);
         free(links);
+        free(even_counts);
         return;
     }
     gcoll__nodemap_t map = {hosts, 1, host, host + n, first, host + 2 * n, 0, 0};
@@ -171,4 +194,5 @@ void print_selection(int hosts, int rph)
     free(host);
     free(first);
     free(links);
+    free(even_counts);
 }

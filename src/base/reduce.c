@@ -37,3 +37,27 @@ gcoll_status_t gcoll__kernels_select(int isa)
     GCOLL_LOG(GCOLL_LOG_INFO, "reduction kernels: %s", gcoll__kernels->name);
     return GCOLL_SUCCESS;
 }
+
+void gcoll__scale(void *dst, const void *src, size_t count, gcoll_dtype_t dtype, double factor)
+{
+    for (size_t i = 0; i < count; i++) {
+        if (dtype == GCOLL_FLOAT64) {
+            double v;
+            memcpy(&v, (const char *)src + 8 * i, 8);
+            v *= factor;
+            memcpy((char *)dst + 8 * i, &v, 8);
+        } else if (dtype == GCOLL_FLOAT32) {
+            float v;
+            memcpy(&v, (const char *)src + 4 * i, 4);
+            v = (float)(v * factor);
+            memcpy((char *)dst + 4 * i, &v, 4);
+        } else if (dtype == GCOLL_FLOAT16 || dtype == GCOLL_BFLOAT16) {
+            uint16_t h;
+            memcpy(&h, (const char *)src + 2 * i, 2);
+            float v = dtype == GCOLL_FLOAT16 ? gcoll__f16_to_f32(h) : gcoll__bf16_to_f32(h);
+            v = (float)(v * factor);
+            h = dtype == GCOLL_FLOAT16 ? gcoll__f32_to_f16(v) : gcoll__f32_to_bf16(v);
+            memcpy((char *)dst + 2 * i, &h, 2);
+        }
+    }
+}

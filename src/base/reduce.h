@@ -32,6 +32,9 @@ extern const gcoll__kernels_t *gcoll__kernels;
 gcoll_status_t gcoll__kernels_select(int isa);
 int gcoll__kernels_supported(const gcoll__kernels_t *k);
 
+/* dst[i] = src[i] * factor, rounded to dtype (floating-point types). */
+void gcoll__scale(void *dst, const void *src, size_t count, gcoll_dtype_t dtype, double factor);
+
 static inline void gcoll__reduce(void *dst, const void *a, const void *b, size_t n, gcoll_dtype_t dtype, gcoll_op_t op)
 {
     gcoll__kernels->reduce[dtype][op == GCOLL_AVG ? GCOLL_SUM : op](dst, a, b, n);

@@ -52,10 +52,51 @@ void gcoll__pipe_round(gcoll__sched_t *s, int to, const void *sbuf, size_t sn, s
 void gcoll__pipe(gcoll__sched_t *s, int to, const void *sbuf, size_t sn, int from, void *rbuf, size_t rn, void *dst,
                  const void *own, size_t es);
 
+/* The vector collectives (vector.c). Element offsets of blocks packed back to back in rank order:
+ * pre[i] = counts[0] + ... + counts[i-1], n + 1 entries (scratch: a table, built dry too). */
+size_t *gcoll__prefix(gcoll__sched_t *s, const size_t *counts, int n);
+/* The streaming ring of uneven blocks (allgatherv, reduce_scatterv). Every block is cut in pieces
+ * of GCOLL_CHUNK_BYTES; its owner sends GCOLL_PIPELINE_DEPTH (D) of them a round, and each rank
+ * forwards to the right in round t + 1 the pieces it received in round t, so every block streams
+ * around the ring at once and a large one costs what it weighs, where a lock-step ring holds each
+ * of its n - 1 steps for the largest block. Rank r receives the block own - h from h hops away
+ * (h = 1 .. n - 1) and forwards all but the last; piece k of a block crosses hop h in round
+ * k / D + h - 1 on both sides of the link, so rounds match and nothing waits on a later round. */
+typedef struct {
+    int hop;      /* 0: the own block; else the hops it has come */
+    int blk;      /* the block */
+    size_t k;     /* the piece's index in its block */
+    size_t off;   /* its first element in the block */
+    size_t len;   /* elements */
+    size_t round; /* the round it crosses the link in */
+} gcoll__vpiece_t;
+typedef struct gcoll__vring gcoll__vring_t;
+struct gcoll__vring {
+    int n, own, left, right;
+    const size_t *counts; /* elements of each block */
+    size_t es;            /* bytes per element */
+    /* adds the receive of an incoming piece and whatever must follow it (listed before the round's
+     * sends), and the send of a piece: its own (hop 0) or one received the round before */
+    void (*recv)(gcoll__sched_t *s, gcoll__vring_t *v, const gcoll__vpiece_t *p);
+    void (*send)(gcoll__sched_t *s, gcoll__vring_t *v, const gcoll__vpiece_t *p);
+    void *arg;
+    size_t slice; /* elements per piece: set by gcoll__vring_build */
+};
+void gcoll__vring_build(gcoll__sched_t *s, gcoll__vring_t *v);
+/* Elements per piece (as gcoll__pipe cuts), and pieces per D-round group, for es-byte elements. */
+size_t gcoll__vring_slice(size_t es);
+
+/* Messages a rank keeps in flight at once where it has many peers (the scattered alltoallv, the
+ * linear gathers and scatters): every peer at once up to this, in rounds of this many beyond.
+ * 32 is MPICH's throttle for the same purpose: past it, more concurrent messages add memory for
+ * unexpected arrivals and contention at the receivers, and no overlap. */
+#define GCOLL__WINDOW 32
+
 /* Whether an algorithm can serve these arguments (NULL: always). */
 typedef int (*gcoll__usable_fn)(const gcoll__coll_args_t *a);
 int gcoll__node_usable(const gcoll__coll_args_t *a);
 int gcoll__node_cma_usable(const gcoll__coll_args_t *a);
+int gcoll__node_alltoallv_usable(const gcoll__coll_args_t *a);
 int gcoll__hier_usable(const gcoll__coll_args_t *a);
 int gcoll__adasum_slots_usable(const gcoll__coll_args_t *a);
 int gcoll__adasum_hier_usable(const gcoll__coll_args_t *a);
@@ -112,7 +153,24 @@ typedef enum { GCOLL_FAMILY_PLAIN, GCOLL_FAMILY_ADASUM, GCOLL_FAMILY_TOPK, GCOLL
     X(GCOLL_COLL_REDUCE, shm_slots, gcoll__node_reduce_slots, gcoll__node_usable, PLAIN, GCOLL_ALGO_NODE) \
     X(GCOLL_COLL_ALLTOALL, pairwise, gcoll__alltoall_pairwise, NULL, PLAIN, 0) \
     X(GCOLL_COLL_ALLTOALL, shm_slots, gcoll__node_alltoall_slots, gcoll__node_usable, PLAIN, GCOLL_ALGO_NODE) \
-    X(GCOLL_COLL_BARRIER, dissemination, gcoll__barrier_dissemination, NULL, PLAIN, 0)
+    X(GCOLL_COLL_BARRIER, dissemination, gcoll__barrier_dissemination, NULL, PLAIN, 0) \
+    X(GCOLL_COLL_ALLGATHERV, ring, gcoll__allgatherv_ring, NULL, PLAIN, 0) \
+    X(GCOLL_COLL_ALLGATHERV, recursive_doubling, gcoll__allgatherv_doubling, NULL, PLAIN, 0) \
+    X(GCOLL_COLL_ALLGATHERV, shm_slots, gcoll__node_allgatherv_slots, gcoll__node_usable, PLAIN, GCOLL_ALGO_NODE) \
+    X(GCOLL_COLL_ALLGATHERV, shm_cma, gcoll__node_allgatherv_cma, gcoll__node_cma_usable, PLAIN, GCOLL_ALGO_NODE | GCOLL_ALGO_CMA) \
+    X(GCOLL_COLL_REDUCE_SCATTERV, ring, gcoll__reduce_scatterv_ring, NULL, PLAIN, 0) \
+    X(GCOLL_COLL_REDUCE_SCATTERV, recursive_halving, gcoll__reduce_scatterv_halving, NULL, PLAIN, 0) \
+    X(GCOLL_COLL_REDUCE_SCATTERV, shm_slots, gcoll__node_reduce_scatterv_slots, gcoll__node_usable, PLAIN, GCOLL_ALGO_NODE) \
+    X(GCOLL_COLL_REDUCE_SCATTERV, shm_cma, gcoll__node_reduce_scatterv_cma, gcoll__node_cma_usable, PLAIN, GCOLL_ALGO_NODE | GCOLL_ALGO_CMA) \
+    X(GCOLL_COLL_ALLTOALLV, scattered, gcoll__alltoallv_scattered, NULL, PLAIN, 0) \
+    X(GCOLL_COLL_ALLTOALLV, pairwise, gcoll__alltoallv_pairwise, NULL, PLAIN, 0) \
+    X(GCOLL_COLL_ALLTOALLV, shm_cma, gcoll__node_alltoallv_cma, gcoll__node_alltoallv_usable, PLAIN, GCOLL_ALGO_NODE | GCOLL_ALGO_CMA) \
+    X(GCOLL_COLL_GATHER, binomial, gcoll__gather_binomial, NULL, PLAIN, 0) \
+    X(GCOLL_COLL_GATHER, linear, gcoll__gather_linear, NULL, PLAIN, 0) \
+    X(GCOLL_COLL_GATHERV, linear, gcoll__gatherv_linear, NULL, PLAIN, 0) \
+    X(GCOLL_COLL_SCATTER, binomial, gcoll__scatter_binomial, NULL, PLAIN, 0) \
+    X(GCOLL_COLL_SCATTER, linear, gcoll__scatter_linear, NULL, PLAIN, 0) \
+    X(GCOLL_COLL_SCATTERV, linear, gcoll__scatterv_linear, NULL, PLAIN, 0)
 /* clang-format on */
 
 /* The plain and top-k builders; Adasum's are declared in adasum.h with the shape they take. */

@@ -7,6 +7,7 @@
 
 #include "base/config.h"
 #include "base/schedule.h"
+#include "collectives/algo.h"
 #include "collectives/cost.h"
 #include "collectives/select.h"
 
@@ -133,6 +134,24 @@ static int add_rank(rounds_t *rs, const gcoll__sched_t *s, const gcoll__coll_arg
     return 1;
 }
 
+/* Rank's arguments where a holds the root's view (or every rank's alike, for alltoallv): the
+ * count of the vector collectives is per rank, and non-roots of gatherv and scatterv know no
+ * counts. */
+static gcoll__coll_args_t per_rank(const gcoll__coll_args_t *a, int rank)
+{
+    gcoll__coll_args_t r = *a;
+    r.rank = rank;
+    if (a->coll == GCOLL_COLL_ALLGATHERV || a->coll == GCOLL_COLL_GATHERV)
+        r.count = a->counts[rank];
+    if (a->coll == GCOLL_COLL_SCATTERV)
+        r.count = a->scounts[rank];
+    if (rank != a->root && a->coll == GCOLL_COLL_GATHERV)
+        r.counts = r.displs = NULL;
+    if (rank != a->root && a->coll == GCOLL_COLL_SCATTERV)
+        r.scounts = r.sdispls = NULL;
+    return r;
+}
+
 /* A round's latency: the slower link's, plus half a latency for every further message (on
  * either link: one core posts and completes them all). */
 static double round_lat(const gcoll__links_t *l, int nin, int nout)
@@ -153,8 +172,7 @@ double gcoll__cost_predict_parts(int idx, const gcoll__coll_args_t *a, const gco
     double t = 0, intra_total = 0;
     int ok = 1;
     for (int rank = 0; rank < n && ok; rank++) {
-        gcoll__coll_args_t r = *a;
-        r.rank = rank;
+        gcoll__coll_args_t r = per_rank(a, rank);
         r.recvbuf = &recvbuf;
         r.sendbuf = a->sendbuf == a->recvbuf ? (const void *)&recvbuf : (const void *)&sendbuf;
         gcoll__sched_t *s = gcoll__sched_new(a->dtype, a->op, (unsigned)n, NULL);
@@ -163,7 +181,8 @@ double gcoll__cost_predict_parts(int idx, const gcoll__coll_args_t *a, const gco
             break;
         }
         s->dry = 1;
-        if (a->count || a->coll == GCOLL_COLL_BARRIER)
+        /* the vector collectives' builders run whatever this rank's count: others may send */
+        if (a->count || a->coll == GCOLL_COLL_BARRIER || a->counts || a->scounts)
             algo->build(s, &r);
         ok = s->status == GCOLL_SUCCESS && add_rank(&rs, s, &r, rank);
         gcoll__sched_free(s);
@@ -210,8 +229,52 @@ double gcoll__cost_predict(int idx, const gcoll__coll_args_t *a, const gcoll__li
     return gcoll__cost_predict_parts(idx, a, links, NULL);
 }
 
+/* The collectives whose size no rank knows whole (alltoallv, gatherv, scatterv) cannot be priced
+ * alike on every rank: a rule on the layout, which all share, chooses. Alltoallv scatters (every
+ * peer at once, in windows: skewed blocks overlap) unless many peers across hosts would crowd the
+ * network, where pairwise keeps one message in and out per rank; gatherv and scatterv have their
+ * linear algorithm. */
+static int unsized_pick(const gcoll__coll_args_t *a)
+{
+    int hosts = a->map ? a->map->nhosts : a->size, idx;
+    if (a->coll == GCOLL_COLL_ALLTOALLV)
+        idx = gcoll__algo_find(a->coll, GCOLL_FAMILY_PLAIN,
+                               hosts > 1 && a->size - 1 > GCOLL__WINDOW ? "pairwise" : "scattered");
+    else
+        idx = gcoll__algo_flagged(a->coll, GCOLL_FAMILY_PLAIN, GCOLL_ALGO_NODE | GCOLL_ALGO_FORCED, 0);
+    return gcoll__algo_usable(gcoll__algo_get(idx), a) ? idx : -1;
+}
+
+/* Even blocks of `elems` elements in all, packed: the vector collectives' arguments for the
+ * price of a size class (counts and displs have n entries). */
+void gcoll__cost_even(gcoll__coll_args_t *a, size_t elems, size_t *counts, size_t *displs)
+{
+    int n = a->size;
+    for (int i = 0; i < n; i++) {
+        counts[i] = gcoll__blk_cnt(elems, n, i);
+        displs[i] = gcoll__blk_off(elems, n, i);
+    }
+    a->total = elems;
+    switch (a->coll) {
+    case GCOLL_COLL_ALLGATHERV:
+    case GCOLL_COLL_GATHERV: a->counts = counts, a->displs = displs, a->count = counts[a->rank]; break;
+    case GCOLL_COLL_REDUCE_SCATTERV: a->counts = counts, a->displs = displs, a->count = elems; break;
+    case GCOLL_COLL_SCATTERV: a->scounts = counts, a->sdispls = displs, a->count = counts[a->rank]; break;
+    case GCOLL_COLL_ALLTOALLV: /* elems per rank: a block of elems / n (at least 1) to each peer */
+        for (int i = 0; i < n; i++) {
+            counts[i] = elems / (size_t)n ? elems / (size_t)n : 1;
+            displs[i] = (size_t)i * counts[i];
+        }
+        a->counts = a->scounts = counts, a->displs = a->sdispls = displs, a->count = 0, a->total = 0;
+        break;
+    default: a->count = elems; break;
+    }
+}
+
 int gcoll__cost_pick(const gcoll__coll_args_t *a, gcoll__links_t *links)
 {
+    if (!gcoll__coll_sized(a->coll))
+        return unsized_pick(a);
     size_t bytes = gcoll__coll_bytes(a);
     int cls = 0;
     while (cls < 63 && ((size_t)1 << cls) < bytes)
@@ -222,9 +285,17 @@ int gcoll__cost_pick(const gcoll__coll_args_t *a, gcoll__links_t *links)
         return known - 1;
     /* price the class by its upper bound, so every size in it gets the same pick */
     gcoll__coll_args_t c = *a;
-    c.count = 1;
-    size_t per = gcoll__coll_bytes(&c); /* bytes per element of count */
-    c.count = (((size_t)1 << cls) / per) ? ((size_t)1 << cls) / per : 1;
+    size_t *even = NULL;
+    if (a->coll == GCOLL_COLL_ALLGATHERV || a->coll == GCOLL_COLL_REDUCE_SCATTERV) {
+        size_t elems = ((size_t)1 << cls) / a->esize;
+        if (!(even = malloc(2 * (size_t)a->size * sizeof(size_t))))
+            return -1;
+        gcoll__cost_even(&c, elems ? elems : 1, even, even + a->size);
+    } else {
+        c.count = 1;
+        size_t per = gcoll__coll_bytes(&c); /* bytes per element of count */
+        c.count = (((size_t)1 << cls) / per) ? ((size_t)1 << cls) / per : 1;
+    }
     /* the least prediction; among those within TIE of it, the least round cost: where the
      * sustained floor bounds several algorithms alike, the one with fewer latencies and less
      * local work, which the floor hides, is the faster */
@@ -254,6 +325,7 @@ int gcoll__cost_pick(const gcoll__coll_args_t *a, gcoll__links_t *links)
             best = idx[k];
             best_rounds = rounds[k];
         }
+    free(even);
     if (best >= 0 && best < 127)
         atomic_store_explicit(slot, (signed char)(best + 1), memory_order_relaxed);
     return best;

@@ -13,6 +13,7 @@ void gcoll__halving_init(gcoll__halving_t *h, int n, int rank, size_t cnt, size_
     h->hi = h->P;
     h->cnt = cnt;
     h->per = per;
+    h->pre = NULL;
 }
 
 int gcoll__halving_rank(const gcoll__halving_t *h, int v)
@@ -22,9 +23,10 @@ int gcoll__halving_rank(const gcoll__halving_t *h, int v)
 
 size_t gcoll__halving_off(const gcoll__halving_t *h, int i)
 {
-    if (!h->per)
+    if (!h->per && !h->pre)
         return gcoll__blk_off(h->cnt, h->P, i);
-    return (size_t)(i < h->rem ? 2 * i : i + h->rem) * h->per; /* the first block of vrank i */
+    int first = i < h->rem ? 2 * i : i + h->rem; /* the first block of vrank i */
+    return h->pre ? h->pre[first] : (size_t)first * h->per;
 }
 
 /* The halving proper: the first step reads cur, later ones work. */

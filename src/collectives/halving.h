@@ -10,11 +10,13 @@
 
 typedef struct {
     int P, rem;
-    int vr;     /* this rank's vrank; -1 when folded out */
-    int lo, hi; /* the ranges [lo, hi) this vrank holds */
-    size_t cnt; /* elements of the vector */
-    size_t per; /* 0: P near-equal ranges of cnt; else ranges of whole blocks of per elements,
+    int vr;            /* this rank's vrank; -1 when folded out */
+    int lo, hi;        /* the ranges [lo, hi) this vrank holds */
+    size_t cnt;        /* elements of the vector */
+    size_t per;        /* 0: P near-equal ranges of cnt; else ranges of whole blocks of per elements,
                   * one per real rank, so that vrank v covers the blocks of the ranks it stands for */
+    const size_t *pre; /* set after init: blocks of uneven sizes instead, real rank i's block at
+                          element pre[i] of the packed vector (n + 1 entries, pre[n] = cnt) */
 } gcoll__halving_t;
 
 void gcoll__halving_init(gcoll__halving_t *h, int n, int rank, size_t cnt, size_t per);

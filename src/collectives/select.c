@@ -122,6 +122,11 @@ size_t gcoll__coll_bytes(const gcoll__coll_args_t *a)
     }
 }
 
+int gcoll__coll_sized(int coll)
+{
+    return coll != GCOLL_COLL_ALLTOALLV && coll != GCOLL_COLL_GATHERV && coll != GCOLL_COLL_SCATTERV;
+}
+
 static int usable(int idx, const gcoll__coll_args_t *a)
 {
     return gcoll__algo_usable(gcoll__algo_get(idx), a);
@@ -129,13 +134,13 @@ static int usable(int idx, const gcoll__coll_args_t *a)
 
 /* The built-in choice, among the plain family's entries that are not GCOLL_ALGO_FORCED: on one
  * host the node channel (slots while one round holds the vector, single copy above); elsewhere
- * the cost model's pick. */
+ * the cost model's pick (a rule on the layout where no rank knows the size). */
 static int builtin_choice(const gcoll__coll_args_t *a, size_t bytes)
 {
     int idx = -1;
     pthread_once(&index_once, index_registry);
-    if (a->shm) {
-        if (bytes > gcoll__shm_info(a->shm)->slot_bytes)
+    if (a->shm) { /* without a size, the single copy serves any */
+        if (bytes > gcoll__shm_info(a->shm)->slot_bytes || !gcoll__coll_sized(a->coll))
             idx = node_cma[a->coll];
         if (!usable(idx, a))
             idx = node_slots[a->coll];

@@ -116,19 +116,50 @@ static size_t desc_count(const gcoll__coll_args_t *a)
     }
 }
 
+/* The elements of a reducing collective's input on this rank. */
+static size_t input_count(const gcoll__coll_args_t *a)
+{
+    switch (a->coll) {
+    case GCOLL_COLL_REDUCE_SCATTER: return a->count * (size_t)a->size;
+    case GCOLL_COLL_REDUCE_SCATTERV: return a->total;
+    default: return a->count;
+    }
+}
+
+/* GCOLL_PREMUL_SUM: this rank's input scaled by its premul, as the call posts it (in place in
+ * the caller's buffer when the call is in place, whose result replaces it anyway, else into the
+ * schedule's own); the operation then sums. */
+static void premultiply(gcoll__sched_t *s, gcoll__coll_args_t *b)
+{
+    size_t n = input_count(b);
+    if (b->sendbuf == b->recvbuf && (b->coll != GCOLL_COLL_REDUCE || b->rank == b->root)) {
+        gcoll__scale(b->recvbuf, b->recvbuf, n, b->dtype, b->premul);
+    } else {
+        void *scaled = gcoll__sched_scratch(s, n * b->esize);
+        if (scaled)
+            gcoll__scale(scaled, b->sendbuf, n, b->dtype, b->premul);
+        b->sendbuf = scaled;
+    }
+}
+
 gcoll_status_t gcoll__build(const gcoll__coll_args_t *a, const char *forced, gcoll__sched_t *storage,
                             gcoll__sched_t **out, const char **algo_name)
 {
+    gcoll__coll_args_t b = *a;
+    if (a->op == GCOLL_PREMUL_SUM)
+        b.op = GCOLL_SUM; /* what the algorithms see */
     const gcoll__algo_t *algo;
-    GCOLL_CHECK(gcoll__algo_select(a, forced, &algo));
-    gcoll__sched_t *s = gcoll__sched_new(a->dtype, a->op, (unsigned)a->size, storage);
+    GCOLL_CHECK(gcoll__algo_select(&b, forced, &algo));
+    gcoll__sched_t *s = gcoll__sched_new(b.dtype, b.op, (unsigned)a->size, storage);
     if (!s)
         return gcoll__error(GCOLL_ERR_NOMEM, "no memory for a schedule");
     s->desc = gcoll__opdesc_of(a->coll, a->dtype, a->op, desc_count(a), a->root);
     if (a->compress == GCOLL_COMPRESS_FP16 || a->compress == GCOLL_COMPRESS_BF16)
         s->wire = a->compress;
-    if (a->count || a->coll == GCOLL_COLL_BARRIER || gcoll__coll_vector(a->coll))
-        algo->build(s, a);
+    if (a->op == GCOLL_PREMUL_SUM && input_count(a))
+        premultiply(s, &b);
+    if (s->status == GCOLL_SUCCESS && (a->count || a->coll == GCOLL_COLL_BARRIER || gcoll__coll_vector(a->coll)))
+        algo->build(s, &b);
     if (s->status != GCOLL_SUCCESS) {
         gcoll_status_t st = s->status;
         gcoll__sched_free(s);
@@ -531,7 +562,7 @@ GCOLL_API gcoll_status_t gcoll_reduce_local(void *inout, const void *in, size_t 
 {
     if (!gcoll__dtype_valid(dtype))
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "dtype %d is not a gcoll_dtype_t", (int)dtype);
-    if (!gcoll__op_valid(op) || op == GCOLL_AVG || op == GCOLL_ADASUM)
+    if (op != GCOLL_SUM && op != GCOLL_PROD && op != GCOLL_MIN && op != GCOLL_MAX)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "op %d: accepts GCOLL_SUM, PROD, MIN or MAX", (int)op);
     if (count && (!inout || !in))
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is NULL with count %zu", !inout ? "inout" : "in", count);

@@ -12,6 +12,7 @@
 #include "base/config.h"
 #include "base/dtype.h"
 #include "base/error.h"
+#include "base/reduce.h"
 #include "core/lane.h"
 #include "core/request.h"
 #include "collectives/adasum.h"
@@ -29,6 +30,7 @@ typedef struct {
     gcoll_compress_t compress;
     double density;
     float *residual; /* top-k: what earlier iterations did not send */
+    double premul;   /* GCOLL_PREMUL_SUM: this rank's scalar, applied as the set starts */
 } set_t;
 
 enum { B_IDLE, B_RUNNING, B_DONE };
@@ -107,14 +109,18 @@ GCOLL_API gcoll_status_t gcoll_session_add(gcoll_session_t s, const char *name, 
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "id is NULL");
     if (!gcoll__dtype_valid(dtype))
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "dtype %d is not a gcoll_dtype_t", (int)dtype);
-    if (op != GCOLL_SUM && op != GCOLL_AVG && op != GCOLL_ADASUM)
+    if (op != GCOLL_SUM && op != GCOLL_AVG && op != GCOLL_ADASUM && op != GCOLL_PREMUL_SUM)
         return gcoll__error(GCOLL_ERR_INVALID_ARG,
                             "op %d is not valid for a gradient session: accepts GCOLL_SUM, "
-                            "GCOLL_AVG or GCOLL_ADASUM",
+                            "GCOLL_AVG, GCOLL_ADASUM or GCOLL_PREMUL_SUM",
                             (int)op);
     if (op == GCOLL_ADASUM && dtype != GCOLL_FLOAT16 && dtype != GCOLL_BFLOAT16 && dtype != GCOLL_FLOAT32 &&
         dtype != GCOLL_FLOAT64)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "dtype %s: GCOLL_ADASUM takes float16, bfloat16, float32 or float64",
+                            gcoll_dtype_name(dtype));
+    if (op == GCOLL_PREMUL_SUM && (dtype < GCOLL_FLOAT16 || dtype > GCOLL_FLOAT64) && dtype != GCOLL_FLOAT8_E4M3 &&
+        dtype != GCOLL_FLOAT8_E5M2)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "dtype %s: GCOLL_PREMUL_SUM takes floating-point types only",
                             gcoll_dtype_name(dtype));
     if (count == 0 || count > SIZE_MAX / 2 / gcoll_dtype_size(dtype))
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "count %zu is not valid: a set holds 1 or more elements", count);
@@ -127,7 +133,7 @@ GCOLL_API gcoll_status_t gcoll_session_add(gcoll_session_t s, const char *name, 
         s->cap = cap;
     }
     set_t *set = &s->sets[s->nsets];
-    *set = (set_t){.count = count, .dtype = dtype, .op = op, .density = 1};
+    *set = (set_t){.count = count, .dtype = dtype, .op = op, .density = 1, .premul = 1};
     snprintf(set->name, sizeof(set->name), "%s", name ? name : "");
     *id = s->nsets++;
     return GCOLL_SUCCESS;
@@ -148,6 +154,18 @@ GCOLL_API gcoll_status_t gcoll_session_set_compress(gcoll_session_t s, size_t id
                             id, set->count);
     set->compress = compress;
     set->density = compress == GCOLL_COMPRESS_TOPK ? density : 1;
+    return GCOLL_SUCCESS;
+}
+
+GCOLL_API gcoll_status_t gcoll_session_set_premul(gcoll_session_t s, size_t id, double premul)
+{
+    GCOLL_CHECK(check_session(s, 0));
+    if (id >= s->nsets)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "id %zu is out of range (%zu sets)", id, s->nsets);
+    if (s->sets[id].op != GCOLL_PREMUL_SUM)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "id %zu: set '%s' was added with op %s, not GCOLL_PREMUL_SUM", id,
+                            s->sets[id].name, gcoll_op_name(s->sets[id].op));
+    s->sets[id].premul = premul;
     return GCOLL_SUCCESS;
 }
 
@@ -208,7 +226,7 @@ static gcoll_status_t build_bucket(gcoll_session_t s, bucket_t *b)
                             .recvbuf = b->buf,
                             .count = b->count,
                             .dtype = first->dtype,
-                            .op = first->op,
+                            .op = first->op == GCOLL_PREMUL_SUM ? GCOLL_SUM : first->op, /* scaled at start */
                             .compress = first->compress,
                             .density = first->density,
                             .residual = first->residual};
@@ -341,6 +359,10 @@ GCOLL_API gcoll_status_t gcoll_session_start(gcoll_session_t s, size_t id, void 
     set->buf = buf;
     if (b->data)
         GCOLL_CHECK(gcoll__cuda_copy((char *)b->data + set->offset, buf, set->count * gcoll_dtype_size(set->dtype)));
+    if (set->op == GCOLL_PREMUL_SUM) { /* in the bucket's host copy, or the set's own buffer, which the result replaces */
+        void *in = b->data ? (char *)b->data + set->offset : buf;
+        gcoll__scale(in, in, set->count, set->dtype, set->premul);
+    }
     if (--b->waiting == 0)
         return launch(s, b);
     return GCOLL_SUCCESS;

@@ -93,8 +93,9 @@ static void issue_op(void *state)
     op->seq0 = gcoll__shm_reserve(op->shm, op->nrounds);
 }
 
-gcoll__node_op_t *gcoll__node_op(gcoll__sched_t *s, const gcoll__coll_args_t *a, int single_copy, size_t blocks,
-                                 gcoll__node_hook_t publish, gcoll__node_hook_t work, size_t scratch_bytes)
+/* An operation not yet in the schedule: its step is added once its rounds are known. */
+static gcoll__node_op_t *make(gcoll__sched_t *s, const gcoll__coll_args_t *a, int single_copy, size_t blocks,
+                              gcoll__node_hook_t publish, gcoll__node_hook_t work, size_t scratch_bytes)
 {
     gcoll__node_op_t *op = gcoll__sched_scratch(s, sizeof(*op));
     if (!op)
@@ -112,12 +113,53 @@ gcoll__node_op_t *gcoll__node_op(gcoll__sched_t *s, const gcoll__coll_args_t *a,
     op->src = op->inplace ? a->recvbuf : a->sendbuf;
     if (scratch_bytes && !(op->scratch = gcoll__sched_scratch(s, scratch_bytes)))
         return NULL;
-    size_t fit = gcoll__shm_info(a->shm)->slot_bytes / (a->esize * blocks);
-    op->per_round = single_copy || fit >= a->count ? a->count : fit;
-    op->nrounds = (int)((a->count + op->per_round - 1) / op->per_round);
+    return op;
+}
+
+static gcoll__node_op_t *add(gcoll__sched_t *s, gcoll__node_op_t *op)
+{
     gcoll__sched_custom(s, step, who, op);
     gcoll__sched_custom_issue(s, issue_op);
     return op;
+}
+
+gcoll__node_op_t *gcoll__node_op(gcoll__sched_t *s, const gcoll__coll_args_t *a, int single_copy, size_t blocks,
+                                 gcoll__node_hook_t publish, gcoll__node_hook_t work, size_t scratch_bytes)
+{
+    gcoll__node_op_t *op = make(s, a, single_copy, blocks, publish, work, scratch_bytes);
+    if (!op)
+        return NULL;
+    size_t fit = gcoll__shm_info(a->shm)->slot_bytes / (a->esize * blocks);
+    op->per_round = single_copy || fit >= a->count ? a->count : fit;
+    op->nrounds = (int)((a->count + op->per_round - 1) / op->per_round);
+    return add(s, op);
+}
+
+/* A copy of n sizes in the schedule (NULL stays NULL). */
+static const size_t *keep(gcoll__sched_t *s, const size_t *v, int n)
+{
+    size_t *c = v ? gcoll__sched_scratch(s, (size_t)n * sizeof(size_t)) : NULL;
+    if (c)
+        memcpy(c, v, (size_t)n * sizeof(size_t));
+    return c;
+}
+
+gcoll__node_op_t *gcoll__node_vop(gcoll__sched_t *s, const gcoll__coll_args_t *a, int single_copy, int nrounds,
+                                  gcoll__node_hook_t publish, gcoll__node_hook_t work, size_t scratch_bytes)
+{
+    gcoll__node_op_t *op = make(s, a, single_copy, 1, publish, work, scratch_bytes);
+    if (!op)
+        return NULL;
+    int n = a->size;
+    op->a.counts = keep(s, a->counts, n);
+    op->a.displs = keep(s, a->displs, n);
+    op->a.scounts = keep(s, a->scounts, n);
+    op->a.sdispls = keep(s, a->sdispls, n);
+    op->tab = gcoll__sched_scratch(s, 2 * (size_t)n * sizeof(size_t));
+    if (s->status != GCOLL_SUCCESS)
+        return NULL;
+    op->nrounds = nrounds;
+    return add(s, op);
 }
 
 void gcoll__node_combine_slots(gcoll__node_op_t *op, void *dst, size_t at, size_t n)

@@ -28,6 +28,7 @@ struct gcoll__node_op {
     const gcoll__sched_t *sched;              /* its tag and descriptor, for mismatch detection */
     gcoll__node_hook_t publish, work, finish; /* finish (optional) runs once the last round is over */
     char *scratch;                            /* an algorithm's private buffer, if it asked for one */
+    size_t *tab;                              /* the vector collectives': 2 n sizes of their own (gcoll__node_vop) */
 };
 
 /* Builds the step, which reserves its nrounds on the channel when the schedule is issued (a
@@ -35,6 +36,12 @@ struct gcoll__node_op {
  * single_copy makes one round. scratch_bytes of private scratch are allocated with the schedule. */
 gcoll__node_op_t *gcoll__node_op(gcoll__sched_t *s, const gcoll__coll_args_t *a, int single_copy, size_t blocks,
                                  gcoll__node_hook_t publish, gcoll__node_hook_t work, size_t scratch_bytes);
+
+/* The vector collectives' form: nrounds rounds (the same on every rank, from what all know), a
+ * as the hooks see it with its counts and displacements copied into the schedule (the caller's
+ * are read only while the schedule is built), and op->tab for the algorithm's own tables. */
+gcoll__node_op_t *gcoll__node_vop(gcoll__sched_t *s, const gcoll__coll_args_t *a, int single_copy, int nrounds,
+                                  gcoll__node_hook_t publish, gcoll__node_hook_t work, size_t scratch_bytes);
 
 /* The current round's sequence number, first element and element count. */
 static inline uint64_t gcoll__node_seq(const gcoll__node_op_t *op)

@@ -394,6 +394,33 @@ static void table_var(int coll, char *buf, size_t len)
         *c = (char)(*c >= 'a' && *c <= 'z' ? *c - 'a' + 'A' : *c);
 }
 
+/* The vector collectives' blocks for a test of about `per` elements a block: uneven (block i
+ * holds i more), packed, as every rank of the collective sees them (gatherv and scatterv: only
+ * the root knows the counts; their count is each rank's own). */
+static void vector_args(gcoll__coll_args_t *a, size_t per, size_t *counts, size_t *displs)
+{
+    size_t total = 0;
+    for (int i = 0; i < a->size; i++) {
+        counts[i] = per + (size_t)i;
+        displs[i] = total;
+        total += counts[i];
+    }
+    int root = a->rank == a->root;
+    switch (a->coll) {
+    case GCOLL_COLL_ALLGATHERV: a->counts = counts, a->displs = displs, a->count = counts[a->rank]; break;
+    case GCOLL_COLL_REDUCE_SCATTERV: a->counts = counts, a->displs = displs, a->count = total; break;
+    case GCOLL_COLL_ALLTOALLV: a->counts = a->scounts = counts, a->displs = a->sdispls = displs, a->count = 0; break;
+    case GCOLL_COLL_GATHERV:
+        a->counts = root ? counts : NULL, a->displs = root ? displs : NULL, a->count = counts[a->rank];
+        break;
+    case GCOLL_COLL_SCATTERV:
+        a->scounts = root ? counts : NULL, a->sdispls = root ? displs : NULL, a->count = counts[a->rank];
+        break;
+    default: return;
+    }
+    a->total = a->coll == GCOLL_COLL_ALLTOALLV ? 0 : total;
+}
+
 /* One layout: for every collective, size and rank, the schedule of the built-in choice (no
  * GCOLL_<COLL>, no attr.algorithm) against the schedule of its pick forced both ways
  * (GCOLL_<COLL>=pick, and attr.algorithm = pick); counts the distinct allreduce picks. */
@@ -408,8 +435,8 @@ static void auto_equals_forced_on(const gcoll__nodemap_t *map, int n, unsigned *
         table_var(coll, var, sizeof(var));
         for (size_t bytes = 4; bytes <= max_bytes; bytes *= 8) {
             for (int rank = 0; rank < n; rank++) {
-                int per_rank =
-                    coll == GCOLL_COLL_REDUCE_SCATTER || coll == GCOLL_COLL_ALLGATHER || coll == GCOLL_COLL_ALLTOALL;
+                int per_rank = coll == GCOLL_COLL_REDUCE_SCATTER || coll == GCOLL_COLL_ALLGATHER ||
+                    coll == GCOLL_COLL_ALLTOALL || coll == GCOLL_COLL_GATHER || coll == GCOLL_COLL_SCATTER;
                 /* odd counts too: 3 elements past the power of two */
                 size_t count = coll == GCOLL_COLL_BARRIER ? 0 : bytes / 4 / (per_rank ? (size_t)n : 1) + 3;
                 gcoll__coll_args_t a = {.coll = (gcoll__coll_t)coll,
@@ -426,6 +453,8 @@ static void auto_equals_forced_on(const gcoll__nodemap_t *map, int n, unsigned *
                                         .links = &links};
                 if (coll == GCOLL_COLL_BCAST)
                     a.sendbuf = recv; /* bcast is in place */
+                size_t counts[8], displs[8];
+                vector_args(&a, bytes / 4 / (size_t)n, counts, displs);
                 unsetenv(var);
                 ck_assert_int_eq(gcoll__config_load(), GCOLL_SUCCESS);
                 gcoll__sched_t *s_auto, *s_table, *s_attr;
