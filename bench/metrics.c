@@ -150,23 +150,25 @@ static uint64_t mix(uint64_t *state)
     return z ^ (z >> 31);
 }
 
-void bench_skew_split(const bench_skew_t *k, size_t total, int n, unsigned stream, size_t *counts)
+int bench_skew_split(const bench_skew_t *k, size_t total, int n, unsigned stream, size_t *counts)
 {
     size_t un = (size_t)n;
     if (k->kind == BENCH_SKEW_EVEN || n == 1) {
         for (size_t i = 0; i < un; i++)
             counts[i] = total / un + (i < total % un);
-        return;
+        return 0;
     }
     if (k->kind == BENCH_SKEW_HALF) {
         size_t heavy = stream % un, each = total / 2 / (un - 1);
         for (size_t i = 0; i < un; i++)
             counts[i] = each;
         counts[heavy] = total - each * (un - 1);
-        return;
+        return 0;
     }
     /* order[j]: the slot with the j-th largest share (Fisher-Yates over the draws) */
-    size_t order[n];
+    size_t *order = malloc(un * sizeof(*order));
+    if (!order)
+        return -1;
     uint64_t state = (uint64_t)k->seed * 0x2545f4914f6cdd1dull ^ ((uint64_t)stream << 32 | stream);
     for (size_t i = 0; i < un; i++)
         order[i] = i;
@@ -185,4 +187,6 @@ void bench_skew_split(const bench_skew_t *k, size_t total, int n, unsigned strea
     }
     for (size_t j = 0; given < total; j = (j + 1) % un, given++) /* what rounding left, largest first */
         counts[order[j]]++;
+    free(order);
+    return 0;
 }

@@ -81,7 +81,8 @@ typedef struct {
 /* "even", "half" or "zipf:S" with S > 0; 0 on success. */
 int bench_skew_parse(const char *arg, bench_skew_t *out);
 /* counts[0..n) adding up to total; stream tells the draws apart (a sender's row of alltoallv),
- * and is the heavy slot of half. The same arguments give the same counts on every rank. */
-void bench_skew_split(const bench_skew_t *k, size_t total, int n, unsigned stream, size_t *counts);
+ * and is the heavy slot of half. The same arguments give the same counts on every rank. 0, or
+ * -1 out of memory. */
+int bench_skew_split(const bench_skew_t *k, size_t total, int n, unsigned stream, size_t *counts);
 
 #endif

@@ -36,7 +36,10 @@ static void skew_line(const bench_opts_t *o, int n)
         printf(" (%d ranks, not listed)\n", n);
         return;
     }
-    bench_skew_split(&o->skew, total, n, o->subcmd == B_ALLTOALLV ? 1 : 0, counts);
+    if (bench_skew_split(&o->skew, total, n, o->subcmd == B_ALLTOALLV ? 1 : 0, counts) != 0) {
+        printf(" (no memory)\n");
+        return;
+    }
     for (int i = 0; i < n; i++)
         printf(" %.1f", 100.0 * (double)counts[i] / (double)total);
     printf("\n");

@@ -72,13 +72,19 @@ static int plan_counts(ctx_t *x)
     x->rdsp = x->cnt + 3 * n;
     if (x->coll == B_ALLTOALLV) {
         for (size_t q = 0; q < n; q++) { /* stream q + 1: half sends half to the next rank */
-            bench_skew_split(&x->o->skew, total, x->n, (unsigned)q + 1, row);
+            if (bench_skew_split(&x->o->skew, total, x->n, (unsigned)q + 1, row) != 0) {
+                free(row);
+                return -1;
+            }
             if (q == (size_t)x->rank)
                 memcpy(x->cnt, row, n * sizeof(size_t));
             x->rcnt[q] = row[x->rank];
         }
     } else {
-        bench_skew_split(&x->o->skew, total, x->n, 0, x->cnt);
+        if (bench_skew_split(&x->o->skew, total, x->n, 0, x->cnt) != 0) {
+            free(row);
+            return -1;
+        }
         memcpy(x->rcnt, x->cnt, n * sizeof(size_t));
     }
     free(row);

@@ -474,8 +474,13 @@ def main():
     names = sys.argv[1:] or list(SECTIONS)
 
     def body():
+        # each section on its own, so that one type the library lacks hides no other section
+        # (a failure of that kind is the same on every rank)
         for name in names:
-            SECTIONS[name](c)
+            try:
+                SECTIONS[name](c)
+            except gcoll.GcollError as e:
+                check(False, "section %s: %s" % (name, e))
 
     rc = h.run("python-v", c, body)
     gcoll.finalize()

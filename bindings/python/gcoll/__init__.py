@@ -735,7 +735,7 @@ class Comm:
             return (s.ptr, s.ptr, count, s.dtype, root), [s], _flat_view(x, root * count, count), ()
         if out is None:
             shape = tuple(x.shape)
-            out = _empty_like(x, shape[1:] if shape and shape[0] == n else (count,))
+            out = _empty_like(x, shape[1:] if len(shape) > 1 and shape[0] == n else (count,))
         r = _out_buf(out, s, count)
         return (s.ptr, r.ptr, count, s.dtype, root), [s, r], out, ()
 
