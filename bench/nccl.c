@@ -68,8 +68,8 @@ static const char *load(void)
 /* Why NCCL cannot run c as gcoll_bench runs it, or NULL. */
 static const char *unfit(bench_coll_t c, int inplace)
 {
-    if (c == B_BARRIER || c == B_ADASUM)
-        return "NCCL has no such collective";
+    if (c == B_BARRIER || c == B_ADASUM || c >= B_ALLGATHERV)
+        return "NCCL has no such collective (gcoll_bench runs NCCL's own collectives only)";
     if (inplace && (c == B_ALLTOALL || c == B_REDUCE_SCATTER))
         return "NCCL's in-place form differs (alltoall has none; reduce_scatter leaves the block at the rank's offset)";
     return NULL;
