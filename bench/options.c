@@ -251,11 +251,15 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen
                                              {"seed", required_argument, NULL, 'E'},
                                              {"batch", required_argument, NULL, 'G'},
                                              {NULL, 0, NULL, 0}};
-    optind = 2;
+    /* the options after the subcommand, which stands as their argv[0]: optind 0 makes GNU getopt
+     * start afresh, whatever an earlier parse left in its state */
+    int ac = argc - 1;
+    char **av = argv + 1;
+    optind = 0;
     opterr = 0;
     int ch, f;
     char seen[128] = {0}; /* which options were given, to refuse those a subcommand ignores */
-    while ((ch = getopt_long(argc, argv, "m:f:i:x:d:o:r:ch", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(ac, av, "m:f:i:x:d:o:r:ch", longopts, NULL)) != -1) {
         if (ch > 0 && ch < 128)
             seen[ch] = 1;
         switch (ch) {
@@ -388,11 +392,11 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen
                 return fail(err, errlen, "--batch '%s': expected an integer >= 1", optarg);
             break;
         case 'h': return 1;
-        default: return fail(err, errlen, "unknown or incomplete option '%s'", argv[optind - 1]);
+        default: return fail(err, errlen, "unknown or incomplete option '%s'", av[optind - 1]);
         }
     }
-    if (optind < argc)
-        return fail(err, errlen, "unexpected argument '%s'", argv[optind]);
+    if (optind < ac)
+        return fail(err, errlen, "unexpected argument '%s'", av[optind]);
     if (o->subcmd == B_GROUP && !seen['m']) /* small allreduces, as a batch of gradients of small layers */
         o->min_bytes = o->max_bytes = 4 << 10;
     if (o->subcmd == B_ADASUM) {

@@ -20,6 +20,16 @@
 #define LARGE_BYTES (3u << 20)
 #define PER_PAIR 24 /* messages per ordered pair in the ordering section */
 
+static unsigned gcd(unsigned a, unsigned b)
+{
+    while (b) {
+        unsigned t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
 static gcoll_comm_t world;
 static int n, r;
 
@@ -181,8 +191,11 @@ static void ordering(void)
         CHECK(rreq[j] == NULL, "a finished receive's request was not cleared");
         msg_check(rb[j].p, in[j].bytes, sec, j / PER_PAIR, j % PER_PAIR, "ordering");
     }
+    unsigned stride = 7; /* coprime with total, so that the shuffle visits every send */
+    while (gcd(stride, (unsigned)total) != 1)
+        stride += 2;
     for (int i = 0; i < total; i++) {
-        int j = (int)((unsigned)(i * 7 + r) % (unsigned)total);
+        int j = (int)(((unsigned)i * stride + (unsigned)r) % (unsigned)total);
         if (sreq[j])
             ST_OK(gcoll_wait(&sreq[j]), "send %d to rank %d", j % PER_PAIR, j / PER_PAIR);
     }

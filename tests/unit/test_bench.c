@@ -168,7 +168,7 @@ START_TEST(options_parse)
     ck_assert_int_eq(parse("b scatterv -r 2 --skew zipf:2", &o, err), 0);
     ck_assert_int_eq(parse("b sendrecv -d int16 -c", &o, err), 0);
     ck_assert_int_eq(o.dtype, GCOLL_INT16);
-    ck_assert_int_eq(parse("b alltoall -d float8_e4m3", &o, err), 0);
+    ck_assert_msg(parse("b alltoall -d float8_e4m3", &o, err) == 0, "%s", err);
     ck_assert_int_eq(parse("b barrier", &o, err), 0);
     ck_assert_int_eq(o.iters, 0); /* by size */
     ck_assert_int_eq(parse("b membw", &o, err), 0);
