@@ -12,6 +12,10 @@ void gcoll__allgatherv_doubling(gcoll__sched_t *s, const gcoll__coll_args_t *a)
     const size_t *counts = a->counts, *displs = a->displs;
     char *rb = a->recvbuf;
     const char *mine = a->sendbuf == a->recvbuf ? rb + displs[r] * es : a->sendbuf;
+    if (n == 1) {
+        gcoll__sched_copy(s, rb + displs[r] * es, mine, counts[r] * es);
+        return;
+    }
     size_t *pre = gcoll__prefix(s, counts, n);
     if (!pre)
         return;
@@ -23,8 +27,6 @@ void gcoll__allgatherv_doubling(gcoll__sched_t *s, const gcoll__coll_args_t *a)
         return;
     gcoll__sched_round(s);
     gcoll__sched_copy(s, work + pre[r] * es, mine, counts[r] * es);
-    if (n == 1)
-        return;
     gcoll__halving_t h;
     gcoll__halving_init(&h, n, r, total, 0);
     h.pre = pre;

@@ -1,10 +1,11 @@
 /* Alltoallv, every block its own size (zero: no message; both sides know it from their own
  * counts). scattered: every peer at once, GCOLL__WINDOW of them a round (rank + k out, rank - k
- * in), so skewed blocks overlap instead of each step waiting for its largest; cost: ceil((n-1)/W)
- * rounds, each rank's bytes at its link's rate. pairwise: n - 1 steps, one peer each way (rank + k
+ * in), the sends interleaved a slice at a time, so skewed blocks overlap instead of each step
+ * waiting for its largest; cost: ceil((n-1)/W) rounds, each rank's bytes at its link's rate. pairwise: n - 1 steps, one peer each way (rank + k
  * out, rank - k in): one message in and out per rank at a time, for many peers over a network;
  * cost: n - 1 rounds, each as long as its largest pair. In place, pairwise exchanges with one peer
  * a step (rank + peer = step mod n) through a block of scratch; scattered packs what it sends. */
+#include "base/config.h"
 #include "collectives/algo.h"
 
 /* Round 0: this rank's own block, unless in place (where it already lies). */
@@ -42,19 +43,28 @@ void gcoll__alltoallv_scattered(gcoll__sched_t *s, const gcoll__coll_args_t *a)
         sb = copy;
         sdispls = at;
     }
+    /* Blocks go in slices of GCOLL_CHUNK_BYTES, the sends taking the peers in turn a slice at a
+     * time: what the lane lets in flight then feeds every receiver at once, so a rank that receives
+     * much is busy from the start, rather than waiting while its senders serve others first. */
+    size_t slice = gcoll__config.chunk_bytes / es;
     for (int k0 = 1; k0 < n; k0 += GCOLL__WINDOW) {
         int k1 = k0 + GCOLL__WINDOW < n ? k0 + GCOLL__WINDOW : n;
+        size_t most = 0;
         gcoll__sched_round(s);
         for (int k = k0; k < k1; k++) {
             int from = gcoll__mod(r - k, n);
-            if (a->counts[from])
-                gcoll__sched_recv(s, from, rb + a->displs[from] * es, a->counts[from] * es);
+            for (size_t at = 0; at < a->counts[from]; at += slice)
+                gcoll__sched_recv(s, from, rb + (a->displs[from] + at) * es,
+                                  (a->counts[from] - at < slice ? a->counts[from] - at : slice) * es);
+            most = a->scounts[(r + k) % n] > most ? a->scounts[(r + k) % n] : most;
         }
-        for (int k = k0; k < k1; k++) {
-            int to = (r + k) % n;
-            if (a->scounts[to])
-                gcoll__sched_send(s, to, sb + sdispls[to] * es, a->scounts[to] * es);
-        }
+        for (size_t at = 0; at < most; at += slice)
+            for (int k = k0; k < k1; k++) {
+                int to = (r + k) % n;
+                if (at < a->scounts[to])
+                    gcoll__sched_send(s, to, sb + (sdispls[to] + at) * es,
+                                      (a->scounts[to] - at < slice ? a->scounts[to] - at : slice) * es);
+            }
     }
 }
 

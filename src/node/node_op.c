@@ -68,7 +68,7 @@ static gcoll_status_t step(void *state, int *done)
             op->phase = PH_FINISH;
             break;
         default:
-            if (op->single_copy && !gcoll__shm_all_ready(shm, seq))
+            if (op->single_copy && !op->staged && !gcoll__shm_all_ready(shm, seq))
                 return GCOLL_SUCCESS;
             gcoll__shm_complete(shm, seq);
             if (++op->round < op->nrounds) {
@@ -164,6 +164,10 @@ gcoll__node_op_t *gcoll__node_vop(gcoll__sched_t *s, const gcoll__coll_args_t *a
 
 void gcoll__node_combine_slots(gcoll__node_op_t *op, void *dst, size_t at, size_t n)
 {
+    if (op->n == 1) { /* alone: its input is the result */
+        memcpy(dst, gcoll__node_input(op, 0) + at, n * op->a.esize);
+        return;
+    }
     gcoll__reduce(dst, gcoll__node_input(op, 0) + at, gcoll__node_input(op, 1) + at, n, op->a.dtype, op->a.op);
     for (int q = 2; q < op->n; q++)
         gcoll__reduce(dst, dst, gcoll__node_input(op, q) + at, n, op->a.dtype, op->a.op);

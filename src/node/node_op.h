@@ -19,6 +19,8 @@ struct gcoll__node_op {
     const char *src; /* the input: sendbuf, or recvbuf in place */
     int inplace;
     int single_copy;
+    int staged;       /* single copy, but this rank's inputs went into its slot: it need not wait for the
+                   peers to be done with its buffers (it still tells them it is done with theirs) */
     int tiny;         /* one round whose input fits GCOLL_SHM_INLINE: it rides on the arrive line */
     size_t blocks;    /* blocks of the input staged per round: the rank count for
                            reduce_scatter and alltoall, else 1 */
