@@ -229,9 +229,9 @@ $(BINDIR)/readme_example: README.md $(LIBDIR)/libgcoll.so
 
 # The MPI interposer (LD_PRELOAD): MPI_* definitions that call gcoll or PMPI. Its test program
 # is a plain MPI program that knows nothing of gcoll.
-$(LIBDIR)/libgcoll_mpi.so: interposer/interposer.c include/gcoll.h include/gcoll_mpi.h $(LIBDIR)/libgcoll.so
+$(LIBDIR)/libgcoll_mpi.so: $(wildcard interposer/*.c interposer/*.h) include/gcoll.h include/gcoll_mpi.h $(LIBDIR)/libgcoll.so
 	@mkdir -p $(dir $@)
-	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) -shared -fPIC -Wl,--no-undefined $< -o $@ $(PROG_LDFLAGS)
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) -shared -fPIC -Wl,--no-undefined $(filter %.c,$^) -o $@ $(PROG_LDFLAGS)
 
 $(BINDIR)/test_interposer: tests/interposer/test_interposer.c $(CHECK_SRCS) tests/common/check.h
 	@mkdir -p $(dir $@)

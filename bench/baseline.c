@@ -1,6 +1,7 @@
 /* See baseline.h: MPI's (or on GPU buffers NCCL's) collective on the benchmark's own buffers,
  * with the user-defined fp16/bf16 ops and the local AVG division that MPI lacks. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "baseline.h"
@@ -71,11 +72,26 @@ int baseline_init(baseline_t *b, gcoll_dtype_t dtype, gcoll_op_t op)
 {
     static MPI_User_function *const half_fns[2][4] = {{f16_sum, f16_prod, f16_min, f16_max},
                                                       {bf16_sum, bf16_prod, bf16_min, bf16_max}};
-    const MPI_Datatype dts[GCOLL_DTYPE_COUNT] = {MPI_INT8_T,   MPI_UINT8_T,  MPI_INT32_T,  MPI_UINT32_T, MPI_INT64_T,
-                                                 MPI_UINT64_T, MPI_UINT16_T, MPI_UINT16_T, MPI_FLOAT,    MPI_DOUBLE};
+    /* 8-bit floats only move (as bytes): the parser refuses them with a reduction */
+    const MPI_Datatype dts[GCOLL_DTYPE_COUNT] = {[GCOLL_INT8] = MPI_INT8_T,
+                                                 [GCOLL_UINT8] = MPI_UINT8_T,
+                                                 [GCOLL_INT16] = MPI_INT16_T,
+                                                 [GCOLL_UINT16] = MPI_UINT16_T,
+                                                 [GCOLL_INT32] = MPI_INT32_T,
+                                                 [GCOLL_UINT32] = MPI_UINT32_T,
+                                                 [GCOLL_INT64] = MPI_INT64_T,
+                                                 [GCOLL_UINT64] = MPI_UINT64_T,
+                                                 [GCOLL_FLOAT8_E4M3] = MPI_UINT8_T,
+                                                 [GCOLL_FLOAT8_E5M2] = MPI_UINT8_T,
+                                                 [GCOLL_FLOAT16] = MPI_UINT16_T,
+                                                 [GCOLL_BFLOAT16] = MPI_UINT16_T,
+                                                 [GCOLL_FLOAT32] = MPI_FLOAT,
+                                                 [GCOLL_FLOAT64] = MPI_DOUBLE};
     const MPI_Op ops[4] = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX};
     int base = op == GCOLL_AVG ? GCOLL_SUM : (int)op;
     memset(b, 0, sizeof(*b));
+    if (dts[dtype] == MPI_DATATYPE_NULL)
+        return MPI_ERR_TYPE;
     b->dt = dts[dtype];
     b->op = ops[base];
     if (dtype == GCOLL_FLOAT16 || dtype == GCOLL_BFLOAT16) {
@@ -132,6 +148,20 @@ static void divide(void *buf, size_t n, gcoll_dtype_t d, int k)
             memcpy(&v, p, 4);
             v /= k;
             memcpy(p, &v, 4);
+            break;
+        }
+        case GCOLL_INT16: {
+            int16_t v;
+            memcpy(&v, p, 2);
+            v = (int16_t)(v / k);
+            memcpy(p, &v, 2);
+            break;
+        }
+        case GCOLL_UINT16: {
+            uint16_t v;
+            memcpy(&v, p, 2);
+            v = (uint16_t)(v / k);
+            memcpy(p, &v, 2);
             break;
         }
         case GCOLL_UINT32: {
@@ -208,8 +238,64 @@ int baseline_run(baseline_t *b, bench_coll_t c, const void *sendbuf, void *recvb
     case B_ALLGATHER: return MPI_Allgather(sb, n, b->dt, recvbuf, n, b->dt, b->comm);
     case B_ALLTOALL: return MPI_Alltoall(sb, n, b->dt, recvbuf, n, b->dt, b->comm);
     case B_BCAST: return MPI_Bcast(recvbuf, n, b->dt, root, b->comm);
+    case B_GATHER: return MPI_Gather(rank == root ? sb : sendbuf, n, b->dt, recvbuf, n, b->dt, root, b->comm);
+    case B_SCATTER: /* in place at the root: the root's block stays in sendbuf */
+        return MPI_Scatter(sendbuf, n, b->dt, rank == root && sendbuf == recvbuf ? MPI_IN_PLACE : recvbuf, n, b->dt,
+                           root, b->comm);
+    case B_SENDRECV: {
+        int size;
+        MPI_Comm_size(b->comm, &size);
+        return MPI_Sendrecv(sendbuf, n, b->dt, (rank + 1) % size, 0, recvbuf, n, b->dt, (rank + size - 1) % size, 0,
+                            b->comm, MPI_STATUS_IGNORE);
+    }
     default: return MPI_Barrier(b->comm);
     }
+}
+
+int baseline_runv(baseline_t *b, bench_coll_t c, const void *sendbuf, void *recvbuf, const baseline_v_t *v,
+                  gcoll_dtype_t dtype, gcoll_op_t op, int root)
+{
+    int rank, rc;
+    const void *sb = sendbuf == recvbuf ? MPI_IN_PLACE : sendbuf;
+    MPI_Comm_rank(b->comm, &rank);
+    switch (c) {
+    case B_ALLGATHERV: return MPI_Allgatherv(sb, v->scount, b->dt, recvbuf, v->rcounts, v->rdispls, b->dt, b->comm);
+    case B_REDUCE_SCATTERV:
+        rc = MPI_Reduce_scatter(sb, recvbuf, v->rcounts, b->dt, b->op, b->comm);
+        if (op == GCOLL_AVG)
+            divide(recvbuf, (size_t)v->rcounts[rank], dtype, b->nranks);
+        return rc;
+    case B_ALLTOALLV:
+        return MPI_Alltoallv(sb, v->scounts, v->sdispls, b->dt, recvbuf, v->rcounts, v->rdispls, b->dt, b->comm);
+    case B_GATHERV:
+        return MPI_Gatherv(rank == root ? sb : sendbuf, v->scount, b->dt, recvbuf, v->rcounts, v->rdispls, b->dt, root,
+                           b->comm);
+    default: /* scatterv; in place at the root: the root's block stays in sendbuf */
+        return MPI_Scatterv(sendbuf, v->scounts, v->sdispls, b->dt,
+                            rank == root && sendbuf == recvbuf ? MPI_IN_PLACE : recvbuf, v->rcount, b->dt, root,
+                            b->comm);
+    }
+}
+
+int baseline_batch(baseline_t *b, const void *sendbuf, void *recvbuf, size_t count, size_t esize, int k,
+                   gcoll_dtype_t dtype, gcoll_op_t op)
+{
+    MPI_Request *reqs = malloc(sizeof(*reqs) * (size_t)k);
+    if (!reqs)
+        return MPI_ERR_NO_MEM;
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < k && rc == MPI_SUCCESS; i++) {
+        size_t off = (size_t)i * count * esize;
+        const void *sb = sendbuf == recvbuf ? MPI_IN_PLACE : (const char *)sendbuf + off;
+        if ((rc = MPI_Iallreduce(sb, (char *)recvbuf + off, (int)count, b->dt, b->op, b->comm, &reqs[i])) !=
+            MPI_SUCCESS)
+            k = i; /* wait for those started */
+    }
+    int wrc = MPI_Waitall(k, reqs, MPI_STATUSES_IGNORE);
+    free(reqs);
+    if (op == GCOLL_AVG)
+        divide(recvbuf, count * (size_t)k, dtype, b->nranks);
+    return rc != MPI_SUCCESS ? rc : wrc;
 }
 
 int baseline_iallreduce(baseline_t *b, const void *sendbuf, void *recvbuf, size_t count, MPI_Request *req)

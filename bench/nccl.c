@@ -68,8 +68,8 @@ static const char *load(void)
 /* Why NCCL cannot run c as gcoll_bench runs it, or NULL. */
 static const char *unfit(bench_coll_t c, int inplace)
 {
-    if (c == B_BARRIER || c == B_ADASUM)
-        return "NCCL has no such collective";
+    if (c == B_BARRIER || c == B_ADASUM || c >= B_ALLGATHERV)
+        return "NCCL has no such collective (gcoll_bench runs NCCL's own collectives only)";
     if (inplace && (c == B_ALLTOALL || c == B_REDUCE_SCATTER))
         return "NCCL's in-place form differs (alltoall has none; reduce_scatter leaves the block at the rank's offset)";
     return NULL;
@@ -78,9 +78,15 @@ static const char *unfit(bench_coll_t c, int inplace)
 nccl_side_t *nccl_open(bench_coll_t c, gcoll_dtype_t dtype, gcoll_op_t op, int inplace, char *err, size_t errlen)
 {
     /* ncclDataType_t and ncclRedOp_t by gcoll's dtype and op */
-    static const int dts[GCOLL_DTYPE_COUNT] = {0, 1, 2, 3, 4, 5, 6, 9, 7, 8};
-    static const int ops[] = {0, 1, 3, 2, 4}; /* sum prod min max avg */
+    static const int dts[GCOLL_DTYPE_COUNT] = {
+        [GCOLL_INT8] = 0,         [GCOLL_UINT8] = 1,        [GCOLL_INT16] = -1,  [GCOLL_UINT16] = -1,
+        [GCOLL_INT32] = 2,        [GCOLL_UINT32] = 3,       [GCOLL_INT64] = 4,   [GCOLL_UINT64] = 5,
+        [GCOLL_FLOAT8_E4M3] = 10, [GCOLL_FLOAT8_E5M2] = 11, [GCOLL_FLOAT16] = 6, [GCOLL_BFLOAT16] = 9,
+        [GCOLL_FLOAT32] = 7,      [GCOLL_FLOAT64] = 8}; /* -1: NCCL has no such type */
+    static const int ops[] = {0, 1, 3, 2, 4};           /* sum prod min max avg */
     const char *why = unfit(c, inplace);
+    if (!why && dts[dtype] < 0)
+        why = "NCCL has no 16-bit integer type";
     if (!why)
         why = load();
     int ok = why == NULL, all = 0, rank, size;

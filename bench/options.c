@@ -20,9 +20,14 @@ void bench_usage(FILE *f, const char *prog)
         "       mpirun -np N %s train [options]\n"
         "       %s membw\n"
         "collectives: allreduce reduce_scatter allgather bcast reduce alltoall barrier\n"
+        "             allgatherv reduce_scatterv alltoallv gather scatter gatherv scatterv\n"
         "       adasum: gcoll_adasum (one tensor) beside gcoll_allreduce sum on the same buffers,\n"
         "               instead of MPI (float16 bfloat16 float32 float64; --algo halving|shm_slots|shm_cma|hierarchical)\n"
-        "  -m MIN:MAX      message sizes in bytes, K/M/G suffixes (default 4:4M)\n"
+        "       sendrecv: a ring exchange (gcoll_send right, gcoll_recv left, in a group) beside MPI_Sendrecv\n"
+        "       group: a batch of --batch allreduces of each size in one gcoll group, beside the same\n"
+        "              blocking calls one by one and MPI_Iallreduce + MPI_Waitall (default -m 4K:4K)\n"
+        "  -m MIN:MAX      message sizes in bytes, K/M/G suffixes (default 4:4M); the whole vector\n"
+        "                  (alltoall(v): what a rank sends in all; group: each allreduce)\n"
         "  -f FACTOR       size step factor, an integer >= 2 (default 2)\n"
         "  -i ITERS        timed iterations per size (default: 1000, fewer for large sizes)\n"
         "  -x WARMUP       untimed iterations per size (default: ITERS/10, at least 2)\n"
@@ -46,6 +51,12 @@ void bench_usage(FILE *f, const char *prog)
         "                  algorithms interleaved block by block in the same run\n"
         "  --compress C    allreduce: none, fp16, bf16 or topk:DENSITY (float32, sum or avg; the\n"
         "                  MPI side stays dense) and a column of gcoll's bytes on the wire per call\n"
+        "  --skew K        v collectives: how each size is split into per-rank counts: even\n"
+        "                  (default), half (one rank holds half: rank 0; alltoallv: rank r sends\n"
+        "                  half to r+1), zipf:S (shares 1/k^S in a seeded random order, for\n"
+        "                  alltoallv per sender); the same counts on MPI's side\n"
+        "  --seed N        zipf's draws (default 1)\n"
+        "  --batch K       group: allreduces per batch (default 64)\n"
         "  -h              this help\n"
         "iallreduce: OSU's overlap of gcoll_iallreduce and MPI_Iallreduce with computation;\n"
         "  -m -f -i -x -d -o -c --baseline --csv --json --algo as above, and\n"
@@ -117,6 +128,19 @@ int bench_algo_by_table(const bench_opts_t *o)
     return o->subcmd < B_NCOLL && o->subcmd != B_ADASUM && !o->compress_set;
 }
 
+int bench_skewed(int subcmd)
+{
+    return subcmd == B_ALLGATHERV || subcmd == B_REDUCE_SCATTERV || subcmd == B_ALLTOALLV || subcmd == B_GATHERV ||
+        subcmd == B_SCATTERV;
+}
+
+/* The collectives that reduce, for the dtypes MPI cannot reduce. */
+static int reduces(int subcmd)
+{
+    return subcmd == B_ALLREDUCE || subcmd == B_REDUCE_SCATTER || subcmd == B_REDUCE || subcmd == B_REDUCE_SCATTERV ||
+        subcmd == B_GROUP;
+}
+
 /* "ring,auto" -> two names, pointing into a copy of the argument. */
 static int parse_algos(const char *arg, bench_opts_t *o)
 {
@@ -145,10 +169,14 @@ static int check_applicable(const bench_opts_t *o, const char *seen, char *err, 
         const char *name;
     } names[] = {{'m', "-m"},        {'f', "-f"},           {'r', "-r"},        {'c', "-c"},         {'d', "-d"},
                  {'I', "--inplace"}, {'B', "--baseline"},   {'A', "--algo"},    {'P', "--compute"},  {'M', "--model"},
-                 {'S', "--scale"},   {'T', "--compute-ms"}, {'W', "--forward"}, {'Z', "--compress"}, {'D', "-d cuda"}};
+                 {'S', "--scale"},   {'T', "--compute-ms"}, {'W', "--forward"}, {'Z', "--compress"}, {'D', "-d cuda"},
+                 {'K', "--skew"},    {'E', "--seed"},       {'G', "--batch"}};
     const char *allowed = o->subcmd == BENCH_TRAIN ? "ixoPMSTWCJ"
         : o->subcmd == BENCH_IALLREDUCE            ? "mfixdocBCJAP"
         : o->subcmd == B_ALLREDUCE                 ? "mfixdorcIBCJAZD"
+        : bench_skewed(o->subcmd)                  ? "mfixdorcIBCJADKE"
+        : o->subcmd == B_SENDRECV                  ? "mfixdcBCJD"
+        : o->subcmd == B_GROUP                     ? "mfixdocIBCJDG"
                                                    : "mfixdorcIBCJAD";
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (seen[(int)names[i].ch] && !strchr(allowed, names[i].ch))
@@ -166,6 +194,17 @@ static int check_applicable(const bench_opts_t *o, const char *seen, char *err, 
                                                         : "adasum");
     if (o->compress != GCOLL_COMPRESS_NONE && (o->dtype != GCOLL_FLOAT32 || (o->op != GCOLL_SUM && o->op != GCOLL_AVG)))
         return fail(err, errlen, "--compress: takes -d float32 and -o sum or avg");
+    if (seen['E'] && o->skew.kind != BENCH_SKEW_ZIPF)
+        return fail(err, errlen, "--seed: only with --skew zipf:S");
+    if (o->subcmd == B_ALLTOALLV && o->inplace && o->skew.kind != BENCH_SKEW_EVEN)
+        return fail(err, errlen,
+                    "--inplace: alltoallv in place needs sendcounts == recvcounts, which only --skew even gives");
+    if (o->baseline_on && !o->baseline_nccl && reduces(o->subcmd) &&
+        (o->dtype == GCOLL_FLOAT8_E4M3 || o->dtype == GCOLL_FLOAT8_E5M2))
+        return fail(err, errlen, "-d %s: MPI cannot reduce 8-bit floats; use --baseline none",
+                    gcoll_dtype_name(o->dtype));
+    if (o->op == GCOLL_PREMUL_SUM)
+        return fail(err, errlen, "-o premul_sum: gcoll_bench measures the blocking calls, which do not take it");
     return 0;
 }
 
@@ -182,7 +221,9 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen
                         .model = "resnet50",
                         .scale = 1,
                         .compute_ms = -1,
-                        .forward = 1.0 / 3};
+                        .forward = 1.0 / 3,
+                        .skew = {.kind = BENCH_SKEW_EVEN, .seed = 1},
+                        .batch = 64};
     if (argc < 2)
         return fail(err, errlen, "a subcommand is needed");
     if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)
@@ -193,19 +234,32 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen
                                               : bench_coll_find(argv[1]);
     if (o->subcmd < 0)
         return fail(err, errlen, "unknown subcommand '%s'", argv[1]);
-    static const struct option longopts[] = {
-        {"inplace", no_argument, NULL, 'I'},       {"baseline", required_argument, NULL, 'B'},
-        {"csv", required_argument, NULL, 'C'},     {"json", required_argument, NULL, 'J'},
-        {"algo", required_argument, NULL, 'A'},    {"help", no_argument, NULL, 'h'},
-        {"compute", required_argument, NULL, 'P'}, {"model", required_argument, NULL, 'M'},
-        {"scale", required_argument, NULL, 'S'},   {"compute-ms", required_argument, NULL, 'T'},
-        {"forward", required_argument, NULL, 'W'}, {"compress", required_argument, NULL, 'Z'},
-        {"device", required_argument, NULL, 'D'},  {NULL, 0, NULL, 0}};
-    optind = 2;
+    static const struct option longopts[] = {{"inplace", no_argument, NULL, 'I'},
+                                             {"baseline", required_argument, NULL, 'B'},
+                                             {"csv", required_argument, NULL, 'C'},
+                                             {"json", required_argument, NULL, 'J'},
+                                             {"algo", required_argument, NULL, 'A'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {"compute", required_argument, NULL, 'P'},
+                                             {"model", required_argument, NULL, 'M'},
+                                             {"scale", required_argument, NULL, 'S'},
+                                             {"compute-ms", required_argument, NULL, 'T'},
+                                             {"forward", required_argument, NULL, 'W'},
+                                             {"compress", required_argument, NULL, 'Z'},
+                                             {"device", required_argument, NULL, 'D'},
+                                             {"skew", required_argument, NULL, 'K'},
+                                             {"seed", required_argument, NULL, 'E'},
+                                             {"batch", required_argument, NULL, 'G'},
+                                             {NULL, 0, NULL, 0}};
+    /* the options after the subcommand, which stands as their argv[0]: optind 0 makes GNU getopt
+     * start afresh, whatever an earlier parse left in its state */
+    int ac = argc - 1;
+    char **av = argv + 1;
+    optind = 0;
     opterr = 0;
     int ch, f;
     char seen[128] = {0}; /* which options were given, to refuse those a subcommand ignores */
-    while ((ch = getopt_long(argc, argv, "m:f:i:x:d:o:r:ch", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(ac, av, "m:f:i:x:d:o:r:ch", longopts, NULL)) != -1) {
         if (ch > 0 && ch < 128)
             seen[ch] = 1;
         switch (ch) {
@@ -250,7 +304,8 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen
                 break;
             }
             int d = 0;
-            while (d < GCOLL_DTYPE_COUNT && strcmp(optarg, gcoll_dtype_name((gcoll_dtype_t)d)))
+            const char *name; /* NULL: a type this libgcoll does not know */
+            while (d < GCOLL_DTYPE_COUNT && (!(name = gcoll_dtype_name((gcoll_dtype_t)d)) || strcmp(optarg, name)))
                 d++;
             if (d == GCOLL_DTYPE_COUNT)
                 return fail(err, errlen, "-d '%s': unknown dtype", optarg);
@@ -259,7 +314,8 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen
         }
         case 'o': {
             int op = 0;
-            while (op < GCOLL_OP_COUNT && strcmp(optarg, gcoll_op_name((gcoll_op_t)op)))
+            const char *name;
+            while (op < GCOLL_OP_COUNT && (!(name = gcoll_op_name((gcoll_op_t)op)) || strcmp(optarg, name)))
                 op++;
             if (op == GCOLL_OP_COUNT)
                 return fail(err, errlen, "-o '%s': unknown op", optarg);
@@ -319,12 +375,30 @@ int bench_parse(int argc, char **argv, bench_opts_t *o, char *err, size_t errlen
                             "in (0, 1]",
                             optarg);
             break;
+        case 'K':
+            if (bench_skew_parse(optarg, &o->skew))
+                return fail(err, errlen, "--skew '%s': expected even, half or zipf:S with S > 0", optarg);
+            break;
+        case 'E': {
+            char *end;
+            errno = 0;
+            o->skew.seed = strtoul(optarg, &end, 10);
+            if (errno || end == optarg || *end || optarg[0] == '-')
+                return fail(err, errlen, "--seed '%s': expected an integer >= 0", optarg);
+            break;
+        }
+        case 'G':
+            if (parse_int(optarg, 1, 1 << 20, &o->batch))
+                return fail(err, errlen, "--batch '%s': expected an integer >= 1", optarg);
+            break;
         case 'h': return 1;
-        default: return fail(err, errlen, "unknown or incomplete option '%s'", argv[optind - 1]);
+        default: return fail(err, errlen, "unknown or incomplete option '%s'", av[optind - 1]);
         }
     }
-    if (optind < argc)
-        return fail(err, errlen, "unexpected argument '%s'", argv[optind]);
+    if (optind < ac)
+        return fail(err, errlen, "unexpected argument '%s'", av[optind]);
+    if (o->subcmd == B_GROUP && !seen['m']) /* small allreduces, as a batch of gradients of small layers */
+        o->min_bytes = o->max_bytes = 4 << 10;
     if (o->subcmd == B_ADASUM) {
         if (o->dtype != GCOLL_FLOAT16 && o->dtype != GCOLL_BFLOAT16 && o->dtype != GCOLL_FLOAT32 &&
             o->dtype != GCOLL_FLOAT64)

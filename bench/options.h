@@ -41,7 +41,13 @@ typedef struct {
     gcoll_compress_t compress;    /* allreduce: attr.compress of the gcoll side */
     double density;               /* --compress topk:D */
     int device;                   /* 1: buffers in GPU memory (-d cuda / --device cuda) */
+    bench_skew_t skew;            /* v collectives: how each total is split into per-rank counts */
+    int batch;                    /* group: allreduces per batch */
 } bench_opts_t;
+
+/* Whether the subcommand's counts come from --skew: allgatherv, reduce_scatterv, alltoallv,
+ * gatherv, scatterv. */
+int bench_skewed(int subcmd);
 
 /* Whether --algo forces through the communicator's selection table (gcoll_comm_set_algorithm),
  * so that the blocking call runs and a list of names and "auto" are allowed; otherwise it

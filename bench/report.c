@@ -10,9 +10,39 @@
 static bench_row_t *rows;
 static size_t nrows;
 
+/* group's times are a whole batch's: its bandwidth counts every allreduce of it */
+static double algbw(const bench_opts_t *o, const bench_row_t *r, double usec)
+{
+    return bench_algbw(r->bytes * (o->subcmd == B_GROUP ? (size_t)o->batch : 1), usec);
+}
+
 static double busbw(const bench_opts_t *o, const bench_env_t *env, const bench_row_t *r, double usec)
 {
-    return bench_algbw(r->bytes, usec) * bench_busbw_factor((bench_coll_t)o->subcmd, env->nranks);
+    return algbw(o, r, usec) * bench_busbw_factor((bench_coll_t)o->subcmd, env->nranks);
+}
+
+/* One line of shares in percent: how --skew splits a total at this rank count (alltoallv: what
+ * rank 0 sends to each). */
+static void skew_line(const bench_opts_t *o, int n)
+{
+    static const char *const kind[] = {"even", "half", "zipf"};
+    size_t counts[16], total = 1000000;
+    printf("# counts: --skew %s", kind[o->skew.kind]);
+    if (o->skew.kind == BENCH_SKEW_ZIPF)
+        printf(":%g (seed %lu)", o->skew.s, o->skew.seed);
+    printf("; bytes is the total of the blocks, count its even share; %s",
+           o->subcmd == B_ALLTOALLV ? "rank 0 sends to ranks 0.. in %:" : "ranks 0.. hold in %:");
+    if (n > 16) {
+        printf(" (%d ranks, not listed)\n", n);
+        return;
+    }
+    if (bench_skew_split(&o->skew, total, n, o->subcmd == B_ALLTOALLV ? 1 : 0, counts) != 0) {
+        printf(" (no memory)\n");
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        printf(" %.1f", 100.0 * (double)counts[i] / (double)total);
+    printf("\n");
 }
 
 /* adasum's baseline is gcoll's sum allreduce, and its ratio is adasum's time over the sum's */
@@ -85,6 +115,12 @@ void report_header(const bench_opts_t *o, const bench_env_t *env)
     if (ada(o))
         printf("# adasum validated against reference/adasum_ref.c (relative error <= %g), the sum bit for bit\n",
                adasum_ref_tolerance(o->dtype));
+    if (bench_skewed(o->subcmd))
+        skew_line(o, env->nranks);
+    if (o->subcmd == B_GROUP)
+        printf("# group: a batch of %d allreduces of each size in one gcoll_group_start/end, beside the same %d "
+               "blocking calls one by one%s; times per batch, bytes per allreduce\n",
+               o->batch, o->batch, o->baseline_on ? " and MPI's batch (MPI_Iallreduce each, one MPI_Waitall)" : "");
     printf("# memcpy bandwidth of this machine: %.1f GB/s (one core, 64 MiB)\n", env->memcpy_gbps);
     if (o->device) {
         char chunk[64];
@@ -117,7 +153,7 @@ void report_header(const bench_opts_t *o, const bench_env_t *env)
 void report_row(const bench_opts_t *o, const bench_env_t *env, const bench_row_t *r)
 {
     printf("%12zu %11zu %-19s %10.2f %10.2f %10.2f %8.3f %8.3f", r->bytes, r->count, r->algo, r->g.avg, r->g.min,
-           r->g.max, bench_algbw(r->bytes, r->g.avg), busbw(o, env, r, r->g.avg));
+           r->g.max, algbw(o, r, r->g.avg), busbw(o, env, r, r->g.avg));
     if (o->baseline_on)
         printf(" | %10.2f %8.3f %9.2f", r->m.avg, busbw(o, env, r, r->m.avg), ratio(o, r));
     printf(" %6d %s", r->iters, valid_text(o, r));
@@ -151,9 +187,9 @@ static int write_csv(const bench_opts_t *o, const bench_env_t *env)
         const bench_row_t *r = &rows[i];
         fprintf(f, "%s,%s,%s,%d,%d,%zu,%zu,%s,%d,%.3f,%.3f,%.3f,%.4f,%.4f,", bench_coll_name((bench_coll_t)o->subcmd),
                 gcoll_dtype_name(o->dtype), gcoll_op_name(o->op), o->inplace, env->nranks, r->bytes, r->count, r->algo,
-                r->iters, r->g.avg, r->g.min, r->g.max, bench_algbw(r->bytes, r->g.avg), busbw(o, env, r, r->g.avg));
+                r->iters, r->g.avg, r->g.min, r->g.max, algbw(o, r, r->g.avg), busbw(o, env, r, r->g.avg));
         if (o->baseline_on)
-            fprintf(f, "%.3f,%.3f,%.3f,%.4f,%.4f,%.4f,", r->m.avg, r->m.min, r->m.max, bench_algbw(r->bytes, r->m.avg),
+            fprintf(f, "%.3f,%.3f,%.3f,%.4f,%.4f,%.4f,", r->m.avg, r->m.min, r->m.max, algbw(o, r, r->m.avg),
                     busbw(o, env, r, r->m.avg), ratio(o, r));
         else
             fprintf(f, ",,,,,,");
@@ -205,8 +241,12 @@ int report_finish(const bench_opts_t *o, const bench_env_t *env)
         g += busbw(o, env, &rows[i], rows[i].g.avg);
         m += busbw(o, env, &rows[i], rows[i].m.avg);
     }
+    for (size_t i = 0; o->subcmd == B_GROUP && i + 1 < nrows; i += 2)
+        printf("# group at %zu B: separate / group = %.2f\n", rows[i].bytes,
+               rows[i].g.avg > 0 ? rows[i + 1].g.avg / rows[i].g.avg : 0);
     if (nrows && o->subcmd != B_BARRIER) {
-        printf("# average bus bandwidth over %zu sizes: gcoll %.3f GB/s", nrows, g / (double)nrows);
+        printf("# average bus bandwidth over %zu %s: gcoll %.3f GB/s", nrows, o->subcmd == B_GROUP ? "rows" : "sizes",
+               g / (double)nrows);
         if (o->baseline_on)
             printf(", %s %.3f GB/s", base(o, 0), m / (double)nrows);
         printf("\n");

@@ -1,5 +1,6 @@
 /* See runner.h. Inputs are prepared once per size (a pristine copy, and the expected output),
  * so validating every iteration costs a copy and a compare outside the timed region. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,12 @@ typedef struct {
     gcoll_comm_t comm;
     baseline_t *bl;
     int rank, n;
+    int ip; /* in place on this rank (gather and scatter and their v forms: at the root only) */
     size_t count, es, in_bytes, out_bytes;
+    size_t *cnt, *dsp; /* v collectives: every rank's count and packed displacement (alltoallv: what this rank sends) */
+    size_t *rcnt, *rdsp; /* alltoallv: what this rank receives from each (the others: cnt and dsp again) */
+    int *mpi;            /* the four arrays in MPI's ints, for v */
+    baseline_v_t v;
     char *sbuf, *rbuf;  /* what the collectives use */
     char *pristine;     /* the input, to restore before a checked iteration */
     char *expect;       /* the output this rank must see */
@@ -43,13 +49,76 @@ static double ada_value(int q, size_t i, void *ctx)
     return ref_value(q, i, *(const gcoll_dtype_t *)ctx, GCOLL_SUM);
 }
 
+static int rooted(bench_coll_t c)
+{
+    return c == B_GATHER || c == B_SCATTER || c == B_GATHERV || c == B_SCATTERV;
+}
+
+/* The v collectives' counts: the size's total, count * n elements, split as --skew says. Every
+ * rank computes every rank's (alltoallv: the whole matrix, a row per sender), and MPI's side
+ * gets the same. 0, -1 out of memory, -2 beyond MPI's int counts. */
+static int plan_counts(ctx_t *x)
+{
+    size_t n = (size_t)x->n, total = x->count * n, so = 0, ro = 0;
+    size_t *row = malloc(n * sizeof(size_t));
+    x->cnt = calloc(4 * n, sizeof(size_t));
+    x->mpi = calloc(4 * n, sizeof(int));
+    if (!row || !x->cnt || !x->mpi) {
+        free(row);
+        return -1;
+    }
+    x->dsp = x->cnt + n;
+    x->rcnt = x->cnt + 2 * n;
+    x->rdsp = x->cnt + 3 * n;
+    if (x->coll == B_ALLTOALLV) {
+        for (size_t q = 0; q < n; q++) { /* stream q + 1: half sends half to the next rank */
+            if (bench_skew_split(&x->o->skew, total, x->n, (unsigned)q + 1, row) != 0) {
+                free(row);
+                return -1;
+            }
+            if (q == (size_t)x->rank)
+                memcpy(x->cnt, row, n * sizeof(size_t));
+            x->rcnt[q] = row[x->rank];
+        }
+    } else {
+        if (bench_skew_split(&x->o->skew, total, x->n, 0, x->cnt) != 0) {
+            free(row);
+            return -1;
+        }
+        memcpy(x->rcnt, x->cnt, n * sizeof(size_t));
+    }
+    free(row);
+    for (size_t i = 0; i < n; i++) {
+        x->dsp[i] = so;
+        x->rdsp[i] = ro;
+        so += x->cnt[i];
+        ro += x->rcnt[i];
+    }
+    if (so > INT_MAX || ro > INT_MAX)
+        return -2;
+    for (size_t i = 0; i < 4 * n; i++)
+        x->mpi[i] = (int)x->cnt[i];
+    x->v = (baseline_v_t){.scount = x->mpi[x->rank],
+                          .rcount = x->mpi[x->rank],
+                          .scounts = x->mpi,
+                          .sdispls = x->mpi + n,
+                          .rcounts = x->mpi + 2 * n,
+                          .rdispls = x->mpi + 3 * n};
+    return 0;
+}
+
 /* Sizes of input and output, where they live, and the reference output. */
 static int prepare(ctx_t *x)
 {
     const bench_opts_t *o = x->o;
-    size_t blk = x->count * x->es, all = blk * (size_t)x->n;
-    int ip = o->inplace, r = x->rank;
+    size_t blk = x->count * x->es, all = blk * (size_t)x->n, es = x->es;
+    int ip = x->ip, r = x->rank, root = r == o->root;
     uint32_t salt = (uint32_t)(x->count * 31 + o->dtype);
+    if (bench_skewed(x->coll) && plan_counts(x) != 0)
+        return -1;
+    size_t mine = x->cnt ? x->cnt[r] * es : 0, recv_all = 0;
+    for (int q = 0; x->cnt && q < x->n; q++)
+        recv_all += x->rcnt[q] * es;
     switch (x->coll) {
     case B_REDUCE_SCATTER:
         x->in_bytes = all;
@@ -64,6 +133,35 @@ static int prepare(ctx_t *x)
         x->out_bytes = all;
         break;
     case B_BARRIER: x->in_bytes = x->out_bytes = 0; break;
+    case B_ALLGATHERV:
+        x->in_bytes = mine;
+        x->out_bytes = all;
+        break;
+    case B_REDUCE_SCATTERV:
+        x->in_bytes = all;
+        x->out_bytes = mine;
+        break;
+    case B_ALLTOALLV:
+        x->in_bytes = all;
+        x->out_bytes = recv_all;
+        break;
+    case B_GATHER:
+        x->in_bytes = blk;
+        x->out_bytes = root ? all : 0;
+        break;
+    case B_SCATTER:
+        x->in_bytes = root ? all : 0;
+        x->out_bytes = blk;
+        break;
+    case B_GATHERV:
+        x->in_bytes = mine;
+        x->out_bytes = root ? all : 0;
+        break;
+    case B_SCATTERV:
+        x->in_bytes = root ? all : 0;
+        x->out_bytes = mine;
+        break;
+    case B_GROUP: x->in_bytes = x->out_bytes = blk * (size_t)o->batch; break;
     default: x->in_bytes = x->out_bytes = blk; break;
     }
     size_t cap = (x->in_bytes > x->out_bytes ? x->in_bytes : x->out_bytes) + 1;
@@ -75,10 +173,17 @@ static int prepare(ctx_t *x)
     if (!x->sbuf || !x->rbuf || !x->pristine || !x->expect || (o->device && !x->readback))
         return -1;
     devbuf_put(o->device, x->rbuf, x->expect, cap); /* zeros */
-    x->in_at = !ip ? x->sbuf : x->coll == B_ALLGATHER ? x->rbuf + (size_t)r * blk : x->rbuf;
+    x->in_at = !ip                                        ? x->sbuf
+        : x->coll == B_ALLGATHER || x->coll == B_GATHER   ? x->rbuf + (size_t)r * blk
+        : x->coll == B_ALLGATHERV || x->coll == B_GATHERV ? x->rbuf + x->dsp[r] * es
+                                                          : x->rbuf;
     if (x->coll == B_BCAST)
         x->in_at = x->rbuf;
     x->check_at = x->rbuf;
+    if (ip && x->coll == B_SCATTER) /* the root's block stays where it is in sendbuf */
+        x->check_at = x->rbuf + (size_t)r * blk;
+    if (ip && x->coll == B_SCATTERV)
+        x->check_at = x->rbuf + x->dsp[r] * es;
     x->check_bytes = x->out_bytes;
 
     switch (x->coll) {
@@ -133,17 +238,89 @@ static int prepare(ctx_t *x)
             ref_fill_bytes(x->expect + (size_t)q * blk, blk, q * 64 + r, salt);
         }
         break;
+    case B_GROUP: /* the batch's allreduces are slices of one vector */
+        ref_fill_values(x->pristine, x->count * (size_t)o->batch, r, o->dtype, o->op);
+        ref_fill_expected(x->expect, 0, x->count * (size_t)o->batch, o->dtype, o->op, x->n);
+        break;
+    case B_REDUCE_SCATTERV:
+        ref_fill_values(x->pristine, x->count * (size_t)x->n, r, o->dtype, o->op);
+        ref_fill_expected(x->expect, x->dsp[r], x->cnt[r], o->dtype, o->op, x->n);
+        break;
+    case B_ALLTOALLV:
+        for (int q = 0; q < x->n; q++) {
+            ref_fill_bytes(x->pristine + x->dsp[q] * es, x->cnt[q] * es, r * 64 + q, salt);
+            ref_fill_bytes(x->expect + x->rdsp[q] * es, x->rcnt[q] * es, q * 64 + r, salt);
+        }
+        break;
+    case B_SENDRECV:
+        ref_fill_bytes(x->pristine, blk, r, salt);
+        ref_fill_bytes(x->expect, blk, (r + x->n - 1) % x->n, salt);
+        break;
+    case B_ALLGATHERV:
+    case B_GATHER:
+    case B_GATHERV: /* block q from rank q, at the root (allgatherv: everywhere) */
+        ref_fill_bytes(x->pristine, x->in_bytes, r, salt);
+        for (int q = 0; q < x->n && x->out_bytes; q++)
+            ref_fill_bytes(x->expect + (x->cnt ? x->dsp[q] * es : (size_t)q * blk), x->cnt ? x->cnt[q] * es : blk, q,
+                           salt);
+        break;
+    case B_SCATTER:
+    case B_SCATTERV: /* the root's block q to rank q */
+        for (int q = 0; q < x->n && x->in_bytes; q++)
+            ref_fill_bytes(x->pristine + (x->cnt ? x->dsp[q] * es : (size_t)q * blk), x->cnt ? x->cnt[q] * es : blk, q,
+                           salt);
+        ref_fill_bytes(x->expect, x->out_bytes, r, salt);
+        break;
     default: break;
     }
     devbuf_put(o->device, x->in_at, x->pristine, x->in_bytes);
     return 0;
 }
 
+/* sendrecv: to the right, from the left, in a group so that neither waits for the other. */
+static gcoll_status_t ring_exchange(ctx_t *x, const void *sb, void *rb)
+{
+    gcoll_status_t st = gcoll_group_start(), end;
+    if (st != GCOLL_SUCCESS)
+        return st;
+    st = gcoll_send(sb, x->count, x->o->dtype, (x->rank + 1) % x->n, x->comm);
+    if (st == GCOLL_SUCCESS)
+        st = gcoll_recv(rb, x->count, x->o->dtype, (x->rank + x->n - 1) % x->n, x->comm);
+    end = gcoll_group_end();
+    return st != GCOLL_SUCCESS ? st : end;
+}
+
+/* group: side 0 posts the batch in one group, side 1 calls each allreduce on its own. */
+static gcoll_status_t batch(ctx_t *x, const void *sb, void *rb, int grouped)
+{
+    size_t blk = x->count * x->es;
+    gcoll_status_t st = grouped ? gcoll_group_start() : GCOLL_SUCCESS;
+    for (int k = 0; k < x->o->batch && st == GCOLL_SUCCESS; k++)
+        st = gcoll_allreduce((const char *)sb + (size_t)k * blk, (char *)rb + (size_t)k * blk, x->count, x->o->dtype,
+                             x->o->op, x->comm);
+    if (grouped) {
+        gcoll_status_t end = gcoll_group_end();
+        st = st != GCOLL_SUCCESS ? st : end;
+    }
+    return st;
+}
+
 /* Blocking calls, as OSU measures MPI's; the nonblocking form only to force an algorithm. */
-static gcoll_status_t run_blocking(ctx_t *x, const void *sb, void *rb)
+static gcoll_status_t run_blocking(ctx_t *x, const void *sb, void *rb, int side)
 {
     const bench_opts_t *o = x->o;
+    const size_t *c = x->cnt, *d = x->dsp;
+    int r = x->rank;
     switch (x->coll) {
+    case B_ALLGATHERV: return gcoll_allgatherv(sb, c[r], rb, c, d, o->dtype, x->comm);
+    case B_REDUCE_SCATTERV: return gcoll_reduce_scatterv(sb, rb, c, o->dtype, o->op, x->comm);
+    case B_ALLTOALLV: return gcoll_alltoallv(sb, c, d, rb, x->rcnt, x->rdsp, o->dtype, x->comm);
+    case B_GATHER: return gcoll_gather(sb, rb, x->count, o->dtype, o->root, x->comm);
+    case B_SCATTER: return gcoll_scatter(sb, rb, x->count, o->dtype, o->root, x->comm);
+    case B_GATHERV: return gcoll_gatherv(sb, c[r], rb, c, d, o->dtype, o->root, x->comm);
+    case B_SCATTERV: return gcoll_scatterv(sb, c, d, rb, c[r], o->dtype, o->root, x->comm);
+    case B_SENDRECV: return ring_exchange(x, sb, rb);
+    case B_GROUP: return batch(x, sb, rb, side == 0);
     case B_ALLREDUCE: return gcoll_allreduce(sb, rb, x->count, o->dtype, o->op, x->comm);
     case B_REDUCE_SCATTER: return gcoll_reduce_scatter(sb, rb, x->count, o->dtype, o->op, x->comm);
     case B_ALLGATHER: return gcoll_allgather(sb, rb, x->count, o->dtype, x->comm);
@@ -191,12 +368,12 @@ static int use_side(const ctx_t *x, int s)
     return st == GCOLL_SUCCESS ? 0 : -1;
 }
 
-static int run_gcoll(ctx_t *x)
+static int run_gcoll(ctx_t *x, int side)
 {
     /* in place is sendbuf == recvbuf for every collective, wherever the input sits inside it */
-    const void *sb = x->o->inplace ? x->rbuf : x->sbuf;
+    const void *sb = x->ip ? x->rbuf : x->sbuf;
     int forced = (x->o->algo && !bench_algo_by_table(x->o)) || x->o->compress;
-    gcoll_status_t st = forced ? run_forced(x, sb, x->rbuf) : run_blocking(x, sb, x->rbuf);
+    gcoll_status_t st = forced ? run_forced(x, sb, x->rbuf) : run_blocking(x, sb, x->rbuf, side);
     if (st != GCOLL_SUCCESS)
         fprintf(stderr, "gcoll_bench [rank %d]: %s: %s\n", x->rank, gcoll_status_name(st), gcoll_last_error());
     return st == GCOLL_SUCCESS ? 0 : -1;
@@ -205,7 +382,7 @@ static int run_gcoll(ctx_t *x)
 static int run_mpi(ctx_t *x)
 {
     /* MPI's in place for allgather is MPI_IN_PLACE with the block already in recvbuf */
-    const void *sb = x->o->inplace ? x->rbuf : x->sbuf;
+    const void *sb = x->ip ? x->rbuf : x->sbuf;
     if (x->coll == B_ADASUM) { /* the other side of adasum is gcoll's own sum */
         gcoll_status_t st = gcoll_allreduce(sb, x->rbuf, x->count, x->o->dtype, GCOLL_SUM, x->comm);
         if (st != GCOLL_SUCCESS)
@@ -213,7 +390,10 @@ static int run_mpi(ctx_t *x)
                     gcoll_last_error());
         return st == GCOLL_SUCCESS ? 0 : -1;
     }
-    int rc = baseline_run(x->bl, x->coll, sb, x->rbuf, x->count, x->o->dtype, x->o->op, x->o->root);
+    const bench_opts_t *o = x->o;
+    int rc = x->coll == B_GROUP ? baseline_batch(x->bl, sb, x->rbuf, x->count, x->es, o->batch, o->dtype, o->op)
+        : bench_skewed(x->coll) ? baseline_runv(x->bl, x->coll, sb, x->rbuf, &x->v, o->dtype, o->op, o->root)
+                                : baseline_run(x->bl, x->coll, sb, x->rbuf, x->count, o->dtype, o->op, o->root);
     if (rc != MPI_SUCCESS)
         fprintf(stderr, "gcoll_bench [rank %d]: %s baseline failed (%d)\n", x->rank, x->bl->nccl ? "NCCL" : "MPI", rc);
     return rc == MPI_SUCCESS ? 0 : -1;
@@ -248,7 +428,7 @@ static int iterate(ctx_t *x, int side, int k, double *t, int *valid, int timed)
             devbuf_put(x->o->device, x->in_at, x->pristine, x->in_bytes);
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
-        if ((mpi ? run_mpi(x) : run_gcoll(x)) != 0)
+        if ((mpi ? run_mpi(x) : run_gcoll(x, side)) != 0)
             return -1;
         double dt = MPI_Wtime() - t0;
         *t += dt;
@@ -307,6 +487,14 @@ static void name_row(const ctx_t *x, int side, bench_row_t *row)
 {
     const bench_opts_t *o = x->o;
     const char *name = o->nalgos ? o->algos[side] : NULL, *pick = NULL;
+    if (x->coll == B_GROUP) {
+        snprintf(row->algo, sizeof(row->algo), "%s x%d", side == 0 ? "group" : "separate", o->batch);
+        return;
+    }
+    if (x->coll == B_SENDRECV) {
+        snprintf(row->algo, sizeof(row->algo), "ring(p2p)");
+        return;
+    }
     if (name && strcmp(name, "auto") != 0) {
         snprintf(row->algo, sizeof(row->algo), "%s", name);
         return;
@@ -330,10 +518,14 @@ int bench_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, siz
                .es = gcoll_dtype_size(o->dtype),
                .rank = gcoll_comm_rank(comm),
                .n = gcoll_comm_size(comm),
-               .ng = o->nalgos > 1 ? o->nalgos : 1};
+               .ng = o->subcmd == B_GROUP ? 2
+                   : o->nalgos > 1        ? o->nalgos
+                                          : 1};
+    x.ip = o->inplace && (!rooted(x.coll) || x.rank == o->root);
     int rc = -1, sides = x.ng + (o->baseline_on ? 1 : 0);
     if (prepare(&x) != 0) {
-        fprintf(stderr, "gcoll_bench [rank %d]: out of memory at %zu elements\n", x.rank, count);
+        fprintf(stderr, "gcoll_bench [rank %d]: out of memory at %zu elements%s\n", x.rank, count,
+                x.mpi ? ", or counts beyond MPI's int" : "");
         goto out;
     }
     size_t bytes = bench_bytes_for(x.coll, count, x.es, x.n);
@@ -347,7 +539,7 @@ int bench_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, siz
     double t[MAX_SIDES] = {0}, ignored = 0;
     for (int s = 0; s < sides; s++) {
         devbuf_put(o->device, x.in_at, x.pristine, x.in_bytes);
-        if (use_side(&x, s) != 0 || (s == x.ng ? run_mpi(&x) : run_gcoll(&x)) != 0)
+        if (use_side(&x, s) != 0 || (s == x.ng ? run_mpi(&x) : run_gcoll(&x, s)) != 0)
             goto out;
         valid[s] = check(&x, s);
         devbuf_put(o->device, x.in_at, x.pristine, x.in_bytes);
@@ -416,5 +608,7 @@ out:
     free(x.expect);
     free(x.expect_dense);
     free(x.readback);
+    free(x.cnt);
+    free(x.mpi);
     return rc;
 }

@@ -1,7 +1,8 @@
 /* Test data and independent reference results, shared by the tests and the benchmark's
- * validation. Inputs are small integers (or quarters) chosen so that every reduction over up to
- * 8 ranks is exact in every dtype whatever the order; GCOLL_AVG is the one rounding, done by the
- * compiler's own _Float16 conversion or an independent bf16 rounding. Nothing here calls gcoll. */
+ * validation. Inputs are small integers (or quarters, or for fp8 small multiples of powers of two)
+ * chosen so that every reduction over up to 8 ranks is exact in every dtype whatever the order;
+ * GCOLL_AVG is the one rounding, done by the compiler's own _Float16 conversion, an independent
+ * bf16 rounding, or for fp8 a search of the format's values. Nothing here calls gcoll. */
 #ifndef GCOLL_REFERENCE_H
 #define GCOLL_REFERENCE_H
 
@@ -17,8 +18,10 @@ uint32_t ref_hash(uint32_t a, uint32_t b, uint32_t c);
 double ref_value(int rank, size_t i, gcoll_dtype_t d, gcoll_op_t op);
 /* The reduction of element i over ranks 0..n-1, as gcoll_allreduce must return it. */
 double ref_expected(size_t i, gcoll_dtype_t d, gcoll_op_t op, int n);
-/* Stores v in dtype d (rounding to nearest-even where it must). */
+/* Stores v in dtype d (rounding to nearest-even where it must; E4M3 saturates at +-448). */
 void ref_encode(gcoll_dtype_t d, double v, void *out);
+/* The value of the element of dtype d at p. */
+double ref_decode(gcoll_dtype_t d, const void *p);
 
 /* Fills p[0..n) with rank's inputs for op (elements of dtype d). */
 void ref_fill_values(void *p, size_t n, int rank, gcoll_dtype_t d, gcoll_op_t op);

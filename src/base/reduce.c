@@ -1,5 +1,5 @@
 /* Chooses the reduction kernel table for this CPU (GCOLL_REDUCE_ISA, or the best the CPU
- * supports) among the portable, AVX2 and AVX-512 tables. */
+ * supports) among the portable, AVX2 and AVX-512 tables, and scales through the chosen one. */
 #include <stdint.h>
 
 #include "base/dtype.h"
@@ -40,24 +40,5 @@ gcoll_status_t gcoll__kernels_select(int isa)
 
 void gcoll__scale(void *dst, const void *src, size_t count, gcoll_dtype_t dtype, double factor)
 {
-    for (size_t i = 0; i < count; i++) {
-        if (dtype == GCOLL_FLOAT64) {
-            double v;
-            memcpy(&v, (const char *)src + 8 * i, 8);
-            v *= factor;
-            memcpy((char *)dst + 8 * i, &v, 8);
-        } else if (dtype == GCOLL_FLOAT32) {
-            float v;
-            memcpy(&v, (const char *)src + 4 * i, 4);
-            v = (float)(v * factor);
-            memcpy((char *)dst + 4 * i, &v, 4);
-        } else if (dtype == GCOLL_FLOAT16 || dtype == GCOLL_BFLOAT16) {
-            uint16_t h;
-            memcpy(&h, (const char *)src + 2 * i, 2);
-            float v = dtype == GCOLL_FLOAT16 ? gcoll__f16_to_f32(h) : gcoll__bf16_to_f32(h);
-            v = (float)(v * factor);
-            h = dtype == GCOLL_FLOAT16 ? gcoll__f32_to_f16(v) : gcoll__f32_to_bf16(v);
-            memcpy((char *)dst + 2 * i, &h, 2);
-        }
-    }
+    gcoll__kernels->scale[dtype](dst, src, count, factor);
 }

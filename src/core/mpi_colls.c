@@ -8,8 +8,34 @@
 #include "gcoll_mpi.h"
 #include "core/context.h"
 
-static const char *const names[] = {"allreduce", "iallreduce", "reduce_scatter_block", "allgather", "bcast",
-                                    "reduce",    "barrier"};
+static const char *const names[] = {"allreduce",
+                                    "iallreduce",
+                                    "reduce_scatter_block",
+                                    "allgather",
+                                    "bcast",
+                                    "reduce",
+                                    "barrier",
+                                    "ireduce_scatter_block",
+                                    "iallgather",
+                                    "ibcast",
+                                    "ireduce",
+                                    "ibarrier",
+                                    "allgatherv",
+                                    "iallgatherv",
+                                    "alltoall",
+                                    "ialltoall",
+                                    "alltoallv",
+                                    "ialltoallv",
+                                    "reduce_scatter",
+                                    "ireduce_scatter",
+                                    "gather",
+                                    "igather",
+                                    "gatherv",
+                                    "igatherv",
+                                    "scatter",
+                                    "iscatter",
+                                    "scatterv",
+                                    "iscatterv"};
 #define NNAMES (sizeof(names) / sizeof(names[0]))
 
 static int find(const char *s, size_t len)
@@ -34,8 +60,8 @@ gcoll_status_t gcoll__parse_mpi_colls(const char *var, const char *s, void *out,
             if (i < 0)
                 return gcoll__error(GCOLL_ERR_INVALID_ARG,
                                     "%s='%s' is not valid: '%.*s' is not a call it takes over; accepts all, none, "
-                                    "or names separated by commas from allreduce, iallreduce, "
-                                    "reduce_scatter_block, allgather, bcast, reduce, barrier",
+                                    "or names separated by commas from MPI's collectives in lower case without "
+                                    "MPI_ (allreduce, iallreduce, ..., scatterv, iscatterv; docs/interposer.md)",
                                     var, s, (int)len, p);
             mask |= 1u << i;
             p += len;

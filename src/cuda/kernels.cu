@@ -1,9 +1,11 @@
 // Device kernels for libgcoll_cuda.so, which libgcoll loads with dlopen (src/cuda/loader.c):
-// elementwise reduction (sum, prod, min, max) and the AVG division for fp32, fp64, fp16 and bf16,
-// the many-buffer reduction of the CUDA IPC path (every dtype), Adasum's per-tensor dot/norms
-// (accumulated in double) and scaled add, and compression's fp32 <-> fp16/bf16 conversion. The entry points are C functions returning a cudaError_t.
+// elementwise reduction (sum, prod, min, max) and the AVG division for fp32, fp64, fp16, bf16 and
+// both fp8 formats, the many-buffer reduction of the CUDA IPC path (every dtype), Adasum's
+// per-tensor dot/norms (accumulated in double) and scaled add, and compression's fp32 <->
+// fp16/bf16 conversion. The entry points are C functions returning a cudaError_t.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -51,8 +53,42 @@ template <> struct conv<__nv_bfloat16> {
         return __float2bfloat16_rn(v);
     }
 };
+// fp8 elements as raw codes. They compute in fp32 and round once to nearest even as the host
+// kernels do (src/base/fp8.h): E4M3 saturates at +-448 (SATFINITE), E5M2 overflows to infinity.
+struct fp8_e4m3 {
+    __nv_fp8_storage_t x;
+};
+struct fp8_e5m2 {
+    __nv_fp8_storage_t x;
+};
+template <> struct conv<fp8_e4m3> {
+    __device__ static float in(fp8_e4m3 v)
+    {
+        return __half2float(__half(__nv_cvt_fp8_to_halfraw(v.x, __NV_E4M3)));
+    }
+    __device__ static fp8_e4m3 out(float v)
+    {
+        return {__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3)};
+    }
+};
+template <> struct conv<fp8_e5m2> {
+    __device__ static float in(fp8_e5m2 v)
+    {
+        return __half2float(__half(__nv_cvt_fp8_to_halfraw(v.x, __NV_E5M2)));
+    }
+    __device__ static fp8_e5m2 out(float v)
+    {
+        return {__nv_cvt_float_to_fp8(v, __NV_NOSAT, __NV_E5M2)};
+    }
+};
 template <typename T> struct acc {
     typedef T type;
+};
+template <> struct acc<fp8_e4m3> {
+    typedef float type;
+};
+template <> struct acc<fp8_e5m2> {
+    typedef float type;
 };
 template <> struct acc<__half> {
     typedef float type;
@@ -196,7 +232,7 @@ template <typename T> static int reduce_t(void *dst, const void *a, const void *
     return cudaGetLastError();
 }
 
-// The dtype switch every entry point shares: F(T) for the four floating types.
+// The dtype switch of the Adasum entry points: F(T) for the four floating types Adasum takes.
 #define DISPATCH(dtype, F)                        \
     switch (dtype) {                              \
     case GCOLL_FLOAT32: return F(float);          \
@@ -204,6 +240,13 @@ template <typename T> static int reduce_t(void *dst, const void *a, const void *
     case GCOLL_FLOAT16: return F(__half);         \
     case GCOLL_BFLOAT16: return F(__nv_bfloat16); \
     default: return cudaErrorInvalidValue;        \
+    }
+// The reductions' and the division's: every floating type, fp8 included.
+#define DISPATCH_REDUCE(dtype, F)               \
+    switch (dtype) {                            \
+    case GCOLL_FLOAT8_E4M3: return F(fp8_e4m3); \
+    case GCOLL_FLOAT8_E5M2: return F(fp8_e5m2); \
+    default: DISPATCH(dtype, F)                 \
     }
 
 // dst[i] = src[i] in another format, rounding to nearest even: fp32 to or from fp16 or bf16.
@@ -236,14 +279,14 @@ GCOLL_CUDA_EXPORT int gcoll_cuda_kernel_convert(void *dst, int dst_dtype, const 
 GCOLL_CUDA_EXPORT int gcoll_cuda_kernel_reduce(void *dst, const void *a, const void *b, size_t n, int dtype, int op,
                                                void *stream){
 #define F(T) reduce_t<T>(dst, a, b, n, op, (cudaStream_t)stream)
-    DISPATCH(dtype, F)
+    DISPATCH_REDUCE(dtype, F)
 #undef F
 }
 
 GCOLL_CUDA_EXPORT int gcoll_cuda_kernel_div(void *buf, size_t n, unsigned divisor, int dtype, void *stream)
 {
 #define F(T) (div_kernel<T><<<blocks(n), 256, 0, (cudaStream_t)stream>>>((T *)buf, n, divisor), cudaGetLastError())
-    DISPATCH(dtype, F)
+    DISPATCH_REDUCE(dtype, F)
 #undef F
 }
 
@@ -291,6 +334,8 @@ GCOLL_CUDA_EXPORT int gcoll_cuda_kernel_reduce_multi(void *const *dst, int ndst,
     switch (dtype) {
     case GCOLL_INT8: return multi_t<int8_t>(m, n, op, divisor, s);
     case GCOLL_UINT8: return multi_t<uint8_t>(m, n, op, divisor, s);
+    case GCOLL_INT16: return multi_t<int16_t>(m, n, op, divisor, s);
+    case GCOLL_UINT16: return multi_t<uint16_t>(m, n, op, divisor, s);
     case GCOLL_INT32: return multi_t<int32_t>(m, n, op, divisor, s);
     case GCOLL_UINT32: return multi_t<uint32_t>(m, n, op, divisor, s);
     case GCOLL_INT64: return multi_t<int64_t>(m, n, op, divisor, s);
@@ -299,6 +344,8 @@ GCOLL_CUDA_EXPORT int gcoll_cuda_kernel_reduce_multi(void *const *dst, int ndst,
     case GCOLL_BFLOAT16: return multi_t<__nv_bfloat16>(m, n, op, divisor, s);
     case GCOLL_FLOAT32: return multi_t<float>(m, n, op, divisor, s);
     case GCOLL_FLOAT64: return multi_t<double>(m, n, op, divisor, s);
+    case GCOLL_FLOAT8_E4M3: return multi_t<fp8_e4m3>(m, n, op, divisor, s);
+    case GCOLL_FLOAT8_E5M2: return multi_t<fp8_e5m2>(m, n, op, divisor, s);
     default: return cudaErrorInvalidValue;
     }
 }

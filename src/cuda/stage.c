@@ -688,8 +688,9 @@ gcoll_status_t gcoll__cuda_reduce_local(void *inout, const void *in, size_t coun
     if (d_inout != d_in)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is device memory and %s is not: both or neither",
                             d_inout ? "inout" : "in", d_inout ? "in" : "inout");
-    if (dtype != GCOLL_FLOAT32 && dtype != GCOLL_FLOAT64 && dtype != GCOLL_FLOAT16 && dtype != GCOLL_BFLOAT16)
-        return gcoll__error(GCOLL_ERR_UNSUPPORTED, "dtype %s: device reductions take fp32, fp64, fp16, bf16",
+    if (dtype != GCOLL_FLOAT32 && dtype != GCOLL_FLOAT64 && dtype != GCOLL_FLOAT16 && dtype != GCOLL_BFLOAT16 &&
+        dtype != GCOLL_FLOAT8_E4M3 && dtype != GCOLL_FLOAT8_E5M2)
+        return gcoll__error(GCOLL_ERR_UNSUPPORTED, "dtype %s: device reductions take fp32, fp64, fp16, bf16, fp8",
                             gcoll_dtype_name(dtype));
     if (!cu->reduce)
         return gcoll__error(GCOLL_ERR_UNSUPPORTED, "device reduction: libgcoll_cuda.so was not found beside libgcoll");

@@ -2,7 +2,8 @@
  * runs with LD_PRELOAD=lib/libgcoll_mpi.so. It makes every call the interposer takes over, with
  * every type and op it maps, in place or not, on several communicators, plus calls it must hand
  * to MPI (other types and ops, gapped types, an inter-communicator), and checks each result
- * against a closed form and each reduction's also against the real MPI's (PMPI_*). */
+ * against a closed form and each reduction's also against the real MPI's (PMPI_*). The vector and
+ * rooted calls run with uneven counts, zeros and displacements in any order (some negative). */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -15,9 +16,66 @@
 
 #include "check.h"
 
-enum { ALLREDUCE, IALLREDUCE, REDUCE_SCATTER_BLOCK, ALLGATHER, BCAST, REDUCE, BARRIER, NCALLS };
-static const char *const call_names[NCALLS] = {"allreduce", "iallreduce", "reduce_scatter_block", "allgather", "bcast",
-                                               "reduce",    "barrier"};
+/* The interposer's calls, in its report's order */
+enum {
+    ALLREDUCE,
+    IALLREDUCE,
+    REDUCE_SCATTER_BLOCK,
+    ALLGATHER,
+    BCAST,
+    REDUCE,
+    BARRIER,
+    IREDUCE_SCATTER_BLOCK,
+    IALLGATHER,
+    IBCAST,
+    IREDUCE,
+    IBARRIER,
+    ALLGATHERV,
+    IALLGATHERV,
+    ALLTOALL,
+    IALLTOALL,
+    ALLTOALLV,
+    IALLTOALLV,
+    REDUCE_SCATTER,
+    IREDUCE_SCATTER,
+    GATHER,
+    IGATHER,
+    GATHERV,
+    IGATHERV,
+    SCATTER,
+    ISCATTER,
+    SCATTERV,
+    ISCATTERV,
+    NCALLS
+};
+static const char *const call_names[NCALLS] = {"allreduce",
+                                               "iallreduce",
+                                               "reduce_scatter_block",
+                                               "allgather",
+                                               "bcast",
+                                               "reduce",
+                                               "barrier",
+                                               "ireduce_scatter_block",
+                                               "iallgather",
+                                               "ibcast",
+                                               "ireduce",
+                                               "ibarrier",
+                                               "allgatherv",
+                                               "iallgatherv",
+                                               "alltoall",
+                                               "ialltoall",
+                                               "alltoallv",
+                                               "ialltoallv",
+                                               "reduce_scatter",
+                                               "ireduce_scatter",
+                                               "gather",
+                                               "igather",
+                                               "gatherv",
+                                               "igatherv",
+                                               "scatter",
+                                               "iscatter",
+                                               "scatterv",
+                                               "iscatterv"};
 static int on[NCALLS];
 static long taken[NCALLS], passed[NCALLS];
 static int wrank;
@@ -36,13 +94,10 @@ static void read_colls(void)
 {
     const char *s = getenv("GCOLL_MPI_COLLS");
     for (int i = 0; i < NCALLS; i++) {
-        if (!s || strcmp(s, "all") == 0) {
-            on[i] = 1;
-            continue;
-        }
-        const char *p = strstr(s, call_names[i]);
+        on[i] = !s || strcmp(s, "all") == 0;
         size_t n = strlen(call_names[i]);
-        on[i] = p && (p == s || p[-1] == ',') && (p[n] == ',' || p[n] == '\0');
+        for (const char *p = s; p && !on[i]; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+            on[i] = strncmp(p, call_names[i], n) == 0 && (p[n] == ',' || p[n] == '\0');
     }
 }
 
@@ -55,7 +110,7 @@ typedef struct {
     int size;
 } type_t;
 
-static type_t types[16];
+static type_t types[24];
 static int ntypes;
 
 static void add_type(MPI_Datatype t, const char *name, char kind)
@@ -71,6 +126,8 @@ static void init_types(void)
     add_type(MPI_DOUBLE, "MPI_DOUBLE", 'f');
     add_type(MPI_SIGNED_CHAR, "MPI_SIGNED_CHAR", 's');
     add_type(MPI_INT8_T, "MPI_INT8_T", 's');
+    add_type(MPI_SHORT, "MPI_SHORT", 's');
+    add_type(MPI_INT16_T, "MPI_INT16_T", 's');
     add_type(MPI_INT, "MPI_INT", 's');
     add_type(MPI_INT32_T, "MPI_INT32_T", 's');
     add_type(MPI_LONG, "MPI_LONG", 's');
@@ -78,6 +135,8 @@ static void init_types(void)
     add_type(MPI_INT64_T, "MPI_INT64_T", 's');
     add_type(MPI_UNSIGNED_CHAR, "MPI_UNSIGNED_CHAR", 'u');
     add_type(MPI_UINT8_T, "MPI_UINT8_T", 'u');
+    add_type(MPI_UNSIGNED_SHORT, "MPI_UNSIGNED_SHORT", 'u');
+    add_type(MPI_UINT16_T, "MPI_UINT16_T", 'u');
     add_type(MPI_UNSIGNED, "MPI_UNSIGNED", 'u');
     add_type(MPI_UINT32_T, "MPI_UINT32_T", 'u');
     add_type(MPI_UNSIGNED_LONG, "MPI_UNSIGNED_LONG", 'u');
@@ -96,6 +155,9 @@ static void put(const type_t *ty, void *buf, size_t i, double v)
     else if (ty->kind == 's' && ty->size == 1) {
         int8_t x = (int8_t)v;
         memcpy(p, &x, 1);
+    } else if (ty->kind == 's' && ty->size == 2) {
+        int16_t x = (int16_t)v;
+        memcpy(p, &x, 2);
     } else if (ty->kind == 's' && ty->size == 4) {
         int32_t x = (int32_t)v;
         memcpy(p, &x, 4);
@@ -105,6 +167,9 @@ static void put(const type_t *ty, void *buf, size_t i, double v)
     } else if (ty->size == 1) {
         uint8_t x = (uint8_t)v;
         memcpy(p, &x, 1);
+    } else if (ty->size == 2) {
+        uint16_t x = (uint16_t)v;
+        memcpy(p, &x, 2);
     } else if (ty->size == 4) {
         uint32_t x = (uint32_t)v;
         memcpy(p, &x, 4);
@@ -132,6 +197,11 @@ static double get(const type_t *ty, const void *buf, size_t i)
         memcpy(&x, p, 1);
         return x;
     }
+    if (ty->kind == 's' && ty->size == 2) {
+        int16_t x;
+        memcpy(&x, p, 2);
+        return x;
+    }
     if (ty->kind == 's' && ty->size == 4) {
         int32_t x;
         memcpy(&x, p, 4);
@@ -145,6 +215,11 @@ static double get(const type_t *ty, const void *buf, size_t i)
     if (ty->size == 1) {
         uint8_t x;
         memcpy(&x, p, 1);
+        return x;
+    }
+    if (ty->size == 2) {
+        uint16_t x;
+        memcpy(&x, p, 2);
         return x;
     }
     if (ty->size == 4) {
@@ -323,10 +398,10 @@ static void test_iallreduce(MPI_Comm c, const char *label)
             /* MPI's own requests in the same array: a ring message, and an iallreduce on a type
              * the interposer leaves to MPI */
             int sendv = rank * 10 + how, recvv = -1;
-            short sh = (short)(rank + 1), shsum = 0;
+            long double ld = rank + 1, ldsum = 0;
             MPI_Irecv(&recvv, 1, MPI_INT, (rank + n - 1) % n, 77, c, &req[K]);
             MPI_Isend(&sendv, 1, MPI_INT, (rank + 1) % n, 77, c, &req[K + 1]);
-            MPI_Iallreduce(&sh, &shsum, 1, MPI_SHORT, MPI_SUM, c, &req[K + 2]);
+            MPI_Iallreduce(&ld, &ldsum, 1, MPI_LONG_DOUBLE, MPI_SUM, c, &req[K + 2]);
             tally(IALLREDUCE, 0);
             int left = K + 3, flag = 0, idx, outc, idxs[K + 3];
             switch (how) {
@@ -358,8 +433,8 @@ static void test_iallreduce(MPI_Comm c, const char *label)
                 nulls += req[k] == MPI_REQUEST_NULL;
             CHECK(nulls == K + 3, "%s iallreduce %s completion %d: %d of %d requests released", label, ty->name, how,
                   nulls, K + 3);
-            CHECK(recvv == ((rank + n - 1) % n) * 10 + how && shsum == n * (n + 1) / 2,
-                  "%s iallreduce completion %d: MPI's requests beside them: got %d and %d", label, how, recvv, shsum);
+            CHECK(recvv == ((rank + n - 1) % n) * 10 + how && ldsum == n * (n + 1) / 2,
+                  "%s iallreduce completion %d: MPI's requests beside them: got %d and %Lg", label, how, recvv, ldsum);
             for (int k = 0; k < K; k++) {
                 size_t bad = CNT - k;
                 for (size_t i = CNT - k; i-- > 0;)
@@ -373,16 +448,16 @@ static void test_iallreduce(MPI_Comm c, const char *label)
         }
 }
 
-/* Types and ops the interposer leaves to MPI: 16-bit integers, logical and pair ops. */
+/* Types and ops the interposer leaves to MPI: long double, logical and pair ops. */
 static void test_passed_reductions(MPI_Comm c, const char *label)
 {
     int rank, n;
     MPI_Comm_rank(c, &rank);
     MPI_Comm_size(c, &n);
-    short s = (short)(rank + 1), ssum = 0;
-    int rc = MPI_Allreduce(&s, &ssum, 1, MPI_SHORT, MPI_SUM, c);
+    long double s = rank + 1, ssum = 0;
+    int rc = MPI_Allreduce(&s, &ssum, 1, MPI_LONG_DOUBLE, MPI_SUM, c);
     tally(ALLREDUCE, 0);
-    CHECK(rc == MPI_SUCCESS && ssum == n * (n + 1) / 2, "%s allreduce MPI_SHORT: %d", label, ssum);
+    CHECK(rc == MPI_SUCCESS && ssum == n * (n + 1) / 2, "%s allreduce MPI_LONG_DOUBLE: %Lg", label, ssum);
     int bits = 1 << rank % 30 | 1 << 30, band = 0;
     rc = MPI_Allreduce(&bits, &band, 1, MPI_INT, MPI_BAND, c);
     tally(ALLREDUCE, 0);
@@ -515,6 +590,537 @@ static void test_barrier(MPI_Comm c, const char *label)
           "%s barrier: left %.6f before the last rank entered %.6f", label, left, entered);
 }
 
+/* ---- the nonblocking forms of the calls above ---------------------------------------------- */
+
+/* Ireduce_scatter_block, Ireduce, Iallgather, Ibcast, Ibarrier in flight together, completed by
+ * one MPI_Waitall. */
+static void test_nonblocking(MPI_Comm c, const char *label)
+{
+    int rank, n;
+    MPI_Comm_rank(c, &rank);
+    MPI_Comm_size(c, &n);
+    for (int t = 0; t < ntypes; t += 3)
+        for (int inplace = 0; inplace < 2; inplace++) {
+            const type_t *ty = &types[t];
+            int o = (t + inplace) % 4, root = (t + 1) % n;
+            enum { CNT = 29 };
+            size_t all = CNT * (size_t)n;
+            char *rsb_in = calloc(all, 8), *rsb_out = calloc(all, 8), *red_in = calloc(CNT, 8),
+                 *red_out = calloc(CNT, 8);
+            int *ag = calloc(all, sizeof(int)), bc[CNT];
+            for (size_t i = 0; i < all; i++)
+                put(ty, inplace ? rsb_out : rsb_in, i, val(ty, rank, i));
+            for (size_t i = 0; i < CNT; i++) {
+                put(ty, inplace && rank == root ? red_out : red_in, i, val(ty, rank, i));
+                ag[(size_t)rank * CNT + i] = rank * 1000 + (int)i;
+                bc[i] = rank == root ? root * 7 + (int)i : -1;
+            }
+            MPI_Request req[5];
+            MPI_Ireduce_scatter_block(inplace ? MPI_IN_PLACE : rsb_in, rsb_out, CNT, ty->t, op_list[o], c, &req[0]);
+            tally(IREDUCE_SCATTER_BLOCK, 1);
+            MPI_Ireduce(inplace && rank == root ? MPI_IN_PLACE : red_in, red_out, CNT, ty->t, op_list[o], root, c,
+                        &req[1]);
+            tally(IREDUCE, 1);
+            MPI_Iallgather(inplace ? MPI_IN_PLACE : ag + (size_t)rank * CNT, CNT, MPI_INT, ag, CNT, MPI_INT, c,
+                           &req[2]);
+            tally(IALLGATHER, 1);
+            MPI_Ibcast(bc, CNT, MPI_INT, root, c, &req[3]);
+            tally(IBCAST, 1);
+            MPI_Ibarrier(c, &req[4]);
+            tally(IBARRIER, 1);
+            int rc = MPI_Waitall(5, req, MPI_STATUSES_IGNORE);
+            int bad = -1;
+            for (size_t i = 0; i < CNT && bad < 0; i++) {
+                if (get(ty, rsb_out, i) != fold(ty, o, n, (size_t)rank * CNT + i))
+                    bad = 0;
+                else if (rank == root && get(ty, red_out, i) != fold(ty, o, n, i))
+                    bad = 1;
+                else if (bc[i] != root * 7 + (int)i)
+                    bad = 3;
+                for (int r = 0; r < n && bad < 0; r++)
+                    if (ag[(size_t)r * CNT + i] != r * 1000 + (int)i)
+                        bad = 2;
+            }
+            CHECK(rc == MPI_SUCCESS && bad < 0,
+                  "%s nonblocking %s %s%s: rc %d, wrong result of call %d (0 ireduce_scatter_block, 1 ireduce, 2 "
+                  "iallgather, 3 ibcast)",
+                  label, ty->name, op_names[o], inplace ? " in place" : "", rc, bad);
+            free(rsb_in);
+            free(rsb_out);
+            free(red_in);
+            free(red_out);
+            free(ag);
+        }
+}
+
+/* ---- the vector and rooted movers ------------------------------------------------------------
+ * Blocks of ints, in one of three element types: MPI_INT, a pair of ints (dense: gcoll takes it)
+ * and two ints of three (gapped: MPI keeps the call). The expected receive buffer is built here:
+ * sentinels everywhere, the blocks at their displacements, so a write outside them shows. */
+
+typedef struct {
+    MPI_Datatype t;
+    const char *name;
+    int ext, ncov, cov[2]; /* ints per element, and which of them the type covers */
+    int dense;
+} form_t;
+static form_t forms[3];
+enum { SENT = -7 };
+
+static void init_forms(void)
+{
+    MPI_Datatype pair, gapped;
+    MPI_Type_contiguous(2, MPI_INT, &pair);
+    MPI_Type_vector(2, 1, 2, MPI_INT, &gapped);
+    MPI_Type_commit(&pair);
+    MPI_Type_commit(&gapped);
+    forms[0] = (form_t){MPI_INT, "MPI_INT", 1, 1, {0, 0}, 1};
+    forms[1] = (form_t){pair, "pair", 2, 2, {0, 1}, 1};
+    forms[2] = (form_t){gapped, "gapped", 3, 2, {0, 2}, 0};
+}
+
+static void free_forms(void)
+{
+    MPI_Type_free(&forms[1].t);
+    MPI_Type_free(&forms[2].t);
+}
+
+/* The value of int i of what rank from sends to rank to. */
+static int V(int from, int to, int i)
+{
+    return from * 1000000 + to * 10000 + i;
+}
+
+/* Writes the block from -> to of count elements at element displacement displ. */
+static void put_block(int *buf, int displ, int count, const form_t *f, int from, int to)
+{
+    for (int e = 0; e < count; e++)
+        for (int j = 0; j < f->ncov; j++)
+            buf[(displ + e) * f->ext + f->cov[j]] = V(from, to, e * f->ncov + j);
+}
+
+static int *sentinels(int elems, const form_t *f)
+{
+    size_t ints = (size_t)(elems > 0 ? elems : 1) * (size_t)f->ext;
+    int *b = malloc(ints * sizeof(int));
+    for (size_t i = 0; i < ints; i++)
+        b[i] = SENT;
+    return b;
+}
+
+/* The index of the first int where got and want differ, -1 where none does. */
+static long first_diff(const int *got, const int *want, int elems, const form_t *f)
+{
+    for (long i = 0; i < (long)elems * f->ext; i++)
+        if (got[i] != want[i])
+            return i;
+    return -1;
+}
+
+/* Uneven counts with zeros: pattern 0 mixed small, 1 a single non-zero peer, 2 all zero, 3 up to
+ * a few hundred. cnt(r, p) is what r sends to p; sym makes it symmetric (in-place alltoallv). */
+static int cnt(int pattern, int r, int p, int n, int sym)
+{
+    if (sym && r > p) {
+        int t = r;
+        r = p, p = t;
+    }
+    switch (pattern) {
+    case 0: return (r * 3 + p * 5 + 1) % 7 == 3 ? 0 : (r * 3 + p * 5 + 1) % 7;
+    case 1: return p == (r + 1) % n ? 50 : 0;
+    case 2: return 0;
+    default: return (r + 1) * (p + 2) * 37 % 300;
+    }
+}
+enum { NPATTERNS = 4 };
+
+/* Displacements of n blocks: in reverse rank order with a gap of 2 elements after each, shifted
+ * by -shift (negative displacements, from a buffer pointer inside the buffer). Returns the
+ * elements the buffer needs. */
+static int layout(const int *counts, int n, int shift, int *displs)
+{
+    int at = 0;
+    for (int p = n - 1; p >= 0; p--) {
+        displs[p] = at - shift;
+        at += counts[p] + 2;
+    }
+    return at;
+}
+
+/* How a v-call is made: blocking, or nonblocking completed by MPI_Wait; displacements from the
+ * buffer's start or partly negative. */
+typedef struct {
+    int nb, neg;
+} how_t;
+static const how_t hows[] = {{0, 0}, {1, 0}, {0, 1}, {1, 1}};
+
+static int finish(int rc, MPI_Request *req, int nb)
+{
+    return nb && rc == MPI_SUCCESS ? MPI_Wait(req, MPI_STATUS_IGNORE) : rc;
+}
+
+static void test_allgatherv(MPI_Comm c, const char *label)
+{
+    int rank, n;
+    MPI_Comm_rank(c, &rank);
+    MPI_Comm_size(c, &n);
+    int *counts = malloc((size_t)n * sizeof(int)), *displs = malloc((size_t)n * sizeof(int));
+    for (int fi = 0; fi < 3; fi++)
+        for (int pat = 0; pat < NPATTERNS; pat++)
+            for (size_t h = 0; h < sizeof(hows) / sizeof(hows[0]); h++)
+                for (int inplace = 0; inplace < 2; inplace++) {
+                    const form_t *f = &forms[fi];
+                    how_t w = hows[h];
+                    for (int r = 0; r < n; r++)
+                        counts[r] = cnt(pat, r, 0, n, 0);
+                    int elems = layout(counts, n, 0, displs), shift = w.neg ? elems / 2 : 0;
+                    layout(counts, n, shift, displs);
+                    int *recv = sentinels(elems, f), *want = sentinels(elems, f), *send = sentinels(counts[rank], f);
+                    put_block(send, 0, counts[rank], f, rank, 99);
+                    for (int r = 0; r < n; r++)
+                        put_block(want, displs[r] + shift, counts[r], f, r, 99);
+                    int *rbuf = recv + (size_t)shift * (size_t)f->ext;
+                    if (inplace)
+                        put_block(rbuf, displs[rank], counts[rank], f, rank, 99);
+                    MPI_Request req;
+                    int rc = w.nb ? MPI_Iallgatherv(inplace ? MPI_IN_PLACE : send, counts[rank], f->t, rbuf, counts,
+                                                    displs, f->t, c, &req)
+                                  : MPI_Allgatherv(inplace ? MPI_IN_PLACE : send, counts[rank], f->t, rbuf, counts,
+                                                   displs, f->t, c);
+                    rc = finish(rc, &req, w.nb);
+                    tally(w.nb ? IALLGATHERV : ALLGATHERV, f->dense);
+                    long bad = first_diff(recv, want, elems, f);
+                    CHECK(rc == MPI_SUCCESS && bad < 0, "%s %sallgatherv %s counts %d%s%s: rc %d, int %ld", label,
+                          w.nb ? "i" : "", f->name, pat, inplace ? " in place" : "", w.neg ? " negative displs" : "",
+                          rc, bad);
+                    free(recv);
+                    free(want);
+                    free(send);
+                }
+    free(counts);
+    free(displs);
+}
+
+static void test_alltoallv(MPI_Comm c, const char *label)
+{
+    int rank, n;
+    MPI_Comm_rank(c, &rank);
+    MPI_Comm_size(c, &n);
+    size_t nn = (size_t)n * sizeof(int);
+    int *sc = malloc(nn), *sd = malloc(nn), *rc_ = malloc(nn), *rd = malloc(nn);
+    for (int fi = 0; fi < 3; fi++)
+        for (int pat = 0; pat < NPATTERNS; pat++)
+            for (size_t h = 0; h < sizeof(hows) / sizeof(hows[0]); h++)
+                for (int inplace = 0; inplace < 2; inplace++) {
+                    const form_t *f = &forms[fi];
+                    how_t w = hows[h];
+                    for (int p = 0; p < n; p++) {
+                        sc[p] = cnt(pat, rank, p, n, inplace);
+                        rc_[p] = cnt(pat, p, rank, n, inplace);
+                    }
+                    int selems = layout(sc, n, 0, sd), relems = layout(rc_, n, 0, rd);
+                    int sshift = w.neg ? selems / 3 : 0, rshift = w.neg ? relems / 2 : 0;
+                    /* the send side's blocks in rank order (the receive side's reversed) */
+                    for (int p = 0, at = 0; p < n; p++) {
+                        sd[p] = at - sshift;
+                        at += sc[p] + 1;
+                    }
+                    layout(rc_, n, rshift, rd);
+                    int *send = sentinels(selems, f), *recv = sentinels(relems, f), *want = sentinels(relems, f);
+                    int *sbuf = send + (size_t)sshift * (size_t)f->ext, *rbuf = recv + (size_t)rshift * (size_t)f->ext;
+                    for (int p = 0; p < n; p++) {
+                        put_block(inplace ? rbuf : sbuf, inplace ? rd[p] : sd[p], sc[p], f, rank, p);
+                        put_block(want, rd[p] + rshift, rc_[p], f, p, rank);
+                    }
+                    MPI_Request req;
+                    int rc = w.nb
+                        ? MPI_Ialltoallv(inplace ? MPI_IN_PLACE : sbuf, sc, sd, f->t, rbuf, rc_, rd, f->t, c, &req)
+                        : MPI_Alltoallv(inplace ? MPI_IN_PLACE : sbuf, sc, sd, f->t, rbuf, rc_, rd, f->t, c);
+                    rc = finish(rc, &req, w.nb);
+                    tally(w.nb ? IALLTOALLV : ALLTOALLV, f->dense);
+                    long bad = first_diff(recv, want, relems, f);
+                    CHECK(rc == MPI_SUCCESS && bad < 0, "%s %salltoallv %s counts %d%s%s: rc %d, int %ld", label,
+                          w.nb ? "i" : "", f->name, pat, inplace ? " in place" : "", w.neg ? " negative displs" : "",
+                          rc, bad);
+                    free(send);
+                    free(recv);
+                    free(want);
+                }
+    free(sc);
+    free(sd);
+    free(rc_);
+    free(rd);
+}
+
+/* Alltoall, blocking and not: count 0, 1 and 100 per peer, in place or not. */
+static void test_alltoall(MPI_Comm c, const char *label)
+{
+    int rank, n;
+    MPI_Comm_rank(c, &rank);
+    MPI_Comm_size(c, &n);
+    const int counts[] = {0, 1, 100};
+    for (int fi = 0; fi < 3; fi++)
+        for (int k = 0; k < 3; k++)
+            for (int nb = 0; nb < 2; nb++)
+                for (int inplace = 0; inplace < 2; inplace++) {
+                    const form_t *f = &forms[fi];
+                    int cn = counts[k], elems = cn * n;
+                    int *send = sentinels(elems, f), *recv = sentinels(elems, f), *want = sentinels(elems, f);
+                    for (int p = 0; p < n; p++) {
+                        put_block(inplace ? recv : send, p * cn, cn, f, rank, p);
+                        put_block(want, p * cn, cn, f, p, rank);
+                    }
+                    MPI_Request req;
+                    const void *in = inplace ? MPI_IN_PLACE : send;
+                    int rc = nb ? MPI_Ialltoall(in, cn, f->t, recv, cn, f->t, c, &req)
+                                : MPI_Alltoall(in, cn, f->t, recv, cn, f->t, c);
+                    rc = finish(rc, &req, nb);
+                    tally(nb ? IALLTOALL : ALLTOALL, f->dense);
+                    long bad = first_diff(recv, want, elems, f);
+                    CHECK(rc == MPI_SUCCESS && bad < 0, "%s %salltoall %s count %d%s: rc %d, int %ld", label,
+                          nb ? "i" : "", f->name, cn, inplace ? " in place" : "", rc, bad);
+                    free(send);
+                    free(recv);
+                    free(want);
+                }
+}
+
+/* Gather and scatter, blocking and not, every root: count 0, 1 and 37 per rank; in place at the
+ * root. */
+static void test_gather_scatter(MPI_Comm c, const char *label)
+{
+    int rank, n;
+    MPI_Comm_rank(c, &rank);
+    MPI_Comm_size(c, &n);
+    const int counts[] = {0, 1, 37};
+    for (int fi = 0; fi < 3; fi++)
+        for (int root = 0; root < n; root++)
+            for (int k = 0; k < 3; k++)
+                for (int nb = 0; nb < 2; nb++)
+                    for (int inplace = 0; inplace < 2; inplace++) {
+                        const form_t *f = &forms[fi];
+                        int cn = counts[k], elems = cn * n, me = rank == root, ip = inplace && me;
+                        MPI_Request req;
+                        /* gather: rank r's block r */
+                        int *send = sentinels(cn, f), *all = sentinels(elems, f), *want = sentinels(elems, f);
+                        put_block(ip ? all : send, ip ? rank * cn : 0, cn, f, rank, root);
+                        for (int r = 0; r < n; r++)
+                            put_block(want, r * cn, cn, f, r, root);
+                        const void *in = ip ? MPI_IN_PLACE : send;
+                        int rc = nb ? MPI_Igather(in, cn, f->t, me ? all : NULL, cn, f->t, root, c, &req)
+                                    : MPI_Gather(in, cn, f->t, me ? all : NULL, cn, f->t, root, c);
+                        rc = finish(rc, &req, nb);
+                        tally(nb ? IGATHER : GATHER, f->dense);
+                        long bad = me ? first_diff(all, want, elems, f) : -1;
+                        CHECK(rc == MPI_SUCCESS && bad < 0, "%s %sgather %s root %d count %d%s: rc %d, int %ld", label,
+                              nb ? "i" : "", f->name, root, cn, ip ? " in place" : "", rc, bad);
+                        free(send);
+                        free(all);
+                        free(want);
+                        /* scatter: the root's block r to rank r */
+                        int *from = sentinels(elems, f), *mine = sentinels(cn, f), *mine_want = sentinels(cn, f);
+                        for (int r = 0; me && r < n; r++)
+                            put_block(from, r * cn, cn, f, root, r);
+                        put_block(mine_want, 0, cn, f, root, rank);
+                        void *out = ip ? MPI_IN_PLACE : mine;
+                        rc = nb ? MPI_Iscatter(me ? from : NULL, cn, f->t, out, cn, f->t, root, c, &req)
+                                : MPI_Scatter(me ? from : NULL, cn, f->t, out, cn, f->t, root, c);
+                        rc = finish(rc, &req, nb);
+                        tally(nb ? ISCATTER : SCATTER, f->dense);
+                        bad = ip ? -1 : first_diff(mine, mine_want, cn, f);
+                        CHECK(rc == MPI_SUCCESS && bad < 0, "%s %sscatter %s root %d count %d%s: rc %d, int %ld", label,
+                              nb ? "i" : "", f->name, root, cn, ip ? " in place" : "", rc, bad);
+                        free(from);
+                        free(mine);
+                        free(mine_want);
+                    }
+}
+
+/* Gatherv and scatterv, blocking and not, every root, uneven counts, displacements reversed and
+ * partly negative; in place at the root. Only the root passes counts and displacements. */
+static void test_gatherv_scatterv(MPI_Comm c, const char *label)
+{
+    int rank, n;
+    MPI_Comm_rank(c, &rank);
+    MPI_Comm_size(c, &n);
+    int *counts = malloc((size_t)n * sizeof(int)), *displs = malloc((size_t)n * sizeof(int));
+    for (int fi = 0; fi < 3; fi++)
+        for (int root = 0; root < n; root++)
+            for (int pat = 0; pat < NPATTERNS; pat++)
+                for (size_t h = 0; h < sizeof(hows) / sizeof(hows[0]); h++)
+                    for (int inplace = 0; inplace < 2; inplace++) {
+                        const form_t *f = &forms[fi];
+                        how_t w = hows[h];
+                        int me = rank == root, ip = inplace && me;
+                        MPI_Request req;
+                        /* gatherv: rank r sends cnt(r, root) */
+                        for (int r = 0; r < n; r++)
+                            counts[r] = cnt(pat, r, root, n, 0);
+                        int elems = layout(counts, n, 0, displs), shift = w.neg ? elems / 2 : 0;
+                        layout(counts, n, shift, displs);
+                        int *send = sentinels(counts[rank], f), *all = sentinels(elems, f), *want = sentinels(elems, f);
+                        int *abuf = all + (size_t)shift * (size_t)f->ext;
+                        put_block(ip ? abuf : send, ip ? displs[rank] : 0, counts[rank], f, rank, root);
+                        for (int r = 0; r < n; r++)
+                            put_block(want, displs[r] + shift, counts[r], f, r, root);
+                        const void *in = ip ? MPI_IN_PLACE : send;
+                        int rc = w.nb ? MPI_Igatherv(in, counts[rank], f->t, me ? abuf : NULL, me ? counts : NULL,
+                                                     me ? displs : NULL, f->t, root, c, &req)
+                                      : MPI_Gatherv(in, counts[rank], f->t, me ? abuf : NULL, me ? counts : NULL,
+                                                    me ? displs : NULL, f->t, root, c);
+                        rc = finish(rc, &req, w.nb);
+                        tally(w.nb ? IGATHERV : GATHERV, f->dense);
+                        long bad = me ? first_diff(all, want, elems, f) : -1;
+                        CHECK(rc == MPI_SUCCESS && bad < 0, "%s %sgatherv %s root %d counts %d%s%s: rc %d, int %ld",
+                              label, w.nb ? "i" : "", f->name, root, pat, ip ? " in place" : "",
+                              w.neg ? " negative displs" : "", rc, bad);
+                        free(send);
+                        free(all);
+                        free(want);
+                        /* scatterv: the root sends cnt(root, r) to rank r */
+                        for (int r = 0; r < n; r++)
+                            counts[r] = cnt(pat, root, r, n, 0);
+                        elems = layout(counts, n, 0, displs), shift = w.neg ? elems / 2 : 0;
+                        layout(counts, n, shift, displs);
+                        int *from = sentinels(elems, f), *mine = sentinels(counts[rank], f),
+                            *mine_want = sentinels(counts[rank], f);
+                        int *fbuf = from + (size_t)shift * (size_t)f->ext;
+                        for (int r = 0; me && r < n; r++)
+                            put_block(fbuf, displs[r], counts[r], f, root, r);
+                        put_block(mine_want, 0, counts[rank], f, root, rank);
+                        void *out = ip ? MPI_IN_PLACE : mine;
+                        rc = w.nb ? MPI_Iscatterv(me ? fbuf : NULL, me ? counts : NULL, me ? displs : NULL, f->t, out,
+                                                  counts[rank], f->t, root, c, &req)
+                                  : MPI_Scatterv(me ? fbuf : NULL, me ? counts : NULL, me ? displs : NULL, f->t, out,
+                                                 counts[rank], f->t, root, c);
+                        rc = finish(rc, &req, w.nb);
+                        tally(w.nb ? ISCATTERV : SCATTERV, f->dense);
+                        bad = ip ? -1 : first_diff(mine, mine_want, counts[rank], f);
+                        CHECK(rc == MPI_SUCCESS && bad < 0, "%s %sscatterv %s root %d counts %d%s%s: rc %d, int %ld",
+                              label, w.nb ? "i" : "", f->name, root, pat, ip ? " in place" : "",
+                              w.neg ? " negative displs" : "", rc, bad);
+                        free(from);
+                        free(mine);
+                        free(mine_want);
+                    }
+    free(counts);
+    free(displs);
+}
+
+/* Reduce_scatter, blocking and not, every type and op, uneven counts with zeros, in place (the
+ * whole input in recvbuf); a type and an op it leaves to MPI. */
+static void test_reduce_scatter(MPI_Comm c, const char *label)
+{
+    int rank, n;
+    MPI_Comm_rank(c, &rank);
+    MPI_Comm_size(c, &n);
+    int *counts = malloc((size_t)n * sizeof(int));
+    for (int t = 0; t < ntypes; t++)
+        for (int o = 0; o < 4; o++)
+            for (int pat = 0; pat < NPATTERNS; pat++)
+                for (int nb = 0; nb < 2; nb++)
+                    for (int inplace = 0; inplace < 2; inplace++) {
+                        const type_t *ty = &types[t];
+                        size_t all = 0, before = 0;
+                        for (int p = 0; p < n; p++) {
+                            counts[p] = cnt(pat, 0, p, n, 0);
+                            before += p < rank ? (size_t)counts[p] : 0;
+                            all += (size_t)counts[p];
+                        }
+                        char *in = calloc(all + 1, 8), *out = calloc(all + 1, 8);
+                        for (size_t i = 0; i < all; i++)
+                            put(ty, inplace ? out : in, i, val(ty, rank, i));
+                        MPI_Request req;
+                        const void *src = inplace ? MPI_IN_PLACE : in;
+                        int rc = nb ? MPI_Ireduce_scatter(src, out, counts, ty->t, op_list[o], c, &req)
+                                    : MPI_Reduce_scatter(src, out, counts, ty->t, op_list[o], c);
+                        rc = finish(rc, &req, nb);
+                        tally(nb ? IREDUCE_SCATTER : REDUCE_SCATTER, 1);
+                        size_t mine = (size_t)counts[rank], bad = mine;
+                        for (size_t i = mine; i-- > 0;)
+                            if (get(ty, out, i) != fold(ty, o, n, before + i))
+                                bad = i;
+                        CHECK(rc == MPI_SUCCESS && bad == mine,
+                              "%s %sreduce_scatter %s %s counts %d%s: rc %d, element %zu", label, nb ? "i" : "",
+                              ty->name, op_names[o], pat, inplace ? " in place" : "", rc, bad);
+                        free(in);
+                        free(out);
+                    }
+    /* MPI's: long double, and MPI_BOR */
+    long double *ld = malloc((size_t)n * sizeof(long double)), ldr = 0;
+    int *bits = malloc((size_t)n * sizeof(int)), bor = 0;
+    for (int p = 0; p < n; p++) {
+        counts[p] = 1;
+        ld[p] = rank + p;
+        bits[p] = 1 << (rank % 30);
+    }
+    int rc = MPI_Reduce_scatter(ld, &ldr, counts, MPI_LONG_DOUBLE, MPI_SUM, c);
+    tally(REDUCE_SCATTER, 0);
+    int rc2 = MPI_Reduce_scatter(bits, &bor, counts, MPI_INT, MPI_BOR, c);
+    tally(REDUCE_SCATTER, 0);
+    int want_bor = 0;
+    for (int r = 0; r < n; r++)
+        want_bor |= 1 << (r % 30);
+    CHECK(rc == MPI_SUCCESS && rc2 == MPI_SUCCESS && ldr == n * (n - 1) / 2 + (long double)n * rank && bor == want_bor,
+          "%s reduce_scatter handed to MPI: %Lg, %x", label, ldr, bor);
+    free(ld);
+    free(bits);
+    free(counts);
+}
+
+/* An Ialltoallv and an Iallgatherv in flight together beside MPI's own requests, completed by
+ * MPI_Waitall: each keeps its own scratch. */
+static void test_v_in_flight(MPI_Comm c, const char *label)
+{
+    int rank, n;
+    MPI_Comm_rank(c, &rank);
+    MPI_Comm_size(c, &n);
+    size_t nn = (size_t)n * sizeof(int);
+    int *sc = malloc(nn), *sd = malloc(nn), *rc_ = malloc(nn), *rd = malloc(nn), *gc = malloc(nn), *gd = malloc(nn);
+    for (int p = 0; p < n; p++) {
+        sc[p] = cnt(3, rank, p, n, 0);
+        rc_[p] = cnt(3, p, rank, n, 0);
+        gc[p] = cnt(0, p, 1, n, 0);
+    }
+    const form_t *f = &forms[0];
+    int se = layout(sc, n, 0, sd), re = layout(rc_, n, 0, rd), ge = layout(gc, n, 0, gd);
+    int *send = sentinels(se, f), *recv = sentinels(re, f), *want = sentinels(re, f);
+    int *gsend = sentinels(gc[rank], f), *grecv = sentinels(ge, f), *gwant = sentinels(ge, f);
+    for (int p = 0; p < n; p++) {
+        put_block(send, sd[p], sc[p], f, rank, p);
+        put_block(want, rd[p], rc_[p], f, p, rank);
+        put_block(gwant, gd[p], gc[p], f, p, 99);
+    }
+    put_block(gsend, 0, gc[rank], f, rank, 99);
+    int ring = -1, mine = rank;
+    MPI_Request req[4];
+    MPI_Ialltoallv(send, sc, sd, MPI_INT, recv, rc_, rd, MPI_INT, c, &req[0]);
+    tally(IALLTOALLV, 1);
+    MPI_Irecv(&ring, 1, MPI_INT, (rank + n - 1) % n, 78, c, &req[1]);
+    MPI_Iallgatherv(gsend, gc[rank], MPI_INT, grecv, gc, gd, MPI_INT, c, &req[2]);
+    tally(IALLGATHERV, 1);
+    MPI_Isend(&mine, 1, MPI_INT, (rank + 1) % n, 78, c, &req[3]);
+    /* the program may change its count arrays once the calls have returned */
+    for (int p = 0; p < n; p++)
+        sc[p] = rc_[p] = gc[p] = sd[p] = rd[p] = gd[p] = -1;
+    int rc = MPI_Waitall(4, req, MPI_STATUSES_IGNORE);
+    long bad = first_diff(recv, want, re, f), gbad = first_diff(grecv, gwant, ge, f);
+    CHECK(rc == MPI_SUCCESS && bad < 0 && gbad < 0 && ring == (rank + n - 1) % n,
+          "%s ialltoallv and iallgatherv in flight: rc %d, int %ld and %ld, ring %d", label, rc, bad, gbad, ring);
+    free(send);
+    free(recv);
+    free(want);
+    free(gsend);
+    free(grecv);
+    free(gwant);
+    free(sc);
+    free(sd);
+    free(rc_);
+    free(rd);
+    free(gc);
+    free(gd);
+}
+
 static void test_all(MPI_Comm c, const char *label, int quick)
 {
     test_allreduce(c, label, quick);
@@ -527,6 +1133,14 @@ static void test_all(MPI_Comm c, const char *label, int quick)
     test_allgather(c, label);
     test_bcast(c, label);
     test_passed_reductions(c, label);
+    test_nonblocking(c, label);
+    test_alltoall(c, label);
+    test_allgatherv(c, label);
+    test_alltoallv(c, label);
+    test_gather_scatter(c, label);
+    test_gatherv_scatterv(c, label);
+    test_reduce_scatter(c, label);
+    test_v_in_flight(c, label);
 }
 
 /* Lines of this process's mappings that are gcoll shared-memory segments: a communicator that
@@ -636,6 +1250,7 @@ int main(int argc, char **argv)
     check_set_rank(wrank, size);
     read_colls();
     init_types();
+    init_forms();
     op_list[0] = MPI_SUM, op_list[1] = MPI_PROD, op_list[2] = MPI_MIN, op_list[3] = MPI_MAX;
 
     test_all(MPI_COMM_WORLD, "world", 0);
@@ -669,13 +1284,14 @@ int main(int argc, char **argv)
     MPI_Comm_free(&split);
     int during = gcoll_segments();
 
-    char report[1024];
+    char report[2048];
     int len = 0;
     for (int i = 0; i < NCALLS; i++)
         len += snprintf(report + len, sizeof(report) - (size_t)len, "%s%s=%ld/%ld", i ? " " : "", call_names[i],
                         taken[i], passed[i]);
     printf("EXPECT rank=%d %s\n", wrank, report);
     fflush(stdout);
+    free_forms();
     MPI_Finalize(); /* dup is left for MPI_Finalize to release */
     int end = gcoll_segments();
     CHECK(end == 0, "after MPI_Finalize: %d gcoll segments still mapped (%d before)", end, during);

@@ -8,7 +8,10 @@ import sys
 import numpy as np
 from mpi4py import MPI
 
-CALLS = ["allreduce", "iallreduce", "reduce_scatter_block", "allgather", "bcast", "reduce", "barrier"]
+CALLS = ["allreduce", "iallreduce", "reduce_scatter_block", "allgather", "bcast", "reduce", "barrier",
+         "ireduce_scatter_block", "iallgather", "ibcast", "ireduce", "ibarrier", "allgatherv", "iallgatherv",
+         "alltoall", "ialltoall", "alltoallv", "ialltoallv", "reduce_scatter", "ireduce_scatter", "gather", "igather",
+         "gatherv", "igatherv", "scatter", "iscatter", "scatterv", "iscatterv"]
 taken = dict.fromkeys(CALLS, 0)
 passed = failed = 0
 
@@ -89,6 +92,56 @@ def run(comm, label):
         check(np.array_equal(b, np.arange(3000, dtype=np.int32) * (root + 1)), f"{label} Bcast root {root}")
     comm.Barrier()
     taken["barrier"] += 1
+    run_vector(comm, label)
+
+
+def run_vector(comm, label):
+    """The vector and rooted calls with uneven counts (rank r owns r % 3 * 5 + 1 elements, one
+    rank none) and mpi4py's buffer specifications [array, counts, displacements, type]."""
+    rank, size = comm.rank, comm.size
+    own = [0 if r == size - 1 and size > 1 else r % 3 * 5 + 1 for r in range(size)]
+    displs = list(np.cumsum([0] + own[:-1]))
+
+    def block(r):
+        return np.arange(own[r], dtype=np.float64) + 1000 * r
+
+    whole = np.concatenate([block(r) for r in range(size)])
+    out = np.full(sum(own), -1.0)
+    comm.Allgatherv(block(rank), [out, own, displs, MPI.DOUBLE])
+    taken["allgatherv"] += 1
+    check(np.array_equal(out, whole), f"{label} Allgatherv")
+    # alltoallv: r sends (r + p) % 4 elements to p, values 100 * r + p
+    sc = [(rank + p) % 4 for p in range(size)]
+    rcnt = [(p + rank) % 4 for p in range(size)]
+    send = np.concatenate([np.full(sc[p], 100 * rank + p, np.int32) for p in range(size)] + [np.zeros(0, np.int32)])
+    recv = np.full(sum(rcnt), -1, np.int32)
+    comm.Alltoallv([send, sc, list(np.cumsum([0] + sc[:-1])), MPI.INT],
+                   [recv, rcnt, list(np.cumsum([0] + rcnt[:-1])), MPI.INT])
+    taken["alltoallv"] += 1
+    want = np.concatenate([np.full(rcnt[p], 100 * p + rank, np.int32) for p in range(size)] + [np.zeros(0, np.int32)])
+    check(np.array_equal(recv, want), f"{label} Alltoallv")
+    root = size // 2
+    out = np.full(sum(own), -1.0) if rank == root else None
+    comm.Gatherv(block(rank), [out, own, displs, MPI.DOUBLE] if rank == root else None, root=root)
+    taken["gatherv"] += 1
+    check(rank != root or np.array_equal(out, whole), f"{label} Gatherv")
+    mine = np.full(own[rank], -1.0)
+    comm.Scatterv([whole, own, displs, MPI.DOUBLE] if rank == root else None, mine, root=root)
+    taken["scatterv"] += 1
+    check(np.array_equal(mine, block(rank)), f"{label} Scatterv")
+    vals = np.arange(sum(own), dtype=np.int16) + rank
+    red = np.zeros(own[rank], np.int16)
+    comm.Reduce_scatter(vals, red, recvcounts=own, op=MPI.SUM)
+    taken["reduce_scatter"] += 1
+    start = sum(own[:rank])
+    want = (np.arange(start, start + own[rank]) * size + size * (size - 1) // 2).astype(np.int16)
+    check(np.array_equal(red, want), f"{label} Reduce_scatter int16")
+    a2a = np.repeat(np.arange(size, dtype=np.float32) + 10 * rank, 3)
+    got = np.empty_like(a2a)
+    req = comm.Ialltoall(a2a, got)
+    taken["ialltoall"] += 1
+    req.Wait()
+    check(np.array_equal(got, np.repeat(np.arange(size, dtype=np.float32) * 10 + rank, 3)), f"{label} Ialltoall")
 
 
 world = MPI.COMM_WORLD

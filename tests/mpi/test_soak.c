@@ -121,9 +121,10 @@ static size_t draw_count(size_t es)
     return bytes / es;
 }
 
-static int is_float(gcoll_dtype_t d)
+/* The types Adasum takes (fp8 is not among them). */
+static int adasum_type(gcoll_dtype_t d)
 {
-    return d >= GCOLL_FLOAT16;
+    return d == GCOLL_FLOAT16 || d == GCOLL_BFLOAT16 || d == GCOLL_FLOAT32 || d == GCOLL_FLOAT64;
 }
 
 /* Adasum inputs with disjoint supports: element i is nonzero on rank i mod n only, so every dot
@@ -150,8 +151,8 @@ static void draw(op_t *o, long iter)
     o->dtype =
         o->kind == K_ADASUM ? (gcoll_dtype_t)(GCOLL_FLOAT16 + below(4)) : (gcoll_dtype_t)below(GCOLL_DTYPE_COUNT);
     o->op = o->kind == K_ADASUM ? GCOLL_ADASUM : rops[below(5)];
-    /* allreduce also takes GCOLL_ADASUM on floating-point types, one tensor */
-    if (o->kind == K_ALLREDUCE && is_float(o->dtype) && below(6) == 0)
+    /* allreduce also takes GCOLL_ADASUM on fp16, bf16, fp32 and fp64, one tensor */
+    if (o->kind == K_ALLREDUCE && adasum_type(o->dtype) && below(6) == 0)
         o->op = GCOLL_ADASUM;
     size_t es = gcoll_dtype_size(o->dtype);
     o->count = draw_count(es);

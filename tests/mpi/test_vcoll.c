@@ -18,7 +18,7 @@
 #define MAX_VAR 16      /* algorithms of one collective, and the blocking call */
 #define TAIL 8          /* bytes after every output that must stay untouched */
 #define SENT 0x5A       /* what untouched bytes hold */
-#define NOPS 5          /* SUM, PROD, MIN, MAX, AVG */
+#define NOPS 5          /* SUM, PROD, MIN, MAX, AVG: one per pattern (see main) */
 #define LARGE (3 << 20) /* bytes of the large runs */
 
 enum { V_ALLGATHERV, V_REDUCE_SCATTERV, V_ALLTOALLV, V_GATHER, V_GATHERV, V_SCATTER, V_SCATTERV, NV };
@@ -270,7 +270,7 @@ static void t_alltoallv(const run_t *t, const size_t *m)
         memcpy(sd, rd, sizeof(size_t) * (size_t)n);
     }
     size_t sbytes = sext * es, rbytes = rext * es + TAIL;
-    buf_t in = bsent(sbytes, 5), out = bsent(rbytes, 6), exp = bsent(rbytes, 0);
+    buf_t in = bsent(sbytes, 5), out = bsent(rbytes, 6), exp = bsent(sbytes + rbytes, 0);
     char *src = ip ? out.p : in.p;
     for (int q = 0; q < n; q++) {
         fill(src + sd[q] * es, sc[q] * es, r, q, t->salt);
@@ -304,7 +304,7 @@ static void t_gather(const run_t *t, const size_t *vcounts, size_t count)
     int v = vcounts != NULL, root = t->root, am_root = r == root, dm = t->v.dm;
     size_t es = gcoll_dtype_size(t->d), counts[MAXN], displs[MAXN];
     for (int q = 0; q < n; q++)
-        counts[q] = v ? vcounts[q] : count;
+        counts[q] = vcounts ? vcounts[q] : count;
     size_t extent = vref_displs(displs, counts, n, v && dm > 0, t->salt), rbytes = extent * es + TAIL;
     /* the root's arrays and buffer at the other ranks: see ndm */
     int others_null = v ? dm != 1 : dm == 1;
@@ -349,7 +349,7 @@ static void t_scatter(const run_t *t, const size_t *vcounts, size_t count)
     int v = vcounts != NULL, root = t->root, am_root = r == root, dm = t->v.dm;
     size_t es = gcoll_dtype_size(t->d), counts[MAXN], displs[MAXN];
     for (int q = 0; q < n; q++)
-        counts[q] = v ? vcounts[q] : count;
+        counts[q] = vcounts ? vcounts[q] : count;
     size_t extent = vref_displs(displs, counts, n, v && dm > 0, t->salt), sbytes = extent * es;
     int others_null = v ? dm != 1 : dm == 1;
     int ip = t->v.ip && am_root;
@@ -445,35 +445,35 @@ static void run_case(int c, vref_pattern_t p, gcoll_dtype_t d, gcoll_op_t op)
     free(counts);
 }
 
-/* A few MiB through every variant of every collective: block counts around LARGE / n bytes (an
- * alltoallv row's cells around LARGE / n^2), one rank (one destination) holding half. */
+/* A few MiB through each collective once, in a variant that goes round with the rank count: block
+ * counts around LARGE / n bytes (an alltoallv row's cells around LARGE / n^2), one rank (one
+ * destination) holding half. */
 static void run_large(void)
 {
     size_t *counts = zcounts((size_t)n * (size_t)n);
-    for (int c = 0; c < NV; c++)
-        for (int a = 0; a < nvar(c); a++) {
-            var_t v = {a, a % 2, ndm[c] - 1};
-            gcoll_dtype_t d = c == V_REDUCE_SCATTERV ? GCOLL_FLOAT32 : (gcoll_dtype_t)((c + a) % GCOLL_DTYPE_COUNT);
-            gcoll_op_t op = a % 2 ? GCOLL_MAX : GCOLL_SUM;
-            size_t es = gcoll_dtype_size(d), cells = c == V_ALLTOALLV ? (size_t)n * (size_t)n : (size_t)n;
-            size_t base = LARGE / es / cells + 1;
-            if (c == V_ALLTOALLV && v.ip) {
-                vref_matrix(counts, n, VREF_RANDOM, (uint32_t)a, 1);
-                for (size_t i = 0; i < cells; i++)
-                    counts[i] = base / 2 + counts[i] * base / 40;
-            } else {
-                for (size_t i = 0; i < cells; i++)
-                    counts[i] = base / 2 + ref_hash((uint32_t)i, (uint32_t)a, 99) % base;
-                int half = (a + c) % n;
-                for (int s = 0; s < (c == V_ALLTOALLV ? n : 1); s++) {
-                    size_t *row = counts + (size_t)s * (size_t)(c == V_ALLTOALLV ? n : 0);
-                    row[half] = 0;
-                    row[half] = vref_sum(row, n);
-                }
+    for (int c = 0; c < NV; c++) {
+        var_t v = {n % nvar(c), n / nvar(c) % 2, ndm[c] - 1};
+        gcoll_dtype_t d = c == V_REDUCE_SCATTERV ? GCOLL_FLOAT32 : (gcoll_dtype_t)((c + n) % GCOLL_DTYPE_COUNT);
+        gcoll_op_t op = n % 2 ? GCOLL_MAX : GCOLL_SUM;
+        size_t es = gcoll_dtype_size(d), cells = c == V_ALLTOALLV ? (size_t)n * (size_t)n : (size_t)n;
+        size_t base = LARGE / es / cells + 1;
+        if (c == V_ALLTOALLV && v.ip) { /* symmetric */
+            vref_matrix(counts, n, VREF_RANDOM, (uint32_t)c, 1);
+            for (size_t i = 0; i < cells; i++)
+                counts[i] = base / 2 + counts[i] * base / 40;
+        } else {
+            for (size_t i = 0; i < cells; i++)
+                counts[i] = base / 2 + ref_hash((uint32_t)i, (uint32_t)c, 99) % base;
+            int half = (c + 1) % n;
+            for (int s = 0; s < (c == V_ALLTOALLV ? n : 1); s++) {
+                size_t *row = counts + (size_t)s * (size_t)n;
+                row[half] = 0;
+                row[half] = vref_sum(row, n);
             }
-            run_one(c, v, VREF_RANDOM, d, op, counts, "large");
-            turn[c]++;
         }
+        run_one(c, v, VREF_RANDOM, d, op, counts, "large");
+        turn[c]++;
+    }
     free(counts);
 }
 
@@ -507,8 +507,15 @@ static void wrong_arguments(void)
     CHECK(req == NULL, "a refused iallgatherv left a request");
     expect_arg(gcoll_allgatherv(buf, 3, out, counts, NULL, GCOLL_FLOAT32, world), "sendcount", "recvcounts",
                "allgatherv sendcount 3, recvcounts[rank] 2");
-    expect_arg(gcoll_allgatherv(buf, huge[r], out, huge, NULL, GCOLL_FLOAT32, world), "recvcounts", "overflow",
-               "allgatherv counts whose bytes overflow");
+    expect_arg(gcoll_allgatherv(buf, huge[r], out, huge, NULL, GCOLL_FLOAT32, world), "count", NULL,
+               "allgatherv sendcount whose bytes overflow");
+    if (n > 1) { /* rank r's own block fits, the sum of the others overflows */
+        size_t mixed[MAXN];
+        for (int q = 0; q < n; q++)
+            mixed[q] = q == r ? 2 : huge[q];
+        expect_arg(gcoll_allgatherv(buf, 2, out, mixed, NULL, GCOLL_FLOAT32, world), "recvcounts", NULL,
+                   "allgatherv recvcounts whose sum overflows");
+    }
     expect_arg(gcoll_allgatherv(NULL, 2, out, counts, NULL, GCOLL_FLOAT32, world), "sendbuf", NULL,
                "allgatherv sendbuf NULL");
     expect_arg(gcoll_allgatherv(buf, 2, out, counts, NULL, (gcoll_dtype_t)GCOLL_DTYPE_COUNT, world), "dtype", NULL,
@@ -627,14 +634,16 @@ int main(int argc, char **argv)
         if (nalgo[c] >= MAX_VAR)
             nalgo[c] = MAX_VAR - 1;
     }
+    _Static_assert(NOPS == VREF_PATTERNS, "reduce_scatterv takes op p with pattern p");
     static const gcoll_op_t ops[NOPS] = {GCOLL_SUM, GCOLL_PROD, GCOLL_MIN, GCOLL_MAX, GCOLL_AVG};
+    /* movement: every pattern with every dtype; reduce_scatterv: every dtype with every op, the
+     * pattern going round so that it meets every dtype and every op too */
     for (int p = 0; p < VREF_PATTERNS; p++)
         for (int d = 0; d < GCOLL_DTYPE_COUNT; d++) {
             for (int c = 0; c < NV; c++)
                 if (c != V_REDUCE_SCATTERV)
                     run_case(c, (vref_pattern_t)p, (gcoll_dtype_t)d, GCOLL_SUM);
-            for (int o = 0; o < NOPS; o++)
-                run_case(V_REDUCE_SCATTERV, (vref_pattern_t)p, (gcoll_dtype_t)d, ops[o]);
+            run_case(V_REDUCE_SCATTERV, (vref_pattern_t)((p + d) % VREF_PATTERNS), (gcoll_dtype_t)d, ops[p]);
         }
     if (!(q && *q == '1'))
         run_large();

@@ -164,3 +164,34 @@ def adasum_close(got, ref, xs, counts, tol):
             return False
         off += c
     return True
+
+
+def fp8_table(fmt):
+    """The value of each of the 256 codes of an OCP 8-bit float, from the format's definition:
+    e4m3 (bias 7, no infinities, S.1111.111 the NaN) or e5m2 (bias 15, IEEE-like)."""
+    ebits, mbits = (4, 3) if fmt == "float8_e4m3" else (5, 2)
+    bias = (1 << (ebits - 1)) - 1
+    out = np.empty(256, dtype=np.float64)
+    for code in range(256):
+        sign = -1.0 if code & 0x80 else 1.0
+        e, m = (code >> mbits) & ((1 << ebits) - 1), code & ((1 << mbits) - 1)
+        if fmt == "float8_e4m3" and e == 15 and m == 7:
+            v = math.nan
+        elif fmt == "float8_e5m2" and e == 31:
+            v = math.inf if m == 0 else math.nan
+        elif e == 0:
+            v = m / (1 << mbits) * 2.0 ** (1 - bias)
+        else:
+            v = (1 + m / (1 << mbits)) * 2.0 ** (e - bias)
+        out[code] = sign * v
+    return out
+
+
+def fp8_codes(values, fmt):
+    """The uint8 codes of values that the format holds exactly (+0 for zero)."""
+    table = fp8_table(fmt)
+    where = {}
+    for code in range(255, -1, -1):  # the lower code wins: +0 before -0
+        if not math.isnan(table[code]):
+            where[float(table[code])] = code
+    return np.array([where[float(v)] for v in np.asarray(values).reshape(-1)], dtype=np.uint8)

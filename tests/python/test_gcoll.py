@@ -258,7 +258,7 @@ def test_session(c):
 def test_errors(c):
     me = c.rank
     x = np.ones(8, dtype=np.float32)
-    for bad in [np.complex64, np.bool_, np.int16, ">f4"]:
+    for bad in [np.complex64, np.bool_, ">f4", ">i2"]:
         arr = np.ones(8, dtype=bad)
         e = raises(gcoll.InvalidArgError, lambda: c.allreduce(arr), "dtype")
         check(e is None or e.status == 1 and e.status_name == "GCOLL_ERR_INVALID_ARG", "error status fields")

@@ -6,6 +6,7 @@
 int main(void)
 {
     SRunner *sr = srunner_create(dtype_suite());
+    srunner_add_suite(sr, fp8_suite());
     srunner_add_suite(sr, reduce_suite());
     srunner_add_suite(sr, config_suite());
     srunner_add_suite(sr, errors_suite());

@@ -1,5 +1,6 @@
-/* Independent references for the unit tests: the compiler's own _Float16 conversions, and a
- * bf16 rounding that picks the nearer of the two neighbouring bf16 values by distance. */
+/* Independent references for the unit tests: the compiler's own _Float16 conversions, a bf16
+ * rounding that picks the nearer of the two neighbouring bf16 values by distance, and fp8 values
+ * from the OCP definition with a rounding that picks the nearest of all 256 codes' values. */
 #ifndef GCOLL_UNIT_REF_H
 #define GCOLL_UNIT_REF_H
 
@@ -61,6 +62,57 @@ static inline uint16_t ref_f32_to_bf16(float f)
     if (dl < dh || (dl == dh && (lo & 1) == 0))
         return (uint16_t)lo;
     return (uint16_t)hi;
+}
+
+/* The value of fp8 code c from the OCP definition: E4M3 (e5m2 = 0) has bias 7, 3 mantissa bits
+ * and NaN at S.1111.111 (no infinities); E5M2 has bias 15, 2 mantissa bits and IEEE's infinities
+ * and NaNs at exponent 31. */
+static inline double ref_fp8_value(int e5m2, unsigned c)
+{
+    int mb = e5m2 ? 2 : 3, eb = e5m2 ? 5 : 4, bias = e5m2 ? 15 : 7;
+    unsigned m = c & ((1u << mb) - 1), e = (c >> mb) & ((1u << eb) - 1);
+    double sign = (c & 0x80) ? -1.0 : 1.0;
+    if (e5m2 && e == 31)
+        return m ? NAN : sign * INFINITY;
+    if (!e5m2 && e == 15 && m == 7)
+        return NAN;
+    if (e == 0)
+        return sign * ldexp(m, 1 - bias - mb);
+    return sign * ldexp((double)((1u << mb) + m), (int)e - bias - mb);
+}
+
+/* f rounded to fp8 as the OCP formats do it in saturating E4M3 and IEEE E5M2: the code of the same
+ * sign whose value is nearest, ties to the even code; E4M3 clamps to +-448 first, and E5M2 reads
+ * infinity as 2^16, the next value with an unbounded exponent. A NaN gives the format's NaN (the
+ * tests accept any NaN code for it). */
+static inline uint8_t ref_f32_to_fp8(int e5m2, float f)
+{
+    unsigned sign = signbit(f) ? 0x80 : 0, best = sign;
+    if (isnan(f))
+        return (uint8_t)(sign | (e5m2 ? 0x7e : 0x7f));
+    double v = f, bestd = INFINITY;
+    if (!e5m2 && fabs(v) > 448)
+        v = copysign(448, v);
+    if (isinf(v))
+        return (uint8_t)(sign | 0x7c);
+    for (unsigned c = 0; c < 0x80; c++) {
+        double x = ref_fp8_value(e5m2, sign | c);
+        if (isnan(x))
+            continue;
+        if (isinf(x))
+            x = copysign(65536, x);
+        double d = fabs(v - x);
+        if (d < bestd || (d == bestd && !(c & 1))) {
+            bestd = d;
+            best = sign | c;
+        }
+    }
+    return (uint8_t)best;
+}
+
+static inline int ref_fp8_is_nan(int e5m2, unsigned c)
+{
+    return isnan(ref_fp8_value(e5m2, c));
 }
 
 #endif

@@ -40,6 +40,62 @@ START_TEST(sizes_and_counts)
 }
 END_TEST
 
+START_TEST(skews_split_the_total)
+{
+    bench_skew_t k = {.kind = BENCH_SKEW_EVEN, .seed = 1};
+    size_t c[8], d[8];
+    bench_skew_split(&k, 10, 4, 0, c);
+    ck_assert(c[0] == 3 && c[1] == 3 && c[2] == 2 && c[3] == 2);
+    ck_assert_int_eq(bench_skew_parse("half", &k), 0);
+    bench_skew_split(&k, 1000, 4, 1, c); /* slot 1 holds half */
+    ck_assert(c[1] == 502 && c[0] == 166 && c[2] == 166 && c[3] == 166);
+    bench_skew_split(&k, 7, 1, 0, c);
+    ck_assert_uint_eq(c[0], 7);
+    ck_assert_int_eq(bench_skew_parse("zipf:1.1", &k), 0);
+    ck_assert_double_eq_tol(k.s, 1.1, 1e-15);
+    ck_assert_uint_eq(k.seed, 1); /* kept from before */
+    for (size_t total = 0; total < 2000; total += 37) {
+        bench_skew_split(&k, total, 8, 3, c);
+        size_t sum = 0;
+        for (int i = 0; i < 8; i++)
+            sum += c[i];
+        ck_assert_uint_eq(sum, total);
+    }
+    /* Zipf's shares, 1/k^1.1 normalized at 4 ranks: 0.504, 0.235, 0.151, 0.110, in some order */
+    bench_skew_split(&k, 1000000, 4, 0, c);
+    size_t sorted[4];
+    memcpy(sorted, c, sizeof(sorted));
+    for (int i = 0; i < 4; i++)
+        for (int j = i + 1; j < 4; j++)
+            if (sorted[j] > sorted[i]) {
+                size_t t = sorted[i];
+                sorted[i] = sorted[j];
+                sorted[j] = t;
+            }
+    ck_assert(sorted[0] > 503000 && sorted[0] < 505500 && sorted[1] > 234000 && sorted[1] < 236500);
+    ck_assert(sorted[3] > 109000 && sorted[3] < 110500);
+    /* the same seed and stream draw the same; another stream or seed another order, sometimes */
+    bench_skew_split(&k, 1000000, 4, 0, d);
+    ck_assert(memcmp(c, d, sizeof(c[0]) * 4) == 0);
+    int differs = 0;
+    for (unsigned st = 1; st < 20; st++) {
+        bench_skew_split(&k, 1000000, 4, st, d);
+        differs |= memcmp(c, d, sizeof(c[0]) * 4) != 0;
+    }
+    ck_assert(differs);
+    ck_assert_int_ne(bench_skew_parse("zipf:", &k), 0);
+    ck_assert_int_ne(bench_skew_parse("zipf:inf", &k), 0);
+    /* a v collective's count is the even share of the whole vector, as its twin's */
+    ck_assert_uint_eq(bench_count_for(B_ALLTOALLV, 4096, 4, 4), bench_count_for(B_ALLTOALL, 4096, 4, 4));
+    ck_assert_uint_eq(bench_bytes_for(B_ALLTOALLV, 256, 4, 4), 4096);
+    ck_assert_uint_eq(bench_count_for(B_SENDRECV, 4096, 4, 4), 1024);
+    ck_assert_uint_eq(bench_count_for(B_GATHER, 4096, 4, 4), 256);
+    ck_assert_double_eq_tol(bench_busbw_factor(B_ALLGATHERV, 4), 0.75, 1e-12);
+    ck_assert_double_eq_tol(bench_busbw_factor(B_GROUP, 4), 1.5, 1e-12);
+    ck_assert_double_eq_tol(bench_busbw_factor(B_SENDRECV, 4), 1.0, 1e-12);
+}
+END_TEST
+
 START_TEST(latency_summary_is_osu_style)
 {
     double v[] = {10, 30, 20, 40};
@@ -99,6 +155,20 @@ START_TEST(options_parse)
     ck_assert(!bench_algo_by_table(&o)); /* compression forces through attr */
     ck_assert_int_eq(parse("b adasum --algo halving", &o, err), 0);
     ck_assert(!bench_algo_by_table(&o));
+    ck_assert_int_eq(parse("b alltoallv --seed 7 --skew zipf:1.1 -c", &o, err), 0);
+    ck_assert(o.subcmd == B_ALLTOALLV && o.skew.kind == BENCH_SKEW_ZIPF && o.skew.seed == 7);
+    ck_assert_double_eq_tol(o.skew.s, 1.1, 1e-15);
+    ck_assert_int_eq(parse("b allgatherv --skew half --inplace", &o, err), 0);
+    ck_assert(o.skew.kind == BENCH_SKEW_HALF && o.inplace);
+    ck_assert_int_eq(parse("b alltoallv --skew even --inplace", &o, err), 0);
+    ck_assert_int_eq(parse("b group", &o, err), 0);
+    ck_assert(o.subcmd == B_GROUP && o.batch == 64 && o.min_bytes == 4096 && o.max_bytes == 4096);
+    ck_assert_int_eq(parse("b group --batch 8 -m 1K:2K -o avg --inplace", &o, err), 0);
+    ck_assert(o.batch == 8 && o.min_bytes == 1024 && o.op == GCOLL_AVG);
+    ck_assert_int_eq(parse("b scatterv -r 2 --skew zipf:2", &o, err), 0);
+    ck_assert_int_eq(parse("b sendrecv -d int16 -c", &o, err), 0);
+    ck_assert_int_eq(o.dtype, GCOLL_INT16);
+    ck_assert_msg(parse("b alltoall -d float8_e4m3", &o, err) == 0, "%s", err);
     ck_assert_int_eq(parse("b barrier", &o, err), 0);
     ck_assert_int_eq(o.iters, 0); /* by size */
     ck_assert_int_eq(parse("b membw", &o, err), 0);
@@ -206,6 +276,25 @@ START_TEST(bad_options_are_refused)
                                       "b allreduce --compress fp16 --algo ring,auto",
                                       "b adasum -d int32",
                                       "b allreduce -o adasum",
+                                      "b alltoallv --skew zipf",
+                                      "b alltoallv --skew zipf:0",
+                                      "b alltoallv --skew zipf:-1",
+                                      "b alltoallv --skew uneven",
+                                      "b alltoallv --seed 3",
+                                      "b alltoallv --skew half --seed 3",
+                                      "b alltoallv --seed x --skew zipf:1",
+                                      "b alltoallv --skew zipf:1.1 --inplace",
+                                      "b alltoall --skew zipf:1.1",
+                                      "b gather --skew half",
+                                      "b group --skew half",
+                                      "b group --batch 0",
+                                      "b group --algo ring",
+                                      "b allreduce --batch 4",
+                                      "b sendrecv --inplace",
+                                      "b sendrecv -r 1",
+                                      "b allreduce -o premul_sum",
+                                      "b allreduce -d float8_e4m3",
+                                      "b group -d float8_e5m2",
                                       "b allreduce --compress topk:2",
                                       "b allreduce --compress zip",
                                       "b allreduce -d int32 --compress fp16",
@@ -287,6 +376,7 @@ Suite *bench_suite(void)
     tcase_add_test(tc, busbw_factors);
     tcase_add_test(tc, sizes_and_counts);
     tcase_add_test(tc, latency_summary_is_osu_style);
+    tcase_add_test(tc, skews_split_the_total);
     tcase_add_test(tc, options_parse);
     tcase_add_test(tc, bad_options_are_refused);
     tcase_add_test(tc, overlap_formula_is_osu);

@@ -76,6 +76,33 @@ START_TEST(dtype_introspection)
     ck_assert_uint_eq(gcoll_dtype_size((gcoll_dtype_t)99), 0);
     ck_assert_str_eq(gcoll_dtype_name(GCOLL_BFLOAT16), "bfloat16");
     ck_assert_str_eq(gcoll_op_name(GCOLL_AVG), "avg");
+    ck_assert_str_eq(gcoll_op_name(GCOLL_PREMUL_SUM), "premul_sum");
+    ck_assert_str_eq(gcoll_op_name(GCOLL_OP_COUNT), "invalid");
+    static const struct {
+        gcoll_dtype_t d;
+        size_t size;
+        const char *name;
+    } every[] = {{GCOLL_INT8, 1, "int8"},
+                 {GCOLL_UINT8, 1, "uint8"},
+                 {GCOLL_INT16, 2, "int16"},
+                 {GCOLL_UINT16, 2, "uint16"},
+                 {GCOLL_INT32, 4, "int32"},
+                 {GCOLL_UINT32, 4, "uint32"},
+                 {GCOLL_INT64, 8, "int64"},
+                 {GCOLL_UINT64, 8, "uint64"},
+                 {GCOLL_FLOAT8_E4M3, 1, "float8_e4m3"},
+                 {GCOLL_FLOAT8_E5M2, 1, "float8_e5m2"},
+                 {GCOLL_FLOAT16, 2, "float16"},
+                 {GCOLL_BFLOAT16, 2, "bfloat16"},
+                 {GCOLL_FLOAT32, 4, "float32"},
+                 {GCOLL_FLOAT64, 8, "float64"}};
+    ck_assert_int_eq(sizeof(every) / sizeof(every[0]), GCOLL_DTYPE_COUNT);
+    for (size_t i = 0; i < sizeof(every) / sizeof(every[0]); i++) {
+        ck_assert_uint_eq(gcoll_dtype_size(every[i].d), every[i].size);
+        ck_assert_str_eq(gcoll_dtype_name(every[i].d), every[i].name);
+    }
+    for (int op = 0; op < GCOLL_OP_COUNT; op++)
+        ck_assert_ptr_nonnull(gcoll_op_name((gcoll_op_t)op));
     ck_assert_str_eq(gcoll_op_name((gcoll_op_t)-1), "invalid");
 }
 END_TEST

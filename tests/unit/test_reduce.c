@@ -1,6 +1,7 @@
 /* Every kernel table this CPU supports, every dtype and op, lengths 0..300 and large ones, at
- * unaligned offsets and in place, against a scalar reference written here. Float inputs mix
- * NaN, infinities, subnormals, negative zero and random bit patterns. */
+ * unaligned offsets and in place, against a scalar reference written here; and the scaling of
+ * every floating-point dtype. Float inputs mix NaN, infinities, subnormals, negative zero and
+ * random bit patterns. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +21,8 @@ static uint64_t rnd(void)
 
 static int is_flt(int d)
 {
-    return d >= GCOLL_FLOAT16;
+    return d == GCOLL_FLOAT16 || d == GCOLL_BFLOAT16 || d == GCOLL_FLOAT32 || d == GCOLL_FLOAT64 ||
+        d == GCOLL_FLOAT8_E4M3 || d == GCOLL_FLOAT8_E5M2;
 }
 
 static double special(int d)
@@ -33,43 +35,9 @@ static double special(int d)
     case GCOLL_FLOAT16: return k == 10 ? ldexp(1, -24) : 65504.0;
     case GCOLL_BFLOAT16: return k == 10 ? ldexp(1, -133) : 3.3895313892515355e38;
     case GCOLL_FLOAT32: return k == 10 ? ldexp(1, -149) : 3.4028234663852886e38;
+    case GCOLL_FLOAT8_E4M3: return k == 10 ? ldexp(1, -9) : 448.0;
+    case GCOLL_FLOAT8_E5M2: return k == 10 ? ldexp(1, -16) : 57344.0;
     default: return k == 10 ? ldexp(1, -1074) : 1.7976931348623157e308;
-    }
-}
-
-static void fill(int d, char *p, size_t n)
-{
-    size_t es = gcoll_dtype_size((gcoll_dtype_t)d);
-    for (size_t i = 0; i < n; i++) {
-        uint64_t bits = rnd();
-        if (is_flt(d) && rnd() % 4 == 0) {
-            double v = special(d);
-            if (d == GCOLL_FLOAT16) {
-                uint16_t h = ref_f32_to_f16((float)v);
-                memcpy(&bits, &h, 2);
-            } else if (d == GCOLL_BFLOAT16) {
-                uint16_t h = ref_f32_to_bf16((float)v);
-                memcpy(&bits, &h, 2);
-            } else if (d == GCOLL_FLOAT32) {
-                float f = (float)v;
-                memcpy(&bits, &f, 4);
-            } else
-                memcpy(&bits, &v, 8);
-        } else if (is_flt(d) && rnd() % 2) { /* ordinary magnitudes, where sums round */
-            double v = ((double)(int64_t)(rnd() % 2000001) - 1000000) / 1024.0;
-            if (d == GCOLL_FLOAT16) {
-                uint16_t h = ref_f32_to_f16((float)(v / 64));
-                memcpy(&bits, &h, 2);
-            } else if (d == GCOLL_BFLOAT16) {
-                uint16_t h = ref_f32_to_bf16((float)v);
-                memcpy(&bits, &h, 2);
-            } else if (d == GCOLL_FLOAT32) {
-                float f = (float)v;
-                memcpy(&bits, &f, 4);
-            } else
-                memcpy(&bits, &v, 8);
-        }
-        memcpy(p + i * es, &bits, es);
     }
 }
 
@@ -79,6 +47,8 @@ static double ld_flt(int d, const char *p)
     float f;
     double x;
     switch (d) {
+    case GCOLL_FLOAT8_E4M3: return ref_fp8_value(0, (uint8_t)*p);
+    case GCOLL_FLOAT8_E5M2: return ref_fp8_value(1, (uint8_t)*p);
     case GCOLL_FLOAT16: memcpy(&h, p, 2); return ref_f16_to_f32(h);
     case GCOLL_BFLOAT16: memcpy(&h, p, 2); return ref_bf16_to_f32(h);
     case GCOLL_FLOAT32: memcpy(&f, p, 4); return f;
@@ -86,11 +56,15 @@ static double ld_flt(int d, const char *p)
     }
 }
 
+/* Stores v, a value already in fp32 for every type but fp64 (so the conversion from double is
+ * exact and the one rounding is the dtype's). */
 static void st_flt(int d, char *p, double v)
 {
     uint16_t h;
     float f;
     switch (d) {
+    case GCOLL_FLOAT8_E4M3: *p = (char)ref_f32_to_fp8(0, (float)v); break;
+    case GCOLL_FLOAT8_E5M2: *p = (char)ref_f32_to_fp8(1, (float)v); break;
     case GCOLL_FLOAT16:
         h = ref_f32_to_f16((float)v);
         memcpy(p, &h, 2);
@@ -104,6 +78,25 @@ static void st_flt(int d, char *p, double v)
         memcpy(p, &f, 4);
         break;
     default: memcpy(p, &v, 8); break;
+    }
+}
+
+static void fill(int d, char *p, size_t n)
+{
+    size_t es = gcoll_dtype_size((gcoll_dtype_t)d);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t bits = rnd();
+        memcpy(p + i * es, &bits, es);
+        if (is_flt(d) && rnd() % 4 == 0) {
+            st_flt(d, p + i * es, special(d));
+        } else if (is_flt(d) && rnd() % 2) { /* ordinary magnitudes, where sums round */
+            double v = ((double)(int64_t)(rnd() % 2000001) - 1000000) / 1024.0;
+            if (d == GCOLL_FLOAT16)
+                v /= 64;
+            else if (d == GCOLL_FLOAT8_E4M3 || d == GCOLL_FLOAT8_E5M2)
+                v /= 4096; /* within +-245, mostly below E4M3's saturation */
+            st_flt(d, p + i * es, (double)(float)v);
+        }
     }
 }
 
@@ -127,12 +120,16 @@ static int64_t ld_int(int d, const char *p)
 {
     int8_t i8;
     uint8_t u8;
+    int16_t i16;
+    uint16_t u16;
     int32_t i32;
     uint32_t u32;
     int64_t i64;
     switch (d) {
     case GCOLL_INT8: memcpy(&i8, p, 1); return i8;
     case GCOLL_UINT8: memcpy(&u8, p, 1); return u8;
+    case GCOLL_INT16: memcpy(&i16, p, 2); return i16;
+    case GCOLL_UINT16: memcpy(&u16, p, 2); return u16;
     case GCOLL_INT32: memcpy(&i32, p, 4); return i32;
     case GCOLL_UINT32: memcpy(&u32, p, 4); return u32;
     default: memcpy(&i64, p, 8); return i64;
@@ -177,6 +174,16 @@ static void ref_div(int d, char *buf, size_t n, unsigned k)
             uint64_t r = d == GCOLL_UINT64 ? (uint64_t)x / k : (uint64_t)(x / (int64_t)k);
             memcpy(buf + i * es, &r, es);
         }
+    }
+}
+
+/* GCOLL_PREMUL_SUM's scaling: in double for fp64, else in fp32 by the factor rounded to fp32. */
+static void ref_scale(int d, char *dst, const char *src, size_t n, double f)
+{
+    size_t es = gcoll_dtype_size((gcoll_dtype_t)d);
+    for (size_t i = 0; i < n; i++) {
+        double x = ld_flt(d, src + i * es);
+        st_flt(d, dst + i * es, d == GCOLL_FLOAT64 ? x * f : (double)((float)x * (float)f));
     }
 }
 
@@ -243,6 +250,70 @@ START_TEST(kernels_every_length)
 }
 END_TEST
 
+static void check_scale_len(const gcoll__kernels_t *k, int d, size_t len)
+{
+    static const double factors[] = {0.5, -3.0, 1.0 / 3.0, 1e-3, 7.25, 1e5, 0.0, -0.0, 1.0, 0.1};
+    size_t es = gcoll_dtype_size((gcoll_dtype_t)d), bytes = len * es;
+    char *a = malloc(bytes + 8), *out = malloc(bytes + 8), *want = malloc(bytes + 8);
+    for (size_t f = 0; f < sizeof(factors) / sizeof(factors[0]); f++) {
+        char *pa = a + f % 3, *po = out + (f + 1) % 5;
+        fill(d, pa, len);
+        ref_scale(d, want, pa, len, factors[f]);
+        char what[64];
+        snprintf(what, sizeof(what), "%s scale by %g", k->name, factors[f]);
+        k->scale[d](po, pa, len, factors[f]);
+        expect_same(d, po, want, len, what, len);
+        k->scale[d](pa, pa, len, factors[f]); /* in place */
+        expect_same(d, pa, want, len, what, len);
+    }
+    free(a);
+    free(out);
+    free(want);
+}
+
+/* The floating-point dtypes, for the scaling tests. */
+static const int scaled[] = {GCOLL_FLOAT8_E4M3, GCOLL_FLOAT8_E5M2, GCOLL_FLOAT16,
+                             GCOLL_BFLOAT16,    GCOLL_FLOAT32,     GCOLL_FLOAT64};
+#define NSCALED ((int)(sizeof(scaled) / sizeof(scaled[0])))
+
+START_TEST(scale_every_length)
+{
+    const gcoll__kernels_t *k = tables[_i / NSCALED];
+    int d = scaled[_i % NSCALED];
+    if (!gcoll__kernels_supported(k)) {
+        printf("SKIP %s kernels: this CPU lacks the instructions\n", k->name);
+        return;
+    }
+    rng_state = 0x2545F4914F6CDD1Dull + (uint64_t)_i;
+    for (size_t len = 0; len <= 70; len++)
+        check_scale_len(k, d, len);
+    check_scale_len(k, d, 4099);
+}
+END_TEST
+
+/* gcoll__scale goes through the selected table; integer dtypes have no scaling. */
+START_TEST(scale_dispatch)
+{
+    ck_assert_int_eq(gcoll__kernels_select(0), GCOLL_SUCCESS);
+    float x[37], y[37];
+    for (int i = 0; i < 37; i++)
+        x[i] = (float)i - 18.5f;
+    gcoll__scale(y, x, 37, GCOLL_FLOAT32, -0.25);
+    for (int i = 0; i < 37; i++)
+        ck_assert(y[i] == x[i] * -0.25f);
+    uint8_t e4[3] = {0x38, 0x7e, 0xb8}, w4[3] = {0x40, 0x7e, 0xc0}; /* 1, 448, -1 times 2 */
+    gcoll__scale(e4, e4, 3, GCOLL_FLOAT8_E4M3, 2.0);
+    ck_assert(memcmp(e4, w4, 3) == 0);
+    uint8_t e5[2] = {0x7b, 0x3c}, w5[2] = {0x7c, 0x40}; /* 57344 and 1 times 2: infinity, 2 */
+    gcoll__scale(e5, e5, 2, GCOLL_FLOAT8_E5M2, 2.0);
+    ck_assert(memcmp(e5, w5, 2) == 0);
+    for (int d = 0; d < GCOLL_DTYPE_COUNT; d++)
+        for (size_t t = 0; t < 3; t++)
+            ck_assert_msg((tables[t]->scale[d] != NULL) == is_flt(d), "%s scale of %s", tables[t]->name,
+                          gcoll_dtype_name((gcoll_dtype_t)d));
+}
+END_TEST
+
 START_TEST(kernel_selection)
 {
     ck_assert_int_eq(gcoll__kernels_select(1), GCOLL_SUCCESS);
@@ -258,6 +329,8 @@ Suite *reduce_suite(void)
     TCase *tc = tcase_create("kernels");
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, kernels_every_length, 0, 3 * GCOLL_DTYPE_COUNT);
+    tcase_add_loop_test(tc, scale_every_length, 0, 3 * NSCALED);
+    tcase_add_test(tc, scale_dispatch);
     tcase_add_test(tc, kernel_selection);
     suite_add_tcase(s, tc);
     return s;

@@ -365,6 +365,76 @@ static void check_races(const gcoll__sched_t *s, size_t es, const char *algo, in
     }
 }
 
+/* Uneven blocks for the vector collectives, the same on every rank: zeros, and sizes around
+ * count. alltoallv's matrix is symmetric, so that every rank can run in place. */
+static size_t vcount(int i, size_t count)
+{
+    return i % 3 == 1 ? 0 : count + 3 * (size_t)i;
+}
+
+static size_t vpair(int i, int j, size_t count)
+{
+    int lo = i < j ? i : j, hi = i < j ? j : i;
+    return (lo + 2 * hi) % 4 == 0 ? 0 : count / (size_t)(1 + (lo + hi) % 3) + (size_t)hi;
+}
+
+typedef struct {
+    size_t counts[32], displs[32], scounts[32], sdispls[32];
+} varrays_t;
+
+static size_t pack_displs(const size_t *c, size_t *d, int n)
+{
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        d[i] = off;
+        off += c[i];
+    }
+    return off;
+}
+
+/* Fills a's blocks as the front would for rank a->rank; returns the elements a buffer needs. */
+static size_t vargs(gcoll__coll_args_t *a, varrays_t *v, size_t count)
+{
+    int n = a->size, r = a->rank, atroot = r == a->root;
+    for (int i = 0; i < n; i++) {
+        v->counts[i] = vcount(i, count);
+        v->scounts[i] = v->counts[i];
+    }
+    switch (a->coll) {
+    case GCOLL_COLL_ALLGATHERV:
+    case GCOLL_COLL_REDUCE_SCATTERV:
+        a->counts = v->counts;
+        a->displs = v->displs;
+        a->total = pack_displs(v->counts, v->displs, n);
+        a->count = a->coll == GCOLL_COLL_ALLGATHERV ? v->counts[r] : a->total;
+        return a->total;
+    case GCOLL_COLL_ALLTOALLV:
+        for (int i = 0; i < n; i++) {
+            v->scounts[i] = vpair(r, i, count);
+            v->counts[i] = vpair(i, r, count);
+        }
+        a->scounts = v->scounts;
+        a->counts = v->counts;
+        a->sdispls = v->sdispls;
+        a->displs = v->displs;
+        a->count = 0;
+        pack_displs(v->scounts, v->sdispls, n);
+        return pack_displs(v->counts, v->displs, n);
+    case GCOLL_COLL_GATHERV:
+    case GCOLL_COLL_SCATTERV:
+        a->count = v->counts[r];
+        if (atroot && a->coll == GCOLL_COLL_GATHERV) {
+            a->counts = v->counts;
+            a->displs = v->displs;
+        } else if (atroot) {
+            a->scounts = v->scounts;
+            a->sdispls = v->sdispls;
+        }
+        return pack_displs(v->counts, v->displs, n) + pack_displs(v->scounts, v->sdispls, n);
+    default: return count * (size_t)n;
+    }
+}
+
 /* Builds algo for every rank of n and checks that each pair's sends and receives pair up in
  * order with equal sizes and that no local step races with a message in flight; for a pipelined
  * algorithm also that no message exceeds the chunk and no round has more than depth messages to
@@ -374,20 +444,9 @@ static void check_algo(int coll, const char *algo, int n, size_t count, int root
     int idx = gcoll__algo_find(coll, GCOLL_FAMILY_PLAIN, algo);
     ck_assert_int_ge(idx, 0);
     size_t es = 4, chunk = gcoll__config.chunk_bytes, depth = (size_t)gcoll__config.pipeline_depth;
-    size_t vec = (count + (size_t)n) * (size_t)n * es; /* room for the largest vector of any collective */
-    /* the vector collectives' blocks: uneven, every third empty, packed */
-    size_t blocks[17], at[17], total = 0;
-    for (int i = 0; i < n; i++) {
-        blocks[i] = i % 3 == 1 ? 0 : count + (size_t)i;
-        at[i] = total;
-        total += blocks[i];
-    }
     msgs_t sends = {0}, recvs = {0};
     for (int r = 0; r < n; r++) {
-        char *sb = calloc(1, vec + 1), *rb = calloc(1, vec + 1);
         gcoll__coll_args_t a = {.coll = (gcoll__coll_t)coll,
-                                .sendbuf = inplace ? rb : sb,
-                                .recvbuf = rb,
                                 .count = count,
                                 .dtype = GCOLL_FLOAT32,
                                 .op = GCOLL_AVG,
@@ -395,23 +454,11 @@ static void check_algo(int coll, const char *algo, int n, size_t count, int root
                                 .rank = r,
                                 .size = n,
                                 .esize = es};
-        if (gcoll__coll_vector(coll) && coll != GCOLL_COLL_GATHER && coll != GCOLL_COLL_SCATTER) {
-            int all = coll != GCOLL_COLL_GATHERV && coll != GCOLL_COLL_SCATTERV; /* else the root's only */
-            a.count = coll == GCOLL_COLL_REDUCE_SCATTERV ? total : coll == GCOLL_COLL_ALLTOALLV ? 0 : blocks[r];
-            a.total = coll == GCOLL_COLL_ALLTOALLV ? 0 : total;
-            if (coll != GCOLL_COLL_SCATTERV && (all || r == root))
-                a.counts = blocks, a.displs = at;
-            if ((coll == GCOLL_COLL_ALLTOALLV || coll == GCOLL_COLL_SCATTERV) && (all || r == root))
-                a.scounts = blocks, a.sdispls = at;
-        }
-        /* alltoallv: rank i sends j blocks[(i + j) % n] elements, which j expects from i */
-        size_t row[17], row_at[17], row_total = 0;
-        for (int j = 0; j < n && coll == GCOLL_COLL_ALLTOALLV; j++) {
-            row[j] = blocks[(r + j) % n];
-            row_at[j] = row_total;
-            row_total += row[j];
-            a.counts = a.scounts = row, a.displs = a.sdispls = row_at;
-        }
+        varrays_t v;
+        size_t vec = vargs(&a, &v, count) * es; /* room for the largest vector of the collective */
+        char *sb = calloc(1, vec + 1), *rb = calloc(1, vec + 1);
+        a.sendbuf = inplace ? rb : sb;
+        a.recvbuf = rb;
         gcoll__sched_t *s = gcoll__sched_new(a.dtype, a.op, (unsigned)n, NULL);
         gcoll__algo_get(idx)->build(s, &a);
         ck_assert_int_eq(s->status, GCOLL_SUCCESS);
@@ -458,10 +505,13 @@ static void check_algo(int coll, const char *algo, int n, size_t count, int root
     free(recvs.m);
 }
 
-/* The algorithms that cut their blocks into slices. */
+/* The algorithms that cut their blocks into slices, at most the pipeline's depth a round (the
+ * vector collectives' streaming rings send a piece of every block in flight a round). */
 static int is_pipelined(int coll, const char *name)
 {
-    return strcmp(name, "chain") == 0 || (strcmp(name, "ring") == 0 && coll != GCOLL_COLL_ALLTOALL);
+    return strcmp(name, "chain") == 0 ||
+        (strcmp(name, "ring") == 0 && coll != GCOLL_COLL_ALLTOALL && coll != GCOLL_COLL_ALLGATHERV &&
+         coll != GCOLL_COLL_REDUCE_SCATTERV);
 }
 
 START_TEST(schedules_match_at_any_rank_count)

@@ -15,6 +15,7 @@
 
 Suite *dtype_suite(void);
 Suite *reduce_suite(void);
+Suite *fp8_suite(void);
 Suite *config_suite(void);
 Suite *errors_suite(void);
 Suite *bench_suite(void);

@@ -67,11 +67,12 @@ class Attr(ctypes.Structure):
     _fields_ = [("size", ctypes.c_size_t), ("magic", ctypes.c_uint), ("version", ctypes.c_uint),
                 ("priority", ctypes.c_int), ("compress", ctypes.c_int), ("name", ctypes.c_char_p),
                 ("algorithm", ctypes.c_char_p), ("topk_density", ctypes.c_double),
-                ("stream", ctypes.c_void_p)]
+                ("stream", ctypes.c_void_p), ("premul", ctypes.c_double)]
 
     def __init__(self, **fields):
         # GCOLL_ATTR_INIT, then the fields given
-        init = dict(size=ctypes.sizeof(Attr), magic=ATTR_MAGIC, version=HEADER_VERSION, topk_density=0.01)
+        init = dict(size=ctypes.sizeof(Attr), magic=ATTR_MAGIC, version=HEADER_VERSION, topk_density=0.01,
+                    premul=0.0)
         init.update(fields)
         super().__init__(**init)
 
@@ -136,9 +137,50 @@ _PROTOS = {
     "gcoll_config_get": (c_status, [s, ctypes.c_char_p, sz, P(s)]),
     "gcoll_reduce_local": (c_status, [vp, vp, sz, i, i]),
     "gcoll_algorithms": (c_status, [s, P(P(s)), P(sz)]),
+    "gcoll_allgatherv": (c_status, [vp, sz, vp, P(sz), P(sz), i, c_comm]),
+    "gcoll_reduce_scatterv": (c_status, [vp, vp, P(sz), i, i, c_comm]),
+    "gcoll_alltoallv": (c_status, [vp, P(sz), P(sz), vp, P(sz), P(sz), i, c_comm]),
+    "gcoll_gather": (c_status, [vp, vp, sz, i, i, c_comm]),
+    "gcoll_scatter": (c_status, [vp, vp, sz, i, i, c_comm]),
+    "gcoll_gatherv": (c_status, [vp, sz, vp, P(sz), P(sz), i, i, c_comm]),
+    "gcoll_scatterv": (c_status, [vp, P(sz), P(sz), vp, sz, i, i, c_comm]),
+    "gcoll_send": (c_status, [vp, sz, i, i, c_comm]),
+    "gcoll_recv": (c_status, [vp, sz, i, i, c_comm]),
+    "gcoll_group_start": (c_status, []),
+    "gcoll_group_end": (c_status, []),
+    "gcoll_iallgatherv": (c_status, [vp, sz, vp, P(sz), P(sz), i, c_comm, P(Attr), P(c_req)]),
+    "gcoll_ireduce_scatterv": (c_status, [vp, vp, P(sz), i, i, c_comm, P(Attr), P(c_req)]),
+    "gcoll_ialltoallv": (c_status, [vp, P(sz), P(sz), vp, P(sz), P(sz), i, c_comm, P(Attr), P(c_req)]),
+    "gcoll_igather": (c_status, [vp, vp, sz, i, i, c_comm, P(Attr), P(c_req)]),
+    "gcoll_iscatter": (c_status, [vp, vp, sz, i, i, c_comm, P(Attr), P(c_req)]),
+    "gcoll_igatherv": (c_status, [vp, sz, vp, P(sz), P(sz), i, i, c_comm, P(Attr), P(c_req)]),
+    "gcoll_iscatterv": (c_status, [vp, P(sz), P(sz), vp, sz, i, i, c_comm, P(Attr), P(c_req)]),
+    "gcoll_isend": (c_status, [vp, sz, i, i, c_comm, P(Attr), P(c_req)]),
+    "gcoll_irecv": (c_status, [vp, sz, i, i, c_comm, P(Attr), P(c_req)]),
+    "gcoll_session_set_premul": (c_status, [c_session, sz, ctypes.c_double]),
 }
 
+# The calls added with the vector collectives, point-to-point and groups: a libgcoll built
+# before them still loads, and calling one that it lacks raises (on_missing, set by the package).
+_LATER = {"gcoll_%s%s" % (i_, n) for i_ in ("", "i") for n in
+          ("allgatherv", "reduce_scatterv", "alltoallv", "gather", "scatter", "gatherv", "scatterv", "send", "recv")}
+_LATER |= {"gcoll_group_start", "gcoll_group_end", "gcoll_session_set_premul"}
+on_missing = None
+
+
+def _absent(name):
+    def call(*_args):
+        return on_missing(name)
+    return call
+
+
 for _name, (_res, _args) in _PROTOS.items():
-    _f = getattr(lib, _name)
+    try:
+        _f = getattr(lib, _name)
+    except AttributeError:
+        if _name not in _LATER:
+            raise
+        setattr(lib, _name, _absent(_name))
+        continue
     _f.restype = _res
     _f.argtypes = _args
