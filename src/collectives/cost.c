@@ -281,6 +281,13 @@ int gcoll__cost_pick(const gcoll__coll_args_t *a, gcoll__links_t *links)
         return known - 1;
     /* price the class by its upper bound, so every size in it gets the same pick */
     gcoll__coll_args_t c = *a;
+    /* In place prices fewer copies, but with a root only the root's call is in place (and the
+     * others' buffers may be NULL): every rank must price alike, so those are priced out of place. */
+    static char in_tok, out_tok;
+    int rooted = a->coll == GCOLL_COLL_REDUCE || a->coll == GCOLL_COLL_GATHER || a->coll == GCOLL_COLL_GATHERV ||
+        a->coll == GCOLL_COLL_SCATTER || a->coll == GCOLL_COLL_SCATTERV;
+    c.recvbuf = &out_tok;
+    c.sendbuf = a->sendbuf == a->recvbuf && !rooted ? &out_tok : &in_tok;
     size_t *even = NULL;
     if (a->coll == GCOLL_COLL_ALLGATHERV || a->coll == GCOLL_COLL_REDUCE_SCATTERV) {
         size_t elems = ((size_t)1 << cls) / a->esize;

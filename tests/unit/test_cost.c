@@ -379,6 +379,30 @@ START_TEST(unsized_collectives_choose_by_rule)
 }
 END_TEST
 
+START_TEST(rooted_picks_are_the_same_on_every_rank)
+{
+    /* only the root's call of a rooted collective is in place, and a non-root's buffer may be
+     * NULL: the pick, which every rank makes for itself, must not depend on either */
+    static float in, out;
+    const gcoll__coll_t colls[] = {GCOLL_COLL_REDUCE, GCOLL_COLL_GATHER, GCOLL_COLL_SCATTER};
+    for (int c = 0; c < 3; c++)
+        for (size_t count = 1; count <= ((size_t)1 << 22); count *= 32)
+            for (int slow = 0; slow < 2; slow++) {
+                int pick[3];
+                for (int v = 0; v < 3; v++) {
+                    set_links(1e-6, 5e9, slow ? 50e-6 : 12e-6, slow ? 0.125e9 : 1e9); /* and no picks yet */
+                    gcoll__coll_args_t a = allreduce(count, 4, &map2x2);
+                    a.coll = colls[c];
+                    a.sendbuf = v == 0 ? (const void *)&out : &in;
+                    a.recvbuf = v == 2 ? NULL : &out;
+                    pick[v] = gcoll__cost_pick(&a, &links);
+                }
+                ck_assert_msg(pick[0] == pick[1] && pick[1] == pick[2], "%s count %zu: picks %d %d %d",
+                              gcoll__coll_name(colls[c]), count, pick[0], pick[1], pick[2]);
+            }
+}
+END_TEST
+
 /* ---- the built-in choice builds what forcing its pick builds ---- */
 
 /* Where a step's pointer lies: in a user buffer, the schedule's arena or one of its heap scratch
@@ -603,6 +627,7 @@ Suite *cost_suite(void)
     tcase_add_test(tc, cost_variables_parse);
     tcase_add_test(tc, streaming_ring_costs_what_the_blocks_weigh);
     tcase_add_test(tc, unsized_collectives_choose_by_rule);
+    tcase_add_test(tc, rooted_picks_are_the_same_on_every_rank);
     suite_add_tcase(s, tc);
     TCase *same = tcase_create("auto_equals_forced");
     tcase_add_checked_fixture(same, load_defaults, NULL);
