@@ -56,12 +56,14 @@ void gcoll__pipe(gcoll__sched_t *s, int to, const void *sbuf, size_t sn, int fro
  * pre[i] = counts[0] + ... + counts[i-1], n + 1 entries (scratch: a table, built dry too). */
 size_t *gcoll__prefix(gcoll__sched_t *s, const size_t *counts, int n);
 /* The streaming ring of uneven blocks (allgatherv, reduce_scatterv). Every block is cut in pieces
- * (gcoll__vring_slice); its owner sends G of them a round (gcoll__vring_group), and each rank
- * forwards to the right in round t + 1 the pieces it received in round t, so every block streams
- * around the ring at once and a large one costs what it weighs, where a lock-step ring holds each
- * of its n - 1 steps for the largest block. Rank r receives the block own - h from h hops away
- * (h = 1 .. n - 1) and forwards all but the last; piece k of a block crosses hop h in round
- * k / G + h - 1 on both sides of the link, so rounds match and nothing waits on a later round. */
+ * (gcoll__vring_slice), G of them a group (gcoll__vring_group); its owner sends a group a round,
+ * and each rank forwards to the right the groups it receives, a round later, so every block
+ * streams around the ring at once and a large one costs what it weighs, where a lock-step ring
+ * holds each of its n - 1 steps for the largest block. Rank r receives the block own - h from h
+ * hops away (h = 1 .. n - 1) and forwards all but the last. Group g crosses hop h in round
+ * g + h - 1 (on more than GCOLL_PIPELINE_DEPTH + 1 ranks the hops take turns over
+ * ceil((n - 1) / depth) rounds, so a link carries at most depth groups a round) on both sides of
+ * the link, so rounds match and nothing waits on a later round. */
 typedef struct {
     int hop;      /* 0: the own block; else the hops it has come */
     int blk;      /* the block */

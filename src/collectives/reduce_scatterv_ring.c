@@ -21,9 +21,9 @@ typedef struct {
  * its group), or its place in the stream. */
 static char *stored(const gcoll__vring_t *v, const ring_t *g, const gcoll__vpiece_t *p)
 {
-    size_t D = gcoll__vring_group(v->n), e;
+    size_t G = gcoll__vring_group(v->n), e;
     if (g->slots)
-        e = ((((p->k / D + (size_t)p->hop - 1) % 2) * (size_t)(v->n - 1) + (size_t)p->hop - 1) * D + p->k % D) *
+        e = ((((p->k / G + (size_t)p->hop - 1) % 2) * (size_t)(v->n - 1) + (size_t)p->hop - 1) * G + p->k % G) *
             v->slice;
     else
         e = g->at[p->hop] + p->off;

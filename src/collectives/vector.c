@@ -40,41 +40,51 @@ size_t gcoll__vring_slice(const size_t *counts, int n, size_t es)
     return (bytes / es) ? bytes / es : 1;
 }
 
-/* Adds, through fn, the pieces of group g (D pieces a group) of the block `hop` hops away. */
+/* Adds, through fn, the pieces of group g (G pieces a group) of the block `hop` hops away. */
 static void group(gcoll__sched_t *s, gcoll__vring_t *v, int hop, size_t g, size_t round,
                   void (*fn)(gcoll__sched_t *, gcoll__vring_t *, const gcoll__vpiece_t *))
 {
-    size_t D = gcoll__vring_group(v->n);
+    size_t G = gcoll__vring_group(v->n);
     int blk = gcoll__mod(v->own - hop, v->n);
     size_t c = v->counts[blk];
-    for (size_t k = g * D; k < (g + 1) * D && k * v->slice < c; k++) {
+    for (size_t k = g * G; k < (g + 1) * G && k * v->slice < c; k++) {
         size_t off = k * v->slice;
         gcoll__vpiece_t p = {hop, blk, k, off, c - off < v->slice ? c - off : v->slice, round};
         fn(s, v, &p);
     }
 }
 
+/* The round in which group g crosses a link as its hop L (1: its owner sends it): the hops take
+ * turns over S rounds, so that a link carries at most ceil((n - 1) / S) groups a round. */
+static size_t crossing(size_t L, size_t g, size_t S)
+{
+    return (g + L - 1) * S + (L - 1) % S;
+}
+
 void gcoll__vring_build(gcoll__sched_t *s, gcoll__vring_t *v)
 {
     int n = v->n;
-    size_t D = gcoll__vring_group(n), per = (v->slice = gcoll__vring_slice(v->counts, n, v->es)) * D, last = 0;
-    /* the last round: a block's last group crosses hop h in round groups - 1 + h - 1 and is
-     * forwarded the round after, except the last block to come */
-    for (int h = 0; h < n; h++) {
-        size_t c = v->counts[gcoll__mod(v->own - h, n)], groups = (c + per - 1) / per;
-        size_t at = (size_t)(h < n - 1 ? h : h - 1);
-        if (groups && groups - 1 + at > last)
-            last = groups - 1 + at;
+    size_t G = gcoll__vring_group(n), per = (v->slice = gcoll__vring_slice(v->counts, n, v->es)) * G, last = 0;
+    /* one group of each block a round would pass GCOLL_PIPELINE_DEPTH messages a link beyond
+     * depth + 1 ranks: the hops then take turns */
+    size_t D = (size_t)gcoll__config.pipeline_depth, S = n > 2 ? ((size_t)n - 1 + D - 1) / D : 1, any = 0;
+    /* the last round: the last group of the block coming in at each hop, and of the own block and
+     * each forwarded one going out (hop L out carries the block L - 1 hops from its owner) */
+    for (size_t L = 1; L < (size_t)n; L++) {
+        size_t in = (v->counts[gcoll__mod(v->own - (int)L, n)] + per - 1) / per;
+        size_t out = (v->counts[gcoll__mod(v->own - (int)L + 1, n)] + per - 1) / per;
+        if (in && crossing(L, in - 1, S) >= last)
+            last = crossing(L, in - 1, S), any = 1;
+        if (out && crossing(L, out - 1, S) >= last)
+            last = crossing(L, out - 1, S), any = 1;
     }
-    for (size_t t = 0; t <= last; t++) {
+    for (size_t R = 0; any && R <= last; R++) {
+        size_t q = R / S;
         gcoll__sched_round(s);
-        /* receives in the order the left sends them: its own block, then what it forwards */
-        for (int h = 1; h < n; h++)
-            if (t + 1 >= (size_t)h)
-                group(s, v, h, t + 1 - (size_t)h, t, v->recv);
-        group(s, v, 0, t, t, v->send);
-        for (int h = 1; h < n - 1; h++)
-            if (t >= (size_t)h)
-                group(s, v, h, t - (size_t)h, t, v->send);
+        /* receives in the order the left sends them: by hop */
+        for (size_t L = R % S + 1; L < (size_t)n && L - 1 <= q; L += S)
+            group(s, v, (int)L, q - (L - 1), R, v->recv);
+        for (size_t L = R % S + 1; L < (size_t)n && L - 1 <= q; L += S)
+            group(s, v, (int)L - 1, q - (L - 1), R, v->send);
     }
 }
