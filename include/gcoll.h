@@ -312,7 +312,8 @@ GCOLL_API gcoll_status_t gcoll_config_get(const char *name, char *buf, size_t le
  * variable); not while another thread issues calls on comm. */
 GCOLL_API gcoll_status_t gcoll_comm_set_algorithm(gcoll_comm_t comm, const char *collective, const char *table);
 /* The algorithm the selection table picks for a collective ("allreduce", ...) of count elements
- * of dtype on comm (count as in the collective's own call), and the transport comm uses.
+ * of dtype on comm (count as in the collective's own call; for a vector collective, the total in
+ * even blocks), and the transport comm uses.
  * "adasum" names the Adasum algorithm that GCOLL_ADASUM picks ("adasum/halving", ...). */
 GCOLL_API gcoll_status_t gcoll_comm_algorithm(gcoll_comm_t comm, const char *collective, size_t count,
                                               gcoll_dtype_t dtype, const char **algorithm);

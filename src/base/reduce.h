@@ -1,6 +1,7 @@
 /* Reduction kernels: dst[i] = a[i] op b[i] for every dtype and op (dst may alias a or b), the
- * final division of GCOLL_AVG, and the scaling of GCOLL_PREMUL_SUM. One portable table and vector tables (AVX2+F16C, AVX-512)
- * compiled from the same template; the best one the CPU supports is chosen at run time. */
+ * final division of GCOLL_AVG, and the scaling of GCOLL_PREMUL_SUM. One portable table and
+ * vector tables (AVX2+F16C, AVX-512) compiled from the same template; the best one the CPU
+ * supports is chosen at run time. */
 #ifndef GCOLL_REDUCE_H
 #define GCOLL_REDUCE_H
 

@@ -137,6 +137,14 @@ static int add_rank(rounds_t *rs, const gcoll__sched_t *s, const gcoll__coll_arg
 /* Rank's arguments where a holds the root's view (or every rank's alike, for alltoallv): the
  * count of the vector collectives is per rank, and non-roots of gatherv and scatterv know no
  * counts. */
+/* The collectives in place at the root only: a rank's own placement must not enter a price that
+ * every rank computes alike, so they are priced as out of place everywhere. */
+static int rooted(int coll)
+{
+    return coll == GCOLL_COLL_REDUCE || coll == GCOLL_COLL_GATHER || coll == GCOLL_COLL_GATHERV ||
+        coll == GCOLL_COLL_SCATTER || coll == GCOLL_COLL_SCATTERV;
+}
+
 static gcoll__coll_args_t per_rank(const gcoll__coll_args_t *a, int rank)
 {
     gcoll__coll_args_t r = *a;
@@ -174,7 +182,7 @@ double gcoll__cost_predict_parts(int idx, const gcoll__coll_args_t *a, const gco
     for (int rank = 0; rank < n && ok; rank++) {
         gcoll__coll_args_t r = per_rank(a, rank);
         r.recvbuf = &recvbuf;
-        r.sendbuf = a->sendbuf == a->recvbuf ? (const void *)&recvbuf : (const void *)&sendbuf;
+        r.sendbuf = a->sendbuf == a->recvbuf && !rooted(a->coll) ? (const void *)&recvbuf : (const void *)&sendbuf;
         gcoll__sched_t *s = gcoll__sched_new(a->dtype, a->op, (unsigned)n, NULL);
         if (!s) {
             ok = 0;

@@ -2,6 +2,7 @@
  * algorithm choice, schedule construction, and the start of a request. Each blocking call is
  * its nonblocking twin plus gcoll_wait, with the request and schedule in its own frame. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/attr.h"
@@ -513,7 +514,7 @@ GCOLL_API gcoll_status_t gcoll_comm_algorithm(gcoll_comm_t comm, const char *col
 {
     if (!collective || !algorithm)
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s is NULL", !collective ? "collective" : "algorithm");
-    gcoll__coll_args_t a = {.count = count, .dtype = dtype};
+    gcoll__coll_args_t a = {.count = count, .total = count, .dtype = dtype}; /* a v-collective's count: its total */
     if (strcmp(collective, "adasum") == 0) { /* Adasum is an allreduce with its own algorithms */
         a.coll = GCOLL_COLL_ALLREDUCE;
         GCOLL_CHECK(gcoll__check_common(&a, comm, 0));
@@ -525,10 +526,27 @@ GCOLL_API gcoll_status_t gcoll_comm_algorithm(gcoll_comm_t comm, const char *col
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "collective '%s' is unknown", collective);
     a.coll = (gcoll__coll_t)coll;
     GCOLL_CHECK(gcoll__check_common(&a, comm, 0));
+    size_t *even = NULL;
+    if (gcoll__coll_vector(coll)) { /* count is the total, in even blocks as the selection may read them */
+        size_t n = (size_t)a.size;
+        even = malloc(2 * n * sizeof(size_t));
+        if (!even)
+            return gcoll__error(GCOLL_ERR_NOMEM, "no memory for %zu blocks", n);
+        for (size_t i = 0; i < n; i++) {
+            even[i] = count / n + (i < count % n);
+            even[n + i] = i ? even[n + i - 1] + even[i - 1] : 0;
+        }
+        a.counts = a.scounts = even;
+        a.displs = a.sdispls = even + n;
+        if (coll != GCOLL_COLL_REDUCE_SCATTERV)
+            a.count = even[a.rank];
+    }
     const gcoll__algo_t *algo;
-    GCOLL_CHECK(gcoll__algo_select(&a, NULL, &algo));
-    *algorithm = algo->name;
-    return GCOLL_SUCCESS;
+    gcoll_status_t st = gcoll__algo_select(&a, NULL, &algo);
+    free(even);
+    if (st == GCOLL_SUCCESS)
+        *algorithm = algo->name;
+    return st;
 }
 
 GCOLL_API gcoll_status_t gcoll_comm_set_algorithm(gcoll_comm_t comm, const char *collective, const char *table)

@@ -161,8 +161,8 @@ static void collectives(gcoll_comm_t world, int n)
            "ireduce NULL req");
     expect(gcoll_ialltoall(buf, NULL, 1, GCOLL_FLOAT32, world, NULL, &req), GCOLL_ERR_INVALID_ARG, "recvbuf",
            "ialltoall NULL recvbuf");
-    expect(gcoll_ialltoall(buf, buf, 1, (gcoll_dtype_t)10, world, NULL, &req), GCOLL_ERR_INVALID_ARG, "dtype",
-           "ialltoall bad dtype");
+    expect(gcoll_ialltoall(buf, buf, 1, (gcoll_dtype_t)GCOLL_DTYPE_COUNT, world, NULL, &req), GCOLL_ERR_INVALID_ARG,
+           "dtype", "ialltoall bad dtype");
     expect(gcoll_ialltoall(buf, buf, 1, GCOLL_FLOAT32, NULL, NULL, &req), GCOLL_ERR_INVALID_ARG, "comm",
            "ialltoall NULL comm");
     expect(gcoll_ialltoall(buf, buf, 1, GCOLL_FLOAT32, world, NULL, NULL), GCOLL_ERR_INVALID_ARG, "req",
@@ -220,8 +220,8 @@ static void collectives(gcoll_comm_t world, int n)
            "algorithm NULL out");
     expect(gcoll_comm_algorithm(world, "allsmash", 4, GCOLL_FLOAT32, &name), GCOLL_ERR_INVALID_ARG, "allsmash",
            "algorithm unknown collective");
-    expect(gcoll_comm_algorithm(world, "allreduce", 4, (gcoll_dtype_t)11, &name), GCOLL_ERR_INVALID_ARG, "dtype",
-           "algorithm bad dtype");
+    expect(gcoll_comm_algorithm(world, "allreduce", 4, (gcoll_dtype_t)(GCOLL_DTYPE_COUNT + 1), &name),
+           GCOLL_ERR_INVALID_ARG, "dtype", "algorithm bad dtype");
     expect(gcoll_comm_algorithm(world, "allreduce", huge, GCOLL_FLOAT64, &name), GCOLL_ERR_INVALID_ARG, "count",
            "algorithm overflow");
     expect(gcoll_comm_algorithm(NULL, "allreduce", 4, GCOLL_FLOAT32, &name), GCOLL_ERR_INVALID_ARG, "comm",
@@ -263,8 +263,8 @@ static void session(gcoll_comm_t world)
            "session_add count 0");
     expect(gcoll_session_add(s, "w", SIZE_MAX / 2, GCOLL_FLOAT32, GCOLL_SUM, &id), GCOLL_ERR_INVALID_ARG, "count",
            "session_add overflow");
-    expect(gcoll_session_add(s, "w", 4, (gcoll_dtype_t)12, GCOLL_SUM, &id), GCOLL_ERR_INVALID_ARG, "dtype",
-           "session_add bad dtype");
+    expect(gcoll_session_add(s, "w", 4, (gcoll_dtype_t)(GCOLL_DTYPE_COUNT + 2), GCOLL_SUM, &id), GCOLL_ERR_INVALID_ARG,
+           "dtype", "session_add bad dtype");
     expect(gcoll_session_add(s, "w", 4, GCOLL_FLOAT32, GCOLL_MAX, &id), GCOLL_ERR_INVALID_ARG, "op", "session_add MAX");
     expect(gcoll_session_add(s, "w", 4, GCOLL_FLOAT32, GCOLL_SUM, NULL), GCOLL_ERR_INVALID_ARG, "id",
            "session_add NULL id");
