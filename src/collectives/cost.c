@@ -137,8 +137,9 @@ static int add_rank(rounds_t *rs, const gcoll__sched_t *s, const gcoll__coll_arg
 /* Rank's arguments where a holds the root's view (or every rank's alike, for alltoallv): the
  * count of the vector collectives is per rank, and non-roots of gatherv and scatterv know no
  * counts. */
-/* The collectives in place at the root only: a rank's own placement must not enter a price that
- * every rank computes alike, so they are priced as out of place everywhere. */
+/* The collectives in place at the root only (the others' buffers may be NULL): a rank's own
+ * placement must not enter a price that every rank computes alike, so they are priced as out of
+ * place everywhere. */
 static int rooted(int coll)
 {
     return coll == GCOLL_COLL_REDUCE || coll == GCOLL_COLL_GATHER || coll == GCOLL_COLL_GATHERV ||
@@ -289,13 +290,9 @@ int gcoll__cost_pick(const gcoll__coll_args_t *a, gcoll__links_t *links)
         return known - 1;
     /* price the class by its upper bound, so every size in it gets the same pick */
     gcoll__coll_args_t c = *a;
-    /* In place prices fewer copies, but with a root only the root's call is in place (and the
-     * others' buffers may be NULL): every rank must price alike, so those are priced out of place. */
     static char in_tok, out_tok;
-    int rooted = a->coll == GCOLL_COLL_REDUCE || a->coll == GCOLL_COLL_GATHER || a->coll == GCOLL_COLL_GATHERV ||
-        a->coll == GCOLL_COLL_SCATTER || a->coll == GCOLL_COLL_SCATTERV;
     c.recvbuf = &out_tok;
-    c.sendbuf = a->sendbuf == a->recvbuf && !rooted ? &out_tok : &in_tok;
+    c.sendbuf = a->sendbuf == a->recvbuf && !rooted(a->coll) ? &out_tok : &in_tok;
     size_t *even = NULL;
     if (a->coll == GCOLL_COLL_ALLGATHERV || a->coll == GCOLL_COLL_REDUCE_SCATTERV) {
         size_t elems = ((size_t)1 << cls) / a->esize;
