@@ -13,9 +13,8 @@
 #include "core/lane.h"
 #include "core/post.h"
 
-/* Allreduces at most this large are fused, into operations of at most FUSED_MAX bytes. */
+/* Allreduces at most this large are fused, into operations of at most gcoll__fuse_bytes. */
 #define FUSE_MAX ((size_t)64 << 10)
-#define FUSED_MAX ((size_t)4 << 20)
 
 typedef struct {
     gcoll_request_t r; /* allocated, not started: pending until the end */
@@ -25,6 +24,12 @@ typedef struct {
     char name[64];
     int taken; /* already in a batch */
 } held_t;
+
+/* A held request of a blocking call: gcoll_group_end waits for it and no caller holds it. */
+static int blocking(const held_t *h)
+{
+    return h->r->blocking;
+}
 
 /* One fused operation: the first member's request runs it, the rest wait for done. */
 typedef struct {
@@ -77,6 +82,7 @@ gcoll_status_t gcoll__run(gcoll_status_t started, gcoll_request_t *req)
         return st != GCOLL_SUCCESS ? st : gcoll__error(GCOLL_ERR_NOMEM, "no memory to hold a group's call");
     }
     g.waits[g.nwaits++] = *req;
+    (*req)->blocking = 1;
     return GCOLL_SUCCESS;
 }
 
@@ -160,14 +166,14 @@ static void follower_end(void *arg)
     batch_unref(arg);
 }
 
-/* Ends a held request that could not start, with status: its wait reports it. */
-static void fail_held(held_t *h, gcoll_status_t status)
+/* Ends a held request without starting it, with status: its wait reports it. */
+static void end_held(held_t *h, gcoll_status_t status)
 {
     gcoll_request_t r = h->r;
     r->pending = 0;
     r->lane = h->comm->lane;
     r->status = status;
-    snprintf(r->errmsg, sizeof(r->errmsg), "%s", gcoll_last_error());
+    snprintf(r->errmsg, sizeof(r->errmsg), "%s", status == GCOLL_SUCCESS ? "" : gcoll_last_error());
     r->done = 1;
 }
 
@@ -176,14 +182,22 @@ static gcoll_status_t start_one(held_t *h)
     gcoll__sched_t *s;
     const char *algo;
     GCOLL_CHECK(gcoll__build(&h->a, NULL, NULL, &s, &algo));
-    gcoll__start_t how = {.storage = h->r, .heap = 1, .wake = 1};
+    /* the group's end drives what it waits for; the worker, what a caller waits for later */
+    gcoll__start_t how = {.storage = h->r, .heap = 1, .wake = !blocking(h)};
     gcoll_request_t out;
     return gcoll__request_start(h->comm, GCOLL_COLL_ALLREDUCE, algo, s, &h->attr, &out, &how);
 }
 
-/* The members m[0..n) as one allreduce over a packed buffer: m[0]'s request runs it. */
+/* The members m[0..n) as one allreduce over a packed buffer, which the first blocking member's
+ * request runs (the first member's where none blocks): gcoll_group_end waits for it, so the
+ * other blocking members need no request of their own; the nonblocking ones follow it. */
 static gcoll_status_t start_fused(held_t **m, size_t n, size_t total)
 {
+    size_t lead = 0;
+    while (lead < n && !blocking(m[lead]))
+        lead++;
+    if (lead == n)
+        lead = 0;
     const gcoll__coll_args_t *a0 = &m[0]->a;
     gcoll_comm_t comm = m[0]->comm;
     size_t es = a0->esize;
@@ -228,7 +242,13 @@ static gcoll_status_t start_fused(held_t **m, size_t n, size_t total)
         return gcoll__error(GCOLL_ERR_NOMEM, "no memory to fuse %zu allreduces of %zu elements", n, total);
     }
     /* the followers first, so that the leader cannot finish and free the batch under them */
-    for (size_t i = 1; i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
+        if (i == lead)
+            continue;
+        if (blocking(m[i])) {
+            end_held(m[i], GCOLL_SUCCESS); /* the leader's wait stands for it */
+            continue;
+        }
         gcoll__sched_t *f = gcoll__sched_new(b.dtype, b.op, (unsigned)b.size, NULL);
         if (f) {
             gcoll__sched_round(f);
@@ -236,7 +256,7 @@ static gcoll_status_t start_fused(held_t **m, size_t n, size_t total)
         }
         if (!f || f->status != GCOLL_SUCCESS) {
             gcoll__sched_free(f);
-            fail_held(m[i], gcoll__error(GCOLL_ERR_NOMEM, "no memory for a fused allreduce's member"));
+            end_held(m[i], gcoll__error(GCOLL_ERR_NOMEM, "no memory for a fused allreduce's member"));
             continue;
         }
         bt->refs++;
@@ -246,11 +266,11 @@ static gcoll_status_t start_fused(held_t **m, size_t n, size_t total)
         gcoll_request_t out;
         gcoll_status_t st = gcoll__request_start(comm, GCOLL_COLL_ALLREDUCE, "fused", f, &m[i]->attr, &out, &how);
         if (st != GCOLL_SUCCESS)
-            fail_held(m[i], st);
+            end_held(m[i], st);
     }
-    gcoll__start_t how = {.storage = m[0]->r, .heap = 1, .wake = 1};
+    gcoll__start_t how = {.storage = m[lead]->r, .heap = 1, .wake = !blocking(m[lead])};
     gcoll_request_t out;
-    return gcoll__request_start(comm, GCOLL_COLL_ALLREDUCE, algo->name, s, &m[0]->attr, &out, &how);
+    return gcoll__request_start(comm, GCOLL_COLL_ALLREDUCE, algo->name, s, &m[lead]->attr, &out, &how);
 }
 
 static int same_batch(const held_t *a, const held_t *b)
@@ -266,10 +286,10 @@ static void flush_held(void)
         held_t *h = &g.held[i];
         if (h->taken)
             continue;
-        size_t n = 0, total = 0;
+        size_t n = 0, total = 0, most = gcoll__fuse_bytes(&h->a);
         for (size_t j = i; j < g.nheld && m; j++)
             if (!g.held[j].taken && same_batch(h, &g.held[j]) &&
-                (n == 0 || (total + g.held[j].a.count) * h->a.esize <= FUSED_MAX)) {
+                (n == 0 || (total + g.held[j].a.count) * h->a.esize <= most)) {
                 g.held[j].taken = 1;
                 m[n++] = &g.held[j];
                 total += g.held[j].a.count;
@@ -280,11 +300,11 @@ static void flush_held(void)
             if (st != GCOLL_SUCCESS) /* each on its own, then */
                 for (size_t k = 0; k < n; k++)
                     if (!m[k]->r->done && (st = start_one(m[k])) != GCOLL_SUCCESS)
-                        fail_held(m[k], st);
+                        end_held(m[k], st);
         } else {
             h->taken = 1;
             if ((st = start_one(h)) != GCOLL_SUCCESS)
-                fail_held(h, st);
+                end_held(h, st);
         }
     }
     free(m);

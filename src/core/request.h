@@ -34,6 +34,7 @@ struct gcoll_request {
     int kept;                   /* the schedule is the caller's, run again later: never freed */
     int pending;                /* held by an open group until its end (group.c): not started */
     int grouped;                /* posted in a group that is still open: not to be waited for yet */
+    int blocking;               /* a blocking call's, in a group: gcoll_group_end waits for it */
     double t_start, t_post;     /* timeline: when it started, when its first message was posted */
 };
 
