@@ -38,10 +38,11 @@ double gcoll__cost_predict_parts(int idx, const gcoll__coll_args_t *a, const gco
  * channel's own algorithms, nor one marked GCOLL_ALGO_FORCED; within 1% of the least, the least
  * round cost); remembered per size class in links->pick. */
 int gcoll__cost_pick(const gcoll__coll_args_t *a, gcoll__links_t *links);
-/* Sets a's vector arguments (a->coll, a->size and a->rank given) to even blocks of elems elements
- * in all, packed, in counts and displs (n entries each): what the model prices a size class of
- * a vector collective with (alltoallv: elems per rank, elems / n, at least 1, to each peer). Other
- * collectives: count = elems. */
+/* Sets a's vector arguments (a->coll, a->size and a->rank given) to blocks of elems elements in
+ * all, packed, in counts and displs (n entries each): what the model prices a size class of a
+ * vector collective with. Even blocks, but allgatherv's and reduce_scatterv's with one rank
+ * holding half beyond two ranks (uneven shards); alltoallv: elems per rank, elems / n, at least 1,
+ * to each peer. Other collectives: count = elems. */
 void gcoll__cost_even(gcoll__coll_args_t *a, size_t elems, size_t *counts, size_t *displs);
 
 #endif
