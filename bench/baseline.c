@@ -73,20 +73,12 @@ int baseline_init(baseline_t *b, gcoll_dtype_t dtype, gcoll_op_t op)
     static MPI_User_function *const half_fns[2][4] = {{f16_sum, f16_prod, f16_min, f16_max},
                                                       {bf16_sum, bf16_prod, bf16_min, bf16_max}};
     /* 8-bit floats only move (as bytes): the parser refuses them with a reduction */
-    const MPI_Datatype dts[GCOLL_DTYPE_COUNT] = {[GCOLL_INT8] = MPI_INT8_T,
-                                                 [GCOLL_UINT8] = MPI_UINT8_T,
-                                                 [GCOLL_INT16] = MPI_INT16_T,
-                                                 [GCOLL_UINT16] = MPI_UINT16_T,
-                                                 [GCOLL_INT32] = MPI_INT32_T,
-                                                 [GCOLL_UINT32] = MPI_UINT32_T,
-                                                 [GCOLL_INT64] = MPI_INT64_T,
-                                                 [GCOLL_UINT64] = MPI_UINT64_T,
-                                                 [GCOLL_FLOAT8_E4M3] = MPI_UINT8_T,
-                                                 [GCOLL_FLOAT8_E5M2] = MPI_UINT8_T,
-                                                 [GCOLL_FLOAT16] = MPI_UINT16_T,
-                                                 [GCOLL_BFLOAT16] = MPI_UINT16_T,
-                                                 [GCOLL_FLOAT32] = MPI_FLOAT,
-                                                 [GCOLL_FLOAT64] = MPI_DOUBLE};
+    const MPI_Datatype dts[GCOLL_DTYPE_COUNT] = {
+        [GCOLL_INT8] = MPI_INT8_T,         [GCOLL_UINT8] = MPI_UINT8_T,    [GCOLL_INT16] = MPI_INT16_T,
+        [GCOLL_UINT16] = MPI_UINT16_T,     [GCOLL_INT32] = MPI_INT32_T,    [GCOLL_UINT32] = MPI_UINT32_T,
+        [GCOLL_INT64] = MPI_INT64_T,       [GCOLL_UINT64] = MPI_UINT64_T,  [GCOLL_FLOAT8_E4M3] = MPI_UINT8_T,
+        [GCOLL_FLOAT8_E5M2] = MPI_UINT8_T, [GCOLL_FLOAT16] = MPI_UINT16_T, [GCOLL_BFLOAT16] = MPI_UINT16_T,
+        [GCOLL_FLOAT32] = MPI_FLOAT,       [GCOLL_FLOAT64] = MPI_DOUBLE};
     const MPI_Op ops[4] = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX};
     int base = op == GCOLL_AVG ? GCOLL_SUM : (int)op;
     memset(b, 0, sizeof(*b));

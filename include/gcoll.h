@@ -111,8 +111,8 @@ typedef struct {
     double premul;             /* GCOLL_PREMUL_SUM: this rank's input is multiplied by it; default 0 */
 } gcoll_attr_t;
 #define GCOLL_ATTR_MAGIC 0x67636174u /* "gcat" */
-#define GCOLL_ATTR_INIT                                                                                       \
-    {                                                                                                         \
+#define GCOLL_ATTR_INIT                                                                                            \
+    {                                                                                                              \
         sizeof(gcoll_attr_t), GCOLL_ATTR_MAGIC, GCOLL_VERSION, 0, GCOLL_COMPRESS_NONE, NULL, NULL, 0.01, NULL, 0.0 \
     }
 
@@ -153,8 +153,9 @@ GCOLL_API gcoll_status_t gcoll_barrier(gcoll_comm_t comm);
  * gather(v) in place is at the root only (its block already in recvbuf), scatter(v) likewise
  * (the root's block stays in sendbuf). recvcounts and displs of gatherv, and sendcounts and
  * displs of scatterv, are read at the root only. */
-GCOLL_API gcoll_status_t gcoll_allgatherv(const void *sendbuf, size_t sendcount, void *recvbuf, const size_t *recvcounts,
-                                          const size_t *displs, gcoll_dtype_t dtype, gcoll_comm_t comm);
+GCOLL_API gcoll_status_t gcoll_allgatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                                          const size_t *recvcounts, const size_t *displs, gcoll_dtype_t dtype,
+                                          gcoll_comm_t comm);
 /* Rank r's result is the reduction of block r, recvcounts[r] elements, of the blocks that lie
  * back to back in every rank's sendbuf. */
 GCOLL_API gcoll_status_t gcoll_reduce_scatterv(const void *sendbuf, void *recvbuf, const size_t *recvcounts,

@@ -8,7 +8,7 @@
 
 /* The op of a nonblocking call, which holds its gcoll request; none for a blocking one. Returns 0
  * where a nonblocking call found no memory (it goes to MPI). */
-static int start(int call, MPI_Request *request, gcoll__ip_op_t **op)
+static int start(int call, const MPI_Request *request, gcoll__ip_op_t **op)
 {
     *op = request ? gcoll__ip_op_new(call, 0) : NULL;
     return !request || *op;

@@ -48,11 +48,11 @@ static int rank_in(MPI_Comm comm)
     return rank;
 }
 
-/* The op holding n size_t of scratch once the call maps to gcoll (g not NULL); NULL where it
- * goes to MPI. */
-static gcoll__ip_op_t *op_for(int call, gcoll_comm_t g, size_t n)
+/* The op holding n size_t of scratch once the call maps to gcoll (routed); NULL where it goes
+ * to MPI. */
+static gcoll__ip_op_t *op_for(int call, int routed, size_t n)
 {
-    return g ? gcoll__ip_op_new(call, n) : NULL;
+    return routed ? gcoll__ip_op_new(call, n) : NULL;
 }
 
 /* In place (MPI_IN_PLACE as sendbuf) this rank's block is already at its place in recvbuf. */
@@ -65,7 +65,7 @@ static int allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
         (inplace || gcoll__ip_contiguous_bytes(sendtype, sendcount, &sbytes));
     gcoll_comm_t g = fits ? gcoll__ip_map_comm(comm) : NULL;
     int n = g ? gcoll_comm_size(g) : 0;
-    gcoll__ip_op_t *o = op_for(call, g, 2 * (size_t)n);
+    gcoll__ip_op_t *o = op_for(call, g != NULL, 2 * (size_t)n);
     if (!o || !count_bytes(recvcounts, n, rsize, o->v)) {
         free(o);
         gcoll__ip_passed(call);
@@ -111,7 +111,7 @@ static int alltoallv(const void *sendbuf, const int sendcounts[], const int sdis
         (inplace || (sendcounts && sdispls && gcoll__ip_dense(sendtype, &ssize)));
     gcoll_comm_t g = fits ? gcoll__ip_map_comm(comm) : NULL;
     int n = g ? gcoll_comm_size(g) : 0;
-    gcoll__ip_op_t *o = op_for(call, g, (inplace ? 2 : 4) * (size_t)n);
+    gcoll__ip_op_t *o = op_for(call, g != NULL, (inplace ? 2 : 4) * (size_t)n);
     size_t *rbytes = o ? o->v : NULL, *roff = o ? o->v + n : NULL;
     size_t *sbytes = inplace || !o ? rbytes : o->v + 2 * n, *soff = inplace || !o ? roff : o->v + 3 * n;
     if (!o || !count_bytes(recvcounts, n, rsize, rbytes) || (!inplace && !count_bytes(sendcounts, n, ssize, sbytes))) {
@@ -159,7 +159,7 @@ static int reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcoun
     gcoll_op_t gop;
     gcoll_comm_t g = recvcounts ? gcoll__ip_reduction_target(call, 0, datatype, op, comm, &dt, &gop) : NULL;
     int n = g ? gcoll_comm_size(g) : 0;
-    gcoll__ip_op_t *o = op_for(call, g, (size_t)n);
+    gcoll__ip_op_t *o = op_for(call, g != NULL, (size_t)n);
     if (!o || !count_bytes(recvcounts, n, 1, o->v)) {
         free(o);
         gcoll__ip_passed(call);
@@ -209,7 +209,7 @@ static int gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
     size_t bytes = 0;
     int fits = me >= 0 && rooted_bytes(me == root, inplace, recvtype, recvcount, sendtype, sendcount, &bytes);
     gcoll_comm_t g = fits ? gcoll__ip_map_comm(comm) : NULL;
-    gcoll__ip_op_t *o = request ? op_for(call, g, 0) : NULL;
+    gcoll__ip_op_t *o = request ? op_for(call, g != NULL, 0) : NULL;
     if (!g || (request && !o)) {
         gcoll__ip_passed(call);
         return request ? PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)
@@ -244,7 +244,7 @@ static int scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
     size_t bytes = 0;
     int fits = me >= 0 && rooted_bytes(me == root, inplace, sendtype, sendcount, recvtype, recvcount, &bytes);
     gcoll_comm_t g = fits ? gcoll__ip_map_comm(comm) : NULL;
-    gcoll__ip_op_t *o = request ? op_for(call, g, 0) : NULL;
+    gcoll__ip_op_t *o = request ? op_for(call, g != NULL, 0) : NULL;
     if (!g || (request && !o)) {
         gcoll__ip_passed(call);
         return request ? PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request)

@@ -2,8 +2,8 @@
 #include "base/coll.h"
 
 static const char *const coll_names[GCOLL_COLL_COUNT + 1] = {
-    "allreduce", "reduce_scatter", "allgather", "bcast",   "reduce",   "alltoall", "barrier",
-    "allgatherv", "reduce_scatterv", "alltoallv", "gather", "gatherv", "scatter", "scatterv", "p2p"};
+    "allreduce",       "reduce_scatter", "allgather", "bcast",   "reduce",  "alltoall", "barrier", "allgatherv",
+    "reduce_scatterv", "alltoallv",      "gather",    "gatherv", "scatter", "scatterv", "p2p"};
 
 const char *gcoll__coll_name(int coll)
 {

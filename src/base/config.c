@@ -432,8 +432,7 @@ static gcoll__var_t vars[] = {
      "the package, then the loader's search",
      parse_outside_path, NULL, NULL, 0},
     {"GCOLL_MPI_COLLS",
-     "all, none, or a list of MPI collectives in lower case without MPI_ (allreduce,iallreduce,...,iscatterv)",
-     "all",
+     "all, none, or a list of MPI collectives in lower case without MPI_ (allreduce,iallreduce,...,iscatterv)", "all",
      "the MPI calls that the MPI interposer (LD_PRELOAD=lib/libgcoll_mpi.so) takes over; the others go to "
      "MPI unchanged",
      gcoll__parse_mpi_colls, NULL, &gcoll__config.mpi_colls, 0},

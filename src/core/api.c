@@ -193,9 +193,10 @@ static gcoll_status_t start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcol
     a->premul = attr->premul;
     if (staged(a, attr)) {
         if (gcoll__coll_vector(a->coll) || a->op == GCOLL_PREMUL_SUM)
-            return gcoll__error(GCOLL_ERR_UNSUPPORTED, "%s%s: takes host memory only, not device buffers or a CUDA "
-                                "stream (docs/cuda.md)", gcoll__coll_name(a->coll),
-                                a->op == GCOLL_PREMUL_SUM ? " with GCOLL_PREMUL_SUM" : "");
+            return gcoll__error(GCOLL_ERR_UNSUPPORTED,
+                                "%s%s: takes host memory only, not device buffers or a CUDA "
+                                "stream (docs/cuda.md)",
+                                gcoll__coll_name(a->coll), a->op == GCOLL_PREMUL_SUM ? " with GCOLL_PREMUL_SUM" : "");
         /* the staged chunks would each pick their own top k; fp16/bf16 run uncompressed over CUDA
          * IPC (no wire to save: exact, within the bound) and as the host's compressed algorithms
          * on the staged chunks */
@@ -219,7 +220,7 @@ static gcoll_status_t start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcol
 }
 
 gcoll_status_t gcoll__start(gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll__attr_t *attr, gcoll_request_t *req,
-                             gcoll__frame_t *frame)
+                            gcoll__frame_t *frame)
 {
     gcoll_status_t st = start(a, comm, attr, req, frame);
     return gcoll__group_track(st, *req);
@@ -438,7 +439,8 @@ GCOLL_API gcoll_status_t gcoll_ibarrier(gcoll_comm_t comm, const gcoll_attr_t *a
 gcoll_status_t gcoll__no_premul(gcoll_op_t op)
 {
     if (op == GCOLL_PREMUL_SUM)
-        return gcoll__error(GCOLL_ERR_INVALID_ARG, "op GCOLL_PREMUL_SUM: its scalar is attr->premul, so only the "
+        return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                            "op GCOLL_PREMUL_SUM: its scalar is attr->premul, so only the "
                             "nonblocking calls, which take an attr, accept it");
     return GCOLL_SUCCESS;
 }

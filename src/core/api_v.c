@@ -279,8 +279,9 @@ GCOLL_API gcoll_status_t gcoll_iscatterv(const void *sendbuf, const size_t *send
                          req, NULL);
 }
 
-GCOLL_API gcoll_status_t gcoll_allgatherv(const void *sendbuf, size_t sendcount, void *recvbuf, const size_t *recvcounts,
-                                          const size_t *displs, gcoll_dtype_t dtype, gcoll_comm_t comm)
+GCOLL_API gcoll_status_t gcoll_allgatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                                          const size_t *recvcounts, const size_t *displs, gcoll_dtype_t dtype,
+                                          gcoll_comm_t comm)
 {
     gcoll_request_t r;
     gcoll__frame_t f, *fp = gcoll__group_frame(&f);

@@ -480,7 +480,8 @@ static void waiter_leave(gcoll__lane_t *l)
 static gcoll_status_t not_pending(const gcoll_request_t r)
 {
     if (r->pending || r->grouped)
-        return gcoll__error(GCOLL_ERR_INVALID_USAGE, "*req was posted in a group that is still open: it starts at "
+        return gcoll__error(GCOLL_ERR_INVALID_USAGE,
+                            "*req was posted in a group that is still open: it starts at "
                             "gcoll_group_end, so wait for it after that");
     return GCOLL_SUCCESS;
 }

@@ -38,7 +38,8 @@ typedef struct {
     int ended; /* the fused schedule is gone, done or not */
 } batch_t;
 
-static _Thread_local struct {
+/* This thread's open group. */
+typedef struct {
     int depth;
     gcoll_request_t *waits; /* the blocking calls' requests */
     size_t nwaits, capwaits;
@@ -46,7 +47,8 @@ static _Thread_local struct {
     size_t nheld, capheld;
     gcoll_request_t *posted; /* every request posted in the group, held ones apart */
     size_t nposted, capposted;
-} g;
+} group_t;
+static __thread group_t g; /* __thread, not _Thread_local, which cppcheck 2.10 misreads on a struct */
 
 int gcoll__group_open(void)
 {
@@ -99,8 +101,9 @@ gcoll_status_t gcoll__group_track(gcoll_status_t started, gcoll_request_t r)
 
 int gcoll__group_fusable(const gcoll__coll_args_t *a, const gcoll__attr_t *attr)
 {
-    return g.depth && a->size > 1 && a->coll == GCOLL_COLL_ALLREDUCE && a->compress == GCOLL_COMPRESS_NONE && !attr->algorithm &&
-        a->op != GCOLL_ADASUM && a->op != GCOLL_PREMUL_SUM && a->count && a->count * a->esize <= FUSE_MAX;
+    return g.depth && a->size > 1 && a->coll == GCOLL_COLL_ALLREDUCE && a->compress == GCOLL_COMPRESS_NONE &&
+        !attr->algorithm && a->op != GCOLL_ADASUM && a->op != GCOLL_PREMUL_SUM && a->count &&
+        a->count * a->esize <= FUSE_MAX;
 }
 
 gcoll_status_t gcoll__group_defer(const gcoll__coll_args_t *a, gcoll_comm_t comm, const gcoll__attr_t *attr,

@@ -116,8 +116,8 @@ static gcoll_status_t next_tag(gcoll_comm_t comm, int peer, int sending, uint32_
     return st;
 }
 
-static gcoll_status_t post(int sending, const void *buf, size_t count, gcoll_dtype_t dtype, int peer,
-                           gcoll_comm_t comm, const gcoll_attr_t *user, gcoll_request_t *req, gcoll__frame_t *frame)
+static gcoll_status_t post(int sending, const void *buf, size_t count, gcoll_dtype_t dtype, int peer, gcoll_comm_t comm,
+                           const gcoll_attr_t *user, gcoll_request_t *req, gcoll__frame_t *frame)
 {
     gcoll__attr_t attr;
     GCOLL_CHECK(gcoll__begin(req, user, &attr));
@@ -135,7 +135,8 @@ static gcoll_status_t post(int sending, const void *buf, size_t count, gcoll_dty
         return gcoll__error(GCOLL_ERR_INVALID_ARG, "attr->compress: only allreduce takes compression, not %s",
                             sending ? "a send" : "a receive");
     if (attr.stream)
-        return gcoll__error(GCOLL_ERR_UNSUPPORTED, "attr->stream: point-to-point takes host memory only (docs/cuda.md)");
+        return gcoll__error(GCOLL_ERR_UNSUPPORTED,
+                            "attr->stream: point-to-point takes host memory only (docs/cuda.md)");
     size_t bytes = count * es;
     char name[64]; /* errors and timelines name both sides: the peer, and this side's count */
     if (!attr.name) {

@@ -54,7 +54,7 @@ typedef struct {
     int own_tag;                   /* use tag as the messages' tag instead of the communicator's issue count: for
                      callers that issue in an order ranks do not share and name operations alike */
     uint64_t tag;
-    int p2p; /* tag is a point-to-point message's (GCOLL_TAG_P2P set), taken as it is */
+    int p2p;  /* tag is a point-to-point message's (GCOLL_TAG_P2P set), taken as it is */
     int heap; /* storage came from malloc: freed when the request is, as if allocated here */
 } gcoll__start_t;
 

@@ -359,7 +359,8 @@ GCOLL_API gcoll_status_t gcoll_session_start(gcoll_session_t s, size_t id, void 
     set->buf = buf;
     if (b->data)
         GCOLL_CHECK(gcoll__cuda_copy((char *)b->data + set->offset, buf, set->count * gcoll_dtype_size(set->dtype)));
-    if (set->op == GCOLL_PREMUL_SUM) { /* in the bucket's host copy, or the set's own buffer, which the result replaces */
+    if (set->op ==
+        GCOLL_PREMUL_SUM) { /* in the bucket's host copy, or the set's own buffer, which the result replaces */
         void *in = b->data ? (char *)b->data + set->offset : buf;
         gcoll__scale(in, in, set->count, set->dtype, set->premul);
     }

@@ -611,7 +611,10 @@ static void test_nonblocking(MPI_Comm c, const char *label)
             for (size_t i = 0; i < all; i++)
                 put(ty, inplace ? rsb_out : rsb_in, i, val(ty, rank, i));
             for (size_t i = 0; i < CNT; i++) {
-                put(ty, inplace && rank == root ? red_out : red_in, i, val(ty, rank, i));
+                char *red_from = red_in;
+                if (inplace && rank == root)
+                    red_from = red_out;
+                put(ty, red_from, i, val(ty, rank, i));
                 ag[(size_t)rank * CNT + i] = rank * 1000 + (int)i;
                 bc[i] = rank == root ? root * 7 + (int)i : -1;
             }
@@ -718,8 +721,8 @@ static long first_diff(const int *got, const int *want, int elems, const form_t 
 }
 
 /* Uneven counts with zeros: pattern 0 mixed small, 1 a single non-zero peer, 2 all zero, 3 up to
- * a few hundred. cnt(r, p) is what r sends to p; sym makes it symmetric (in-place alltoallv). */
-static int cnt(int pattern, int r, int p, int n, int sym)
+ * a few hundred. pattern_count(r, p) is what r sends to p; sym makes it symmetric (in-place alltoallv). */
+static int pattern_count(int pattern, int r, int p, int n, int sym)
 {
     if (sym && r > p) {
         int t = r;
@@ -772,7 +775,7 @@ static void test_allgatherv(MPI_Comm c, const char *label)
                     const form_t *f = &forms[fi];
                     how_t w = hows[h];
                     for (int r = 0; r < n; r++)
-                        counts[r] = cnt(pat, r, 0, n, 0);
+                        counts[r] = pattern_count(pat, r, 0, n, 0);
                     int elems = layout(counts, n, 0, displs), shift = w.neg ? elems / 2 : 0;
                     layout(counts, n, shift, displs);
                     int *recv = sentinels(elems, f), *want = sentinels(elems, f), *send = sentinels(counts[rank], f);
@@ -815,8 +818,8 @@ static void test_alltoallv(MPI_Comm c, const char *label)
                     const form_t *f = &forms[fi];
                     how_t w = hows[h];
                     for (int p = 0; p < n; p++) {
-                        sc[p] = cnt(pat, rank, p, n, inplace);
-                        rc_[p] = cnt(pat, p, rank, n, inplace);
+                        sc[p] = pattern_count(pat, rank, p, n, inplace);
+                        rc_[p] = pattern_count(pat, p, rank, n, inplace);
                     }
                     int selems = layout(sc, n, 0, sd), relems = layout(rc_, n, 0, rd);
                     int sshift = w.neg ? selems / 3 : 0, rshift = w.neg ? relems / 2 : 0;
@@ -953,9 +956,9 @@ static void test_gatherv_scatterv(MPI_Comm c, const char *label)
                         how_t w = hows[h];
                         int me = rank == root, ip = inplace && me;
                         MPI_Request req;
-                        /* gatherv: rank r sends cnt(r, root) */
+                        /* gatherv: rank r sends pattern_count(r, root) */
                         for (int r = 0; r < n; r++)
-                            counts[r] = cnt(pat, r, root, n, 0);
+                            counts[r] = pattern_count(pat, r, root, n, 0);
                         int elems = layout(counts, n, 0, displs), shift = w.neg ? elems / 2 : 0;
                         layout(counts, n, shift, displs);
                         int *send = sentinels(counts[rank], f), *all = sentinels(elems, f), *want = sentinels(elems, f);
@@ -977,9 +980,9 @@ static void test_gatherv_scatterv(MPI_Comm c, const char *label)
                         free(send);
                         free(all);
                         free(want);
-                        /* scatterv: the root sends cnt(root, r) to rank r */
+                        /* scatterv: the root sends pattern_count(root, r) to rank r */
                         for (int r = 0; r < n; r++)
-                            counts[r] = cnt(pat, root, r, n, 0);
+                            counts[r] = pattern_count(pat, root, r, n, 0);
                         elems = layout(counts, n, 0, displs), shift = w.neg ? elems / 2 : 0;
                         layout(counts, n, shift, displs);
                         int *from = sentinels(elems, f), *mine = sentinels(counts[rank], f),
@@ -1023,7 +1026,7 @@ static void test_reduce_scatter(MPI_Comm c, const char *label)
                         const type_t *ty = &types[t];
                         size_t all = 0, before = 0;
                         for (int p = 0; p < n; p++) {
-                            counts[p] = cnt(pat, 0, p, n, 0);
+                            counts[p] = pattern_count(pat, 0, p, n, 0);
                             before += p < rank ? (size_t)counts[p] : 0;
                             all += (size_t)counts[p];
                         }
@@ -1078,9 +1081,9 @@ static void test_v_in_flight(MPI_Comm c, const char *label)
     size_t nn = (size_t)n * sizeof(int);
     int *sc = malloc(nn), *sd = malloc(nn), *rc_ = malloc(nn), *rd = malloc(nn), *gc = malloc(nn), *gd = malloc(nn);
     for (int p = 0; p < n; p++) {
-        sc[p] = cnt(3, rank, p, n, 0);
-        rc_[p] = cnt(3, p, rank, n, 0);
-        gc[p] = cnt(0, p, 1, n, 0);
+        sc[p] = pattern_count(3, rank, p, n, 0);
+        rc_[p] = pattern_count(3, p, rank, n, 0);
+        gc[p] = pattern_count(0, p, 1, n, 0);
     }
     const form_t *f = &forms[0];
     int se = layout(sc, n, 0, sd), re = layout(rc_, n, 0, rd), ge = layout(gc, n, 0, gd);

@@ -31,7 +31,7 @@ typedef struct {
     FIELDS_TO_ALGORITHM
     double topk_density;
     void *stream;
-    double premul;
+    double premul; // cppcheck-suppress unusedStructMember ; there to place later_flags past it
     unsigned long long later_flags;
     const void *later_ptr;
 } attr_newer_t;
