@@ -14,7 +14,8 @@
 
 typedef struct {
     const char *name;
-    int coll[2]; /* the others', the last rank's: 0 allreduce, 1 bcast, 2 allgather */
+    int coll[2]; /* the others', the last rank's: 0 allreduce, 1 bcast, 2 allgather, 3 allgatherv
+                    (count from every rank), 4 gather, 5 scatter */
     gcoll_dtype_t dtype[2];
     size_t count[2];
     int root[2];
@@ -23,9 +24,15 @@ typedef struct {
 
 static gcoll_status_t call(int coll, void *buf, void *out, size_t count, gcoll_dtype_t dtype, int root, gcoll_comm_t c)
 {
+    size_t counts[64];
+    for (int i = 0; i < h_size && i < 64; i++)
+        counts[i] = count;
     switch (coll) {
     case 0: return gcoll_allreduce(buf, out, count, dtype, GCOLL_SUM, c);
     case 1: return gcoll_bcast(buf, count, dtype, root, c);
+    case 3: return gcoll_allgatherv(buf, count, out, counts, NULL, dtype, c);
+    case 4: return gcoll_gather(buf, out, count, dtype, root, c);
+    case 5: return gcoll_scatter(out, buf, count, dtype, root, c);
     default: return gcoll_allgather(buf, out, count, dtype, c);
     }
 }
@@ -121,6 +128,37 @@ int main(int argc, char **argv)
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         run_case(world, &cases[i]);
+    /* the vector and rooted collectives: allgatherv's messages carry the total of its counts */
+    char v0[96], v1[96], s1[96];
+    snprintf(v0, sizeof(v0), "allgatherv #2 (float32, count %d)", 1000 * h_size);
+    snprintf(v1, sizeof(v1), "allgatherv #2 (float32, count %d)", 999 * h_size);
+    /* rooted: the odd rank scatters from itself, so that a message crosses (two ranks that both
+     * wait to receive can only time out) */
+    int last = h_size - 1;
+    snprintf(s1, sizeof(s1), "scatter #2 (float32, count 16, root %d)", last);
+    const mcase_t vcases[] = {
+        {"allgatherv totals", {3, 3}, {GCOLL_FLOAT32, GCOLL_FLOAT32}, {1000, 999}, {0, 0}, {v0, v1}},
+        {"allgatherv against allreduce",
+         {3, 0},
+         {GCOLL_FLOAT32, GCOLL_FLOAT32},
+         {1000, 1000},
+         {0, 0},
+         {v0, "allreduce #2 (float32 sum, count 1000)"}},
+        {"gather against scatter",
+         {4, 5},
+         {GCOLL_FLOAT32, GCOLL_FLOAT32},
+         {16, 16},
+         {0, last},
+         {"gather #2 (float32, count 16, root 0)", s1}},
+        {"scatter roots",
+         {5, 5},
+         {GCOLL_FLOAT32, GCOLL_FLOAT32},
+         {16, 16},
+         {0, last},
+         {"scatter #2 (float32, count 16, root 0)", s1}},
+    };
+    for (size_t i = 0; i < sizeof(vcases) / sizeof(vcases[0]); i++)
+        run_case(world, &vcases[i]);
     /* the world, which saw none of it, still works */
     int one = 1, sum = 0;
     CHECK_OK(gcoll_allreduce(&one, &sum, 1, GCOLL_INT32, GCOLL_SUM, world));
