@@ -306,6 +306,10 @@ static void fail_from_transport(gcoll_request_t r, gcoll_status_t status)
     else
         snprintf(why, sizeof(why), "%s", evidence);
     fail_request(r, status, why);
+    /* a point-to-point receive that its message does not fit: the sender, which may wait for the
+     * receive to take its data, is told as of a collective's mismatch */
+    if (r->coll == GCOLL_COLL_P2P && status == GCOLL_ERR_TRANSPORT && c->tpops->mismatch)
+        c->tpops->mismatch(c->tp, r->errmsg);
 }
 
 /* Ends r if its communicator has a dead peer. Asked once r has stalled LIVENESS_S, and then at
