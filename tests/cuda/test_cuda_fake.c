@@ -487,10 +487,14 @@ static void all_cases(void)
     static const gcoll_dtype_t dts[] = {GCOLL_FLOAT32,     GCOLL_FLOAT16,     GCOLL_BFLOAT16, GCOLL_FLOAT64,
                                         GCOLL_FLOAT8_E4M3, GCOLL_FLOAT8_E5M2, GCOLL_INT32,    GCOLL_INT16};
     static const gcoll_op_t ops[] = {GCOLL_SUM, GCOLL_PROD, GCOLL_MIN, GCOLL_MAX, GCOLL_AVG};
-    for (size_t i = 0; i < sizeof(dts) / sizeof(dts[0]); i++)
+    for (size_t i = 0; i < sizeof(dts) / sizeof(dts[0]); i++) {
+        /* the reference's fp8 inputs keep every partial result exact over at most 8 ranks */
+        if ((dts[i] == GCOLL_FLOAT8_E4M3 || dts[i] == GCOLL_FLOAT8_E5M2) && h_size > 8)
+            continue;
         for (size_t j = 0; j < sizeof(ops) / sizeof(ops[0]); j++)
             if (!((dts[i] == GCOLL_INT32 || dts[i] == GCOLL_INT16) && ops[j] == GCOLL_AVG))
                 reductions(dts[i], ops[j], j == 0 ? big : 3001);
+    }
     reductions(GCOLL_FLOAT32, GCOLL_SUM, 1);
     reductions(GCOLL_FLOAT32, GCOLL_SUM, 0);
     movement(100003);

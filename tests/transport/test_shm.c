@@ -17,6 +17,7 @@
 #include "base/log.h"
 #include "base/schedule.h"
 #include "collectives/adasum.h"
+#include "collectives/cost.h"
 #include "collectives/select.h"
 #include "transports/shm/shm_internal.h"
 #include "transports/transport.h"
@@ -490,6 +491,9 @@ static void test_build_is_pure(gcoll__shm_t *ch)
                     alg->coll == GCOLL_COLL_ALLREDUCE || alg->coll == GCOLL_COLL_BCAST || alg->coll == GCOLL_COLL_REDUCE
                     ? counts[k]
                     : (counts[k] + (size_t)size - 1) / (size_t)size;
+                size_t vc[64], vd[64]; /* the vector collectives' blocks, as the cost model sizes them */
+                if (gcoll__coll_vector(alg->coll) && size <= 64)
+                    gcoll__cost_even(&a, counts[k], vc, vd);
                 if (alg->usable(&a))
                     check_build(ch, &a, alg->name, 0, dry, alg);
             }
