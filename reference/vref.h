@@ -1,7 +1,7 @@
 /* Test data for the vector collectives, point-to-point and GCOLL_PREMUL_SUM: per-rank block counts
- * and alltoallv count matrices drawn from a seed (the same on every rank), displacements with gaps,
- * and a store and load of every dtype (16-bit integers and both fp8 formats included) written from
- * the formats' definitions. Nothing here calls gcoll. */
+ * and alltoallv count matrices drawn from a seed (the same on every rank) and displacements with
+ * gaps; elements are stored and read with reference.h's ref_encode and ref_decode. Nothing here
+ * calls gcoll. */
 #ifndef GCOLL_VREF_H
 #define GCOLL_VREF_H
 
@@ -27,11 +27,6 @@ void vref_matrix(size_t *m, int n, vref_pattern_t p, uint32_t seed, int sym);
 size_t vref_displs(size_t *displs, const size_t *counts, int n, int gaps, uint32_t seed);
 size_t vref_sum(const size_t *counts, int n);
 
-/* Stores v in dtype d, rounding to nearest even (fp8 e4m3 saturating at +-448, e5m2 to
- * infinity); integers are stored by truncation. */
-void vref_encode(gcoll_dtype_t d, double v, void *out);
-/* A stored element of dtype d as a double. */
-double vref_decode(gcoll_dtype_t d, const void *p);
 int vref_is_float(gcoll_dtype_t d);
 
 #endif

@@ -61,7 +61,7 @@ static void fill_input(void *p, size_t count, int set, gcoll_dtype_t d)
     size_t es = gcoll_dtype_size(d);
     double t;
     for (size_t i = 0; i < count; i++)
-        vref_encode(d, input(set, r, i, d, &t), (char *)p + i * es);
+        ref_encode(d, input(set, r, i, d, &t), (char *)p + i * es);
 }
 
 static double expected(int set, size_t i, gcoll_dtype_t d)
@@ -79,7 +79,7 @@ static void check_sum(const char *got, size_t first, size_t count, int set, gcol
 {
     size_t es = gcoll_dtype_size(d);
     for (size_t i = 0; i < count; i++) {
-        double g = vref_decode(d, got + i * es), want = expected(set, first + i, d);
+        double g = ref_decode(d, got + i * es), want = expected(set, first + i, d);
         if (g != want) {
             CHECK(0, "%s: element %zu is %g, want %g", ctx, i, g, want);
             return;
