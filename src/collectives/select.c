@@ -127,12 +127,6 @@ int gcoll__coll_sized(int coll)
     return coll != GCOLL_COLL_ALLTOALLV && coll != GCOLL_COLL_GATHERV && coll != GCOLL_COLL_SCATTERV;
 }
 
-size_t gcoll__fuse_bytes(const gcoll__coll_args_t *a)
-{
-    (void)a;
-    return (size_t)4 << 20;
-}
-
 static int usable(int idx, const gcoll__coll_args_t *a)
 {
     return gcoll__algo_usable(gcoll__algo_get(idx), a);

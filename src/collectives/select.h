@@ -50,10 +50,6 @@ const char *gcoll__family_name(int family);
 /* Picks the algorithm; forced is attr.algorithm (NULL for the table). */
 gcoll_status_t gcoll__algo_select(const gcoll__coll_args_t *a, const char *forced, const gcoll__algo_t **out);
 size_t gcoll__coll_bytes(const gcoll__coll_args_t *a); /* the size the table is indexed by */
-/* The largest allreduce a group fuses small ones into (a's communicator). One per batch beats
- * several in flight at once: on one host those take turns on the node channel, each a round of
- * every rank, which costs more than the larger operation's rounds. */
-size_t gcoll__fuse_bytes(const gcoll__coll_args_t *a);
 /* Whether every rank knows the size of collective coll (alltoallv, gatherv and scatterv: no rank
  * does, and gcoll__coll_bytes is 0 there). */
 int gcoll__coll_sized(int coll);

@@ -13,8 +13,11 @@
 #include "core/lane.h"
 #include "core/post.h"
 
-/* Allreduces at most this large are fused, into operations of at most gcoll__fuse_bytes. */
+/* Allreduces at most FUSE_MAX bytes are fused, into operations of at most FUSED_MAX: one per
+ * batch beats several in flight at once, which on one host take turns on the node channel, each
+ * a round of every rank. */
 #define FUSE_MAX ((size_t)64 << 10)
+#define FUSED_MAX ((size_t)4 << 20)
 
 typedef struct {
     gcoll_request_t r; /* allocated, not started: pending until the end */
@@ -289,10 +292,10 @@ static void flush_held(void)
         held_t *h = &g.held[i];
         if (h->taken)
             continue;
-        size_t n = 0, total = 0, most = gcoll__fuse_bytes(&h->a);
+        size_t n = 0, total = 0;
         for (size_t j = i; j < g.nheld && m; j++)
             if (!g.held[j].taken && same_batch(h, &g.held[j]) &&
-                (n == 0 || (total + g.held[j].a.count) * h->a.esize <= most)) {
+                (n == 0 || (total + g.held[j].a.count) * h->a.esize <= FUSED_MAX)) {
                 g.held[j].taken = 1;
                 m[n++] = &g.held[j];
                 total += g.held[j].a.count;
