@@ -72,9 +72,15 @@ CUDA_ARCHS ?= 75 80 86 89 90
 NVCC_FLAGS := -O3 -std=c++17 -Iinclude -Isrc -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Werror --cudart shared \
     $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
     -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
-$(CUDA_LIB): src/cuda/kernels.cu src/cuda/rt_abi.h include/gcoll.h
+lib/libgcoll_cuda.so: src/cuda/kernels.cu src/cuda/rt_abi.h include/gcoll.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -shared -o $@ $<
+ifneq ($(SAN),)
+# nvcc's host code carries no sanitizer, so the sanitizer builds share the default build's kernels
+$(CUDA_LIB): lib/libgcoll_cuda.so
+	@mkdir -p $(dir $@)
+	cp $< $@
+endif
 endif
 
 UNIT_SRCS := $(wildcard tests/unit/*.c)

@@ -460,16 +460,17 @@ int main(int argc, char **argv)
         cur_count = (int)c;
         counts_run |= 1u << c;
         next_count();
-        /* the 1 Mi+3 case, most of the run's time, at 5 ranks and more for every other dtype
-         * (odd ones at 5 and 7 ranks, even ones at 8) and with the sum and one other op, a
-         * different one at each of those rank counts (all of them at 1 to 4 ranks) */
-        int large = c == sizeof(counts) / sizeof(counts[0]) - 1 && n >= 5;
+        /* the 1 Mi+3 case, most of the run's time: reductions for a quarter of the dtypes
+         * (d = n mod 4: the runs at 1 to 4 ranks meet them all) with the sum and two other ops,
+         * which two turning with the dtype and rank count; movement for half of them (d = n mod
+         * 2): enough cases for every algorithm and placement to meet it */
+        int large = c == sizeof(counts) / sizeof(counts[0]) - 1;
         for (int d = 0; d < GCOLL_DTYPE_COUNT; d++) {
             if (large && d % 2 != n % 2)
                 continue;
             for (int op = 0; op < GCOLL_OP_COUNT; op++)
                 if (op != GCOLL_ADASUM && op != GCOLL_PREMUL_SUM && /* test_adasum's, and tested apart */
-                    (!large || op == GCOLL_SUM || op == 1 + (d + n) % (GCOLL_ADASUM - 1)))
+                    (!large || (d % 4 == n % 4 && (op == GCOLL_SUM || (op - 1 - d - n) % 2 == 0))))
                     test_reductions((gcoll_dtype_t)d, (gcoll_op_t)op, counts[c]);
             test_movement((gcoll_dtype_t)d, counts[c]);
         }

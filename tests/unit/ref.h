@@ -95,13 +95,21 @@ static inline uint8_t ref_f32_to_fp8(int e5m2, float f)
         v = copysign(448, v);
     if (isinf(v))
         return (uint8_t)(sign | 0x7c);
+    static double mag[2][0x80]; /* the magnitudes, computed once: the search runs per element */
+    static int have[2];
+    if (!have[e5m2]) {
+        for (unsigned c = 0; c < 0x80; c++)
+            mag[e5m2][c] = ref_fp8_value(e5m2, c);
+        have[e5m2] = 1;
+    }
+    double a = fabs(v);
     for (unsigned c = 0; c < 0x80; c++) {
-        double x = ref_fp8_value(e5m2, sign | c);
+        double x = mag[e5m2][c];
         if (isnan(x))
             continue;
         if (isinf(x))
-            x = copysign(65536, x);
-        double d = fabs(v - x);
+            x = 65536;
+        double d = fabs(a - x);
         if (d < bestd || (d == bestd && !(c & 1))) {
             bestd = d;
             best = sign | c;
