@@ -85,6 +85,7 @@ typedef struct gcoll__ip_op {
     gcoll_request_t g;
     MPI_Request m; /* the program's generalized request */
     int error;     /* MPI_SUCCESS, or MPI_ERR_OTHER when the gcoll operation failed */
+    MPI_Comm comm; /* the call's, whose error handler hears of misuse of its request */
     struct gcoll__ip_op *next;
     size_t v[]; /* scratch */
 } gcoll__ip_op_t;

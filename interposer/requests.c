@@ -127,6 +127,7 @@ int gcoll__ip_finish(int call, gcoll__ip_op_t *op, MPI_Comm comm, gcoll_status_t
         free(op);
         return st == GCOLL_SUCCESS ? MPI_SUCCESS : gcoll__ip_fail(call, comm);
     }
+    op->comm = comm;
     int rc = PMPI_Grequest_start(ireq_query, ireq_free, ireq_cancel, op, &op->m);
     if (rc != MPI_SUCCESS) { /* cannot hand it out: finish it here, as a blocking call */
         st = GCOLL(gcoll_wait(&op->g));
@@ -151,6 +152,23 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
     if (!bypass() && request)
         drive(*request, 0);
     return PMPI_Test(request, flag, status);
+}
+
+/* Freeing a nonblocking collective's request is erroneous in MPI, and MPI would release the
+ * generalized request's operation while gcoll still writes into it: refused as Open MPI refuses
+ * its own, through the communicator's error handler, the request left to wait for. */
+int MPI_Request_free(MPI_Request *request)
+{
+    ireq_t *r = bypass() || !request ? NULL : claim(*request);
+    if (!r)
+        return PMPI_Request_free(request);
+    put_back(r);
+    gcoll__ip_say("ERROR",
+                  "MPI_Request_free: the request of MPI_%s, a nonblocking collective, cannot be freed "
+                  "(MPI-3.1 section 5.12); wait for it or test it instead",
+                  gcoll__ip_call_names[r->call]);
+    PMPI_Comm_call_errhandler(r->comm, MPI_ERR_REQUEST);
+    return MPI_ERR_REQUEST;
 }
 
 int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)

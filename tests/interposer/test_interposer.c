@@ -1124,6 +1124,44 @@ static void test_v_in_flight(MPI_Comm c, const char *label)
     free(gd);
 }
 
+/* MPI_Request_free on a running iallreduce is erroneous: refused, as Open MPI refuses its own,
+ * with the request left to wait for (the interposer's generalized request must not release the
+ * operation under gcoll). */
+static void test_request_free(MPI_Comm c, const char *label)
+{
+    if (!on[IALLREDUCE]) /* MPI's own answer to the erroneous call differs between communicators */
+        return;
+    int rank, n;
+    MPI_Comm_rank(c, &rank);
+    MPI_Comm_size(c, &n);
+    enum { CNT = 1 << 20 };
+    int *in = malloc(CNT * sizeof(int)), *out = calloc(CNT, sizeof(int));
+    for (int i = 0; i < CNT; i++)
+        in[i] = rank + i % 1000;
+    /* the request's communicator hears of it */
+    MPI_Errhandler was;
+    MPI_Comm_get_errhandler(c, &was);
+    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    MPI_Request r;
+    MPI_Iallreduce(in, out, CNT, MPI_INT, MPI_SUM, c, &r);
+    tally(IALLREDUCE, 1);
+    int freed = MPI_Request_free(&r), cls = MPI_SUCCESS;
+    MPI_Error_class(freed, &cls);
+    int kept = r != MPI_REQUEST_NULL, rc = kept ? MPI_Wait(&r, MPI_STATUS_IGNORE) : MPI_ERR_REQUEST;
+    MPI_Comm_set_errhandler(c, was);
+    MPI_Errhandler_free(&was);
+    long bad = -1;
+    for (int i = CNT; i-- > 0;)
+        if (out[i] != n * (n - 1) / 2 + n * (i % 1000))
+            bad = i;
+    CHECK(cls == MPI_ERR_REQUEST && kept && rc == MPI_SUCCESS && bad < 0,
+          "%s MPI_Request_free on a running iallreduce: error class %d (want MPI_ERR_REQUEST %d), request %s, "
+          "wait %d, first wrong element %ld",
+          label, cls, MPI_ERR_REQUEST, kept ? "kept" : "released", rc, bad);
+    free(in);
+    free(out);
+}
+
 static void test_all(MPI_Comm c, const char *label, int quick)
 {
     test_allreduce(c, label, quick);
@@ -1144,6 +1182,7 @@ static void test_all(MPI_Comm c, const char *label, int quick)
     test_gatherv_scatterv(c, label);
     test_reduce_scatter(c, label);
     test_v_in_flight(c, label);
+    test_request_free(c, label);
 }
 
 /* Lines of this process's mappings that are gcoll shared-memory segments: a communicator that
