@@ -15,7 +15,8 @@ usage: tests/run.sh [-a] [-l LABEL]... [-n MAXRANKS] [--list] [NAME...]
 Manifest fields: NAME RANKS TIMEOUT LABELS KIND ARGS...; RANKS is a list (1,3,8) or - for one
 run; KIND is unit, mpi PROGRAM [VAR=VALUE...], py FILE RESULT [VAR=VALUE...], sh COMMAND, gpu
 PROGRAM [VAR=VALUE...] or cluster SCRIPT. A line labelled nosan is skipped under the sanitizers
-(SAN set), one labelled san runs only there, one labelled ofi needs OFI=1, torch needs
+(SAN set), where a line of more than three rank counts runs at its smallest, largest and
+largest odd one between; a line labelled san runs only there, one labelled ofi needs OFI=1, torch needs
 /usr/bin/python3 to import torch; gpu lines skip where no GPU is visible, cluster scripts where
 network namespaces cannot be made (exit 77).
 EOF
@@ -234,6 +235,20 @@ while read -r name ranks limit tags kind rest; do
         done
         [ -n "$nps" ] || continue
     fi
+    # under the sanitizers a line of more than three rank counts runs at three of them: its
+    # smallest, its largest and the largest odd one between (make test runs every count)
+    dropped=""
+    # shellcheck disable=SC2086 # $nps is a list of numbers, split into one a line
+    if [ -n "${SAN:-}" ] && [ "$(printf '%s\n' $nps | wc -l)" -gt 3 ]; then
+        # shellcheck disable=SC2086 # likewise
+        keep=$(printf '%s\n' $nps | sort -n | awk '{ a[NR] = $1 } END { o = 0
+            for (i = 2; i < NR; i++) if (a[i] % 2) o = a[i]
+            printf "%s%s %s", a[1], o ? " " o : "", a[NR] }')
+        for np in $nps; do
+            case " $keep " in *" $np "*) ;; *) dropped="$dropped $np" ;; esac
+        done
+        nps=" $keep"
+    fi
     if has_label "$tags" san && [ -z "${SAN:-}" ] && [ -z "$names" ]; then
         continue # the sanitizer run's variant of another line
     fi
@@ -253,6 +268,7 @@ while read -r name ranks limit tags kind rest; do
         skip "$name" "runs only under the sanitizers (make check-san)"
         continue
     fi
+    [ -z "$dropped" ] || skip "$name np=${dropped# }" "under the sanitizers a line runs at its smallest, largest and largest odd rank count"
     if has_label "$tags" ofi && [ "${OFI:-0}" != 1 ]; then
         skip "$name" "built without libfabric (OFI=${OFI:-0})"
         continue
