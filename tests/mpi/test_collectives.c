@@ -470,7 +470,7 @@ int main(int argc, char **argv)
                 continue;
             for (int op = 0; op < GCOLL_OP_COUNT; op++)
                 if (op != GCOLL_ADASUM && op != GCOLL_PREMUL_SUM && /* test_adasum's, and tested apart */
-                    (!large || (d % 4 == n % 4 && (op == GCOLL_SUM || (op - 1 - d - n) % 2 == 0))))
+                    (!large || (d % 4 == n % 4 && (op == GCOLL_SUM || (op + d + n + 1) % 2 == 0))))
                     test_reductions((gcoll_dtype_t)d, (gcoll_op_t)op, counts[c]);
             test_movement((gcoll_dtype_t)d, counts[c]);
         }

@@ -209,8 +209,10 @@ static void check_table_len(const gcoll__kernels_t *k, int d, size_t len, int ev
     size_t es = gcoll_dtype_size((gcoll_dtype_t)d), bytes = len * es;
     char *a = malloc(bytes + 8), *b = malloc(bytes + 8), *out = malloc(bytes + 8), *want = malloc(bytes + 8);
     static const size_t offs[][3] = {{0, 0, 0}, {1, 3, 5}, {7, 2, 0}};
-    for (int op = 0; op < (every ? 4 : 1); op++) {
-        for (size_t o = !every; o < (every ? 3u : 2u); o++) {
+    int nops = every ? 4 : 1;
+    size_t first = every ? 0 : 1, last = every ? 2 : 1; /* offs[1]: every buffer unaligned */
+    for (int op = 0; op < nops; op++) {
+        for (size_t o = first; o <= last; o++) {
             char *pa = a + offs[o][0], *pb = b + offs[o][1], *po = out + offs[o][2];
             fill(d, pa, len);
             fill(d, pb, len);
