@@ -121,6 +121,36 @@ typedef struct {
 GCOLL_API gcoll_status_t gcoll_init(int *argc, char ***argv);
 GCOLL_API gcoll_status_t gcoll_finalize(void);
 
+/* A key-value store every rank of a job reaches (a torch.distributed c10d store, etcd, a shared
+ * directory), through which gcoll_init_store and gcoll_comm_create_store find the ranks instead of
+ * MPI or gcoll's own rendezvous. set publishes value under key; get waits until key exists (for as
+ * long as the store's own timeout allows), copies at most cap bytes of its value and sets *len to
+ * the value's full length. Either returns GCOLL_SUCCESS, or a status and a line in why (whylen
+ * bytes) that gcoll passes on; they may be called from any thread, one at a time. Keys are short
+ * text under "gcoll/"; values are a few hundred bytes. gcoll copies the struct; ctx must stay valid
+ * while a communicator made from it lives. Start from GCOLL_STORE_INIT, as for gcoll_attr_t. */
+typedef struct {
+    size_t size;      /* sizeof(gcoll_store_t) in the caller's header */
+    unsigned magic;   /* GCOLL_STORE_MAGIC */
+    unsigned version; /* GCOLL_VERSION of the caller's header */
+    void *ctx;        /* passed to set and get */
+    gcoll_status_t (*set)(void *ctx, const char *key, const void *value, size_t len, char *why, size_t whylen);
+    gcoll_status_t (*get)(void *ctx, const char *key, void *value, size_t cap, size_t *len, char *why, size_t whylen);
+} gcoll_store_t;
+#define GCOLL_STORE_MAGIC 0x67637374u /* "gcst" */
+#define GCOLL_STORE_INIT                                                          \
+    {                                                                             \
+        sizeof(gcoll_store_t), GCOLL_STORE_MAGIC, GCOLL_VERSION, NULL, NULL, NULL \
+    }
+/* gcoll_init for a job whose ranks meet through store: this process is rank of size, MPI is not
+ * started, and the launcher's variables are not read. Nests as gcoll_init does: once gcoll is
+ * initialized, it only counts (the world stays the first call's). Collective over the size ranks. */
+GCOLL_API gcoll_status_t gcoll_init_store(int rank, int size, const gcoll_store_t *store);
+/* A new communicator of size ranks that meet through store, this process its rank: collective
+ * over those ranks only (other processes need not take part). Each communicator made from a
+ * store needs its own key space: a fresh store, or one whose keys carry a prefix of its own. */
+GCOLL_API gcoll_status_t gcoll_comm_create_store(int rank, int size, const gcoll_store_t *store, gcoll_comm_t *comm);
+
 /* Communicators. Collectives on one communicator must be called in the same order on every
  * rank (MPI's rule); different communicators are independent. */
 GCOLL_API gcoll_status_t gcoll_comm_world(gcoll_comm_t *comm);
@@ -335,6 +365,9 @@ GCOLL_API gcoll_status_t gcoll_algorithms(const char *collective, const char *co
  * application"). Local: the other ranks learn of it through their own failure detection or
  * timeout. A failed communicator can only be freed. Aborting one that failed already succeeds. */
 GCOLL_API gcoll_status_t gcoll_comm_abort(gcoll_comm_t comm);
+/* Operations on comm started after this call fail with GCOLL_ERR_TIMEOUT (and fail comm) when
+ * they have not completed within seconds (> 0); until then, GCOLL_TIMEOUT's. Local to this rank. */
+GCOLL_API gcoll_status_t gcoll_comm_set_timeout(gcoll_comm_t comm, double seconds);
 
 /* Payload bytes this rank has handed to the transport for comm's collectives so far (after any
  * compression): the difference around a call is what that call put on the wire. */

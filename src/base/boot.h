@@ -1,7 +1,8 @@
 /* The bootstrap group: the few collective operations that set communicators and transports up
- * (address exchange, agreement on settings, the host map), behind one table with two
- * implementations: an MPI communicator (boot_mpi.c) and, for jobs launched without MPI, a TCP
- * star around rank 0 (boot_tcp.c). Every call is collective over the group. */
+ * (address exchange, agreement on settings, the host map), behind one table with three
+ * implementations: an MPI communicator (boot_mpi.c), for jobs launched without MPI a TCP star
+ * around rank 0 (boot_tcp.c), and the application's key-value store (boot_store.c). Every call
+ * is collective over the group. */
 #ifndef GCOLL_BOOT_H
 #define GCOLL_BOOT_H
 
@@ -31,7 +32,7 @@ struct gcoll__boot {
 };
 
 /* How the job was launched, decided once by gcoll__boot_world. */
-typedef enum { GCOLL_BOOT_MPI = 1, GCOLL_BOOT_ENV } gcoll__boot_mode_t;
+typedef enum { GCOLL_BOOT_MPI = 1, GCOLL_BOOT_ENV, GCOLL_BOOT_STORE } gcoll__boot_mode_t;
 
 /* The world group: MPI (started here unless the application did, THREAD_MULTIPLE) or the TCP
  * rendezvous from the environment, as GCOLL_BOOT and the launcher's variables say. Needs the
@@ -45,6 +46,9 @@ gcoll_status_t gcoll__boot_from_mpi(MPI_Comm comm, gcoll__boot_t **out);
 /* The TCP star: rank 0 listens at GCOLL_ROOT_ADDR (or MASTER_ADDR:MASTER_PORT+1), the others
  * join it (boot_tcp.c). */
 gcoll_status_t gcoll__boot_tcp_world(int rank, int size, const char *root, gcoll__boot_t **out);
+/* A group of size ranks that meet through the application's store (boot_store.c); checks the
+ * arguments, naming the bad one. */
+gcoll_status_t gcoll__boot_store(const gcoll_store_t *store, int rank, int size, gcoll__boot_t **out);
 /* The rank the launcher's variables give, for log lines before the bootstrap; -1 if none. */
 int gcoll__boot_env_rank(void);
 /* This host's identity: hostname, boot id and network namespace (ranks with equal keys share a

@@ -421,6 +421,30 @@ GCOLL_API gcoll_status_t gcoll_comm_from_mpi(MPI_Comm mpi_comm, gcoll_comm_t *co
     return gcoll__comm_create(boot, comm);
 }
 
+GCOLL_API gcoll_status_t gcoll_comm_create_store(int rank, int size, const gcoll_store_t *store, gcoll_comm_t *comm)
+{
+    if (!comm)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "comm is NULL");
+    *comm = NULL;
+    if (!gcoll__context.initialized)
+        return gcoll__error(GCOLL_ERR_INVALID_USAGE, "gcoll is not initialized: call gcoll_init first");
+    gcoll__boot_t *boot;
+    GCOLL_CHECK(gcoll__boot_store(store, rank, size, &boot));
+    return gcoll__comm_create(boot, comm);
+}
+
+GCOLL_API gcoll_status_t gcoll_comm_set_timeout(gcoll_comm_t comm, double seconds)
+{
+    GCOLL_CHECK(gcoll__comm_check(comm, "comm"));
+    if (!(seconds > 0) || seconds > 1e9)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "seconds %g is not a timeout: accepts more than 0, up to 1e9",
+                            seconds);
+    pthread_mutex_lock(&comm->lane->lock);
+    comm->timeout_s = seconds;
+    pthread_mutex_unlock(&comm->lane->lock);
+    return GCOLL_SUCCESS;
+}
+
 GCOLL_API gcoll_status_t gcoll_comm_split(gcoll_comm_t comm, int color, int key, gcoll_comm_t *newcomm)
 {
     if (!newcomm)

@@ -23,8 +23,9 @@ struct gcoll_comm {
     uint64_t seq;          /* collectives issued so far: the tag of the next one */
     gcoll_status_t failed; /* GCOLL_SUCCESS while healthy */
     char failmsg[256];
-    double t_alive; /* when a stalled wait last looked for dead peers */
-    int refs;       /* the user's handle plus requests in flight */
+    double t_alive;   /* when a stalled wait last looked for dead peers */
+    double timeout_s; /* gcoll_comm_set_timeout's; 0: GCOLL_TIMEOUT's */
+    int refs;         /* the user's handle plus requests in flight */
     int is_world;
     int crowded;              /* more ranks on this host than cores (see gcoll__comm_crowded) */
     unsigned preempted;       /* waits left to run as if crowded: a spinning wait lost its core */

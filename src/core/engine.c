@@ -334,8 +334,9 @@ static void look_for_dead_peer(gcoll_request_t r, double t)
 static void watch(gcoll_request_t r, double t)
 {
     char peers[160];
+    double limit = r->comm->timeout_s > 0 ? r->comm->timeout_s : gcoll__config.timeout_s;
     if (r->deadline == 0) { /* the clocks start at the first reading */
-        r->deadline = t + gcoll__config.timeout_s;
+        r->deadline = t + limit;
         r->next_warn = gcoll__config.stall_warn_s > 0 ? t + gcoll__config.stall_warn_s : 0;
         r->t_moved = t;
         r->progressed = 0;
@@ -350,8 +351,8 @@ static void watch(gcoll_request_t r, double t)
     if (t > r->deadline) {
         int many = waited_for(r, peers, sizeof(peers));
         char why[256];
-        snprintf(why, sizeof(why), "timed out after %g s (GCOLL_TIMEOUT); no answer from rank%s %s",
-                 gcoll__config.timeout_s, many ? "s" : "", peers);
+        snprintf(why, sizeof(why), "timed out after %g s (%s); no answer from rank%s %s", limit,
+                 r->comm->timeout_s > 0 ? "gcoll_comm_set_timeout" : "GCOLL_TIMEOUT", many ? "s" : "", peers);
         fail_request(r, GCOLL_ERR_TIMEOUT, why);
     } else if (r->next_warn > 0 && t >= r->next_warn) {
         char what[192];
@@ -360,7 +361,7 @@ static void watch(gcoll_request_t r, double t)
         GCOLL_LOG(GCOLL_LOG_WARN,
                   "%s still pending after %.0f s; not yet delivered by rank%s %s (GCOLL_TIMEOUT "
                   "ends it after %g s)",
-                  what, t - (r->deadline - gcoll__config.timeout_s), many ? "s" : "", peers, gcoll__config.timeout_s);
+                  what, t - (r->deadline - limit), many ? "s" : "", peers, limit);
         r->next_warn += gcoll__config.stall_warn_s;
     }
 }

@@ -1,6 +1,6 @@
 /* Library lifetime: the configuration, the world's bootstrap (MPI, THREAD_MULTIPLE unless the
- * caller started it, or the TCP rendezvous of a launch without MPI: boot.c), the kernel choice,
- * and the world communicator. Init and finalize nest. */
+ * caller started it, the TCP rendezvous of a launch without MPI, or the application's store:
+ * boot.c), the kernel choice, and the world communicator. Init and finalize nest. */
 #include <stdio.h>
 
 #include <mpi.h>
@@ -21,21 +21,35 @@
 gcoll__context_t gcoll__context;
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static gcoll_status_t start(int *argc, char ***argv)
+/* The world's bootstrap group: the application's store when it gave one, else as launched. */
+static gcoll_status_t boot_world(int *argc, char ***argv, const gcoll_store_t *store, int rank, int size)
 {
-    gcoll__log_set_identity(gcoll__boot_env_rank()); /* the bootstrap confirms it */
+    if (!store)
+        return gcoll__boot_world(argc, argv, &gcoll__context.boot_mode, &gcoll__context.mpi_owned,
+                                 &gcoll__context.boot);
+    gcoll__context.boot_mode = GCOLL_BOOT_STORE;
+    gcoll__context.mpi_owned = 0;
+    GCOLL_CHECK(gcoll__boot_store(store, rank, size, &gcoll__context.boot));
+    gcoll__log_set_identity(rank);
+    return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t start(int *argc, char ***argv, const gcoll_store_t *store, int rank, int size)
+{
+    gcoll__log_set_identity(store ? -1 : gcoll__boot_env_rank()); /* the bootstrap confirms it */
     GCOLL_CHECK(gcoll__config_load());
-    GCOLL_CHECK(
-        gcoll__boot_world(argc, argv, &gcoll__context.boot_mode, &gcoll__context.mpi_owned, &gcoll__context.boot));
+    GCOLL_CHECK(boot_world(argc, argv, store, rank, size));
     gcoll__config_dump();
     const gcoll__tp_entry_t *mpi = gcoll__tp_find("mpi");
     int inter_mpi = gcoll__transport_inter() == mpi, intra_mpi = gcoll__transport_intra() == mpi;
-    if (gcoll__context.boot_mode == GCOLL_BOOT_ENV && (inter_mpi || intra_mpi))
+    if (gcoll__context.boot_mode != GCOLL_BOOT_MPI && (inter_mpi || intra_mpi))
         return gcoll__error(GCOLL_ERR_INVALID_ARG,
                             "GCOLL_TRANSPORT_%s=mpi: this job was launched without MPI "
-                            "(GCOLL_BOOT=env, or GCOLL_RANK/RANK... set), so there is no MPI to carry messages "
+                            "(%s), so there is no MPI to carry messages "
                             "(HINT: leave it auto, or launch with mpirun)",
-                            inter_mpi ? "INTER" : "INTRA");
+                            inter_mpi ? "INTER" : "INTRA",
+                            gcoll__context.boot_mode == GCOLL_BOOT_STORE ? "gcoll_init_store"
+                                                                         : "GCOLL_BOOT=env, or GCOLL_RANK/RANK... set");
     gcoll__topo_log(); /* discovers this node once; the network transports read it */
     GCOLL_CHECK(gcoll__kernels_select(gcoll__config.reduce_isa));
     GCOLL_CHECK(gcoll__transport_choose(&gcoll__context.transport, &gcoll__context.transport_why));
@@ -51,14 +65,12 @@ static gcoll_status_t start(int *argc, char ***argv)
     return GCOLL_SUCCESS;
 }
 
-GCOLL_API gcoll_status_t gcoll_init(int *argc, char ***argv)
+static gcoll_status_t init(int *argc, char ***argv, const gcoll_store_t *store, int rank, int size)
 {
-    if ((argc == NULL) != (argv == NULL))
-        return gcoll__error(GCOLL_ERR_INVALID_ARG, "argc and argv must both be NULL or both be set");
     pthread_mutex_lock(&init_lock);
     gcoll_status_t st = GCOLL_SUCCESS;
     if (gcoll__context.init_count == 0) {
-        st = start(argc, argv);
+        st = start(argc, argv, store, rank, size);
         if (st != GCOLL_SUCCESS) {
             GCOLL_LOG(GCOLL_LOG_ERROR, "gcoll_init failed: %s", gcoll_last_error());
             gcoll__timeline_close();
@@ -76,6 +88,20 @@ GCOLL_API gcoll_status_t gcoll_init(int *argc, char ***argv)
         gcoll__context.init_count++;
     pthread_mutex_unlock(&init_lock);
     return st;
+}
+
+GCOLL_API gcoll_status_t gcoll_init(int *argc, char ***argv)
+{
+    if ((argc == NULL) != (argv == NULL))
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "argc and argv must both be NULL or both be set");
+    return init(argc, argv, NULL, 0, 0);
+}
+
+GCOLL_API gcoll_status_t gcoll_init_store(int rank, int size, const gcoll_store_t *store)
+{
+    if (!store)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "store is NULL");
+    return init(NULL, NULL, store, rank, size);
 }
 
 GCOLL_API gcoll_status_t gcoll_finalize(void)

@@ -1,5 +1,6 @@
 /* GCOLL_TIMEOUT: a collective that rank 0 never joins returns GCOLL_ERR_TIMEOUT on the others
- * instead of hanging, names itself and the silent ranks, and leaves its communicator failed.
+ * instead of hanging, names itself and the silent ranks, and leaves its communicator failed;
+ * gcoll_comm_set_timeout gives one communicator a timeout of its own.
  * Run with GCOLL_TIMEOUT=1 on 3 or more ranks. */
 #include <string.h>
 
@@ -43,6 +44,23 @@ int main(int argc, char **argv)
         CHECK(strstr(gcoll_last_error(), "grad.layer7") != NULL, "message lacks the op's name: %s", gcoll_last_error());
         CHECK(req == NULL, "a finished request was not released");
     }
+    /* a communicator's own timeout, longer than GCOLL_TIMEOUT=1, rules its operations */
+    gcoll_comm_t c3;
+    CHECK_OK(gcoll_comm_dup(world, &c3));
+    CHECK(gcoll_comm_set_timeout(c3, 0) == GCOLL_ERR_INVALID_ARG && strstr(gcoll_last_error(), "seconds"),
+          "a timeout of 0 s: %s", gcoll_last_error());
+    CHECK(gcoll_comm_set_timeout(NULL, 1) == GCOLL_ERR_INVALID_ARG && strstr(gcoll_last_error(), "comm"),
+          "a NULL comm: %s", gcoll_last_error());
+    CHECK_OK(gcoll_comm_set_timeout(c3, 2.5));
+    if (h_rank != 0) {
+        double t0 = h_now();
+        gcoll_status_t st = gcoll_allreduce(v, v, 1000, GCOLL_FLOAT32, GCOLL_SUM, c3);
+        double waited = h_now() - t0;
+        CHECK(st == GCOLL_ERR_TIMEOUT && strstr(gcoll_last_error(), "gcoll_comm_set_timeout"),
+              "allreduce on a comm with its own timeout: %s: %s", gcoll_status_name(st), gcoll_last_error());
+        CHECK(waited >= 2.5, "returned after %.2f s with the communicator's timeout of 2.5 s", waited);
+    }
+    CHECK(gcoll_comm_free(&c3) == GCOLL_SUCCESS, "free of c3: %s", gcoll_last_error());
     /* the failed communicators can still be freed; the world is unaffected */
     CHECK(gcoll_comm_free(&c1) == GCOLL_SUCCESS, "free of a failed comm: %s", gcoll_last_error());
     CHECK(gcoll_comm_free(&c2) == GCOLL_SUCCESS, "free of a failed comm: %s", gcoll_last_error());
