@@ -91,8 +91,24 @@ REF_SRCS := reference/reference.c reference/adasum_ref.c reference/vref.c
 BENCH := $(BINDIR)/gcoll_bench
 EXAMPLES := $(patsubst examples/%.c,$(BINDIR)/%,$(wildcard examples/*.c))
 
+# The torch.distributed backend (bindings/torch/, loaded by gcoll.torch): built beside libgcoll
+# where Debian's libtorch-dev, pybind11-dev and the Python headers are (not under the sanitizers:
+# torch is not built with them).
+PY_INC := $(shell /usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
+ifeq ($(SAN)$(TORCH),)
+ifneq ($(wildcard /usr/include/torch/csrc/distributed/c10d/ProcessGroup.hpp),)
+ifneq ($(wildcard /usr/include/pybind11/pybind11.h),)
+ifneq ($(wildcard $(PY_INC)/Python.h),)
+TORCH_BACKEND := $(LIBDIR)/gcoll_c10d.so
+endif
+endif
+endif
+endif
+TORCH_CXXFLAGS := -O2 -g -std=c++17 -fPIC -Wall -Wextra -Werror -D_GLIBCXX_USE_CXX11_ABI=1 -Iinclude \
+	-isystem /usr/include/torch/csrc/api/include -isystem $(PY_INC)
+
 .PHONY: all lib tests test test-quick test-full check-san check-tsan check-valgrind run install uninstall clean distclean
-all: lib $(TOOLS) $(BENCH) $(EXAMPLES) $(LIBDIR)/libgcoll_mpi.so
+all: lib $(TOOLS) $(BENCH) $(EXAMPLES) $(LIBDIR)/libgcoll_mpi.so $(TORCH_BACKEND)
 lib: $(SHLIB) $(STLIB) $(LIBDIR)/libgcoll.so $(CUDA_LIB)
 
 # Vector kernels: the same template compiled per instruction set, chosen at run time.
@@ -119,6 +135,10 @@ $(LIBDIR)/libgcoll.so: $(SHLIB)
 $(STLIB): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
+
+$(LIBDIR)/gcoll_c10d.so: bindings/torch/process_group.cpp include/gcoll.h $(LIBDIR)/libgcoll.so
+	$(CXX) $(TORCH_CXXFLAGS) -shared $< -o $@ -L$(LIBDIR) -Wl,-rpath,$(abspath $(LIBDIR)) -lgcoll \
+	    -ltorch -ltorch_cpu -lc10 -ltorch_python
 
 # Programs link the shared library, as users do; unit tests link the static one to reach
 # internal functions.

@@ -13,7 +13,7 @@ PKGS="$PKGS python3-mpi4py"
 # The linters (scripts/lint.sh): cppcheck, shellcheck, clang-format 14 (the .clang-format targets it).
 PKGS="$PKGS cppcheck shellcheck clang-format"
 # Wanted but not required: the PyTorch tests and example skip, saying so, where it cannot be had.
-OPTIONAL="python3-torch libtorch-dev pybind11-dev"
+OPTIONAL="python3-torch libtorch-dev pybind11-dev python3-dev"
 
 missing=""
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }

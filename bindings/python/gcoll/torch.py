@@ -1,13 +1,94 @@
-"""PyTorch DistributedDataParallel communication hooks over gcoll (torch 1.13 and later):
-ddp.register_comm_hook(comm, gcoll.torch.allreduce_hook) averages, adasum_hook applies Adasum.
-A hook starts a nonblocking operation on the bucket in place and returns its Future; the futures
-complete when DDP hands over its last bucket, so every gcoll call stays on the backward thread.
+"""PyTorch over gcoll (torch 1.13 and later).
+
+Importing this module registers gcoll as a torch.distributed backend: dist.init_process_group(
+"gcoll") under torchrun-style variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) or under
+mpirun; the ranks meet through the c10d store torch hands the backend (gcoll_init_store), and
+every group (new_group included) is a gcoll communicator. DDP communication hooks:
+ddp.register_comm_hook(state, gcoll.torch.allreduce_hook) averages, adasum_hook applies Adasum;
+state None runs them on the backend's process group, a gcoll.Comm on that communicator.
 """
+import importlib.util
+import os
 import socket
 
 import torch
+import torch.distributed as dist
 
 import gcoll
+from gcoll import _lib
+
+_EXTENSION = "gcoll_c10d.so"
+
+
+def _extension_path():
+    """The backend's extension module: beside the libgcoll this package loaded, or beside it."""
+    places = [os.path.dirname(os.path.abspath(__file__))]
+    if os.sep in _lib.path:
+        places.insert(0, os.path.dirname(os.path.realpath(_lib.path)))
+        places.insert(0, os.path.dirname(_lib.path))
+    for d in places:
+        path = os.path.join(d, _EXTENSION)
+        if os.path.exists(path):
+            return path
+    raise ImportError("gcoll: the torch.distributed backend (%s) was not built: `make` builds it where "
+                      "Debian's libtorch-dev, pybind11-dev and python3-dev are installed; looked in %s"
+                      % (_EXTENSION, ", ".join(places)))
+
+
+_module = None
+
+
+def _backend():
+    global _module
+    if _module is None:
+        spec = importlib.util.spec_from_file_location("gcoll_c10d", _extension_path())
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        _module = mod
+    return _module
+
+
+def _create(store, rank, size, timeout):
+    """torch.distributed's creator for backend "gcoll": one gcoll communicator per group."""
+    return _backend().ProcessGroupGcoll(store, rank, size, timeout.total_seconds())
+
+
+def _launched_by_mpi():
+    """RANK, WORLD_SIZE and, where missing, MASTER_ADDR and MASTER_PORT for env:// under mpirun:
+    the launcher's rank variables; rank 0's address and a port free there, sent through gcoll."""
+    rank = os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK"))
+    size = os.environ.get("OMPI_COMM_WORLD_SIZE", os.environ.get("PMI_SIZE"))
+    if rank is None or size is None or "RANK" in os.environ or "WORLD_SIZE" in os.environ:
+        return
+    os.environ["RANK"], os.environ["WORLD_SIZE"] = rank, size
+    local = os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK")
+    if local is not None:
+        os.environ.setdefault("LOCAL_RANK", local)
+        os.environ.setdefault("LOCAL_WORLD_SIZE", os.environ.get("OMPI_COMM_WORLD_LOCAL_SIZE", "1"))
+    if "MASTER_ADDR" in os.environ and "MASTER_PORT" in os.environ:
+        return
+    gcoll.init()
+    comm = gcoll.comm_world()
+    where = torch.zeros(64, dtype=torch.uint8)
+    if comm.rank == 0:
+        one_host = os.environ.get("OMPI_COMM_WORLD_LOCAL_SIZE") == size
+        addr = os.environ.get("MASTER_ADDR") or ("127.0.0.1" if one_host else
+                                                 socket.gethostbyname(socket.gethostname()))
+        with socket.socket() as s:
+            s.bind(("", 0))
+            port = os.environ.get("MASTER_PORT") or str(s.getsockname()[1])
+        text = ("%s:%s" % (addr, port)).encode()
+        where[:len(text)] = torch.tensor(list(text), dtype=torch.uint8)
+    comm.bcast(where, 0)
+    addr, port = bytes(where.tolist()).rstrip(b"\0").decode().rsplit(":", 1)
+    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = addr, port
+    gcoll.finalize()
+
+
+if "GCOLL" not in dist.Backend._plugins:
+    dist.Backend.register_backend("gcoll", _create)
+_launched_by_mpi()
+
 
 def gloo_init_method(comm):
     """tcp://127.0.0.1:PORT with a port free on rank 0, sent to every rank with gcoll bcast."""
@@ -25,11 +106,26 @@ _pending = []
 
 
 def _comm(state):
-    if state is None:
-        return gcoll.comm_world()
     if isinstance(state, gcoll.Comm):
         return state
-    raise TypeError("gcoll.torch hooks take a gcoll.Comm (or None) as state, not %s" % type(state).__name__)
+    if state is None:
+        return gcoll.comm_world()
+    raise TypeError("gcoll.torch hooks take a gcoll.Comm, a gcoll process group or None as state, not %s"
+                    % type(state).__name__)
+
+
+def _group(state):
+    """The gcoll process group a hook runs on: state itself, or with None the default group when
+    it is gcoll's; None otherwise (the hook then runs on a gcoll.Comm)."""
+    if state is None and dist.is_initialized():
+        state = dist.distributed_c10d._get_default_group()
+    if _module is not None and isinstance(state, _module.ProcessGroupGcoll):
+        return state
+    return None
+
+
+def _first(fut):
+    return fut.value()[0]
 
 
 def _settle(req, fut, result):
@@ -70,6 +166,11 @@ def _launch(start, bucket):
 
 def allreduce_hook(state, bucket):
     """Averages the bucket across the ranks of state (gcoll iallreduce with AVG, in place)."""
+    pg = _group(state)
+    if pg is not None:
+        opts = dist.AllreduceOptions()
+        opts.reduceOp = dist.ReduceOp.AVG
+        return pg.allreduce([bucket.buffer()], opts).get_future().then(_first)
     comm = _comm(state)
     return _launch(lambda buf, **kw: comm.iallreduce(buf, gcoll.AVG, out=buf, **kw), bucket)
 
@@ -77,6 +178,9 @@ def allreduce_hook(state, bucket):
 def adasum_hook(state, bucket):
     """Adasum of the bucket across the ranks of state, each gradient its own tensor (dots and
     norms never cross a gradient's boundary)."""
-    comm = _comm(state)
     counts = [g.numel() for g in bucket.gradients()]
+    pg = _group(state)
+    if pg is not None:
+        return pg.adasum(bucket.buffer(), counts).get_future().then(_first)
+    comm = _comm(state)
     return _launch(lambda buf, **kw: comm.iadasum(buf, counts, out=buf, **kw), bucket)

@@ -1,0 +1,803 @@
+// gcoll as a torch.distributed backend: a c10d::ProcessGroup whose operations are gcoll's
+// nonblocking calls on a communicator built through the c10d store it is handed. C++ only
+// because torch's ProcessGroup is a C++ class; everything it does goes through gcoll's C ABI.
+// gcoll/torch.py loads this module and registers "gcoll" with torch.distributed.
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <pybind11/chrono.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/csrc/utils/pybind.h>
+
+#include "gcoll.h"
+
+namespace {
+
+using c10d::OpType;
+using Tensors = std::vector<at::Tensor>;
+
+[[noreturn]] void fail(const std::string &what, gcoll_status_t st)
+{
+    TORCH_CHECK(false, "gcoll: ", what, " failed: ", gcoll_status_name(st), ": ", gcoll_last_error());
+}
+
+void ok(gcoll_status_t st, const std::string &what)
+{
+    if (st != GCOLL_SUCCESS)
+        fail(what, st);
+}
+
+// The gcoll type of a tensor's elements; reductions refuse bool, movement takes it as bytes.
+gcoll_dtype_t dtype_of(const at::Tensor &t, bool reduction, const char *op)
+{
+    switch (t.scalar_type()) {
+    case at::kFloat: return GCOLL_FLOAT32;
+    case at::kDouble: return GCOLL_FLOAT64;
+    case at::kHalf: return GCOLL_FLOAT16;
+    case at::kBFloat16: return GCOLL_BFLOAT16;
+    case at::kChar: return GCOLL_INT8;
+    case at::kByte: return GCOLL_UINT8;
+    case at::kShort: return GCOLL_INT16;
+    case at::kInt: return GCOLL_INT32;
+    case at::kLong: return GCOLL_INT64;
+    case at::kBool:
+        if (!reduction)
+            return GCOLL_UINT8;
+        break;
+    default: break;
+    }
+    TORCH_CHECK(false, "gcoll: ", op, " of a ", t.scalar_type(), " tensor: gcoll has no such type",
+                reduction ? " for reductions" : "", " (it serves float32/64, float16, bfloat16, int8/16/32/64, uint8",
+                reduction ? "" : ", bool", ")");
+}
+
+void check_tensor(const at::Tensor &t, const char *op)
+{
+    TORCH_CHECK(t.device().is_cpu(), "gcoll: ", op, ": a tensor on ", t.device(),
+                ": this backend serves CPU tensors");
+    TORCH_CHECK(t.layout() == at::kStrided, "gcoll: ", op, ": sparse tensors are not served");
+}
+
+void check_one(const Tensors &ts, const char *op)
+{
+    TORCH_CHECK(ts.size() == 1, "gcoll: ", op, " takes one tensor per process, got ", ts.size());
+    check_tensor(ts[0], op);
+}
+
+struct Op {
+    gcoll_op_t op;
+    double premul;
+};
+
+Op op_of(const c10d::ReduceOp &r, const at::Tensor &t, const char *what)
+{
+    switch (r.op_) {
+    case c10d::ReduceOp::SUM: return {GCOLL_SUM, 0};
+    case c10d::ReduceOp::AVG: return {GCOLL_AVG, 0};
+    case c10d::ReduceOp::PRODUCT: return {GCOLL_PROD, 0};
+    case c10d::ReduceOp::MIN: return {GCOLL_MIN, 0};
+    case c10d::ReduceOp::MAX: return {GCOLL_MAX, 0};
+    case c10d::ReduceOp::PREMUL_SUM: {
+        TORCH_CHECK(at::isFloatingType(t.scalar_type()), "gcoll: ", what,
+                    " with PREMUL_SUM needs a floating-point tensor, not ", t.scalar_type());
+        auto *s = dynamic_cast<c10d::NCCLPreMulSumSupplement *>(r.supplement_.get());
+        TORCH_CHECK(s, "gcoll: ", what, ": PREMUL_SUM without its factor");
+        if (s->tensor_factors.empty())
+            return {GCOLL_PREMUL_SUM, s->double_factor};
+        TORCH_CHECK(s->tensor_factors.size() == 1, "gcoll: ", what, ": PREMUL_SUM takes one factor");
+        return {GCOLL_PREMUL_SUM, s->tensor_factors[0].item<double>()};
+    }
+    default: break;
+    }
+    TORCH_CHECK(false, "gcoll: ", what, " with the bitwise ReduceOp ", int(r.op_),
+                ": gcoll reduces with SUM, AVG, PRODUCT, MIN, MAX and PREMUL_SUM");
+}
+
+// A contiguous tensor that holds t's elements: t itself, or a copy whose result the work copies
+// back into t once it completes.
+at::Tensor dense(const at::Tensor &t)
+{
+    return t.is_contiguous() ? t : t.contiguous();
+}
+
+size_t count_of(const at::Tensor &t)
+{
+    return size_t(t.numel());
+}
+
+void *ptr(const at::Tensor &t)
+{
+    return t.data_ptr();
+}
+
+// One torch operation: the gcoll requests it started, the tensors they use, and what is left to
+// do once they are complete (copies into the caller's tensors).
+class WorkGcoll : public c10d::Work {
+  public:
+    WorkGcoll(int rank, OpType type, const char *name, Tensors outputs)
+        : c10d::Work(rank, type), name_(name), outputs_(std::move(outputs)),
+          future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get())))
+    {
+    }
+    ~WorkGcoll() override = default;
+
+    c10::intrusive_ptr<c10::ivalue::Future> getFuture() override
+    {
+        return future_;
+    }
+    std::vector<at::Tensor> result() override
+    {
+        return outputs_;
+    }
+
+    std::vector<gcoll_request_t> reqs;
+    Tensors keep;                             // buffers the requests use, alive until they complete
+    std::vector<std::shared_ptr<void>> hold;  // and the count arrays they read
+    std::function<void()> after;   // runs once every request succeeded
+    std::string name_;
+
+    // Waits for every request (on the completion thread), then completes the work and its future.
+    void complete()
+    {
+        std::exception_ptr err;
+        for (auto &r : reqs) {
+            gcoll_status_t st = r ? gcoll_wait(&r) : GCOLL_SUCCESS;
+            if (st != GCOLL_SUCCESS && !err)
+                err = std::make_exception_ptr(std::runtime_error(std::string("gcoll: ") + name_ + " failed: " +
+                                                                  gcoll_status_name(st) + ": " + gcoll_last_error()));
+        }
+        if (!err && after) {
+            try {
+                after();
+            } catch (...) {
+                err = std::current_exception();
+            }
+        }
+        keep.clear();
+        hold.clear();
+        if (err)
+            future_->setError(err);
+        else
+            future_->markCompleted(c10::IValue(outputs_));
+        finish(err);
+    }
+
+  private:
+    Tensors outputs_;
+    c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+// set and get of gcoll_store_t over a c10d store; the store's exceptions become a status and why.
+gcoll_status_t store_set(void *ctx, const char *key, const void *value, size_t len, char *why, size_t whylen)
+{
+    try {
+        const uint8_t *v = static_cast<const uint8_t *>(value);
+        static_cast<c10d::Store *>(ctx)->set(key, std::vector<uint8_t>(v, v + len));
+        return GCOLL_SUCCESS;
+    } catch (const std::exception &e) {
+        snprintf(why, whylen, "%s", e.what());
+        return GCOLL_ERR_SYSTEM;
+    }
+}
+
+gcoll_status_t store_get(void *ctx, const char *key, void *value, size_t cap, size_t *len, char *why, size_t whylen)
+{
+    try {
+        std::vector<uint8_t> v = static_cast<c10d::Store *>(ctx)->get(key);
+        *len = v.size();
+        memcpy(value, v.data(), v.size() < cap ? v.size() : cap);
+        return GCOLL_SUCCESS;
+    } catch (const std::exception &e) {
+        snprintf(why, whylen, "%s", e.what());
+        return strstr(e.what(), "imeout") || strstr(e.what(), "timed out") ? GCOLL_ERR_TIMEOUT : GCOLL_ERR_SYSTEM;
+    }
+}
+
+class ProcessGroupGcoll : public c10d::ProcessGroup {
+  public:
+    ProcessGroupGcoll(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size, double timeout_s)
+        : c10d::ProcessGroup(rank, size), store_(store)
+    {
+        gcoll_store_t s = GCOLL_STORE_INIT;
+        s.ctx = store_.get();
+        s.set = store_set;
+        s.get = store_get;
+        gcoll_comm_t world;
+        bool first = gcoll_comm_world(&world) != GCOLL_SUCCESS;
+        ok(gcoll_init_store(rank, size, &s), "gcoll_init_store");
+        gcoll_status_t st = first ? gcoll_comm_world(&comm_) : gcoll_comm_create_store(rank, size, &s, &comm_);
+        if (st == GCOLL_SUCCESS && first) {
+            // the world is gcoll_finalize's to free; this group uses a communicator of its own
+            gcoll_comm_t own;
+            st = gcoll_comm_dup(comm_, &own);
+            comm_ = own;
+        }
+        if (st == GCOLL_SUCCESS)
+            st = gcoll_comm_set_timeout(comm_, timeout_s);
+        if (st != GCOLL_SUCCESS) {
+            std::string msg = gcoll_last_error();
+            if (comm_)
+                gcoll_comm_free(&comm_);
+            gcoll_finalize();
+            TORCH_CHECK(false, "gcoll: the process group's communicator: ", gcoll_status_name(st), ": ", msg);
+        }
+        completer_ = std::thread([this] { run(); });
+    }
+
+    ~ProcessGroupGcoll() override
+    {
+        {
+            std::lock_guard<std::mutex> g(lock_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        completer_.join();
+        gcoll_comm_free(&comm_);
+        gcoll_finalize();
+    }
+
+    const std::string getBackendName() const override
+    {
+        return "gcoll";
+    }
+
+    c10::intrusive_ptr<c10d::Work> broadcast(Tensors &tensors, const c10d::BroadcastOptions &opts) override
+    {
+        check_one(tensors, "broadcast");
+        at::Tensor t = tensors[0], buf = dense(t);
+        auto w = work(OpType::BROADCAST, "broadcast", tensors);
+        start(w, "broadcast", [&](gcoll_request_t *r) {
+            return gcoll_ibcast(ptr(buf), count_of(buf), dtype_of(buf, false, "broadcast"), int(opts.rootRank),
+                                comm_, nullptr, r);
+        });
+        return launch(w, buf, t);
+    }
+
+    c10::intrusive_ptr<c10d::Work> allreduce(Tensors &tensors, const c10d::AllreduceOptions &opts) override
+    {
+        check_one(tensors, "allreduce");
+        at::Tensor t = tensors[0], buf = dense(t);
+        auto w = work(OpType::ALLREDUCE, "allreduce", tensors);
+        post_allreduce(w, buf, opts.reduceOp);
+        return launch(w, buf, t);
+    }
+
+    c10::intrusive_ptr<c10d::Work> allreduce_coalesced(Tensors &tensors,
+                                                       const c10d::AllreduceCoalescedOptions &opts) override
+    {
+        auto w = work(OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors);
+        Tensors bufs;
+        for (auto &t : tensors) {
+            check_tensor(t, "allreduce_coalesced");
+            bufs.push_back(dense(t));
+        }
+        ok(gcoll_group_start(), "gcoll_group_start");
+        try {
+            for (auto &b : bufs)
+                post_allreduce(w, b, opts.reduceOp);
+        } catch (...) {
+            gcoll_group_end();
+            abandon(w);
+            throw;
+        }
+        ok(gcoll_group_end(), "allreduce_coalesced");
+        copy_back(w, bufs, tensors);
+        return enqueue(w);
+    }
+
+    c10::intrusive_ptr<c10d::Work> reduce(Tensors &tensors, const c10d::ReduceOptions &opts) override
+    {
+        check_one(tensors, "reduce");
+        at::Tensor t = tensors[0], buf = dense(t);
+        Op o = op_of(opts.reduceOp, buf, "reduce");
+        auto w = work(OpType::REDUCE, "reduce", tensors);
+        gcoll_attr_t a = attr(w, o);
+        start(w, "reduce", [&](gcoll_request_t *r) {
+            return gcoll_ireduce(ptr(buf), ptr(buf), count_of(buf), dtype_of(buf, true, "reduce"), o.op,
+                                 int(opts.rootRank), comm_, &a, r);
+        });
+        return launch(w, buf, t);
+    }
+
+    c10::intrusive_ptr<c10d::Work> allgather(std::vector<Tensors> &outputs, Tensors &inputs,
+                                             const c10d::AllgatherOptions &) override
+    {
+        check_one(inputs, "allgather");
+        TORCH_CHECK(outputs.size() == 1, "gcoll: allgather takes one output list per process");
+        check_list(outputs[0], inputs[0], "allgather");
+        at::Tensor in = dense(inputs[0]);
+        at::Tensor flat = at::empty({int64_t(size_) * in.numel()}, in.options());
+        auto w = work(OpType::ALLGATHER, "allgather", outputs[0]);
+        w->keep = {in, flat};
+        start(w, "allgather", [&](gcoll_request_t *r) {
+            return gcoll_iallgather(ptr(in), ptr(flat), count_of(in), dtype_of(in, false, "allgather"), comm_,
+                                    nullptr, r);
+        });
+        Tensors outs = outputs[0];
+        w->after = [flat, outs]() { unflatten(flat, outs); };
+        return enqueue(w);
+    }
+
+    c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor &output, at::Tensor &input,
+                                                   const c10d::AllgatherOptions &) override
+    {
+        check_tensor(input, "_allgather_base");
+        check_tensor(output, "_allgather_base");
+        TORCH_CHECK(output.numel() == int64_t(size_) * input.numel(), "gcoll: _allgather_base: the output holds ",
+                    output.numel(), " elements, not the group's ", size_, " x ", input.numel());
+        TORCH_CHECK(output.scalar_type() == input.scalar_type(), "gcoll: _allgather_base: the output's type ",
+                    output.scalar_type(), " is not the input's ", input.scalar_type());
+        at::Tensor in = dense(input), out = dense(output);
+        Tensors outputs = {output};
+        auto w = work(OpType::_ALLGATHER_BASE, "_allgather_base", outputs);
+        w->keep = {in};
+        start(w, "_allgather_base", [&](gcoll_request_t *r) {
+            return gcoll_iallgather(ptr(in), ptr(out), count_of(in), dtype_of(in, false, "_allgather_base"), comm_,
+                                    nullptr, r);
+        });
+        return launch(w, out, output);
+    }
+
+    c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<Tensors> &outputs, Tensors &inputs,
+                                                       const c10d::AllgatherOptions &) override
+    {
+        TORCH_CHECK(outputs.size() == size_t(size_), "gcoll: allgather_coalesced takes one output list per rank (",
+                    size_, "), got ", outputs.size());
+        for (auto &t : inputs)
+            check_tensor(t, "allgather_coalesced");
+        for (auto &list : outputs) {
+            TORCH_CHECK(list.size() == inputs.size(), "gcoll: allgather_coalesced: an output list of ",
+                        list.size(), " tensors for ", inputs.size(), " inputs");
+            for (size_t i = 0; i < list.size(); i++)
+                same_shape(list[i], inputs[i], "allgather_coalesced");
+        }
+        at::Tensor in = inputs.empty() ? at::empty({0}, at::kByte) : flatten(inputs, "allgather_coalesced");
+        at::Tensor flat = at::empty({int64_t(size_) * in.numel()}, in.options());
+        Tensors all;
+        for (auto &list : outputs)
+            all.insert(all.end(), list.begin(), list.end());
+        auto w = work(OpType::ALLGATHER_COALESCED, "allgather_coalesced", all);
+        w->keep = {in, flat};
+        start(w, "allgather_coalesced", [&](gcoll_request_t *r) {
+            return gcoll_iallgather(ptr(in), ptr(flat), count_of(in), dtype_of(in, false, "allgather_coalesced"),
+                                    comm_, nullptr, r);
+        });
+        w->after = [flat, all]() { unflatten(flat, all); };
+        return enqueue(w);
+    }
+
+    c10::intrusive_ptr<c10d::Work> gather(std::vector<Tensors> &outputs, Tensors &inputs,
+                                          const c10d::GatherOptions &opts) override
+    {
+        check_one(inputs, "gather");
+        int root = int(opts.rootRank);
+        check_root(root, "gather");
+        bool me = root == rank_;
+        TORCH_CHECK(me ? outputs.size() == 1 : outputs.empty() || (outputs.size() == 1 && outputs[0].empty()),
+                    "gcoll: gather: ", me ? "the root takes one output list" : "only the root takes outputs");
+        if (me)
+            check_list(outputs[0], inputs[0], "gather");
+        at::Tensor in = dense(inputs[0]);
+        at::Tensor flat = me ? at::empty({int64_t(size_) * in.numel()}, in.options()) : in;
+        Tensors outs = me ? outputs[0] : Tensors{};
+        auto w = work(OpType::GATHER, "gather", outs);
+        w->keep = {in, flat};
+        start(w, "gather", [&](gcoll_request_t *r) {
+            return gcoll_igather(ptr(in), me ? ptr(flat) : nullptr, count_of(in), dtype_of(in, false, "gather"), root,
+                                 comm_, nullptr, r);
+        });
+        if (me)
+            w->after = [flat, outs]() { unflatten(flat, outs); };
+        return enqueue(w);
+    }
+
+    c10::intrusive_ptr<c10d::Work> scatter(Tensors &outputs, std::vector<Tensors> &inputs,
+                                           const c10d::ScatterOptions &opts) override
+    {
+        check_one(outputs, "scatter");
+        int root = int(opts.rootRank);
+        check_root(root, "scatter");
+        bool me = root == rank_;
+        TORCH_CHECK(me ? inputs.size() == 1 : inputs.empty() || (inputs.size() == 1 && inputs[0].empty()),
+                    "gcoll: scatter: ", me ? "the root takes one input list" : "only the root takes inputs");
+        if (me)
+            check_list(inputs[0], outputs[0], "scatter");
+        at::Tensor out = dense(outputs[0]);
+        at::Tensor flat = me ? flatten(inputs[0], "scatter") : out;
+        auto w = work(OpType::SCATTER, "scatter", outputs);
+        w->keep = {flat};
+        start(w, "scatter", [&](gcoll_request_t *r) {
+            return gcoll_iscatter(me ? ptr(flat) : nullptr, ptr(out), count_of(out), dtype_of(out, false, "scatter"),
+                                  root, comm_, nullptr, r);
+        });
+        return launch(w, out, outputs[0]);
+    }
+
+    c10::intrusive_ptr<c10d::Work> reduce_scatter(Tensors &outputs, std::vector<Tensors> &inputs,
+                                                  const c10d::ReduceScatterOptions &opts) override
+    {
+        check_one(outputs, "reduce_scatter");
+        TORCH_CHECK(inputs.size() == 1 && inputs[0].size() == size_t(size_),
+                    "gcoll: reduce_scatter takes one input list of one tensor per rank (", size_, ")");
+        at::Tensor out = dense(outputs[0]);
+        TORCH_CHECK(inputs[0][rank_].numel() == out.numel(), "gcoll: reduce_scatter: the output holds ",
+                    out.numel(), " elements, this rank's input ", inputs[0][rank_].numel());
+        for (auto &t : inputs[0])
+            TORCH_CHECK(t.scalar_type() == out.scalar_type(), "gcoll: reduce_scatter: an input of type ",
+                        t.scalar_type(), " for an output of ", out.scalar_type());
+        at::Tensor flat = flatten(inputs[0], "reduce_scatter");
+        Op o = op_of(opts.reduceOp, out, "reduce_scatter");
+        auto counts = std::make_shared<std::vector<size_t>>();
+        for (auto &t : inputs[0])
+            counts->push_back(count_of(t));
+        auto w = work(OpType::REDUCE_SCATTER, "reduce_scatter", outputs);
+        w->keep = {flat};
+        w->hold.push_back(counts);
+        gcoll_attr_t a = attr(w, o);
+        start(w, "reduce_scatter", [&](gcoll_request_t *r) {
+            return gcoll_ireduce_scatterv(ptr(flat), ptr(out), counts->data(), dtype_of(out, true, "reduce_scatter"),
+                                          o.op, comm_, &a, r);
+        });
+        return launch(w, out, outputs[0]);
+    }
+
+    c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor &output, at::Tensor &input,
+                                                        const c10d::ReduceScatterOptions &opts) override
+    {
+        check_tensor(input, "_reduce_scatter_base");
+        check_tensor(output, "_reduce_scatter_base");
+        TORCH_CHECK(input.numel() == int64_t(size_) * output.numel(), "gcoll: _reduce_scatter_base: the input holds ",
+                    input.numel(), " elements, not the group's ", size_, " x ", output.numel());
+        TORCH_CHECK(output.scalar_type() == input.scalar_type(), "gcoll: _reduce_scatter_base: the output's type ",
+                    output.scalar_type(), " is not the input's ", input.scalar_type());
+        at::Tensor in = dense(input), out = dense(output);
+        Op o = op_of(opts.reduceOp, out, "_reduce_scatter_base");
+        Tensors outputs = {output};
+        auto w = work(OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", outputs);
+        w->keep = {in};
+        gcoll_attr_t a = attr(w, o);
+        start(w, "_reduce_scatter_base", [&](gcoll_request_t *r) {
+            return gcoll_ireduce_scatter(ptr(in), ptr(out), count_of(out), dtype_of(out, true, "_reduce_scatter_base"),
+                                         o.op, comm_, &a, r);
+        });
+        return launch(w, out, output);
+    }
+
+    c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor &output, at::Tensor &input,
+                                                 std::vector<int64_t> &outSplits, std::vector<int64_t> &inSplits,
+                                                 const c10d::AllToAllOptions &) override
+    {
+        check_tensor(input, "alltoall_base");
+        check_tensor(output, "alltoall_base");
+        TORCH_CHECK(output.scalar_type() == input.scalar_type(), "gcoll: alltoall_base: the output's type ",
+                    output.scalar_type(), " is not the input's ", input.scalar_type());
+        at::Tensor in = dense(input), out = dense(output);
+        Tensors outputs = {output};
+        auto w = work(OpType::ALLTOALL_BASE, "alltoall_base", outputs);
+        w->keep = {in};
+        gcoll_dtype_t dt = dtype_of(in, false, "alltoall_base");
+        if (outSplits.empty() && inSplits.empty()) {
+            TORCH_CHECK(in.numel() % size_ == 0 && out.numel() == in.numel(), "gcoll: alltoall_base without splits: ",
+                        "input and output must hold the same multiple of the group's size (", size_, "), not ",
+                        in.numel(), " and ", out.numel());
+            start(w, "alltoall_base", [&](gcoll_request_t *r) {
+                return gcoll_ialltoall(ptr(in), ptr(out), count_of(in) / size_t(size_), dt, comm_, nullptr, r);
+            });
+            return launch(w, out, output);
+        }
+        auto sc = std::make_shared<std::vector<size_t>>(), rc = std::make_shared<std::vector<size_t>>();
+        splits(in, inSplits, "input", *sc);
+        splits(out, outSplits, "output", *rc);
+        w->hold = {sc, rc};
+        start(w, "alltoall_base", [&](gcoll_request_t *r) {
+            return gcoll_ialltoallv(ptr(in), sc->data(), nullptr, ptr(out), rc->data(), nullptr, dt, comm_, nullptr,
+                                    r);
+        });
+        return launch(w, out, output);
+    }
+
+    c10::intrusive_ptr<c10d::Work> alltoall(Tensors &outputs, Tensors &inputs,
+                                            const c10d::AllToAllOptions &) override
+    {
+        TORCH_CHECK(outputs.size() == size_t(size_) && inputs.size() == size_t(size_),
+                    "gcoll: alltoall takes one input and one output tensor per rank (", size_, ")");
+        for (size_t i = 0; i < inputs.size(); i++)
+            TORCH_CHECK(inputs[i].scalar_type() == inputs[0].scalar_type() &&
+                            outputs[i].scalar_type() == inputs[0].scalar_type(),
+                        "gcoll: alltoall: every tensor needs one type");
+        at::Tensor in = flatten(inputs, "alltoall"), out = at::empty({total(outputs)}, in.options());
+        auto sc = std::make_shared<std::vector<size_t>>(), rc = std::make_shared<std::vector<size_t>>();
+        for (int r = 0; r < size_; r++) {
+            sc->push_back(count_of(inputs[r]));
+            rc->push_back(count_of(outputs[r]));
+        }
+        auto w = work(OpType::ALLTOALL, "alltoall", outputs);
+        w->keep = {in, out};
+        w->hold = {sc, rc};
+        start(w, "alltoall", [&](gcoll_request_t *r) {
+            return gcoll_ialltoallv(ptr(in), sc->data(), nullptr, ptr(out), rc->data(), nullptr,
+                                    dtype_of(in, false, "alltoall"), comm_, nullptr, r);
+        });
+        Tensors outs = outputs;
+        w->after = [out, outs]() { unflatten(out, outs); };
+        return enqueue(w);
+    }
+
+    c10::intrusive_ptr<c10d::Work> send(Tensors &tensors, int dst, int tag) override
+    {
+        check_one(tensors, "send");
+        check_tag(tag, "send");
+        check_root(dst, "send");
+        at::Tensor buf = dense(tensors[0]);
+        auto w = work(OpType::SEND, "send", tensors);
+        w->keep = {buf};
+        start(w, "send", [&](gcoll_request_t *r) {
+            return gcoll_isend(ptr(buf), count_of(buf), dtype_of(buf, false, "send"), dst, comm_, nullptr, r);
+        });
+        return enqueue(w);
+    }
+
+    c10::intrusive_ptr<c10d::Work> recv(Tensors &tensors, int src, int tag) override
+    {
+        check_one(tensors, "recv");
+        check_tag(tag, "recv");
+        check_root(src, "recv");
+        at::Tensor t = tensors[0], buf = dense(t);
+        auto w = work(OpType::RECV, "recv", tensors);
+        start(w, "recv", [&](gcoll_request_t *r) {
+            return gcoll_irecv(ptr(buf), count_of(buf), dtype_of(buf, false, "recv"), src, comm_, nullptr, r);
+        });
+        return launch(w, buf, t);
+    }
+
+    c10::intrusive_ptr<c10d::Work> recvAnysource(Tensors &, int) override
+    {
+        TORCH_CHECK(false, "gcoll: recv from any source is not served: gcoll's point-to-point names its peer");
+    }
+
+    c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &) override
+    {
+        auto w = work(OpType::BARRIER, "barrier", {});
+        start(w, "barrier", [&](gcoll_request_t *r) { return gcoll_ibarrier(comm_, nullptr, r); });
+        return enqueue(w);
+    }
+
+    // The Adasum of one tensor per rank, each of counts' pieces its own gradient (gcoll_iadasum).
+    c10::intrusive_ptr<c10d::Work> adasum(at::Tensor &tensor, const std::vector<int64_t> &counts)
+    {
+        check_tensor(tensor, "adasum");
+        TORCH_CHECK(at::isFloatingType(tensor.scalar_type()), "gcoll: adasum of a ", tensor.scalar_type(),
+                    " tensor: Adasum is for floating-point gradients");
+        at::Tensor buf = dense(tensor);
+        auto c = std::make_shared<std::vector<size_t>>(counts.begin(), counts.end());
+        size_t sum = 0;
+        for (size_t x : *c)
+            sum += x;
+        TORCH_CHECK(sum == count_of(buf), "gcoll: adasum: the pieces hold ", sum, " elements, the tensor ",
+                    buf.numel());
+        Tensors tensors = {tensor};
+        auto w = work(OpType::ALLREDUCE, "adasum", tensors);
+        w->hold.push_back(c);
+        start(w, "adasum", [&](gcoll_request_t *r) {
+            return gcoll_iadasum(ptr(buf), ptr(buf), count_of(buf), dtype_of(buf, true, "adasum"), c->data(), c->size(),
+                                 comm_, nullptr, r);
+        });
+        return launch(w, buf, tensor);
+    }
+
+    gcoll_comm_t comm() const
+    {
+        return comm_;
+    }
+
+  private:
+    c10::intrusive_ptr<WorkGcoll> work(OpType type, const char *name, const Tensors &outputs)
+    {
+        return c10::make_intrusive<WorkGcoll>(rank_, type, name, outputs);
+    }
+
+    gcoll_attr_t attr(const c10::intrusive_ptr<WorkGcoll> &w, const Op &o)
+    {
+        gcoll_attr_t a = GCOLL_ATTR_INIT;
+        a.name = w->name_.c_str();
+        a.premul = o.premul;
+        return a;
+    }
+
+    void post_allreduce(const c10::intrusive_ptr<WorkGcoll> &w, const at::Tensor &buf, const c10d::ReduceOp &op)
+    {
+        Op o = op_of(op, buf, "allreduce");
+        gcoll_dtype_t dt = dtype_of(buf, true, "allreduce");
+        gcoll_attr_t a = attr(w, o);
+        w->keep.push_back(buf);
+        start(w, w->name_.c_str(), [&](gcoll_request_t *r) {
+            return gcoll_iallreduce(ptr(buf), ptr(buf), count_of(buf), dt, o.op, comm_, &a, r);
+        });
+    }
+
+    // Posts one gcoll request of w; a refusal ends the requests w posted before it, then throws.
+    template <typename F> void start(const c10::intrusive_ptr<WorkGcoll> &w, const char *what, F post)
+    {
+        gcoll_request_t r = nullptr;
+        gcoll_status_t st = post(&r);
+        if (st != GCOLL_SUCCESS) {
+            std::string msg = gcoll_last_error();
+            abandon(w);
+            TORCH_CHECK(false, "gcoll: ", what, " failed: ", gcoll_status_name(st), ": ", msg);
+        }
+        w->reqs.push_back(r);
+    }
+
+    void abandon(const c10::intrusive_ptr<WorkGcoll> &w)
+    {
+        for (auto &r : w->reqs)
+            if (r)
+                gcoll_wait(&r);
+        w->reqs.clear();
+    }
+
+    // Results land in buf; when buf is a contiguous copy of t, they are copied into t after.
+    c10::intrusive_ptr<c10d::Work> launch(const c10::intrusive_ptr<WorkGcoll> &w, const at::Tensor &buf,
+                                          const at::Tensor &t)
+    {
+        copy_back(w, {buf}, {t});
+        return enqueue(w);
+    }
+
+    static void copy_back(const c10::intrusive_ptr<WorkGcoll> &w, const Tensors &bufs, const Tensors &ts)
+    {
+        w->keep.insert(w->keep.end(), bufs.begin(), bufs.end());
+        bool any = false;
+        for (size_t i = 0; i < ts.size(); i++)
+            any |= !bufs[i].is_same(ts[i]);
+        if (!any)
+            return;
+        auto prev = w->after;
+        w->after = [prev, bufs, ts]() {
+            if (prev)
+                prev();
+            for (size_t i = 0; i < ts.size(); i++)
+                if (!bufs[i].is_same(ts[i]))
+                    const_cast<at::Tensor &>(ts[i]).copy_(bufs[i]);
+        };
+    }
+
+    c10::intrusive_ptr<c10d::Work> enqueue(const c10::intrusive_ptr<WorkGcoll> &w)
+    {
+        {
+            std::lock_guard<std::mutex> g(lock_);
+            queue_.push_back(w);
+        }
+        cv_.notify_one();
+        return w;
+    }
+
+    // The completion thread: works complete in the order they were started, as gcoll's requests
+    // on one communicator do; DDP waits on their futures, which only this thread completes.
+    void run()
+    {
+        std::unique_lock<std::mutex> g(lock_);
+        for (;;) {
+            cv_.wait(g, [this] { return stop_ || !queue_.empty(); });
+            if (queue_.empty())
+                return;
+            auto w = queue_.front();
+            queue_.pop_front();
+            g.unlock();
+            w->complete();
+            w.reset();
+            g.lock();
+        }
+    }
+
+    void check_root(int root, const char *what) const
+    {
+        TORCH_CHECK(root >= 0 && root < size_, "gcoll: ", what, ": rank ", root, " is not in a group of ", size_);
+    }
+
+    static void check_tag(int tag, const char *what)
+    {
+        TORCH_CHECK(tag == 0, "gcoll: ", what, " with tag ", tag,
+                    ": gcoll matches the messages between two ranks in the order they were sent; "
+                    "only tag 0 is served");
+    }
+
+    static void same_shape(const at::Tensor &a, const at::Tensor &b, const char *what)
+    {
+        check_tensor(a, what);
+        TORCH_CHECK(a.numel() == b.numel() && a.scalar_type() == b.scalar_type(), "gcoll: ", what, ": a tensor of ",
+                    a.numel(), " ", a.scalar_type(), " where the input has ", b.numel(), " ", b.scalar_type());
+    }
+
+    void check_list(const Tensors &list, const at::Tensor &like, const char *what) const
+    {
+        TORCH_CHECK(list.size() == size_t(size_), "gcoll: ", what, " takes one tensor per rank (", size_, "), got ",
+                    list.size());
+        for (auto &t : list)
+            same_shape(t, like, what);
+    }
+
+    // The counts of an alltoall's blocks, in elements: split sizes are rows of dimension 0.
+    void splits(const at::Tensor &t, const std::vector<int64_t> &s, const char *what, std::vector<size_t> &out) const
+    {
+        int64_t rows = t.dim() ? t.size(0) : 1, row = rows ? t.numel() / rows : 0;
+        if (s.empty()) {
+            TORCH_CHECK(rows % size_ == 0, "gcoll: alltoall_base: the ", what, "'s ", rows,
+                        " rows do not split evenly over ", size_, " ranks");
+            out.assign(size_t(size_), size_t(rows / size_ * row));
+            return;
+        }
+        TORCH_CHECK(s.size() == size_t(size_), "gcoll: alltoall_base: ", s.size(), " ", what, " split sizes for ",
+                    size_, " ranks");
+        int64_t sum = 0;
+        for (int64_t x : s) {
+            TORCH_CHECK(x >= 0, "gcoll: alltoall_base: a negative ", what, " split size ", x);
+            sum += x;
+            out.push_back(size_t(x * row));
+        }
+        TORCH_CHECK(sum == rows, "gcoll: alltoall_base: the ", what, " split sizes add up to ", sum, ", not its ",
+                    rows, " rows");
+    }
+
+    static int64_t total(const Tensors &ts)
+    {
+        int64_t n = 0;
+        for (auto &t : ts)
+            n += t.numel();
+        return n;
+    }
+
+    static at::Tensor flatten(const Tensors &ts, const char *what)
+    {
+        for (auto &t : ts) {
+            check_tensor(t, what);
+            TORCH_CHECK(t.scalar_type() == ts[0].scalar_type(), "gcoll: ", what, ": tensors of types ",
+                        ts[0].scalar_type(), " and ", t.scalar_type(), " in one call");
+        }
+        Tensors flat;
+        for (auto &t : ts)
+            flat.push_back(t.reshape({-1}));
+        return at::cat(flat);
+    }
+
+    static void unflatten(const at::Tensor &flat, const Tensors &outs)
+    {
+        int64_t at = 0;
+        for (auto &t : outs) {
+            const_cast<at::Tensor &>(t).copy_(flat.narrow(0, at, t.numel()).view(t.sizes()));
+            at += t.numel();
+        }
+    }
+
+    c10::intrusive_ptr<c10d::Store> store_;
+    gcoll_comm_t comm_ = nullptr;
+    std::thread completer_;
+    std::mutex lock_;
+    std::condition_variable cv_;
+    std::deque<c10::intrusive_ptr<WorkGcoll>> queue_;
+    bool stop_ = false;
+};
+
+} // namespace
+
+PYBIND11_MODULE(gcoll_c10d, m)
+{
+    m.doc() = "gcoll's torch.distributed process group (loaded by gcoll.torch)";
+    py::object base = py::module::import("torch._C._distributed_c10d").attr("ProcessGroup");
+    py::class_<ProcessGroupGcoll, c10::intrusive_ptr<ProcessGroupGcoll>>(m, "ProcessGroupGcoll", base)
+        .def(py::init<const c10::intrusive_ptr<c10d::Store> &, int, int, double>(), py::arg("store"),
+             py::arg("rank"), py::arg("size"), py::arg("timeout_s"), py::call_guard<py::gil_scoped_release>())
+        .def("adasum", &ProcessGroupGcoll::adasum, py::arg("tensor"), py::arg("counts"),
+             py::call_guard<py::gil_scoped_release>())
+        .def("transport", [](const ProcessGroupGcoll &pg) {
+            const char *name = "";
+            ok(gcoll_comm_transport(pg.comm(), &name), "gcoll_comm_transport");
+            return std::string(name);
+        });
+}
