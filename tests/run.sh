@@ -6,7 +6,7 @@ usage() {
     cat <<'EOF'
 usage: tests/run.sh [-a] [-l LABEL]... [-n MAXRANKS] [--list] [NAME...]
   NAME...      the manifest lines of these names (shell patterns: 'cuda-fake*')
-  -l LABEL     the lines with this label (quick, core, transport, docs, python, torch,
+  -l LABEL     the lines with this label (quick, core, transport, docs, python, torch, c10d,
                interposer, cluster, cuda, gpu, ofi, nosan, san, full, slow); repeatable
   -a           every line, those labelled full too (make test-full)
   -n MAXRANKS  leave out rank counts above MAXRANKS
@@ -17,7 +17,7 @@ run; KIND is unit, mpi PROGRAM [VAR=VALUE...], py FILE RESULT [VAR=VALUE...], sh
 PROGRAM [VAR=VALUE...] or cluster SCRIPT. A line labelled nosan is skipped under the sanitizers
 (SAN set), where a line of more than three rank counts runs at its smallest, largest and
 largest odd one between; a line labelled san runs only there, one labelled ofi needs OFI=1, torch needs
-/usr/bin/python3 to import torch; gpu lines skip where no GPU is visible, cluster scripts where
+/usr/bin/python3 to import torch, c10d the torch backend built; gpu lines skip where no GPU is visible, cluster scripts where
 network namespaces cannot be made (exit 77).
 EOF
 }
@@ -275,6 +275,10 @@ while read -r name ranks limit tags kind rest; do
     fi
     if has_label "$tags" torch && torch_absent; then
         skip "$name" "/usr/bin/python3 cannot import torch (scripts/install-deps.sh installs python3-torch)"
+        continue
+    fi
+    if has_label "$tags" c10d && [ ! -e "$LIBDIR/gcoll_c10d.so" ]; then
+        skip "$name" "the torch.distributed backend $LIBDIR/gcoll_c10d.so was not built (make builds it where libtorch-dev, pybind11-dev and python3-dev are)"
         continue
     fi
     set -f # an environment value may hold ';' or '*'

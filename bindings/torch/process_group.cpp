@@ -106,6 +106,23 @@ at::Tensor dense(const at::Tensor &t)
     return t.is_contiguous() ? t : t.contiguous();
 }
 
+// Whether the memory of a and b overlaps: an output that is a view of the input (torch's
+// in-place all_gather_into_tensor and reduce_scatter_tensor) is then written through a copy.
+bool overlaps(const at::Tensor &a, const at::Tensor &b)
+{
+    if (!a.numel() || !b.numel())
+        return false;
+    const char *a0 = static_cast<const char *>(a.data_ptr()), *b0 = static_cast<const char *>(b.data_ptr());
+    return a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
+}
+
+// The contiguous tensor gcoll writes an output into: out itself, unless out is not contiguous
+// or overlaps in (then a fresh one, copied into out once the work completes).
+at::Tensor output_for(const at::Tensor &out, const at::Tensor &in)
+{
+    return out.is_contiguous() && !overlaps(out, in) ? out : at::empty_like(out, at::MemoryFormat::Contiguous);
+}
+
 size_t count_of(const at::Tensor &t)
 {
     return size_t(t.numel());
@@ -333,7 +350,7 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
                     output.numel(), " elements, not the group's ", size_, " x ", input.numel());
         TORCH_CHECK(output.scalar_type() == input.scalar_type(), "gcoll: _allgather_base: the output's type ",
                     output.scalar_type(), " is not the input's ", input.scalar_type());
-        at::Tensor in = dense(input), out = dense(output);
+        at::Tensor in = dense(input), out = output_for(output, in);
         Tensors outputs = {output};
         auto w = work(OpType::_ALLGATHER_BASE, "_allgather_base", outputs);
         w->keep = {in};
@@ -456,7 +473,7 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
                     input.numel(), " elements, not the group's ", size_, " x ", output.numel());
         TORCH_CHECK(output.scalar_type() == input.scalar_type(), "gcoll: _reduce_scatter_base: the output's type ",
                     output.scalar_type(), " is not the input's ", input.scalar_type());
-        at::Tensor in = dense(input), out = dense(output);
+        at::Tensor in = dense(input), out = output_for(output, in);
         Op o = op_of(opts.reduceOp, out, "_reduce_scatter_base");
         Tensors outputs = {output};
         auto w = work(OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", outputs);
@@ -477,7 +494,7 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
         check_tensor(output, "alltoall_base");
         TORCH_CHECK(output.scalar_type() == input.scalar_type(), "gcoll: alltoall_base: the output's type ",
                     output.scalar_type(), " is not the input's ", input.scalar_type());
-        at::Tensor in = dense(input), out = dense(output);
+        at::Tensor in = dense(input), out = output_for(output, in);
         Tensors outputs = {output};
         auto w = work(OpType::ALLTOALL_BASE, "alltoall_base", outputs);
         w->keep = {in};

@@ -281,7 +281,7 @@ static gcoll_status_t connect_comm(gcoll_comm_t c)
     } else if (st == GCOLL_SUCCESS && l.nhosts == 1 && c->size > 1 && intra && !channel) {
         c->tpops = intra->ops; /* GCOLL_TRANSPORT_INTRA=mpi */
         st = connect_transport(c, c->tpops, &c->tp);
-    } else if (st == GCOLL_SUCCESS && c->size == 1 && gcoll__context.boot_mode == GCOLL_BOOT_MPI) {
+    } else if (st == GCOLL_SUCCESS && c->size == 1 && c->boot->comm != MPI_COMM_NULL) {
         /* a lone rank sends nothing: MPI's endpoint costs no sockets (without MPI, the inter-node one) */
         c->tpops = gcoll__tp_find("mpi")->ops;
         st = connect_transport(c, c->tpops, &c->tp);

@@ -82,7 +82,7 @@ def _launched_by_mpi():
     comm.bcast(where, 0)
     addr, port = bytes(where.tolist()).rstrip(b"\0").decode().rsplit(":", 1)
     os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = addr, port
-    gcoll.finalize()
+    # gcoll stays initialized (MPI cannot start twice); the process groups nest in it
 
 
 if "GCOLL" not in dist.Backend._plugins:
