@@ -1,6 +1,6 @@
 #!/bin/sh
 # scripts/lint.sh: cppcheck over the C sources, shellcheck over the shell scripts, clang-format
-# --dry-run against .clang-format. One line per tool; exits 1 if any of them finds something.
+# --dry-run against .clang-format (the C sources and the torch binding's C++). One line per tool; exits 1 if any of them finds something.
 # LINT_ONLY="cppcheck shellcheck" runs a subset. The tools come from scripts/install-deps.sh.
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -84,7 +84,7 @@ for tool in $ONLY; do
         ;;
     clang-format)
         command -v clang-format >/dev/null 2>&1 || { missing clang-format; continue; }
-        c_sources >"$LOG/clang-format.files"
+        { c_sources; files | grep -E '^bindings/.*\.cpp$'; } >"$LOG/clang-format.files"
         xargs clang-format --dry-run --Werror <"$LOG/clang-format.files" >"$LOG/clang-format" 2>&1
         rc=$?
         # one line per place that would change, not the whole diagnostic

@@ -59,8 +59,7 @@ gcoll_dtype_t dtype_of(const at::Tensor &t, bool reduction, const char *op)
 
 void check_tensor(const at::Tensor &t, const char *op)
 {
-    TORCH_CHECK(t.device().is_cpu(), "gcoll: ", op, ": a tensor on ", t.device(),
-                ": this backend serves CPU tensors");
+    TORCH_CHECK(t.device().is_cpu(), "gcoll: ", op, ": a tensor on ", t.device(), ": this backend serves CPU tensors");
     TORCH_CHECK(t.layout() == at::kStrided, "gcoll: ", op, ": sparse tensors are not served");
 }
 
@@ -140,8 +139,7 @@ class WorkGcoll : public c10d::Work {
     WorkGcoll(int rank, OpType type, const char *name, Tensors outputs)
         : c10d::Work(rank, type), name_(name), outputs_(std::move(outputs)),
           future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get())))
-    {
-    }
+    {}
     ~WorkGcoll() override = default;
 
     c10::intrusive_ptr<c10::ivalue::Future> getFuture() override
@@ -154,9 +152,9 @@ class WorkGcoll : public c10d::Work {
     }
 
     std::vector<gcoll_request_t> reqs;
-    Tensors keep;                             // buffers the requests use, alive until they complete
-    std::vector<std::shared_ptr<void>> hold;  // and the count arrays they read
-    std::function<void()> after;   // runs once every request succeeded
+    Tensors keep;                            // buffers the requests use, alive until they complete
+    std::vector<std::shared_ptr<void>> hold; // and the count arrays they read
+    std::function<void()> after;             // runs once every request succeeded
     std::string name_;
 
     // Waits for every request (on the completion thread), then completes the work and its future.
@@ -166,8 +164,8 @@ class WorkGcoll : public c10d::Work {
         for (auto &r : reqs) {
             gcoll_status_t st = r ? gcoll_wait(&r) : GCOLL_SUCCESS;
             if (st != GCOLL_SUCCESS && !err)
-                err = std::make_exception_ptr(std::runtime_error(std::string("gcoll: ") + name_ + " failed: " +
-                                                                  gcoll_status_name(st) + ": " + gcoll_last_error()));
+                err = std::make_exception_ptr(std::runtime_error(
+                    std::string("gcoll: ") + name_ + " failed: " + gcoll_status_name(st) + ": " + gcoll_last_error()));
         }
         if (!err && after) {
             try {
@@ -270,8 +268,8 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
         at::Tensor t = tensors[0], buf = dense(t);
         auto w = work(OpType::BROADCAST, "broadcast", tensors);
         start(w, "broadcast", [&](gcoll_request_t *r) {
-            return gcoll_ibcast(ptr(buf), count_of(buf), dtype_of(buf, false, "broadcast"), int(opts.rootRank),
-                                comm_, nullptr, r);
+            return gcoll_ibcast(ptr(buf), count_of(buf), dtype_of(buf, false, "broadcast"), int(opts.rootRank), comm_,
+                                nullptr, r);
         });
         return launch(w, buf, t);
     }
@@ -333,8 +331,8 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
         auto w = work(OpType::ALLGATHER, "allgather", outputs[0]);
         w->keep = {in, flat};
         start(w, "allgather", [&](gcoll_request_t *r) {
-            return gcoll_iallgather(ptr(in), ptr(flat), count_of(in), dtype_of(in, false, "allgather"), comm_,
-                                    nullptr, r);
+            return gcoll_iallgather(ptr(in), ptr(flat), count_of(in), dtype_of(in, false, "allgather"), comm_, nullptr,
+                                    r);
         });
         Tensors outs = outputs[0];
         w->after = [flat, outs]() { unflatten(flat, outs); };
@@ -369,8 +367,8 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
         for (auto &t : inputs)
             check_tensor(t, "allgather_coalesced");
         for (auto &list : outputs) {
-            TORCH_CHECK(list.size() == inputs.size(), "gcoll: allgather_coalesced: an output list of ",
-                        list.size(), " tensors for ", inputs.size(), " inputs");
+            TORCH_CHECK(list.size() == inputs.size(), "gcoll: allgather_coalesced: an output list of ", list.size(),
+                        " tensors for ", inputs.size(), " inputs");
             for (size_t i = 0; i < list.size(); i++)
                 same_shape(list[i], inputs[i], "allgather_coalesced");
         }
@@ -382,8 +380,8 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
         auto w = work(OpType::ALLGATHER_COALESCED, "allgather_coalesced", all);
         w->keep = {in, flat};
         start(w, "allgather_coalesced", [&](gcoll_request_t *r) {
-            return gcoll_iallgather(ptr(in), ptr(flat), count_of(in), dtype_of(in, false, "allgather_coalesced"),
-                                    comm_, nullptr, r);
+            return gcoll_iallgather(ptr(in), ptr(flat), count_of(in), dtype_of(in, false, "allgather_coalesced"), comm_,
+                                    nullptr, r);
         });
         w->after = [flat, all]() { unflatten(flat, all); };
         return enqueue(w);
@@ -443,8 +441,8 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
         TORCH_CHECK(inputs.size() == 1 && inputs[0].size() == size_t(size_),
                     "gcoll: reduce_scatter takes one input list of one tensor per rank (", size_, ")");
         at::Tensor out = dense(outputs[0]);
-        TORCH_CHECK(inputs[0][rank_].numel() == out.numel(), "gcoll: reduce_scatter: the output holds ",
-                    out.numel(), " elements, this rank's input ", inputs[0][rank_].numel());
+        TORCH_CHECK(inputs[0][rank_].numel() == out.numel(), "gcoll: reduce_scatter: the output holds ", out.numel(),
+                    " elements, this rank's input ", inputs[0][rank_].numel());
         for (auto &t : inputs[0])
             TORCH_CHECK(t.scalar_type() == out.scalar_type(), "gcoll: reduce_scatter: an input of type ",
                         t.scalar_type(), " for an output of ", out.scalar_type());
@@ -486,9 +484,8 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
         return launch(w, out, output);
     }
 
-    c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor &output, at::Tensor &input,
-                                                 std::vector<int64_t> &outSplits, std::vector<int64_t> &inSplits,
-                                                 const c10d::AllToAllOptions &) override
+    c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor &output, at::Tensor &input, std::vector<int64_t> &outSplits,
+                                                 std::vector<int64_t> &inSplits, const c10d::AllToAllOptions &) override
     {
         check_tensor(input, "alltoall_base");
         check_tensor(output, "alltoall_base");
@@ -513,14 +510,12 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
         splits(out, outSplits, "output", *rc);
         w->hold = {sc, rc};
         start(w, "alltoall_base", [&](gcoll_request_t *r) {
-            return gcoll_ialltoallv(ptr(in), sc->data(), nullptr, ptr(out), rc->data(), nullptr, dt, comm_, nullptr,
-                                    r);
+            return gcoll_ialltoallv(ptr(in), sc->data(), nullptr, ptr(out), rc->data(), nullptr, dt, comm_, nullptr, r);
         });
         return launch(w, out, output);
     }
 
-    c10::intrusive_ptr<c10d::Work> alltoall(Tensors &outputs, Tensors &inputs,
-                                            const c10d::AllToAllOptions &) override
+    c10::intrusive_ptr<c10d::Work> alltoall(Tensors &outputs, Tensors &inputs, const c10d::AllToAllOptions &) override
     {
         TORCH_CHECK(outputs.size() == size_t(size_) && inputs.size() == size_t(size_),
                     "gcoll: alltoall takes one input and one output tensor per rank (", size_, ")");
@@ -758,8 +753,8 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
             sum += x;
             out.push_back(size_t(x * row));
         }
-        TORCH_CHECK(sum == rows, "gcoll: alltoall_base: the ", what, " split sizes add up to ", sum, ", not its ",
-                    rows, " rows");
+        TORCH_CHECK(sum == rows, "gcoll: alltoall_base: the ", what, " split sizes add up to ", sum, ", not its ", rows,
+                    " rows");
     }
 
     static int64_t total(const Tensors &ts)
@@ -808,8 +803,8 @@ PYBIND11_MODULE(gcoll_c10d, m)
     m.doc() = "gcoll's torch.distributed process group (loaded by gcoll.torch)";
     py::object base = py::module::import("torch._C._distributed_c10d").attr("ProcessGroup");
     py::class_<ProcessGroupGcoll, c10::intrusive_ptr<ProcessGroupGcoll>>(m, "ProcessGroupGcoll", base)
-        .def(py::init<const c10::intrusive_ptr<c10d::Store> &, int, int, double>(), py::arg("store"),
-             py::arg("rank"), py::arg("size"), py::arg("timeout_s"), py::call_guard<py::gil_scoped_release>())
+        .def(py::init<const c10::intrusive_ptr<c10d::Store> &, int, int, double>(), py::arg("store"), py::arg("rank"),
+             py::arg("size"), py::arg("timeout_s"), py::call_guard<py::gil_scoped_release>())
         .def("adasum", &ProcessGroupGcoll::adasum, py::arg("tensor"), py::arg("counts"),
              py::call_guard<py::gil_scoped_release>())
         .def("transport", [](const ProcessGroupGcoll &pg) {

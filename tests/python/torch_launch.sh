@@ -5,7 +5,7 @@
 # RuntimeError naming the dead rank (tests/python/torch_fault.py). Prints the summed RESULT line.
 set -u
 top=$(pwd)
-export PYTHONPATH=$top/bindings/python GCOLL_LIBRARY=$top/${LIBDIR:-lib}/libgcoll.so.1
+export PYTHONPATH="$top/bindings/python" GCOLL_LIBRARY="$top/${LIBDIR:-lib}/libgcoll.so.1"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
