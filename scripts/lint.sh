@@ -1,6 +1,7 @@
 #!/bin/sh
 # scripts/lint.sh: cppcheck over the C sources, shellcheck over the shell scripts, clang-format
-# --dry-run against .clang-format (the C sources and the torch binding's C++). One line per tool; exits 1 if any of them finds something.
+# --dry-run against .clang-format (the C sources and the torch binding's C++). One line per tool;
+# exits 1 if any of them finds something.
 # LINT_ONLY="cppcheck shellcheck" runs a subset. The tools come from scripts/install-deps.sh.
 set -u
 cd "$(dirname "$0")/.." || exit 1
