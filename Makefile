@@ -270,7 +270,7 @@ gcoll.pc: gcoll.pc.in Makefile
 	    -e 's|@MPI_LIBS@|$(shell $(MPICC) --showme:link 2>/dev/null || $(MPICC) -link-info 2>/dev/null)|' \
 	    -e 's|@LIBS@|$(strip $(LDLIBS))|' $< > $@
 
-install: lib gcoll.pc
+install: lib gcoll.pc $(TORCH_BACKEND)
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 644 include/gcoll.h include/gcoll_mpi.h $(DESTDIR)$(PREFIX)/include/
 	install -m 755 $(SHLIB) $(DESTDIR)$(PREFIX)/lib/
@@ -278,11 +278,12 @@ install: lib gcoll.pc
 	ln -sf libgcoll.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libgcoll.so
 	install -m 644 $(STLIB) $(DESTDIR)$(PREFIX)/lib/
 	$(if $(CUDA_LIB),install -m 755 $(CUDA_LIB) $(DESTDIR)$(PREFIX)/lib/)
+	$(if $(TORCH_BACKEND),install -m 755 $(TORCH_BACKEND) $(DESTDIR)$(PREFIX)/lib/)
 	install -m 644 gcoll.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/include/gcoll.h $(DESTDIR)$(PREFIX)/include/gcoll_mpi.h \
-	    $(DESTDIR)$(PREFIX)/lib/libgcoll.* $(DESTDIR)$(PREFIX)/lib/pkgconfig/gcoll.pc
+	    $(DESTDIR)$(PREFIX)/lib/libgcoll.* $(DESTDIR)$(PREFIX)/lib/gcoll_c10d.so $(DESTDIR)$(PREFIX)/lib/pkgconfig/gcoll.pc
 
 clean:
 	rm -rf build lib gcoll.pc
