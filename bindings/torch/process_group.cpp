@@ -2,6 +2,8 @@
 // nonblocking calls on a communicator built through the c10d store it is handed. C++ only
 // because torch's ProcessGroup is a C++ class; everything it does goes through gcoll's C ABI.
 // gcoll/torch.py loads this module and registers "gcoll" with torch.distributed.
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -21,6 +23,12 @@ namespace {
 
 using c10d::OpType;
 using Tensors = std::vector<at::Tensor>;
+
+// How long the completion thread leaves a new work whose future nobody asked for to a caller
+// that may block in wait() on it: waking more often would take the core from ranks that spin.
+constexpr std::chrono::milliseconds kCallerFirst(2);
+
+struct Queue;
 
 [[noreturn]] void fail(const std::string &what, gcoll_status_t st)
 {
@@ -136,14 +144,19 @@ void *ptr(const at::Tensor &t)
 // do once they are complete (copies into the caller's tensors).
 class WorkGcoll : public c10d::Work {
   public:
-    WorkGcoll(int rank, OpType type, const char *name, Tensors outputs)
+    WorkGcoll(int rank, OpType type, const char *name, Tensors outputs, std::shared_ptr<Queue> queue)
         : c10d::Work(rank, type), name_(name), outputs_(std::move(outputs)),
-          future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get())))
+          future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))),
+          queue_(std::move(queue))
     {}
     ~WorkGcoll() override = default;
 
+    // Whoever asks for the future (DDP) waits on it, not on the work: the completion thread
+    // takes the work at once.
     c10::intrusive_ptr<c10::ivalue::Future> getFuture() override
     {
+        if (!wanted_.exchange(true))
+            wake();
         return future_;
     }
     std::vector<at::Tensor> result() override
@@ -151,13 +164,39 @@ class WorkGcoll : public c10d::Work {
         return outputs_;
     }
 
+    // A caller that blocks in wait() completes the work itself when no thread has taken it yet,
+    // as a blocking call on gcoll would: no hand-over between threads on the way back.
+    bool wait(std::chrono::milliseconds timeout) override
+    {
+        if (timeout == kNoTimeout && take())
+            complete();
+        return c10d::Work::wait(timeout);
+    }
+
+    // Whether this thread is the one that completes the work (the first to ask).
+    bool take()
+    {
+        bool no = false;
+        return taken_.compare_exchange_strong(no, true);
+    }
+    bool taken() const
+    {
+        return taken_;
+    }
+    bool wanted() const
+    {
+        return wanted_;
+    }
+
     std::vector<gcoll_request_t> reqs;
     Tensors keep;                            // buffers the requests use, alive until they complete
     std::vector<std::shared_ptr<void>> hold; // and the count arrays they read
     std::function<void()> after;             // runs once every request succeeded
     std::string name_;
+    const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
-    // Waits for every request (on the completion thread), then completes the work and its future.
+    // Waits for every request, then completes the work and its future. Called once, by the
+    // thread that took the work.
     void complete()
     {
         std::exception_ptr err;
@@ -184,9 +223,27 @@ class WorkGcoll : public c10d::Work {
     }
 
   private:
+    void wake();
+
     Tensors outputs_;
     c10::intrusive_ptr<c10::ivalue::Future> future_;
+    std::shared_ptr<Queue> queue_;
+    std::atomic<bool> taken_{false}, wanted_{false};
 };
+
+// The works a process group started and the completion thread has not taken yet, in order.
+struct Queue {
+    std::mutex lock;
+    std::condition_variable cv;
+    std::deque<c10::intrusive_ptr<WorkGcoll>> works;
+    bool stop = false;
+};
+
+void WorkGcoll::wake()
+{
+    std::lock_guard<std::mutex> g(queue_->lock);
+    queue_->cv.notify_all();
+}
 
 // set and get of gcoll_store_t over a c10d store; the store's exceptions become a status and why.
 gcoll_status_t store_set(void *ctx, const char *key, const void *value, size_t len, char *why, size_t whylen)
@@ -248,10 +305,10 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
     ~ProcessGroupGcoll() override
     {
         {
-            std::lock_guard<std::mutex> g(lock_);
-            stop_ = true;
+            std::lock_guard<std::mutex> g(queue_->lock);
+            queue_->stop = true;
         }
-        cv_.notify_all();
+        queue_->cv.notify_all();
         completer_.join();
         gcoll_comm_free(&comm_);
         gcoll_finalize();
@@ -611,7 +668,7 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
   private:
     c10::intrusive_ptr<WorkGcoll> work(OpType type, const char *name, const Tensors &outputs)
     {
-        return c10::make_intrusive<WorkGcoll>(rank_, type, name, outputs);
+        return c10::make_intrusive<WorkGcoll>(rank_, type, name, outputs, queue_);
     }
 
     gcoll_attr_t attr(const c10::intrusive_ptr<WorkGcoll> &w, const Op &o)
@@ -682,27 +739,34 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
 
     c10::intrusive_ptr<c10d::Work> enqueue(const c10::intrusive_ptr<WorkGcoll> &w)
     {
+        bool idle;
         {
-            std::lock_guard<std::mutex> g(lock_);
-            queue_.push_back(w);
+            std::lock_guard<std::mutex> g(queue_->lock);
+            idle = queue_->works.empty();
+            queue_->works.push_back(w);
         }
-        cv_.notify_one();
+        if (idle) // else the completion thread comes to it after the works before it, unwoken
+            queue_->cv.notify_all();
         return w;
     }
 
-    // The completion thread: works complete in the order they were started, as gcoll's requests
-    // on one communicator do; DDP waits on their futures, which only this thread completes.
+    // The completion thread: takes the works nobody waits for (DDP waits on their futures), in
+    // the order they were started. It leaves each alone for a moment first, so that a caller
+    // about to block in wait() takes its own work and returns without a hand-over.
     void run()
     {
-        std::unique_lock<std::mutex> g(lock_);
+        Queue &q = *queue_;
+        std::unique_lock<std::mutex> g(q.lock);
         for (;;) {
-            cv_.wait(g, [this] { return stop_ || !queue_.empty(); });
-            if (queue_.empty())
+            q.cv.wait(g, [&q] { return q.stop || !q.works.empty(); });
+            if (q.works.empty())
                 return;
-            auto w = queue_.front();
-            queue_.pop_front();
+            auto w = q.works.front();
+            q.cv.wait_until(g, w->started + kCallerFirst, [&] { return q.stop || w->wanted() || w->taken(); });
+            q.works.pop_front();
             g.unlock();
-            w->complete();
+            if (w->take())
+                w->complete();
             w.reset();
             g.lock();
         }
@@ -789,11 +853,8 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
 
     c10::intrusive_ptr<c10d::Store> store_;
     gcoll_comm_t comm_ = nullptr;
+    std::shared_ptr<Queue> queue_ = std::make_shared<Queue>();
     std::thread completer_;
-    std::mutex lock_;
-    std::condition_variable cv_;
-    std::deque<c10::intrusive_ptr<WorkGcoll>> queue_;
-    bool stop_ = false;
 };
 
 } // namespace
