@@ -168,8 +168,10 @@ class WorkGcoll : public c10d::Work {
     // as a blocking call on gcoll would: no hand-over between threads on the way back.
     bool wait(std::chrono::milliseconds timeout) override
     {
-        if (timeout == kNoTimeout && take())
+        if (timeout == kNoTimeout && take()) {
             complete();
+            unqueue();
+        }
         return c10d::Work::wait(timeout);
     }
 
@@ -224,6 +226,7 @@ class WorkGcoll : public c10d::Work {
 
   private:
     void wake();
+    void unqueue();
 
     Tensors outputs_;
     c10::intrusive_ptr<c10::ivalue::Future> future_;
@@ -237,12 +240,26 @@ struct Queue {
     std::condition_variable cv;
     std::deque<c10::intrusive_ptr<WorkGcoll>> works;
     bool stop = false;
+    bool idle = false; // the completion thread sleeps until a work comes: enqueue wakes it
 };
 
 void WorkGcoll::wake()
 {
     std::lock_guard<std::mutex> g(queue_->lock);
     queue_->cv.notify_all();
+}
+
+// A work its caller completed leaves the queue at once: the completion thread never holds the
+// last reference to its tensors, whose release may need the Python interpreter.
+void WorkGcoll::unqueue()
+{
+    std::lock_guard<std::mutex> g(queue_->lock);
+    auto &ws = queue_->works;
+    for (auto it = ws.begin(); it != ws.end(); ++it)
+        if (it->get() == this) {
+            ws.erase(it);
+            break;
+        }
 }
 
 // set and get of gcoll_store_t over a c10d store; the store's exceptions become a status and why.
@@ -742,10 +759,10 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
         bool idle;
         {
             std::lock_guard<std::mutex> g(queue_->lock);
-            idle = queue_->works.empty();
+            idle = queue_->idle;
             queue_->works.push_back(w);
         }
-        if (idle) // else the completion thread comes to it after the works before it, unwoken
+        if (idle) // else the completion thread, awake, comes to it within kCallerFirst
             queue_->cv.notify_all();
         return w;
     }
@@ -758,11 +775,24 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
         Queue &q = *queue_;
         std::unique_lock<std::mutex> g(q.lock);
         for (;;) {
-            q.cv.wait(g, [&q] { return q.stop || !q.works.empty(); });
+            // while works keep coming (and their callers take them) it looks every kCallerFirst;
+            // after a quiet while it sleeps until enqueue wakes it
+            auto any = [&q] { return q.stop || !q.works.empty(); };
+            if (!q.cv.wait_for(g, kCallerFirst, any)) {
+                q.idle = true;
+                q.cv.wait(g, any);
+                q.idle = false;
+            }
             if (q.works.empty())
                 return;
+            // no reference while it sleeps: a caller may complete the work and take it out
+            WorkGcoll *front = q.works.front().get();
+            q.cv.wait_until(g, front->started + kCallerFirst, [&] {
+                return q.stop || q.works.empty() || q.works.front().get() != front || front->wanted() || front->taken();
+            });
+            if (q.works.empty() || q.works.front().get() != front)
+                continue;
             auto w = q.works.front();
-            q.cv.wait_until(g, w->started + kCallerFirst, [&] { return q.stop || w->wanted() || w->taken(); });
             q.works.pop_front();
             g.unlock();
             if (w->take())

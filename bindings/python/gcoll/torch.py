@@ -7,6 +7,7 @@ every group (new_group included) is a gcoll communicator. DDP communication hook
 ddp.register_comm_hook(state, gcoll.torch.allreduce_hook) averages, adasum_hook applies Adasum;
 state None runs them on the backend's process group, a gcoll.Comm on that communicator.
 """
+import atexit
 import importlib.util
 import os
 import socket
@@ -85,8 +86,16 @@ def _launched_by_mpi():
     # gcoll stays initialized (MPI cannot start twice); the process groups nest in it
 
 
+def _destroy_at_exit():
+    """Process groups still alive at exit are destroyed while the interpreter can still release
+    their tensors: later, their completion threads could not."""
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
 if "GCOLL" not in dist.Backend._plugins:
     dist.Backend.register_backend("gcoll", _create)
+    atexit.register(_destroy_at_exit)
 _launched_by_mpi()
 
 
