@@ -28,6 +28,9 @@ using Tensors = std::vector<at::Tensor>;
 // that may block in wait() on it: waking more often would take the core from ranks that spin.
 constexpr std::chrono::milliseconds kCallerFirst(2);
 
+// How often the completion thread looks at the request it waits for.
+constexpr std::chrono::microseconds kPoll(50);
+
 struct Queue;
 
 [[noreturn]] void fail(const std::string &what, gcoll_status_t st)
@@ -198,12 +201,12 @@ class WorkGcoll : public c10d::Work {
     const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
     // Waits for every request, then completes the work and its future. Called once, by the
-    // thread that took the work.
-    void complete()
+    // thread that took the work; polite: the completion thread, which must not spin.
+    void complete(bool polite = false)
     {
         std::exception_ptr err;
         for (auto &r : reqs) {
-            gcoll_status_t st = r ? gcoll_wait(&r) : GCOLL_SUCCESS;
+            gcoll_status_t st = !r ? GCOLL_SUCCESS : polite ? settle(&r) : gcoll_wait(&r);
             if (st != GCOLL_SUCCESS && !err)
                 err = std::make_exception_ptr(std::runtime_error(
                     std::string("gcoll: ") + name_ + " failed: " + gcoll_status_name(st) + ": " + gcoll_last_error()));
@@ -227,6 +230,17 @@ class WorkGcoll : public c10d::Work {
   private:
     void wake();
     void unqueue();
+
+    // gcoll_wait for the completion thread, without spinning: it runs beside backprop, whose
+    // compute needs the cores more than a future needs to complete within microseconds.
+    static gcoll_status_t settle(gcoll_request_t *r)
+    {
+        int done = 0;
+        gcoll_status_t st;
+        while ((st = gcoll_test(r, &done)) == GCOLL_SUCCESS && !done)
+            std::this_thread::sleep_for(kPoll);
+        return st;
+    }
 
     Tensors outputs_;
     c10::intrusive_ptr<c10::ivalue::Future> future_;
@@ -796,7 +810,7 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
             q.works.pop_front();
             g.unlock();
             if (w->take())
-                w->complete();
+                w->complete(true);
             w.reset();
             g.lock();
         }
