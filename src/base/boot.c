@@ -43,6 +43,20 @@ gcoll_status_t gcoll__boot_split_node(gcoll__boot_t *b, gcoll__boot_t **out)
     return b->ops->split_node(b, out);
 }
 
+gcoll_status_t gcoll__boot_split_by_host(gcoll__boot_t *b, gcoll__boot_t **out)
+{
+    char mine[GCOLL_HOST_KEY_BYTES] = {0}, *all = malloc(GCOLL_HOST_KEY_BYTES * (size_t)b->size);
+    if (!all)
+        return gcoll__error(GCOLL_ERR_NOMEM, "bootstrap: no memory for the host keys");
+    gcoll__boot_host_key(mine, sizeof(mine));
+    gcoll_status_t st = gcoll__boot_allgather(b, mine, all, sizeof(mine));
+    int color = 0; /* the first rank of this host */
+    while (st == GCOLL_SUCCESS && memcmp(all + (size_t)color * GCOLL_HOST_KEY_BYTES, mine, GCOLL_HOST_KEY_BYTES) != 0)
+        color++;
+    free(all);
+    return st == GCOLL_SUCCESS ? b->ops->split(b, color, b->rank, out) : st;
+}
+
 gcoll_status_t gcoll__boot_dup(gcoll__boot_t *b, gcoll__boot_t **out)
 {
     return gcoll__boot_split(b, 0, b->rank, out);

@@ -61,6 +61,9 @@ gcoll_status_t gcoll__boot_bcast(gcoll__boot_t *b, void *buf, size_t len, int ro
 gcoll_status_t gcoll__boot_barrier(gcoll__boot_t *b);
 gcoll_status_t gcoll__boot_split(gcoll__boot_t *b, int color, int key, gcoll__boot_t **out);
 gcoll_status_t gcoll__boot_split_node(gcoll__boot_t *b, gcoll__boot_t **out);
+/* A split_node for groups that have no host map of their own: host keys allgathered, each host's
+ * first rank its color (the TCP star and the store group use it as theirs). */
+gcoll_status_t gcoll__boot_split_by_host(gcoll__boot_t *b, gcoll__boot_t **out);
 gcoll_status_t gcoll__boot_dup(gcoll__boot_t *b, gcoll__boot_t **out);
 /* In place over n values: every rank gets the smallest (max = 0) or largest (max = 1) of each. */
 gcoll_status_t gcoll__boot_reduce_i64(gcoll__boot_t *b, int64_t *v, int n, int max);

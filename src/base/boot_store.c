@@ -150,21 +150,8 @@ static gcoll_status_t kv_split(gcoll__boot_t *b, int color, int key, gcoll__boot
     return GCOLL_SUCCESS;
 }
 
-static gcoll_status_t kv_split_node(gcoll__boot_t *b, gcoll__boot_t **out)
-{
-    char mine[GCOLL_HOST_KEY_BYTES] = {0}, *all = malloc(GCOLL_HOST_KEY_BYTES * (size_t)b->size);
-    if (!all)
-        return gcoll__error(GCOLL_ERR_NOMEM, "bootstrap: no memory for the host keys");
-    gcoll__boot_host_key(mine, sizeof(mine));
-    gcoll_status_t st = kv_allgather(b, mine, all, sizeof(mine));
-    int color = 0; /* the first rank of this host */
-    while (st == GCOLL_SUCCESS && memcmp(all + (size_t)color * GCOLL_HOST_KEY_BYTES, mine, GCOLL_HOST_KEY_BYTES) != 0)
-        color++;
-    free(all);
-    return st == GCOLL_SUCCESS ? kv_split(b, color, b->rank, out) : st;
-}
-
-static const gcoll__boot_ops_t kv_ops = {kv_allgather, kv_bcast, kv_barrier, kv_split, kv_split_node, kv_free};
+static const gcoll__boot_ops_t kv_ops = {kv_allgather, kv_bcast, kv_barrier, kv_split, gcoll__boot_split_by_host,
+                                         kv_free};
 
 gcoll_status_t gcoll__boot_store(const gcoll_store_t *store, int rank, int size, gcoll__boot_t **out)
 {

@@ -606,21 +606,7 @@ static gcoll_status_t t_split(gcoll__boot_t *b, int color, int key, gcoll__boot_
     return st;
 }
 
-static gcoll_status_t t_split_node(gcoll__boot_t *b, gcoll__boot_t **out)
-{
-    char mine[GCOLL_HOST_KEY_BYTES] = {0}, *all = malloc(GCOLL_HOST_KEY_BYTES * (size_t)b->size);
-    if (!all)
-        return gcoll__error(GCOLL_ERR_NOMEM, "bootstrap: no memory for the host keys");
-    gcoll__boot_host_key(mine, sizeof(mine));
-    gcoll_status_t st = t_allgather(b, mine, all, sizeof(mine));
-    int color = 0; /* the first rank of this host */
-    while (st == GCOLL_SUCCESS && memcmp(all + (size_t)color * GCOLL_HOST_KEY_BYTES, mine, GCOLL_HOST_KEY_BYTES) != 0)
-        color++;
-    free(all);
-    return st == GCOLL_SUCCESS ? t_split(b, color, b->rank, out) : st;
-}
-
-static const gcoll__boot_ops_t tcp_ops = {t_allgather, t_bcast, t_barrier, t_split, t_split_node, t_free};
+static const gcoll__boot_ops_t tcp_ops = {t_allgather, t_bcast, t_barrier, t_split, gcoll__boot_split_by_host, t_free};
 
 /* ---- the world ---- */
 
