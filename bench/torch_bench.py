@@ -141,36 +141,41 @@ class Transformer(torch.nn.Module):
         return self.head(self.enc(self.emb(x)))
 
 
-def model_and_batch(kind, scale):
+def model_and_batch(kind, scale, batch, seq=32):
     torch.manual_seed(0)  # the same start for both backends
     g = torch.Generator().manual_seed(RANK)
     if kind == "conv":
         m = Conv(scale)
-        x = torch.randn(8, 3, 8, 8, generator=g)
-        return m, x, torch.randint(0, 1000, (8,), generator=g), torch.nn.functional.cross_entropy
+        x = torch.randn(batch or 8, 3, 8, 8, generator=g)
+        return m, x, torch.randint(0, 1000, (batch or 8,), generator=g), torch.nn.functional.cross_entropy
     m = Transformer(scale)
-    x = torch.randint(0, m.vocab, (4, 32), generator=g)
-    y = torch.randint(0, m.vocab, (4, 32), generator=g)
+    x = torch.randint(0, m.vocab, (batch or 4, seq), generator=g)
+    y = torch.randint(0, m.vocab, (batch or 4, seq), generator=g)
     return m, x, y, lambda out, t: torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), t.reshape(-1))
 
 
-def steps(model, x, y, loss_fn, n, hook=None):
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    times = []
-    for _ in range(n):
+class Trainer:
+    """One model's training steps: plain (backprop alone) or under DDP on a group."""
+
+    def __init__(self, args, kind, group=None, ddp=True):
+        self.model, self.x, self.y, self.loss_fn = model_and_batch(kind, args.scale, args.batch, args.seq)
+        if ddp:
+            self.model = DDP(self.model, process_group=group)
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01)
+
+    def step(self):
         dist.barrier(group=GLOO)
         t0 = time.perf_counter()
-        opt.zero_grad()
-        loss_fn(model(x), y).backward()
-        opt.step()
-        times.append(time.perf_counter() - t0)
-    return times[2:] if n > 3 else times
+        self.opt.zero_grad()
+        self.loss_fn(self.model(self.x), self.y).backward()
+        self.opt.step()
+        return time.perf_counter() - t0
 
 
-def first_gradient(kind, scale, group, n):
+def first_gradient(args, kind, group, n):
     """Seconds from the start of backward to the completion of the first bucket's allreduce,
     through a hook that runs the group's own allreduce (so this pass is not the default path)."""
-    model, x, y, loss_fn = model_and_batch(kind, scale)
+    model, x, y, loss_fn = model_and_batch(kind, args.scale, args.batch, args.seq)
     ddp = DDP(model, process_group=group)
     mark = {}
 
@@ -182,44 +187,62 @@ def first_gradient(kind, scale, group, n):
 
     ddp.register_comm_hook(None, hook)
     out = []
-    for _ in range(n):
+    for i in range(n + 1):  # the first pass builds DDP's buckets: not counted
         mark.clear()
         loss = loss_fn(ddp(x), y)
         dist.barrier(group=GLOO)
         t0 = time.perf_counter()
         loss.backward()
-        out.append(mark["t"] - t0)
+        if i:
+            out.append(mark["t"] - t0)
     return slowest(statistics.median(out))
 
 
+def slowest_each(seconds):
+    """Per entry, the largest value over the ranks."""
+    t = torch.tensor(seconds, dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX, group=GLOO)
+    return t.tolist()
+
+
 def ddp(args):
+    """Steps of backprop alone, of DDP on gloo and of DDP on gcoll, interleaved one step at a time
+    (the order turning each step) from the same weights, so the machine's drift falls on all three."""
     for kind in args.models.split(","):
-        model, x, y, loss_fn = model_and_batch(kind, args.scale)
-        nparam = sum(p.numel() for p in model.parameters())
-        # backprop alone, and all the gradients' bytes allreduced once as one tensor, per backend
-        compute = slowest(statistics.median(steps(model, x, y, loss_fn, args.steps)))
+        runs = {"alone": Trainer(args, kind, ddp=False), "gloo": Trainer(args, kind, GLOO),
+                "gcoll": Trainer(args, kind)}
+        names = list(runs)
+        nparam = sum(p.numel() for p in runs["alone"].model.parameters())
         grads = torch.ones(nparam)
-        res = {}
+        for name in names:  # warm-up: DDP's first steps build its buckets
+            for _ in range(2):
+                runs[name].step()
+        times = {name: [] for name in names}
+        for i in range(args.steps * args.rounds):
+            for j in range(len(names)):
+                name = names[(i + j) % len(names)]
+                times[name].append(runs[name].step())
+        step = {name: statistics.median(slowest_each(v)) for name, v in times.items()}
+        comm, first = {}, {}
         for _ in range(args.rounds):
             for name, group in [("gloo", GLOO), ("gcoll", None)]:
-                m, x, y, loss_fn = model_and_batch(kind, args.scale)
-                res.setdefault((name, "step"), []).append(
-                    slowest(statistics.median(steps(DDP(m, process_group=group), x, y, loss_fn, args.steps))))
-                res.setdefault((name, "comm"), []).append(
-                    timed(lambda: dist.all_reduce(grads, group=group), args.budget, 2))
-                res.setdefault((name, "first"), []).append(first_gradient(kind, args.scale, group, 3))
-        say("\nDDP %s: %.1f M parameters (%.0f MB of gradients), %d ranks, backprop step alone %.1f ms"
-            % (kind, nparam / 1e6, nparam * 4 / 1e6, SIZE, compute * 1e3))
+                comm.setdefault(name, []).append(timed(lambda: dist.all_reduce(grads, group=group), args.budget, 2))
+                first.setdefault(name, []).append(first_gradient(args, kind, group, 3))
+        compute = step["alone"]
+        shape = "%s%s" % (args.batch or "default", " x %d tokens" % args.seq if kind == "transformer" else "")
+        say("\nDDP %s: %.1f M parameters (%.0f MB of gradients), %d ranks, batch %s, backprop step alone %.1f ms "
+            "(median of %d steps each, interleaved)" % (kind, nparam / 1e6, nparam * 4 / 1e6, SIZE, shape,
+                                                        compute * 1e3, len(times["gloo"])))
         say("%-6s %12s %14s %16s %9s" % ("", "step ms", "allreduce ms", "first grad ms", "overlap"))
-        med = {k: statistics.median(v) for k, v in res.items()}
         for name in ["gloo", "gcoll"]:
-            step, comm = med[(name, "step")], med[(name, "comm")]
+            c = statistics.median(comm[name])
             # the share of the gradients' exchange hidden behind backprop: what the step adds to
             # the step without communication, against the exchange's time alone
-            overlap = min(1.0, max(0.0, 1 - (step - compute) / comm)) if comm > 0 else 0.0
-            say("%-6s %12.1f %14.1f %16.1f %8.0f%%" % (name, step * 1e3, comm * 1e3, med[(name, "first")] * 1e3,
-                                                       100 * overlap))
-        say("step time gloo/gcoll: %.2fx" % (med[("gloo", "step")] / med[("gcoll", "step")]))
+            overlap = min(1.0, max(0.0, 1 - (step[name] - compute) / c)) if c > 0 else 0.0
+            say("%-6s %12.1f %14.1f %16.1f %8.0f%%" % (name, step[name] * 1e3, c * 1e3,
+                                                       statistics.median(first[name]) * 1e3, 100 * overlap))
+        say("gloo's allreduce of all gradients is %.0f%% of its step; step time gloo/gcoll: %.2fx"
+            % (100 * statistics.median(comm["gloo"]) / step["gloo"], step["gloo"] / step["gcoll"]))
 
 
 def main():
@@ -232,6 +255,9 @@ def main():
     ap.add_argument("--budget", type=float, default=0.3, help="seconds of calls per size, backend and round")
     ap.add_argument("--models", default="conv,transformer")
     ap.add_argument("--scale", type=float, default=1.0, help="model width factor")
+    ap.add_argument("--batch", type=int, default=0,
+                    help="samples per rank and step (default: 8 images for conv, 4 sequences for transformer)")
+    ap.add_argument("--seq", type=int, default=32, help="transformer: tokens per sequence")
     ap.add_argument("--quick", action="store_true", help="tiny sizes, models and rounds")
     args = ap.parse_args()
     if args.quick:

@@ -297,6 +297,7 @@ static gcoll_status_t parse_secret(const char *var, const char *s, void *out, in
 }
 
 static const char *const boot_modes[] = {"auto", "mpi", "env", NULL};
+static const char *const worker_policies[] = {"batch", "normal", NULL}; /* GCOLL__WORKER_* order */
 
 static gcoll__var_t vars[] = {
     {"GCOLL_LOG_LEVEL", "error|warn|info|debug|trace", "warn",
@@ -381,6 +382,11 @@ static gcoll__var_t vars[] = {
      "cores of the progress threads, one per thread in turn: a list such as 3 or 2,3; auto takes cores of this "
      "rank's allowed set away from those its host's other ranks start on",
      parse_cpulist, NULL, gcoll__config.worker_affinity, sizeof(gcoll__config.worker_affinity)},
+    {"GCOLL_WORKER_POLICY", "batch|normal", "batch",
+     "scheduling of the progress threads: batch (SCHED_BATCH) lets a thread woken for new work wait for a free "
+     "core instead of preempting the application's threads, such as the one about to wait for that work; normal: "
+     "the default policy",
+     NULL, worker_policies, &gcoll__config.worker_policy, 0},
     {"GCOLL_INFLIGHT_BYTES", "bytes, 64K..1G", "8M",
      "bound on bytes of sends in flight per progress thread, each operation's first send aside: once reached, an "
      "operation that already has a send in flight waits, and higher priorities get the room first",

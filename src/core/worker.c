@@ -1,6 +1,7 @@
 /* The lanes and their worker threads (see lane.h). A worker spins briefly after each pass that
  * moved something, for latency, then sleeps on its communicators' transport events, so an idle
- * worker takes no CPU from the backprop it overlaps. */
+ * worker takes no CPU from the backprop it overlaps; by default it runs as SCHED_BATCH, so that
+ * waking it does not preempt the application's threads. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,6 +154,13 @@ gcoll_status_t gcoll__lanes_start(void)
         char name[16];
         snprintf(name, sizeof(name), "gcoll-wk%u", (unsigned)i % 1000u);
         pthread_setname_np(l->worker, name);
+        /* A nonblocking call wakes the worker, and a caller that waits right away then drives
+         * the operation itself: a worker that preempted it (or the peer it waits for) on a busy
+         * host would cost the wait a trip through the scheduler. */
+        struct sched_param sp = {0};
+        if (gcoll__config.worker_policy == GCOLL__WORKER_BATCH &&
+            (rc = pthread_setschedparam(l->worker, SCHED_BATCH, &sp)) != 0)
+            GCOLL_LOG(GCOLL_LOG_WARN, "progress thread %zu: cannot make it SCHED_BATCH: %s", i, strerror(rc));
         if (ncpus > 0) {
             cpu_set_t set;
             CPU_ZERO(&set);

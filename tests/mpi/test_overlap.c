@@ -2,6 +2,9 @@
  * several communicators, issued in the same order on every rank but with priorities that make
  * each rank's engine run them in a different order, and waited in yet another order. Every
  * result is checked against the independent reference. */
+#include <dirent.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -23,6 +26,35 @@ typedef struct {
 } op_t;
 
 static const size_t sizes[] = {0, 1, 7, 61, 1000, 4099, 65537, 300001};
+
+/* The progress threads, found by their names in /proc, run under the scheduling policy that
+ * GCOLL_WORKER_POLICY names (batch unless set), and there are GCOLL_WORKER_COUNT of them. */
+static void check_workers(void)
+{
+    const char *count = getenv("GCOLL_WORKER_COUNT"), *policy = getenv("GCOLL_WORKER_POLICY");
+    int want = count ? atoi(count) : 1, found = 0;
+    int want_policy = policy && strcmp(policy, "normal") == 0 ? SCHED_OTHER : SCHED_BATCH;
+    DIR *d = opendir("/proc/self/task");
+    CHECK(d != NULL, "cannot list /proc/self/task");
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        char path[300], name[32] = "";
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        int named = fgets(name, sizeof(name), f) != NULL && strncmp(name, "gcoll-wk", 8) == 0;
+        fclose(f);
+        if (!named)
+            continue;
+        found++;
+        int got = sched_getscheduler(atoi(e->d_name));
+        CHECK(got == want_policy, "progress thread %s runs under policy %d, not %d", e->d_name, got, want_policy);
+    }
+    closedir(d);
+    CHECK(found == want, "%d progress threads, not %d", found, want);
+}
 
 /* tests/run.sh sets the progress threads (GCOLL_WORKER_COUNT) and the budget of bytes in flight
  * (GCOLL_INFLIGHT_BYTES). */
@@ -108,6 +140,7 @@ int main(int argc, char **argv)
     double cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec + r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
         (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec + r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) * 1e-6;
     CHECK(cpu < 0.04, "idle for 0.4 s, the process used %.3f s of CPU", cpu);
+    check_workers();
     for (int c = 1; c < NCOMMS; c++)
         CHECK_OK(gcoll_comm_free(&comms[c]));
     return h_finish("overlap");
