@@ -3,7 +3,8 @@
 # launched the torchrun way: 2 hosts x 2 ranks as plain processes with RANK, WORLD_SIZE,
 # MASTER_ADDR (host 1's address) and MASTER_PORT, the backend's whole test
 # (tests/python/test_torch_backend.py) over shm+tcp (Adasum flat: the test's reference is the flat
-# tree, not the hierarchical variant over hosts' sums). Prints "RESULT torch-cluster np=4 passed=N
+# tree, not the hierarchical variant over hosts' sums); then under mpirun, 1 rank per host whose
+# host name resolves nowhere, examples/pytorch_ddp.py. Prints "RESULT torch-cluster np=4 passed=N
 # failed=M"; exit 77 with a "SKIP cluster:" line where namespaces cannot be made.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -45,6 +46,17 @@ if [ "${1:-}" = --inner ]; then
             f=$((f + 1))
         fi
     done
+    # mpirun: gcoll.torch finds RANK and WORLD_SIZE, and rank 0's address on the interface named
+    # for gloo, without the host name (it does not resolve in these namespaces)
+    if PYTHONPATH="$top/bindings/python" GCOLL_LIBRARY="$LIBDIR/libgcoll.so.1" timeout "${CLUSTER_TIMEOUT:-120}" \
+        "$CLUSTER_MPIRUN" -x PYTHONPATH -x GLOO_SOCKET_IFNAME="$CLUSTER_IF" /usr/bin/python3 -W ignore \
+        "$top/examples/pytorch_ddp.py" > "$out/mpirun" 2>&1 && grep -q "^PASS" "$out/mpirun"; then
+        p=$((p + 1))
+    else
+        echo "# under mpirun across the hosts, examples/pytorch_ddp.py failed; the end of its output:"
+        grep -v "^-*$" "$out/mpirun" | tail -n 16 | sed 's/^/#   /'
+        f=$((f + 1))
+    fi
     echo "RESULT torch-cluster np=4 passed=$p failed=$f"
     [ "$f" = 0 ]
     exit $?

@@ -8,9 +8,11 @@ ddp.register_comm_hook(state, gcoll.torch.allreduce_hook) averages, adasum_hook 
 state None runs them on the backend's process group, a gcoll.Comm on that communicator.
 """
 import atexit
+import fcntl
 import importlib.util
 import os
 import socket
+import struct
 
 import torch
 import torch.distributed as dist
@@ -54,6 +56,39 @@ def _create(store, rank, size, timeout):
     return _backend().ProcessGroupGcoll(store, rank, size, timeout.total_seconds())
 
 
+def _interface_addr(name):
+    """The IPv4 address of network interface name, or None (Linux's SIOCGIFADDR)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            req = struct.pack("256s", name.encode()[:15])
+            return socket.inet_ntoa(fcntl.ioctl(s.fileno(), 0x8915, req)[20:24])
+        except OSError:
+            return None
+
+
+def _reachable_addr():
+    """An address of this host that the job's other hosts reach: the interface the user named for
+    gcoll or gloo; else the host name's address when it is not a loopback one (Debian maps the
+    name to 127.0.1.1) and resolves at all; else the first interface up with a non-loopback one."""
+    for var in ("GCOLL_TCP_IFNAME", "GLOO_SOCKET_IFNAME"):
+        for name in os.environ.get(var, "").split(","):
+            addr = _interface_addr(name) if name and not name.startswith("^") else None
+            if addr:
+                return addr
+    try:
+        addr = socket.gethostbyname(socket.gethostname())
+        if not addr.startswith("127."):
+            return addr
+    except OSError:
+        pass
+    for _, name in socket.if_nameindex():
+        addr = _interface_addr(name)
+        if addr and not addr.startswith("127."):
+            return addr
+    raise RuntimeError("gcoll: under mpirun across hosts, this host (%s) has no address that others can reach: "
+                       "set MASTER_ADDR, or GCOLL_TCP_IFNAME to the interface to use" % socket.gethostname())
+
+
 def _launched_by_mpi():
     """RANK, WORLD_SIZE and, where missing, MASTER_ADDR and MASTER_PORT for env:// under mpirun:
     the launcher's rank variables; rank 0's address and a port free there, sent through gcoll."""
@@ -71,16 +106,25 @@ def _launched_by_mpi():
     gcoll.init()
     comm = gcoll.comm_world()
     where = torch.zeros(64, dtype=torch.uint8)
+    failure = None
     if comm.rank == 0:
         one_host = os.environ.get("OMPI_COMM_WORLD_LOCAL_SIZE") == size
-        addr = os.environ.get("MASTER_ADDR") or ("127.0.0.1" if one_host else
-                                                 socket.gethostbyname(socket.gethostname()))
-        with socket.socket() as s:
-            s.bind(("", 0))
-            port = os.environ.get("MASTER_PORT") or str(s.getsockname()[1])
-        text = ("%s:%s" % (addr, port)).encode()
-        where[:len(text)] = torch.tensor(list(text), dtype=torch.uint8)
+        try:
+            addr = os.environ.get("MASTER_ADDR") or ("127.0.0.1" if one_host else _reachable_addr())
+        except RuntimeError as e:
+            failure = e  # the others learn it from an empty address, rather than wait out a timeout
+        else:
+            with socket.socket() as s:
+                s.bind(("", 0))
+                port = os.environ.get("MASTER_PORT") or str(s.getsockname()[1])
+            text = ("%s:%s" % (addr, port)).encode()
+            where[:len(text)] = torch.tensor(list(text), dtype=torch.uint8)
     comm.bcast(where, 0)
+    if failure:
+        raise failure
+    if not where[0]:
+        raise RuntimeError("gcoll: under mpirun, rank 0 found no address for the ranks to meet at (its error "
+                           "says why): set MASTER_ADDR and MASTER_PORT")
     addr, port = bytes(where.tolist()).rstrip(b"\0").decode().rsplit(":", 1)
     os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = addr, port
     # gcoll stays initialized (MPI cannot start twice); the process groups nest in it
