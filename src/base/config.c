@@ -297,7 +297,7 @@ static gcoll_status_t parse_secret(const char *var, const char *s, void *out, in
 }
 
 static const char *const boot_modes[] = {"auto", "mpi", "env", NULL};
-static const char *const worker_policies[] = {"batch", "normal", NULL}; /* GCOLL__WORKER_* order */
+static const char *const worker_policies[] = {"auto", "batch", "normal", NULL}; /* GCOLL__WORKER_* order */
 
 static gcoll__var_t vars[] = {
     {"GCOLL_LOG_LEVEL", "error|warn|info|debug|trace", "warn",
@@ -382,10 +382,11 @@ static gcoll__var_t vars[] = {
      "cores of the progress threads, one per thread in turn: a list such as 3 or 2,3; auto takes cores of this "
      "rank's allowed set away from those its host's other ranks start on",
      parse_cpulist, NULL, gcoll__config.worker_affinity, sizeof(gcoll__config.worker_affinity)},
-    {"GCOLL_WORKER_POLICY", "batch|normal", "batch",
-     "scheduling of the progress threads: batch (SCHED_BATCH) lets a thread woken for new work wait for a free "
-     "core instead of preempting the application's threads, such as the one about to wait for that work; normal: "
-     "the default policy",
+    {"GCOLL_WORKER_POLICY", "auto|batch|normal", "auto",
+     "scheduling of the progress threads: auto runs a thread as SCHED_BATCH while it sleeps for lack of work, so "
+     "that waking it for new work does not preempt the caller about to wait for it, and under the default policy "
+     "while it drives operations alone, so that the network's events take a core from compute; batch: SCHED_BATCH "
+     "always; normal: the default policy always",
      NULL, worker_policies, &gcoll__config.worker_policy, 0},
     {"GCOLL_INFLIGHT_BYTES", "bytes, 64K..1G", "8M",
      "bound on bytes of sends in flight per progress thread, each operation's first send aside: once reached, an "

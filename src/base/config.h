@@ -10,7 +10,7 @@
 #include "base/coll.h"
 
 /* A link as the cost model sees it. */
-enum { GCOLL__WORKER_BATCH, GCOLL__WORKER_NORMAL };
+enum { GCOLL__WORKER_AUTO, GCOLL__WORKER_BATCH, GCOLL__WORKER_NORMAL };
 
 typedef struct {
     double lat_s;  /* per message */
@@ -40,7 +40,7 @@ typedef struct {
     int pipeline_depth;         /* slices in flight per round */
     int worker_count;           /* progress threads; 0: none */
     char worker_affinity[256];  /* "none", "auto", or a CPU list */
-    int worker_policy;          /* GCOLL__WORKER_BATCH or GCOLL__WORKER_NORMAL */
+    int worker_policy;          /* GCOLL__WORKER_AUTO, _BATCH or _NORMAL */
     size_t inflight_bytes;      /* sends in flight per lane */
     size_t fusion_bytes;        /* 0: auto */
     size_t fusion_first_bytes;

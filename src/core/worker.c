@@ -1,7 +1,8 @@
 /* The lanes and their worker threads (see lane.h). A worker spins briefly after each pass that
  * moved something, for latency, then sleeps on its communicators' transport events, so an idle
- * worker takes no CPU from the backprop it overlaps; by default it runs as SCHED_BATCH, so that
- * waking it does not preempt the application's threads. */
+ * worker takes no CPU from the backprop it overlaps. By default it sleeps for lack of work as
+ * SCHED_BATCH, so that waking it does not preempt the application's threads, and drives work
+ * under the default policy (GCOLL_WORKER_POLICY). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,17 +77,42 @@ int gcoll__worker_cpus(const char *spec, const cpu_set_t *allowed, int local, in
     return n;
 }
 
+/* Moves the calling worker to SCHED_BATCH (batch) or back to the default policy. A refusal is said
+ * once and ends the switching (*mode becomes normal). Returns whether it is SCHED_BATCH now. */
+static int switch_policy(const gcoll__lane_t *l, int batch, int *mode)
+{
+    struct sched_param sp = {0};
+    int rc = pthread_setschedparam(pthread_self(), batch ? SCHED_BATCH : SCHED_OTHER, &sp);
+    if (rc == 0)
+        return batch;
+    GCOLL_LOG(GCOLL_LOG_WARN, "progress thread %d: cannot switch to %s: %s", l->index,
+              batch ? "SCHED_BATCH" : "SCHED_OTHER", strerror(rc));
+    *mode = GCOLL__WORKER_NORMAL;
+    return !batch;
+}
+
 static void *worker_main(void *arg)
 {
     gcoll__lane_t *l = arg;
+    int mode = gcoll__config.worker_policy;
+    int batch = mode != GCOLL__WORKER_NORMAL ? switch_policy(l, 1, &mode) : 0;
     pthread_mutex_lock(&l->lock);
     unsigned idle = 0;
     while (!l->stop) {
         if (!l->active || l->waiters) {
             idle = 0;
+            /* A nonblocking call wakes it, and a caller that waits right away then drives the
+             * operation itself: a worker that preempted that caller (or the peer it waits for)
+             * on a busy host would cost the wait a trip through the scheduler. */
+            if (mode == GCOLL__WORKER_AUTO && !batch)
+                batch = switch_policy(l, 1, &mode);
             pthread_cond_wait(&l->wake, &l->lock);
             continue;
         }
+        /* Driving work alone, beside compute: a batch thread would wait a tick for the core at
+         * each of the transport's events, and the operation would stall behind backprop. */
+        if (mode == GCOLL__WORKER_AUTO && batch)
+            batch = switch_policy(l, 0, &mode);
         idle = gcoll__lane_progress(l) ? 0 : idle + 1;
         /* with more ranks than cores, a spinning worker takes the core of the rank it waits for */
         unsigned spin = l->active && gcoll__comm_crowded(l->active->comm) ? 1 : WORKER_SPIN;
@@ -154,13 +180,6 @@ gcoll_status_t gcoll__lanes_start(void)
         char name[16];
         snprintf(name, sizeof(name), "gcoll-wk%u", (unsigned)i % 1000u);
         pthread_setname_np(l->worker, name);
-        /* A nonblocking call wakes the worker, and a caller that waits right away then drives
-         * the operation itself: a worker that preempted it (or the peer it waits for) on a busy
-         * host would cost the wait a trip through the scheduler. */
-        struct sched_param sp = {0};
-        if (gcoll__config.worker_policy == GCOLL__WORKER_BATCH &&
-            (rc = pthread_setschedparam(l->worker, SCHED_BATCH, &sp)) != 0)
-            GCOLL_LOG(GCOLL_LOG_WARN, "progress thread %zu: cannot make it SCHED_BATCH: %s", i, strerror(rc));
         if (ncpus > 0) {
             cpu_set_t set;
             CPU_ZERO(&set);

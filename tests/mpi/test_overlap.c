@@ -27,8 +27,9 @@ typedef struct {
 
 static const size_t sizes[] = {0, 1, 7, 61, 1000, 4099, 65537, 300001};
 
-/* The progress threads, found by their names in /proc, run under the scheduling policy that
- * GCOLL_WORKER_POLICY names (batch unless set), and there are GCOLL_WORKER_COUNT of them. */
+/* The progress threads, found by their names in /proc, sleep under the scheduling policy that
+ * GCOLL_WORKER_POLICY names (auto and batch: SCHED_BATCH; normal: the default one), and there
+ * are GCOLL_WORKER_COUNT of them. */
 static void check_workers(void)
 {
     const char *count = getenv("GCOLL_WORKER_COUNT"), *policy = getenv("GCOLL_WORKER_POLICY");
