@@ -27,11 +27,16 @@ def say(*a):
         print(*a, flush=True)
 
 
-def slowest(seconds):
-    """The largest value over the ranks (a collective ends when its slowest rank is done)."""
-    t = torch.tensor([seconds], dtype=torch.float64)
+def slowest_each(seconds):
+    """Per entry, the largest value over the ranks (a collective ends when its slowest rank is done)."""
+    t = torch.tensor(seconds, dtype=torch.float64)
     dist.all_reduce(t, op=dist.ReduceOp.MAX, group=GLOO)
-    return t.item()
+    return t.tolist()
+
+
+def slowest(seconds):
+    """The largest value over the ranks."""
+    return slowest_each([seconds])[0]
 
 
 def timed(fn, budget, least=3):
@@ -141,7 +146,7 @@ class Transformer(torch.nn.Module):
         return self.head(self.enc(self.emb(x)))
 
 
-def model_and_batch(kind, scale, batch, seq=32):
+def model_and_batch(kind, scale, batch, seq):
     torch.manual_seed(0)  # the same start for both backends
     g = torch.Generator().manual_seed(RANK)
     if kind == "conv":
@@ -196,13 +201,6 @@ def first_gradient(args, kind, group, n):
         if i:
             out.append(mark["t"] - t0)
     return slowest(statistics.median(out))
-
-
-def slowest_each(seconds):
-    """Per entry, the largest value over the ranks."""
-    t = torch.tensor(seconds, dtype=torch.float64)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX, group=GLOO)
-    return t.tolist()
 
 
 def ddp(args):

@@ -9,9 +9,10 @@
 #include "gcoll.h"
 #include "base/coll.h"
 
-/* A link as the cost model sees it. */
+/* GCOLL_WORKER_POLICY's values, in the order of their names in config.c. */
 enum { GCOLL__WORKER_AUTO, GCOLL__WORKER_BATCH, GCOLL__WORKER_NORMAL };
 
+/* A link as the cost model sees it. */
 typedef struct {
     double lat_s;  /* per message */
     double bw_Bps; /* sustained bytes per second; 0: the transport's built-in figure */

@@ -66,23 +66,27 @@ def _interface_addr(name):
             return None
 
 
+def _spec_matches(spec, name):
+    """GCOLL_TCP_IFNAME's syntax, as gcoll's TCP transport reads it (NCCL_SOCKET_IFNAME's):
+    prefixes, ^ excludes them, = makes them exact names."""
+    exclude, exact = spec.startswith("^"), spec.startswith("=")
+    parts = [p for p in (spec[1:] if exclude or exact else spec).split(",") if p]
+    return any(name == p if exact else name.startswith(p) for p in parts) != exclude
+
+
 def _reachable_addr():
-    """An address of this host that the job's other hosts reach: the interface the user named for
-    gcoll or gloo; else the host name's address when it is not a loopback one (Debian maps the
-    name to 127.0.1.1) and resolves at all; else the first interface up with a non-loopback one."""
-    for var in ("GCOLL_TCP_IFNAME", "GLOO_SOCKET_IFNAME"):
-        for name in os.environ.get(var, "").split(","):
-            addr = _interface_addr(name) if name and not name.startswith("^") else None
-            if addr:
-                return addr
+    """An address of this host that the job's other hosts reach: on the interfaces the user named
+    for gcoll (GCOLL_TCP_IFNAME) or gloo (GLOO_SOCKET_IFNAME: exact names); else the host name's
+    address when it resolves at all and not to loopback (Debian maps the name to 127.0.1.1); else
+    that of the first interface up with a non-loopback one."""
+    names = [n for _, n in socket.if_nameindex()]
+    tcp, gloo = os.environ.get("GCOLL_TCP_IFNAME", "auto"), os.environ.get("GLOO_SOCKET_IFNAME", "")
+    named = [n for n in names if tcp != "auto" and _spec_matches(tcp, n)] + [n for n in gloo.split(",") if n]
     try:
-        addr = socket.gethostbyname(socket.gethostname())
-        if not addr.startswith("127."):
-            return addr
+        by_name = [socket.gethostbyname(socket.gethostname())]
     except OSError:
-        pass
-    for _, name in socket.if_nameindex():
-        addr = _interface_addr(name)
+        by_name = []
+    for addr in [_interface_addr(n) for n in named] + by_name + [_interface_addr(n) for n in names]:
         if addr and not addr.startswith("127."):
             return addr
     raise RuntimeError("gcoll: under mpirun across hosts, this host (%s) has no address that others can reach: "
