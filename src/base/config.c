@@ -48,6 +48,17 @@ static gcoll_status_t parse_bytes(const char *var, const char *s, void *out, int
     return GCOLL_SUCCESS;
 }
 
+/* parse_bytes up to the TCP transport's largest eager frame (16 MiB). */
+static gcoll_status_t parse_eager(const char *var, const char *s, void *out, int min_kib)
+{
+    size_t v = 0;
+    if (parse_bytes(var, s, &v, min_kib) != GCOLL_SUCCESS || v > ((size_t)16 << 20))
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s='%s' is not valid: accepts bytes with K/M/G suffixes up to 16M",
+                            var, s);
+    *(size_t *)out = v;
+    return GCOLL_SUCCESS;
+}
+
 /* An integer from arg to 1024. */
 static gcoll_status_t parse_count(const char *var, const char *s, void *out, int arg)
 {
@@ -350,6 +361,11 @@ static gcoll__var_t vars[] = {
      "SO_RCVBUF of every TCP socket (the window a receiver offers); auto leaves it to the kernel's "
      "autotuning (net.ipv4.tcp_rmem)",
      parse_auto_bytes, NULL, &gcoll__config.tcp_rcvbuf, 4},
+    {"GCOLL_TCP_EAGER", "bytes, 0..16M", "1M",
+     "TCP messages up to this size go at once, copied aside on arrival if their receive is not posted yet; "
+     "larger ones (and those striped over GCOLL_TCP_NSOCKS sockets) wait for the receiver's go-ahead, which on a "
+     "link busy both ways queues behind the peer's data: keep the pipeline slice (GCOLL_CHUNK_BYTES) within it",
+     parse_eager, NULL, &gcoll__config.tcp_eager, 0},
     {"GCOLL_OFI_PROVIDER", "auto, or a libfabric provider name", "auto",
      "libfabric provider for ofi: auto takes the best RDM provider fi_getinfo offers, a real NIC before "
      "tcp;ofi_rxm",
@@ -392,6 +408,11 @@ static gcoll__var_t vars[] = {
      "bound on bytes of sends in flight per progress thread, each operation's first send aside: once reached, an "
      "operation that already has a send in flight waits, and higher priorities get the room first",
      parse_bytes, NULL, &gcoll__config.inflight_bytes, 64},
+    {"GCOLL_SCRATCH_CACHE", "bytes, 0..1G", "256M",
+     "scratch buffers of finished operations (an in-place ring's received blocks, staging) kept for the next "
+     "ones, up to this many bytes in all: a fresh buffer costs a page fault per 4 KiB on every call; 0 frees "
+     "each at once",
+     parse_bytes, NULL, &gcoll__config.scratch_cache, 0},
     {"GCOLL_FUSION_BYTES", "auto, or bytes 4K..1G", "auto",
      "gradient session: the size of a fusion bucket; auto is about 2 ms of the communicator's slowest link, "
      "between 64K and 64M",

@@ -36,6 +36,7 @@ typedef struct {
     char tcp_ifname[256];       /* "auto", or a list: "eth0,eth1", "^lo,docker" */
     size_t tcp_sndbuf;          /* SO_SNDBUF of every socket; 0: the kernel's autotuning */
     size_t tcp_rcvbuf;          /* SO_RCVBUF likewise */
+    size_t tcp_eager;           /* messages up to this size go without a rendezvous */
     char ofi_provider[64];      /* "auto", or a libfabric provider name such as "tcp;ofi_rxm" */
     size_t chunk_bytes;         /* pipeline slice of the point-to-point algorithms */
     int pipeline_depth;         /* slices in flight per round */
@@ -43,6 +44,7 @@ typedef struct {
     char worker_affinity[256];  /* "none", "auto", or a CPU list */
     int worker_policy;          /* GCOLL__WORKER_AUTO, _BATCH or _NORMAL */
     size_t inflight_bytes;      /* sends in flight per lane */
+    size_t scratch_cache;       /* bytes of freed scratch buffers kept for reuse */
     size_t fusion_bytes;        /* 0: auto */
     size_t fusion_first_bytes;
     char timeline[256];    /* "none" or a path */

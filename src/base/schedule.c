@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/schedule.h"
+#include "base/scratch.h"
 
 gcoll__sched_t *gcoll__sched_new(gcoll_dtype_t dtype, gcoll_op_t op, unsigned divisor, gcoll__sched_t *storage)
 {
@@ -30,7 +31,7 @@ void gcoll__sched_free(gcoll__sched_t *s)
     if (s->cleanup)
         s->cleanup(s->cleanup_arg);
     for (size_t i = 0; i < s->nscratch; i++)
-        free(s->scratch[i]);
+        gcoll__scratch_put(s->scratch[i]);
     free(s->scratch);
     free(s->stage);
     free(s->stage_bytes);
@@ -70,7 +71,7 @@ void *gcoll__sched_scratch(gcoll__sched_t *s, size_t bytes)
         return s->arena + at;
     }
     void **arr = realloc(s->scratch, (s->nscratch + 1) * sizeof(void *));
-    void *p = arr ? malloc(bytes ? bytes : 1) : NULL;
+    void *p = arr ? gcoll__scratch_get(bytes) : NULL;
     if (arr)
         s->scratch = arr;
     if (!p) {

@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/reduce.h"
+#include "base/scratch.h"
 #include "core/lane.h"
 #include "core/request.h"
 #include "core/timeline.h"
@@ -116,6 +117,7 @@ GCOLL_API gcoll_status_t gcoll_finalize(void)
         gcoll__lanes_stop(); /* nothing is in flight: the workers sleep */
         gcoll__context.initialized = 0;
         gcoll__comm_free_all();
+        gcoll__scratch_drain();
         gcoll__timeline_close();
         gcoll__cuda_ipc_release();
         gcoll__cuda_release();

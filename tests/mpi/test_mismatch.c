@@ -10,7 +10,7 @@
 
 #include "harness.h"
 
-#define BIG 100000 /* floats: 400 KB, above the eager bound of tcp (rendezvous) */
+#define BIG 100000 /* floats: 400 KB, eager over tcp by default, by rendezvous under GCOLL_TCP_EAGER=64K */
 
 typedef struct {
     const char *name;

@@ -132,6 +132,51 @@ static void test_sizes(gcoll__tp_t *tp)
         }
 }
 
+/* Whether a message goes eagerly: up to GCOLL_TCP_EAGER, unless it is striped. */
+static int eager(const gcoll__tp_t *tp, size_t n)
+{
+    return n <= gcoll__config.tcp_eager && (n < ((size_t)1 << 20) || tp->nsocks == 1);
+}
+
+/* A message within GCOLL_TCP_EAGER is sent whole before its receive is posted (the receiver's
+ * progress copies it aside); one byte more waits for the receive (a rendezvous). Rank 0 sends,
+ * rank 1 drives its endpoint for a while before it posts the receives. */
+static void test_eager_goes_ahead(gcoll__tp_t *tp)
+{
+    size_t big = gcoll__config.tcp_eager;
+    if (!eager(tp, big))
+        big = ((size_t)1 << 20) - 1; /* striped from 1 MiB on */
+    const size_t sizes[2] = {big, big + 1};
+    for (int k = 0; k < 2; k++) {
+        size_t n = sizes[k];
+        uint32_t tag = 3000 + (uint32_t)k;
+        unsigned char *buf = malloc(n + 1);
+        gcoll__tp_req_t *r = NULL;
+        int done = 0;
+        if (rank == 0) {
+            fill(buf, n, seed_of(0, 1, tag, n));
+            CHECK(T->isend(tp, 1, tag, buf, n, &r) == GCOLL_SUCCESS, "isend: %s", gcoll_last_error());
+            for (double end = check_now() + (eager(tp, n) ? 20 : 0.3); check_now() < end && !done;)
+                T->test(tp, r, &done);
+            CHECK(done == eager(tp, n), "a send of %zu bytes (GCOLL_TCP_EAGER=%zu, %d sockets) %s before its receive",
+                  n, gcoll__config.tcp_eager, tp->nsocks, done ? "completed" : "did not complete");
+        } else if (rank == 1) {
+            drive(tp, 0, eager(tp, n) ? 1.0 : 0.5);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        char why[256] = "";
+        if (rank == 0 && !done)
+            CHECK(wait_one(tp, r, why, sizeof(why)) == GCOLL_SUCCESS, "send of %zu bytes: %s", n, why);
+        if (rank == 1) {
+            CHECK(T->irecv(tp, 0, tag, buf, n, &r) == GCOLL_SUCCESS, "irecv: %s", gcoll_last_error());
+            CHECK(wait_one(tp, r, why, sizeof(why)) == GCOLL_SUCCESS, "receive of %zu bytes: %s", n, why);
+            size_t d = first_diff(buf, n, seed_of(0, 1, tag, n));
+            CHECK(d == n, "%zu bytes sent before their receive: byte %zu differs", n, d);
+        }
+        free(buf);
+    }
+}
+
 /* A socket's data stripes wait in priority order, equal priorities in posting order, and a
  * higher priority goes before a stripe already partly framed. */
 static void test_priority_queue(void)
@@ -158,6 +203,31 @@ static void test_priority_queue(void)
               "posted as number %d (priority %d)",
               k, q->req->prio, (int)(q - st), want[k], prio[want[k]]);
     CHECK(k == N, "the queue holds %d stripes, not %d", k, N);
+}
+
+/* Socket 0's frames wait likewise: a go-ahead (CTS) first, messages (eager or offers) in their
+ * operations' priority order, equal priorities in posting order, a mismatch notice last. */
+static void test_frame_queue(void)
+{
+    static const int prio[] = {0, 0, 5, TCP_NOTICE_PRIO, TCP_CTS_PRIO, -1, 5};
+    static const int want[] = {4, 2, 6, 0, 1, 5, 3};
+    enum { N = sizeof(prio) / sizeof(prio[0]) };
+    tcp_frame_t f[N];
+    tcp_sock_t sock;
+    tcp_peer_t peer;
+    memset(&sock, 0, sizeof(sock));
+    memset(&peer, 0, sizeof(peer));
+    sock.ev.fd = -1; /* not writable: the frames stay queued */
+    peer.socks = &sock;
+    for (int i = 0; i < N; i++) {
+        f[i] = (tcp_frame_t){.prio = prio[i]};
+        gcoll__tcp_send_ctrl(NULL, &peer, &f[i]);
+    }
+    int k = 0;
+    for (tcp_frame_t *q = sock.ctrl; q && k < N; q = q->next, k++)
+        CHECK(q == &f[want[k]], "frame %d of the queue was posted as number %d; want number %d", k, (int)(q - f),
+              want[k]);
+    CHECK(k == N && sock.ctrl_tail == &f[want[N - 1]], "the queue holds %d frames, not %d, or its tail is wrong", k, N);
 }
 
 /* Every rank sends to every other rank at once: messages of several sizes, with several
@@ -222,7 +292,7 @@ static void test_all_to_all(gcoll__tp_t *tp)
 /* A receive of the wrong size fails, naming the peer and both sizes; traffic goes on after. */
 static void test_wrong_size(gcoll__tp_t *tp)
 {
-    static const size_t sent[2] = {100, 200000}, want[2] = {99, 300000};
+    static const size_t sent[2] = {100, 2000000}, want[2] = {99, 3000000}; /* eager, rendezvous */
     for (int k = 0; k < 2; k++) {
         unsigned char *buf = calloc(1, want[k] > sent[k] ? want[k] : sent[k]);
         gcoll__tp_req_t *r;
@@ -575,11 +645,13 @@ int main(int argc, char **argv)
     }
     test_header_check();
     test_priority_queue();
+    test_frame_queue();
     if (size >= 2) {
         gcoll__tp_t *tp = open_tp();
         if (tp) {
             test_sizes(tp);
             test_all_to_all(tp);
+            test_eager_goes_ahead(tp);
             test_wrong_size(tp);
             test_intruders(tp);
             T->close(tp);

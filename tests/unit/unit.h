@@ -24,5 +24,6 @@ Suite *topo_suite(void);
 Suite *sched_suite(void);
 Suite *boot_suite(void);
 Suite *topk_suite(void);
+Suite *scratch_suite(void);
 
 #endif

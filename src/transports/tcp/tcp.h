@@ -6,6 +6,7 @@
 #ifndef GCOLL_TCP_H
 #define GCOLL_TCP_H
 
+#include <limits.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
@@ -22,10 +23,10 @@ extern const gcoll__transport_t gcoll__transport_tcp;
 #define TCP_HELLO_BYTES 32
 #define TCP_ACK_BYTES 8
 #define TCP_SECRET_BYTES 16
-#define TCP_EAGER_MAX (64 * 1024)  /* larger messages go by rendezvous */
-#define TCP_CHUNK_MAX (512 * 1024) /* payload of one DATA frame: control frames cut in between */
-#define TCP_RBUF_BYTES (16 * 1024) /* per socket: headers and small payloads in one recv */
-#define TCP_NOTICE_MAX 320         /* text of a MISMATCH frame */
+#define TCP_EAGER_MAX (16 * 1024 * 1024) /* the largest eager frame a receiver takes (GCOLL_TCP_EAGER's bound) */
+#define TCP_CHUNK_MAX (512 * 1024)       /* payload of one DATA frame: control frames cut in between */
+#define TCP_RBUF_BYTES (16 * 1024)       /* per socket: headers and small payloads in one recv */
+#define TCP_NOTICE_MAX 320               /* text of a MISMATCH frame */
 
 /* BYE: the peer closes its endpoint. MISMATCH: the peer found that ranks run different
  * operations under one tag; its payload is the message naming both, and it fails this endpoint. */
@@ -61,7 +62,12 @@ typedef struct tcp_frame {
     const char *data;     /* EAGER payload, written straight from the user's buffer */
     gcoll__tp_req_t *req; /* completed when written (EAGER); NULL for control frames */
     int owned;            /* malloc'ed by the transport (a declining CTS): freed once taken */
+    int prio;             /* its place in the queue: a message's operation's priority, CTS_PRIO, NOTICE_PRIO */
 } tcp_frame_t;
+/* A go-ahead matches no receive, so it may overtake queued messages (a sender waits on it); a
+ * mismatch notice goes after everything queued. */
+#define TCP_CTS_PRIO INT_MAX
+#define TCP_NOTICE_PRIO INT_MIN
 
 typedef struct tcp_stripe {
     struct tcp_stripe *next;

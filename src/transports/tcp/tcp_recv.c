@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include "base/error.h"
+#include "base/scratch.h"
 #include "base/log.h"
 #include "transports/queue.h"
 #include "transports/tcp/tcp.h"
@@ -48,13 +49,13 @@ static void accept_rts(gcoll__tp_t *tp, gcoll__tp_req_t *r, size_t bytes, uint64
                                  p->rank);
             return;
         }
-        *f = (tcp_frame_t){.hdr = {.type = TCP_CTS, .id = sid, .aux = 0}, .owned = 1};
+        *f = (tcp_frame_t){.hdr = {.type = TCP_CTS, .id = sid, .aux = 0}, .owned = 1, .prio = TCP_CTS_PRIO};
         gcoll__tcp_send_ctrl(tp, p, f);
         return;
     }
     r->state = REQ_RNDV_IN;
     r->id = ++p->next_rid;
-    r->frame = (tcp_frame_t){.hdr = {.type = TCP_CTS, .id = sid, .aux = r->id}};
+    r->frame = (tcp_frame_t){.hdr = {.type = TCP_CTS, .id = sid, .aux = r->id}, .prio = TCP_CTS_PRIO};
     gcoll__tcp_send_ctrl(tp, p, &r->frame);
 }
 
@@ -123,7 +124,7 @@ static tcp_unexp_t *stash(tcp_peer_t *p, const gcoll__tcp_hdr_t *h)
         u->sid = h->id;
     } else {
         u->bytes = h->len;
-        u->data = malloc(h->len ? h->len : 1);
+        u->data = gcoll__scratch_get(h->len);
         if (!u->data) {
             free(u);
             return NULL;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/scratch.h"
 #include "base/log.h"
 #include "transports/tcp/tcp.h"
 
@@ -80,7 +81,7 @@ void gcoll__tcp_unexp_unlink(tcp_peer_t *p, tcp_unexp_t *u)
 
 void gcoll__tcp_unexp_free(tcp_unexp_t *u)
 {
-    free(u->data);
+    gcoll__scratch_put(u->data);
     free(u);
 }
 
@@ -235,7 +236,8 @@ static void tell_peers(gcoll__tp_t *tp)
         if (!f)
             continue; /* best effort: that peer learns of it from a stalled exchange or GCOLL_TIMEOUT */
         size_t n = strnlen(tp->mm.why, TCP_NOTICE_MAX);
-        *f = (tcp_frame_t){.hdr = {.type = TCP_MISMATCH, .len = n}, .data = tp->mm.why, .owned = 1};
+        *f = (tcp_frame_t){
+            .hdr = {.type = TCP_MISMATCH, .len = n}, .data = tp->mm.why, .owned = 1, .prio = TCP_NOTICE_PRIO};
         gcoll__tcp_send_ctrl(tp, to, f);
     }
     fail_all(tp);

@@ -1,14 +1,14 @@
-/* The TCP transport's send path: isend posts a message (eager on socket 0 up to TCP_EAGER_MAX,
- * else an RTS), and each socket writes its frames as the kernel takes them: control frames
- * first, then chunks of data stripes, highest priority first. A CTS starts the stream of a
- * rendezvous message, striped across the sockets when large. */
+/* The TCP transport's send path: isend posts a message (eager on socket 0 up to GCOLL_TCP_EAGER,
+ * else an RTS), and each socket writes its frames as the kernel takes them: control frames and
+ * eager messages first, then chunks of data stripes, each queue highest priority first. A CTS
+ * starts the stream of a rendezvous message, striped across the sockets when large. */
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "base/config.h"
 #include "base/error.h"
-#include "transports/queue.h"
 #include "transports/tcp/tcp.h"
 
 #define STRIPE_MIN (1024 * 1024) /* smaller rendezvous messages stay on socket 0 */
@@ -93,10 +93,19 @@ void gcoll__tcp_sock_write(gcoll__tp_t *tp, tcp_sock_t *s)
     }
 }
 
+/* A frame waits behind those of its priority or higher: an eager message of an urgent operation
+ * overtakes bulk ones already queued, and one operation's messages (one tag, one priority) keep
+ * their order, which matching needs. */
 void gcoll__tcp_send_ctrl(gcoll__tp_t *tp, tcp_peer_t *p, tcp_frame_t *f)
 {
     tcp_sock_t *s = &p->socks[0];
-    Q_PUSH(s->ctrl, s->ctrl_tail, f);
+    tcp_frame_t **at = &s->ctrl;
+    while (*at && (*at)->prio >= f->prio)
+        at = &(*at)->next;
+    f->next = *at;
+    *at = f;
+    if (!f->next)
+        s->ctrl_tail = f;
     gcoll__tcp_sock_write(tp, s);
 }
 
@@ -147,13 +156,17 @@ gcoll_status_t gcoll__tcp_isend_prio(gcoll__tp_t *tp, int peer, uint32_t tag, co
     tcp_peer_t *p = r->peer;
     r->prio = prio;
     const gcoll__opdesc_t *op = gcoll__optab_find(tp->optab, tag);
-    if (bytes <= TCP_EAGER_MAX) {
+    /* Eager up to GCOLL_TCP_EAGER: a rendezvous's CTS travels against the peer's own data, and on
+     * a link both directions fill (a ring's) it waits behind a socket buffer's worth of it, the
+     * link idle meanwhile. Striped messages keep the rendezvous: their stripes need the CTS. */
+    if (bytes <= gcoll__config.tcp_eager && (bytes < STRIPE_MIN || tp->nsocks == 1)) {
         r->state = REQ_EAGER_OUT;
-        r->frame = (tcp_frame_t){.hdr = {.type = TCP_EAGER, .tag = tag, .len = bytes}, .data = buf, .req = r};
+        r->frame =
+            (tcp_frame_t){.hdr = {.type = TCP_EAGER, .tag = tag, .len = bytes}, .data = buf, .req = r, .prio = prio};
     } else {
         r->state = REQ_WAIT_CTS;
         r->id = ++p->next_sid;
-        r->frame = (tcp_frame_t){.hdr = {.type = TCP_RTS, .tag = tag, .id = r->id, .aux = bytes}};
+        r->frame = (tcp_frame_t){.hdr = {.type = TCP_RTS, .tag = tag, .id = r->id, .aux = bytes}, .prio = prio};
     }
     if (op)
         r->frame.hdr.desc = *op;
