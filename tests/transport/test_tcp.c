@@ -4,6 +4,7 @@
  * peer that closes, GCOLL_TCP_SNDBUF / GCOLL_TCP_RCVBUF, and the priority order of queued data
  * (isend_prio). Prints "RESULT tcp np=N passed=N failed=N". */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,6 +229,67 @@ static void test_frame_queue(void)
         CHECK(q == &f[want[k]], "frame %d of the queue was posted as number %d; want number %d", k, (int)(q - f),
               want[k]);
     CHECK(k == N && sock.ctrl_tail == &f[want[N - 1]], "the queue holds %d frames, not %d, or its tail is wrong", k, N);
+}
+
+/* Reads one frame (header and payload) that sock_write put on a socket pair. */
+static gcoll__tcp_hdr_t read_frame(int fd)
+{
+    unsigned char buf[TCP_HDR_BYTES + 64];
+    gcoll__tcp_hdr_t h = {0};
+    size_t got = 0, need = TCP_HDR_BYTES;
+    while (got < need) {
+        ssize_t n = read(fd, buf + got, need - got);
+        if (n <= 0)
+            return h;
+        got += (size_t)n;
+        if (got == TCP_HDR_BYTES) {
+            gcoll__tcp_hdr_unpack(buf, &h);
+            need += h.len < 64 ? (size_t)h.len : 0;
+        }
+    }
+    return h;
+}
+
+/* On the wire, a data stripe goes before queued eager messages of a lower priority and after
+ * those of its own priority or higher. */
+static void test_wire_order(void)
+{
+    int fds[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) {
+        CHECK(0, "socketpair: %s", strerror(errno));
+        return;
+    }
+    static char payload[64];
+    tcp_sock_t sock;
+    tcp_peer_t peer;
+    gcoll__tp_req_t req;
+    memset(&sock, 0, sizeof(sock));
+    memset(&peer, 0, sizeof(peer));
+    memset(&req, 0, sizeof(req));
+    sock.ev.fd = fds[0];
+    peer.socks = &sock;
+    req.prio = 5;
+    req.id = 77;
+    req.buf = payload;
+    req.left = 1 << 20; /* never completes: it has no peer to leave */
+    tcp_stripe_t st = {.req = &req, .end = 32};
+    tcp_frame_t low = {.hdr = {.type = TCP_EAGER, .tag = 1, .len = 8}, .data = payload, .prio = 0};
+    tcp_frame_t same = {.hdr = {.type = TCP_EAGER, .tag = 2, .len = 8}, .data = payload, .prio = 5};
+    gcoll__tcp_send_ctrl(NULL, &peer, &low); /* not writable yet: queued */
+    gcoll__tcp_send_ctrl(NULL, &peer, &same);
+    gcoll__tcp_queue_stripe(&sock, &st);
+    sock.wr_ready = 1;
+    gcoll__tcp_sock_write(NULL, &sock);
+    static const uint32_t want_type[3] = {TCP_EAGER, TCP_DATA, TCP_EAGER};
+    static const uint32_t want_tag[3] = {2, 0, 1};
+    for (int i = 0; i < 3; i++) {
+        gcoll__tcp_hdr_t h = read_frame(fds[1]);
+        CHECK(h.type == want_type[i] && h.tag == want_tag[i] && (h.type != TCP_DATA || h.id == 77),
+              "frame %d on the wire: type %u tag %u; want type %u tag %u", i, (unsigned)h.type, (unsigned)h.tag,
+              (unsigned)want_type[i], (unsigned)want_tag[i]);
+    }
+    close(fds[0]);
+    close(fds[1]);
 }
 
 /* Every rank sends to every other rank at once: messages of several sizes, with several
@@ -646,6 +708,7 @@ int main(int argc, char **argv)
     test_header_check();
     test_priority_queue();
     test_frame_queue();
+    test_wire_order();
     if (size >= 2) {
         gcoll__tp_t *tp = open_tp();
         if (tp) {

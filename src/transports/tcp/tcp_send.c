@@ -1,7 +1,7 @@
 /* The TCP transport's send path: isend posts a message (eager on socket 0 up to GCOLL_TCP_EAGER,
- * else an RTS), and each socket writes its frames as the kernel takes them: control frames and
- * eager messages first, then chunks of data stripes, each queue highest priority first. A CTS
- * starts the stream of a rendezvous message, striped across the sockets when large. */
+ * else an RTS), and each socket writes its frames as the kernel takes them, highest priority
+ * first: control frames and eager messages from one queue, chunks of data stripes from another.
+ * A CTS starts the stream of a rendezvous message, striped across the sockets when large. */
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -13,11 +13,12 @@
 
 #define STRIPE_MIN (1024 * 1024) /* smaller rendezvous messages stay on socket 0 */
 
-/* Starts the next frame on s: control frames first, then the next chunk of a data stripe. */
+/* Starts the next frame on s: a queued frame (control or eager), or the next chunk of a data
+ * stripe when that is of a higher priority (data frames match by id, so either order is safe). */
 static int take_next(tcp_sock_t *s)
 {
     gcoll__tcp_hdr_t h;
-    if (s->ctrl) {
+    if (s->ctrl && (!s->data || s->ctrl->prio >= s->data->req->prio)) {
         tcp_frame_t *f = s->ctrl;
         s->ctrl = f->next;
         if (!s->ctrl)
