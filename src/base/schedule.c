@@ -82,16 +82,29 @@ void *gcoll__sched_scratch(gcoll__sched_t *s, size_t bytes)
     return p;
 }
 
-void gcoll__sched_round(gcoll__sched_t *s)
+static void add_round(gcoll__sched_t *s, int idle)
 {
-    if (s->nrounds && s->rounds[s->nrounds - 1].count == 0)
-        return; /* the open round is still empty: reuse it */
     if (!grow((void **)&s->rounds, &s->cap_rounds, s->nrounds + 1, sizeof(gcoll__round_t), s->inline_rounds)) {
         s->status = GCOLL_ERR_NOMEM;
         return;
     }
-    s->rounds[s->nrounds++] = (gcoll__round_t){s->nsteps, 0};
+    s->rounds[s->nrounds++] = (gcoll__round_t){s->nsteps, 0, idle};
     s->stage_next = 0;
+}
+
+void gcoll__sched_round(gcoll__sched_t *s)
+{
+    if (s->nrounds && s->rounds[s->nrounds - 1].count == 0 && !s->rounds[s->nrounds - 1].idle)
+        return; /* the open round is still empty: reuse it */
+    add_round(s, 0);
+}
+
+void gcoll__sched_idle(gcoll__sched_t *s)
+{
+    if (s->nrounds && s->rounds[s->nrounds - 1].count == 0 && !s->rounds[s->nrounds - 1].idle)
+        s->rounds[s->nrounds - 1].idle = 1; /* the open round, still empty, becomes the idle one */
+    else
+        add_round(s, 1);
 }
 
 /* The staging buffer of the round's next wire message: a round's messages are all done before

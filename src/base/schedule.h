@@ -54,6 +54,7 @@ typedef struct {
 
 typedef struct {
     size_t first, count;
+    int idle; /* kept empty on purpose (gcoll__sched_idle): the next round does not reuse it */
 } gcoll__round_t;
 
 #define GCOLL_SCHED_INLINE_STEPS 4
@@ -103,6 +104,10 @@ void gcoll__sched_free(gcoll__sched_t *s);
 /* Builder calls. Failures are remembered in s->status and reported once building ends. */
 void *gcoll__sched_scratch(gcoll__sched_t *s, size_t bytes);
 void gcoll__sched_round(gcoll__sched_t *s);
+/* A round in which this rank moves nothing, for a step in which other ranks do (a ring's only
+ * non-empty block passes one hop a step): free at run time, it keeps every rank's rounds aligned
+ * by step, so the cost model prices the steps one after another rather than as one. */
+void gcoll__sched_idle(gcoll__sched_t *s);
 void gcoll__sched_send(gcoll__sched_t *s, int peer, const void *buf, size_t bytes);
 void gcoll__sched_recv(gcoll__sched_t *s, int peer, void *buf, size_t bytes);
 /* A receive that calls landed(arg, off, len) for each part of the message as it lands (in

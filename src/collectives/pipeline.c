@@ -38,6 +38,8 @@ void gcoll__pipe(gcoll__sched_t *s, int to, const void *sbuf, size_t sn, int fro
                  const void *own, size_t es)
 {
     size_t groups = gcoll__pipe_groups(sn > rn ? sn : rn, es);
+    if (groups == 0) /* nothing to move this step: the step still takes its time elsewhere */
+        gcoll__sched_idle(s);
     for (size_t g = 0; g < groups; g++)
         gcoll__pipe_round(s, to, sbuf, sn, g, from, rbuf, rn, g, dst, own, es);
 }
