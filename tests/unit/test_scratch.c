@@ -17,9 +17,17 @@ static void *filled(size_t bytes)
     return p;
 }
 
+/* Each test starts from an empty cache and leaves none behind (under CK_FORK=no the suites share
+ * one process: other tests' schedules fill the cache while the bound allows it). */
+static void empty_cache(size_t bound)
+{
+    gcoll__scratch_drain();
+    gcoll__config.scratch_cache = bound;
+}
+
 START_TEST(a_freed_buffer_serves_the_next_request_it_fits)
 {
-    gcoll__config.scratch_cache = (size_t)256 << 20;
+    empty_cache((size_t)256 << 20);
     void *a = filled((size_t)1 << 20);
     gcoll__scratch_put(a);
     void *b = filled((size_t)1 << 20);
@@ -41,7 +49,7 @@ START_TEST(a_freed_buffer_serves_the_next_request_it_fits)
     gcoll__scratch_put(g);
     gcoll__scratch_put(h);
     gcoll__scratch_put(NULL);
-    gcoll__scratch_drain();
+    empty_cache(0);
 }
 END_TEST
 
@@ -69,10 +77,11 @@ static int kept_of(int n, size_t bytes, int newest)
 START_TEST(the_newest_are_kept_within_the_bound)
 {
     size_t mib = (size_t)1 << 20;
-    gcoll__config.scratch_cache = 3 * mib;
+    empty_cache(3 * mib);
     ck_assert_int_eq(kept_of(4, mib, 3), 3); /* the bytes bound: the three newest */
-    gcoll__config.scratch_cache = 256 * mib;
+    empty_cache(256 * mib);
     ck_assert_int_eq(kept_of(33, (size_t)64 << 10, 32), 32); /* the slots: the 32 newest */
+    empty_cache(0);
 }
 END_TEST
 
