@@ -92,17 +92,24 @@ static void add_round(gcoll__sched_t *s, int idle)
     s->stage_next = 0;
 }
 
+/* The open round when it is still empty and not kept empty on purpose: the next one reuses it. */
+static gcoll__round_t *reusable(gcoll__sched_t *s)
+{
+    gcoll__round_t *r = s->nrounds ? &s->rounds[s->nrounds - 1] : NULL;
+    return r && r->count == 0 && !r->idle ? r : NULL;
+}
+
 void gcoll__sched_round(gcoll__sched_t *s)
 {
-    if (s->nrounds && s->rounds[s->nrounds - 1].count == 0 && !s->rounds[s->nrounds - 1].idle)
-        return; /* the open round is still empty: reuse it */
-    add_round(s, 0);
+    if (!reusable(s))
+        add_round(s, 0);
 }
 
 void gcoll__sched_idle(gcoll__sched_t *s)
 {
-    if (s->nrounds && s->rounds[s->nrounds - 1].count == 0 && !s->rounds[s->nrounds - 1].idle)
-        s->rounds[s->nrounds - 1].idle = 1; /* the open round, still empty, becomes the idle one */
+    gcoll__round_t *r = reusable(s);
+    if (r)
+        r->idle = 1;
     else
         add_round(s, 1);
 }

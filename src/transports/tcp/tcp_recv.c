@@ -9,8 +9,8 @@
 #include <sys/socket.h>
 
 #include "base/error.h"
-#include "base/scratch.h"
 #include "base/log.h"
+#include "base/scratch.h"
 #include "transports/queue.h"
 #include "transports/tcp/tcp.h"
 

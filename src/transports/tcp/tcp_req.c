@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "base/scratch.h"
 #include "base/log.h"
+#include "base/scratch.h"
 #include "transports/tcp/tcp.h"
 
 static void req_link(tcp_peer_t *p, gcoll__tp_req_t *r)
