@@ -522,6 +522,7 @@ int bench_run_size(const bench_opts_t *o, gcoll_comm_t comm, baseline_t *bl, siz
                    : o->nalgos > 1        ? o->nalgos
                                           : 1};
     x.ip = o->inplace && (!rooted(x.coll) || x.rank == o->root);
+    ref_set_ranks(x.n);
     int rc = -1, sides = x.ng + (o->baseline_on ? 1 : 0);
     if (prepare(&x) != 0) {
         fprintf(stderr, "gcoll_bench [rank %d]: out of memory at %zu elements%s\n", x.rank, count,

@@ -1,6 +1,7 @@
 /* Test data and independent reference results, shared by the tests and the benchmark's
  * validation. Inputs are small integers (or quarters, or for fp8 small multiples of powers of two)
- * chosen so that every reduction over up to 8 ranks is exact in every dtype whatever the order;
+ * chosen so that every reduction is exact in every dtype whatever the order (past 8 ranks, the sum's
+ * inputs are zero but on one rank in every ceil(n / 8), turning with the element);
  * GCOLL_AVG is the one rounding, done by the compiler's own _Float16 conversion, an independent
  * bf16 rounding, or for fp8 a search of the format's values. Nothing here calls gcoll. */
 #ifndef GCOLL_REFERENCE_H
@@ -14,6 +15,9 @@
 /* Deterministic, well-mixed 32 bits of (a, b, c). */
 uint32_t ref_hash(uint32_t a, uint32_t b, uint32_t c);
 
+/* The most ranks one reduction in this process sums (the world's size; at least 8, the default):
+ * past 8, each element's sum takes nonzero inputs from at most 8 of them, so that it stays exact. */
+void ref_set_ranks(int nranks);
 /* The input of `rank` at element i for a reduction with op. */
 double ref_value(int rank, size_t i, gcoll_dtype_t d, gcoll_op_t op);
 /* The reduction of element i over ranks 0..n-1, as gcoll_allreduce must return it. */

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "harness.h"
+#include "reference.h"
 
 int h_rank, h_size;
 
@@ -16,6 +17,7 @@ gcoll_comm_t h_init(int *argc, char ***argv)
     h_rank = gcoll_comm_rank(world);
     h_size = gcoll_comm_size(world);
     check_set_rank(h_rank, h_size);
+    ref_set_ranks(h_size);
     return world;
 }
 
