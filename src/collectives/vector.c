@@ -1,6 +1,8 @@
 /* What the vector collectives' builders share: the packed offsets of uneven blocks, and the
  * streaming ring of allgatherv and reduce_scatterv (algo.h says how it streams and why its rounds
  * match). Every rank plans the same streams from the counts, which all of them know. */
+#include <stdlib.h>
+
 #include "base/config.h"
 #include "collectives/algo.h"
 
@@ -61,30 +63,58 @@ static size_t crossing(size_t L, size_t g, size_t S)
     return (g + L - 1) * S + (L - 1) % S;
 }
 
+/* A group crossing a link: what one round of the ring carries, in the order the round lists them
+ * (receives by hop, then sends by hop). */
+typedef struct {
+    size_t round, g;
+    int send, hop;
+} crossing_t;
+
+static int by_round(const void *x, const void *y)
+{
+    const crossing_t *a = x, *b = y;
+    if (a->round != b->round)
+        return a->round < b->round ? -1 : 1;
+    if (a->send != b->send)
+        return a->send - b->send;
+    return a->hop - b->hop;
+}
+
 void gcoll__vring_build(gcoll__sched_t *s, gcoll__vring_t *v)
 {
     int n = v->n;
-    size_t G = gcoll__vring_group(n), per = (v->slice = gcoll__vring_slice(v->counts, n, v->es)) * G, last = 0;
+    size_t G = gcoll__vring_group(n), per = (v->slice = gcoll__vring_slice(v->counts, n, v->es)) * G;
     /* one group of each block a round would pass GCOLL_PIPELINE_DEPTH messages a link beyond
-     * depth + 1 ranks: the hops then take turns */
-    size_t D = (size_t)gcoll__config.pipeline_depth, S = n > 2 ? ((size_t)n - 1 + D - 1) / D : 1, any = 0;
-    /* the last round: the last group of the block coming in at each hop, and of the own block and
-     * each forwarded one going out (hop L out carries the block L - 1 hops from its owner) */
-    for (size_t L = 1; L < (size_t)n; L++) {
-        size_t in = (v->counts[gcoll__mod(v->own - (int)L, n)] + per - 1) / per;
-        size_t out = (v->counts[gcoll__mod(v->own - (int)L + 1, n)] + per - 1) / per;
-        if (in && crossing(L, in - 1, S) >= last)
-            last = crossing(L, in - 1, S), any = 1;
-        if (out && crossing(L, out - 1, S) >= last)
-            last = crossing(L, out - 1, S), any = 1;
+     * depth + 1 ranks: the hops take turns */
+    size_t D = (size_t)gcoll__config.pipeline_depth, S = n > 2 ? ((size_t)n - 1 + D - 1) / D : 1;
+    /* the crossings listed and sorted by round, rather than every round scanned for the hops it
+     * serves: a skewed block streams over some n * S rounds, most of which carry nothing here */
+    size_t total = 0;
+    for (int L = 1; L < n; L++)
+        total += (v->counts[gcoll__mod(v->own - L, n)] + per - 1) / per +
+            (v->counts[gcoll__mod(v->own - L + 1, n)] + per - 1) / per;
+    if (!total)
+        return;
+    crossing_t *c = malloc(total * sizeof(*c)); /* all of it read, dry or not: not sched scratch */
+    if (!c) {
+        s->status = GCOLL_ERR_NOMEM;
+        return;
     }
-    for (size_t R = 0; any && R <= last; R++) {
-        size_t q = R / S;
-        gcoll__sched_round(s);
-        /* receives in the order the left sends them: by hop */
-        for (size_t L = R % S + 1; L < (size_t)n && L - 1 <= q; L += S)
-            group(s, v, (int)L, q - (L - 1), R, v->recv);
-        for (size_t L = R % S + 1; L < (size_t)n && L - 1 <= q; L += S)
-            group(s, v, (int)L - 1, q - (L - 1), R, v->send);
+    size_t k = 0;
+    for (int L = 1; L < n; L++) {
+        /* in: the block L hops from its owner arrives; out: the one L - 1 hops away leaves */
+        size_t in = (v->counts[gcoll__mod(v->own - L, n)] + per - 1) / per;
+        size_t out = (v->counts[gcoll__mod(v->own - L + 1, n)] + per - 1) / per;
+        for (size_t g = 0; g < in; g++)
+            c[k++] = (crossing_t){crossing((size_t)L, g, S), g, 0, L};
+        for (size_t g = 0; g < out; g++)
+            c[k++] = (crossing_t){crossing((size_t)L, g, S), g, 1, L};
     }
+    qsort(c, total, sizeof(*c), by_round);
+    for (size_t i = 0; i < total; i++) {
+        if (i == 0 || c[i].round != c[i - 1].round)
+            gcoll__sched_round(s);
+        group(s, v, c[i].send ? c[i].hop - 1 : c[i].hop, c[i].g, c[i].round, c[i].send ? v->send : v->recv);
+    }
+    free(c);
 }
