@@ -1,6 +1,7 @@
-/* The cost model: every rank's schedule built dry and priced round by round (link latency, the
- * heaviest transfer at the burst rate, unhidden local work), bounded below by the busiest link's
- * bytes at its sustained rate. docs/design.md describes the model. */
+/* The cost model: every rank's schedule (a sample of hosts' at scale) built dry and priced round
+ * by round (link latency, the heaviest transfer at the burst rate, unhidden local work), bounded
+ * below by the busiest link's bytes at its sustained rate; algorithms whose lower bound cannot
+ * win are not priced. docs/design.md describes the model. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,8 +88,9 @@ static round_t *round_at(rounds_t *rs, size_t k)
     return rs->r + k;
 }
 
-/* Adds rank's schedule to the rounds; 0 when it cannot be priced (a custom step, no memory). */
-static int add_rank(rounds_t *rs, const gcoll__sched_t *s, const gcoll__coll_args_t *a, int rank)
+/* Adds rank's schedule to the rounds, its host's bytes and messages in column slot; 0 when it
+ * cannot be priced (a custom step, no memory). */
+static int add_rank(rounds_t *rs, const gcoll__sched_t *s, const gcoll__coll_args_t *a, int rank, int slot)
 {
     const gcoll__nodemap_t *m = a->map;
     int host = m ? m->host[rank] : rank;
@@ -113,8 +115,8 @@ static int add_rank(rounds_t *rs, const gcoll__sched_t *s, const gcoll__coll_arg
             switch (st->kind) {
             case GCOLL_STEP_SEND:
                 if (!m || m->host[st->peer] != host) {
-                    out[host] += (double)st->n;
-                    msgs[host]++;
+                    out[slot] += (double)st->n;
+                    msgs[slot]++;
                 } else {
                     in += (double)st->n;
                     nin++;
@@ -169,31 +171,107 @@ static double round_lat(const gcoll__links_t *l, int nin, int nout)
     return (nin + nout) ? base + EXTRA_MSG * (nin * l->intra.lat_s + nout * l->inter.lat_s - base) : 0;
 }
 
+/* Rank's schedule of algo for a, built dry (NULL: no memory); its status says whether it built. */
+static gcoll__sched_t *build_dry(const gcoll__algo_t *algo, const gcoll__coll_args_t *a, int rank,
+                                 gcoll__coll_args_t *r)
+{
+    /* stand-in buffers: builders only do arithmetic on them */
+    static char sendbuf, recvbuf;
+    *r = per_rank(a, rank);
+    r->recvbuf = &recvbuf;
+    r->sendbuf = a->sendbuf == a->recvbuf && !rooted(a->coll) ? (const void *)&recvbuf : (const void *)&sendbuf;
+    gcoll__sched_t *s = gcoll__sched_new(a->dtype, a->op, (unsigned)a->size, NULL);
+    if (!s)
+        return NULL;
+    s->dry = 1;
+    if (a->count || a->coll == GCOLL_COLL_BARRIER || gcoll__coll_vector(a->coll))
+        algo->build(s, r);
+    return s;
+}
+
+static void add_host(int *hosts, int *k, int h, int nh)
+{
+    if (h < 0 || h >= nh)
+        return;
+    for (int i = 0; i < *k; i++)
+        if (hosts[i] == h)
+            return;
+    hosts[(*k)++] = h;
+}
+
+/* The largest power of two at most x (x >= 1). */
+static int pow2_floor(int x)
+{
+    int p = 1;
+    while (p <= x / 2)
+        p *= 2;
+    return p;
+}
+
+/* Where a power-of-two algorithm over x members changes role: on either side of p, the largest
+ * power of two in x, of p / 2, and of q = x - p and 2q (recursive doubling's folded pairs end
+ * there), and the two ends. */
+static int role_edges(int x, int *e)
+{
+    int p = pow2_floor(x), q = x - p, k = 0;
+    const int at[] = {0, 1,     2,     x - 2, x - 1, p / 2 - 1, p / 2, p - 1,
+                      p, p + 1, q - 1, q,     q + 1, 2 * q - 1, 2 * q, 2 * q + 1};
+    for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++)
+        e[k++] = at[i];
+    return k;
+}
+
+#define MAX_SAMPLED 48
+
+/* The hosts a sampled prediction builds every rank of: the role edges of the ranks (their hosts)
+ * and of the hosts (where hierarchical algorithms' leaders change role), and the root's. Ranks
+ * elsewhere repeat what these do, up to blocks one element apart. Returns how many (sorted). */
+static int sample_hosts(const gcoll__coll_args_t *a, int *hosts)
+{
+    const gcoll__nodemap_t *m = a->map;
+    int n = a->size, nh = m ? m->nhosts : n, e[16], k = 0, ne = role_edges(n, e);
+    for (int i = 0; i < ne; i++)
+        if (e[i] >= 0 && e[i] < n)
+            add_host(hosts, &k, m ? m->host[e[i]] : e[i], nh);
+    ne = role_edges(nh, e);
+    for (int i = 0; i < ne; i++)
+        add_host(hosts, &k, e[i], nh);
+    if (a->root >= 0 && a->root < n)
+        add_host(hosts, &k, m ? m->host[a->root] : a->root, nh);
+    for (int i = 1; i < k; i++) /* insertion sort: a few dozen */
+        for (int j = i; j > 0 && hosts[j - 1] > hosts[j]; j--) {
+            int t = hosts[j];
+            hosts[j] = hosts[j - 1];
+            hosts[j - 1] = t;
+        }
+    return k;
+}
+
 double gcoll__cost_predict_parts(int idx, const gcoll__coll_args_t *a, const gcoll__links_t *links, double *rounds_s)
 {
     const gcoll__algo_t *algo = gcoll__algo_get(idx);
     if (!algo || algo->coll != a->coll || algo->family != GCOLL_FAMILY_PLAIN || !gcoll__algo_usable(algo, a))
         return -1;
-    int n = a->size;
-    rounds_t rs = {.nhosts = a->map ? a->map->nhosts : n};
-    /* stand-in buffers: builders only do arithmetic on them */
-    static char sendbuf, recvbuf;
+    int n = a->size, nh = a->map ? a->map->nhosts : n;
+    int limit = links->sample_above > 0 ? links->sample_above : GCOLL__COST_SAMPLE_RANKS;
+    /* allgatherv and reduce_scatterv are priced with one rank holding half (gcoll__cost_even):
+     * the ring passes that block through every rank in turn, so each round's busiest rank is a
+     * different one and no sample holds them all */
+    int sample = n > limit && a->coll != GCOLL_COLL_ALLGATHERV && a->coll != GCOLL_COLL_REDUCE_SCATTERV;
+    int hosts[MAX_SAMPLED], nslots = sample ? sample_hosts(a, hosts) : nh;
+    rounds_t rs = {.nhosts = nslots};
     double t = 0, intra_total = 0;
     int ok = 1;
-    for (int rank = 0; rank < n && ok; rank++) {
-        gcoll__coll_args_t r = per_rank(a, rank);
-        r.recvbuf = &recvbuf;
-        r.sendbuf = a->sendbuf == a->recvbuf && !rooted(a->coll) ? (const void *)&recvbuf : (const void *)&sendbuf;
-        gcoll__sched_t *s = gcoll__sched_new(a->dtype, a->op, (unsigned)n, NULL);
-        if (!s) {
-            ok = 0;
-            break;
+    for (int slot = 0; slot < nslots && ok; slot++) {
+        int h = sample ? hosts[slot] : slot;
+        int first = a->map ? a->map->first[h] : h, last = a->map ? a->map->first[h + 1] : h + 1;
+        for (int i = first; i < last && ok; i++) {
+            int rank = a->map ? a->map->by_host[i] : i;
+            gcoll__coll_args_t r;
+            gcoll__sched_t *s = build_dry(algo, a, rank, &r);
+            ok = s && s->status == GCOLL_SUCCESS && add_rank(&rs, s, &r, rank, slot);
+            gcoll__sched_free(s);
         }
-        s->dry = 1;
-        if (a->count || a->coll == GCOLL_COLL_BARRIER || gcoll__coll_vector(a->coll))
-            algo->build(s, &r);
-        ok = s->status == GCOLL_SUCCESS && add_rank(&rs, s, &r, rank);
-        gcoll__sched_free(s);
     }
     double inter_burst = burst_rate(&links->inter), intra_burst = burst_rate(&links->intra);
     for (size_t k = 0; ok && k < rs.n; k++) {
@@ -235,6 +313,58 @@ double gcoll__cost_predict_parts(int idx, const gcoll__coll_args_t *a, const gco
 double gcoll__cost_predict(int idx, const gcoll__coll_args_t *a, const gcoll__links_t *links)
 {
     return gcoll__cost_predict_parts(idx, a, links, NULL);
+}
+
+/* A lower bound of algorithm idx's prediction for a, from the schedules of three ranks alone
+ * (the first, the last of the first host, whose ring neighbour is on the next host, and the
+ * last): the latency of each round as their messages make it, which every rank's together can
+ * only raise, or the sustained floor of the bytes each of them sends, whichever is more; -1 when
+ * it cannot serve a. */
+static double lower_bound(int idx, const gcoll__coll_args_t *a, const gcoll__links_t *links)
+{
+    const gcoll__algo_t *algo = gcoll__algo_get(idx);
+    if (!algo || algo->coll != a->coll || algo->family != GCOLL_FAMILY_PLAIN || !gcoll__algo_usable(algo, a))
+        return -1;
+    const gcoll__nodemap_t *m = a->map;
+    int who[3] = {0, m ? m->by_host[m->first[1] - 1] : 0, a->size - 1};
+    gcoll__sched_t *s[3] = {NULL, NULL, NULL};
+    int ok = 1;
+    size_t nrounds = 0;
+    for (int w = 0; w < 3 && ok; w++) {
+        gcoll__coll_args_t r;
+        s[w] = build_dry(algo, a, who[w], &r);
+        ok = s[w] && s[w]->status == GCOLL_SUCCESS;
+        nrounds = ok && s[w]->nrounds > nrounds ? s[w]->nrounds : nrounds;
+    }
+    double lb = 0, bytes_in[3] = {0}, bytes_out[3] = {0}, floor = 0;
+    for (size_t k = 0; ok && k < nrounds; k++) {
+        int nin = 0, nout = 0;
+        for (int w = 0; w < 3; w++) {
+            int in = 0, out = 0, host = m ? m->host[who[w]] : who[w];
+            for (size_t i = 0; k < s[w]->nrounds && i < s[w]->rounds[k].count; i++) {
+                const gcoll__step_t *st = &s[w]->steps[s[w]->rounds[k].first + i];
+                if (st->kind == GCOLL_STEP_SEND && (!m || m->host[st->peer] != host)) {
+                    out++;
+                    bytes_out[w] += (double)st->n;
+                } else if (st->kind == GCOLL_STEP_SEND) {
+                    in++;
+                    bytes_in[w] += (double)st->n;
+                }
+            }
+            nin = in > nin ? in : nin;
+            nout = out > nout ? out : nout;
+        }
+        lb += round_lat(links, nin, nout);
+    }
+    for (int w = 0; w < 3; w++) {
+        gcoll__sched_free(s[w]);
+        /* its host's bytes out, and the busiest rank's inside a host, are at least its own */
+        double across = (bytes_out[w] - GCOLL__COST_BURST_BYTES) / links->inter.bw_Bps;
+        double inside = (bytes_in[w] - GCOLL__COST_BURST_BYTES) / links->intra.bw_Bps;
+        floor = across > floor ? across : floor;
+        floor = inside > floor ? inside : floor;
+    }
+    return ok ? (lb > floor ? lb : floor) : -1;
 }
 
 /* The collectives whose size no rank knows whole (alltoallv, gatherv, scatterv) cannot be priced
@@ -332,16 +462,32 @@ int gcoll__cost_pick(const gcoll__coll_args_t *a, gcoll__links_t *links)
     /* the least prediction; among those within TIE of it, the least round cost: where the
      * sustained floor bounds several algorithms alike, the one with fewer latencies and less
      * local work, which the floor hides, is the faster */
-    int n = 0, idx[128];
-    double t[128], rounds[128], least = -1;
-    for (int i = 0; gcoll__algo_get(i) && n < 128; i++) {
+    int n = 0, nc = 0, idx[128], cand[128];
+    double t[128], rounds[128], lb[128], least = -1;
+    /* priced in the order of their lower bounds, and not at all past the least prediction's tie
+     * band: a flat ring of thousands of ranks, say, whose latencies alone exceed it */
+    for (int i = 0; gcoll__algo_get(i) && nc < 128; i++) {
         if (gcoll__algo_get(i)->flags & GCOLL_ALGO_FORCED)
             continue;
-        t[n] = gcoll__cost_predict_parts(i, &c, links, &rounds[n]);
+        double b = lower_bound(i, &c, links);
+        if (b < 0)
+            continue;
+        int j = nc++;
+        for (; j > 0 && lb[j - 1] > b; j--) {
+            lb[j] = lb[j - 1];
+            cand[j] = cand[j - 1];
+        }
+        lb[j] = b;
+        cand[j] = i;
+    }
+    for (int k = 0; k < nc; k++) {
+        if (least >= 0 && lb[k] > least * (1 + TIE))
+            break;
+        t[n] = gcoll__cost_predict_parts(cand[k], &c, links, &rounds[n]);
         if (t[n] < 0)
             continue;
         least = least < 0 || t[n] < least ? t[n] : least;
-        idx[n++] = i;
+        idx[n++] = cand[k];
     }
     /* An exact tie of both (hierarchical and rabenseifner on two hosts of several ranks from 256
      * KiB to 4 MiB send the same bytes in rounds of the same cost) goes to hierarchical where a
@@ -354,7 +500,8 @@ int gcoll__cost_pick(const gcoll__coll_args_t *a, gcoll__links_t *links)
     double best_rounds = 0;
     for (int k = 0; k < n; k++)
         if (t[k] <= least * (1 + TIE) &&
-            (best < 0 || rounds[k] < best_rounds || (rounds[k] == best_rounds && idx[k] == hier))) {
+            (best < 0 || rounds[k] < best_rounds ||
+             (rounds[k] == best_rounds && (idx[k] == hier || (best != hier && idx[k] < best))))) {
             best = idx[k];
             best_rounds = rounds[k];
         }

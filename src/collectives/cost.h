@@ -1,7 +1,8 @@
 /* The cost model behind the built-in choice: an algorithm's time is predicted by building the
- * schedule of every rank (without running it) and pricing its rounds with the latency and
- * burst rate of the links its messages cross, the host links shared by the ranks behind them,
- * and bounded below by the busiest link's bytes at its sustained bandwidth. */
+ * schedule of every rank (of a sample of hosts past GCOLL__COST_SAMPLE_RANKS) without running it
+ * and pricing its rounds with the latency and burst rate of the links its messages cross, the
+ * host links shared by the ranks behind them, and bounded below by the busiest link's bytes at
+ * its sustained bandwidth. */
 #ifndef GCOLL_COST_H
 #define GCOLL_COST_H
 
@@ -16,10 +17,15 @@
  * messages back to back). A token bucket holds more when idle, but collectives that follow each
  * other closely leave it little more than that to refill between them. */
 #define GCOLL__COST_BURST_BYTES 16384
+/* Up to this many ranks every rank's schedule is priced; beyond, the sampled hosts'. */
+#define GCOLL__COST_SAMPLE_RANKS 128
 
 /* The links of a communicator: between ranks of one host, and a host's link to the network. */
 typedef struct gcoll__links {
     gcoll__link_t intra, inter;
+    /* Past this many ranks a prediction builds the schedules of a sample of hosts only (cost.c);
+     * 0: GCOLL__COST_SAMPLE_RANKS. */
+    int sample_above;
     /* The picks so far, per collective and power-of-two size class (index + 1; 0: not yet). Two
      * tables: the communicator's own, and the sub-groups that hierarchical algorithms run. */
     _Atomic signed char pick[2][GCOLL_COLL_COUNT][64];

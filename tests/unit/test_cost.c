@@ -625,6 +625,62 @@ START_TEST(auto_builds_what_forcing_its_pick_builds)
 }
 END_TEST
 
+/* ---- a sample of hosts picks what every rank's schedules pick ---- */
+
+/* hosts x rph ranks, host after host; arrays from one block (free(map->host)). */
+static gcoll__nodemap_t uniform_map(int hosts, int rph)
+{
+    int n = hosts * rph, *m = malloc(sizeof(int) * (size_t)(4 * n + 1));
+    ck_assert(m);
+    gcoll__nodemap_t map = {hosts, 1, m, m + n, m + 2 * n, m + 3 * n + 1, 0, 0};
+    for (int p = 0; p < n; p++) {
+        map.host[p] = p / rph;
+        map.local[p] = p % rph;
+        map.by_host[p] = p;
+    }
+    for (int h = 0; h <= hosts; h++)
+        map.first[h] = h * rph;
+    return map;
+}
+
+START_TEST(sampled_hosts_pick_what_every_rank_picks)
+{
+    /* every collective the model prices, 4 B to 64 MiB, at up to 64 ranks in several shapes:
+     * the pick from the sampled hosts' schedules (past sample_above = 1 rank) against the pick
+     * from every rank's (allgatherv and reduce_scatterv, never sampled, are left out) */
+    const int shapes[][2] = {{64, 1}, {32, 2}, {12, 5}, {7, 9}, {1, 24}};
+    int compared = 0;
+    for (size_t l = 0; l < sizeof(shapes) / sizeof(shapes[0]); l++)
+        for (int slow = 0; slow < 2; slow++) {
+            gcoll__nodemap_t map = uniform_map(shapes[l][0], shapes[l][1]);
+            int n = shapes[l][0] * shapes[l][1];
+            for (int coll = 0; coll < GCOLL_COLL_COUNT; coll++) {
+                if (!gcoll__coll_sized(coll) || coll == GCOLL_COLL_ALLGATHERV || coll == GCOLL_COLL_REDUCE_SCATTERV)
+                    continue;
+                for (size_t bytes = 4; bytes <= ((size_t)64 << 20); bytes *= 16) {
+                    int pick[2];
+                    for (int sampled = 0; sampled < 2; sampled++) {
+                        set_links(1e-6, 5e9, slow ? 50e-6 : 12e-6, slow ? 0.125e9 : 1e9); /* no picks yet */
+                        if (slow)
+                            links.inter.burst_Bps = 1.5e9;
+                        links.sample_above = sampled ? 1 : n;
+                        gcoll__coll_args_t a = allreduce(1, n, &map);
+                        a.coll = (gcoll__coll_t)coll;
+                        a.count = (bytes / gcoll__coll_bytes(&a)) ? bytes / gcoll__coll_bytes(&a) : 1;
+                        pick[sampled] = gcoll__cost_pick(&a, &links);
+                    }
+                    ck_assert_msg(pick[0] == pick[1], "%dx%d %s %zu B%s: sampled picks %s, every rank %s", shapes[l][0],
+                                  shapes[l][1], gcoll__coll_name(coll), bytes, slow ? " (slow links)" : "",
+                                  gcoll__algo_get(pick[1])->name, gcoll__algo_get(pick[0])->name);
+                    compared++;
+                }
+            }
+            free(map.host);
+        }
+    ck_assert_int_gt(compared, 300);
+}
+END_TEST
+
 Suite *cost_suite(void)
 {
     Suite *s = suite_create("cost");
@@ -644,6 +700,10 @@ Suite *cost_suite(void)
     tcase_add_test(tc, unsized_collectives_choose_by_rule);
     tcase_add_test(tc, rooted_picks_are_the_same_on_every_rank);
     suite_add_tcase(s, tc);
+    TCase *sampled = tcase_create("sampled");
+    tcase_add_checked_fixture(sampled, load_defaults, NULL);
+    tcase_add_test(sampled, sampled_hosts_pick_what_every_rank_picks);
+    suite_add_tcase(s, sampled);
     TCase *same = tcase_create("auto_equals_forced");
     tcase_add_checked_fixture(same, load_defaults, NULL);
     tcase_add_test(same, auto_builds_what_forcing_its_pick_builds);
