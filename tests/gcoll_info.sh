@@ -57,6 +57,18 @@ GCOLL_COST_INTER=50:0.125 "$BINDIR/gcoll-info" 2>&1 | grep -q 'between hosts tcp
 "$BINDIR/gcoll-info" --layout 1x4 > "$out" 2>&1 || fail "exit $? with --layout 1x4"
 sed -n '/^allreduce (/,/^$/p' "$out" | grep -q hierarchical && fail "hierarchical offered on one host"
 "$BINDIR/gcoll-info" --layout 0x4 > /dev/null 2>&1 && fail "--layout 0x4 accepted"
+"$BINDIR/gcoll-info" --picks 4x0 > /dev/null 2>&1 && fail "--picks 4x0 accepted"
+
+# --picks: the table's starred allreduce picks, each with the time it took (3 x 2 ranks)
+"$BINDIR/gcoll-info" --layout 3x2 > "$out" 2>&1 || fail "exit $? with --layout 3x2"
+table=$(sed -n '/^allreduce (/,/^$/p' "$out" | awk 'NR == 2 { for (i = 2; i <= NF; i++) name[i] = $i }
+    NR > 2 && NF { for (i = 2; i <= NF; i++) if ($i ~ /[*]$/) print $1, name[i] }')
+"$BINDIR/gcoll-info" --picks 3x2 > "$out" 2>&1 || fail "exit $? with --picks 3x2"
+grep -q '^3 hosts x 2 ranks; links: ' "$out" || fail "--picks prints no layout line"
+picks=$(awk '$1 == "allreduce" && $4 ~ /^[0-9]+[.][0-9]$/ { print $2, $3 }' "$out")
+if [ -z "$table" ] || [ "$table" != "$picks" ]; then
+    fail "--picks 3x2 allreduce: '$picks', the table starred '$table'"
+fi
 
 GCOLL_TCP_NSOCKS=3 GCOLL_NO_SUCH_THING=1 "$BINDIR/gcoll-info" > "$out" 2>&1 || fail "exit $? with a valid setting"
 grep -q '^GCOLL_TCP_NSOCKS=3 (environment)$' "$out" || fail "GCOLL_TCP_NSOCKS=3 not shown as from the environment"

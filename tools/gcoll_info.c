@@ -354,10 +354,11 @@ static int parse_layout(const char *s, int *hosts, int *rph)
 int main(int argc, char **argv)
 {
     int markdown = argc == 2 && strcmp(argv[1], "--markdown") == 0;
+    int picks = argc == 3 && strcmp(argv[1], "--picks") == 0;
     int hosts = 2, rph = 2;
     if (argc > 1 && !markdown &&
-        !(argc == 3 && strcmp(argv[1], "--layout") == 0 && parse_layout(argv[2], &hosts, &rph))) {
-        fprintf(stderr, "usage: %s [--markdown | --layout HOSTSxRANKS]\n", argv[0]);
+        !(argc == 3 && (picks || strcmp(argv[1], "--layout") == 0) && parse_layout(argv[2], &hosts, &rph))) {
+        fprintf(stderr, "usage: %s [--markdown | --layout HOSTSxRANKS | --picks HOSTSxRANKS]\n", argv[0]);
         return 2;
     }
     if (markdown)
@@ -366,6 +367,13 @@ int main(int argc, char **argv)
     int config_ok = gcoll__config_load() == GCOLL_SUCCESS;
     if (!config_ok)
         snprintf(config_error, sizeof(config_error), "%s", gcoll_last_error());
+    if (picks) {
+        if (config_ok)
+            print_picks(hosts, rph);
+        else
+            fprintf(stderr, "gcoll-info: %s\n", config_error);
+        return config_ok ? 0 : 1;
+    }
     printf("gcoll %s\n", gcoll_version());
     print_topology();
     print_transports(config_ok);

@@ -6,6 +6,7 @@
  * measurement without a job. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "base/config.h"
 #include "collectives/cost.h"
@@ -140,32 +141,47 @@ static void print_coll(gcoll__coll_args_t *a, gcoll__links_t *links)
     }
 }
 
-void print_selection(int hosts, int rph)
+/* A layout's node map, links and vector blocks, as print_selection and print_picks price them. */
+typedef struct {
+    int *host, *first;
+    gcoll__nodemap_t map;
+    gcoll__links_t *links;
+} layout_t;
+
+static void layout_free(layout_t *l)
+{
+    free(l->host);
+    free(l->first);
+    free(l->links);
+    free(even_counts);
+}
+
+/* Sets l up for hosts x rph and prints its line; 0 when out of memory (said). */
+static int layout_init(layout_t *l, int hosts, int rph)
 {
     int n = hosts * rph;
-    int *host = malloc(sizeof(int) * (size_t)n * 3), *first = malloc(sizeof(int) * (size_t)(hosts + 1));
-    gcoll__links_t *links = calloc(1, sizeof(*links));
+    l->host = malloc(sizeof(int) * (size_t)n * 3);
+    l->first = malloc(sizeof(int) * (size_t)(hosts + 1));
+    l->links = calloc(1, sizeof(*l->links));
     even_counts = malloc(2 * sizeof(size_t) * (size_t)n);
     even_displs = even_counts ? even_counts + n : NULL;
-    if (!host || !first || !links || !even_counts) {
+    if (!l->host || !l->first || !l->links || !even_counts) {
         printf("no memory for the selection table\n");
-        free(host);
-        free(first);
-        free(links);
-        free(even_counts);
-        return;
+        layout_free(l);
+        return 0;
     }
-    gcoll__nodemap_t map = {hosts, 1, host, host + n, first, host + 2 * n, 0, 0};
+    l->map = (gcoll__nodemap_t){hosts, 1, l->host, l->host + n, l->first, l->host + 2 * n, 0, 0};
     for (int p = 0; p < n; p++) {
-        host[p] = p / rph;
-        map.local[p] = p % rph;
-        map.by_host[p] = p;
+        l->host[p] = p / rph;
+        l->map.local[p] = p % rph;
+        l->map.by_host[p] = p;
     }
     for (int h = 0; h <= hosts; h++)
-        first[h] = h * rph;
+        l->first[h] = h * rph;
     /* auto is priced as TCP: what it takes without a plugin or a NIC provider */
     const gcoll__tp_entry_t *named = gcoll__transport_inter(), *in_host = gcoll__transport_intra();
     const char *inter = named ? named->name : "tcp", *intra = in_host ? in_host->name : inter;
+    gcoll__links_t *links = l->links;
     links->intra = gcoll__cost_link(intra, 0);
     links->inter = gcoll__cost_link(inter, 1);
     /* a burst rate at or below the bandwidth counts as the bandwidth (src/collectives/cost.c) */
@@ -178,21 +194,65 @@ void print_selection(int hosts, int rph)
            (gcoll__config.cost_probe[0] || gcoll__config.cost_probe[1]) && hosts > 1
                ? " (a job spanning hosts measures the links set to auto in GCOLL_COST_*)"
                : "");
-    for (int c = 0; c < GCOLL_COLL_COUNT; c++) {
-        gcoll__coll_args_t a = {.coll = (gcoll__coll_t)c,
+    return 1;
+}
+
+static gcoll__coll_args_t layout_args(layout_t *l, int coll)
+{
+    static float in, out;
+    return (gcoll__coll_args_t){.coll = (gcoll__coll_t)coll,
+                                .sendbuf = &in,
+                                .recvbuf = &out,
                                 .dtype = GCOLL_FLOAT32,
                                 .op = GCOLL_SUM,
                                 .esize = 4,
-                                .size = n,
-                                .map = &map,
-                                .links = links};
-        static float in, out;
-        a.sendbuf = &in;
-        a.recvbuf = &out;
-        print_coll(&a, links);
+                                .size = l->map.first[l->map.nhosts],
+                                .map = &l->map,
+                                .links = l->links};
+}
+
+void print_selection(int hosts, int rph)
+{
+    layout_t l;
+    if (!layout_init(&l, hosts, rph))
+        return;
+    for (int c = 0; c < GCOLL_COLL_COUNT; c++) {
+        gcoll__coll_args_t a = layout_args(&l, c);
+        print_coll(&a, l.links);
     }
-    free(host);
-    free(first);
-    free(links);
-    free(even_counts);
+    layout_free(&l);
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+void print_picks(int hosts, int rph)
+{
+    layout_t l;
+    if (!layout_init(&l, hosts, rph))
+        return;
+    printf("%-16s %10s %-20s %12s\n", "collective", "bytes", "pick", "ms to pick");
+    for (int c = 0; c < GCOLL_COLL_COUNT; c++) {
+        gcoll__coll_args_t a = layout_args(&l, c);
+        size_t shown, last = 0;
+        for (size_t bytes = FIRST_SIZE; set_size(&a, bytes, &shown); bytes *= SIZE_STEP) {
+            char buf[16];
+            if (shown == last) /* per-rank counts: the smallest sizes round up to one element each */
+                continue;
+            last = shown;
+            double t0 = now_s();
+            int pick = gcoll__cost_pick(&a, l.links);
+            double ms = (now_s() - t0) * 1e3;
+            printf("%-16s %10s %-20s %12.1f\n", gcoll__coll_name(c),
+                   c == GCOLL_COLL_BARRIER ? "-" : size_str(shown, buf, sizeof(buf)),
+                   pick >= 0 ? gcoll__algo_get(pick)->name : "-", ms);
+            if (c == GCOLL_COLL_BARRIER)
+                break;
+        }
+    }
+    layout_free(&l);
 }
