@@ -31,7 +31,10 @@ void gcoll__sched_free(gcoll__sched_t *s)
     if (s->cleanup)
         s->cleanup(s->cleanup_arg);
     for (size_t i = 0; i < s->nscratch; i++)
-        gcoll__scratch_put(s->scratch[i]);
+        if (s->dry)
+            free(s->scratch[i]);
+        else
+            gcoll__scratch_put(s->scratch[i]);
     free(s->scratch);
     free(s->stage);
     free(s->stage_bytes);
@@ -71,7 +74,9 @@ void *gcoll__sched_scratch(gcoll__sched_t *s, size_t bytes)
         return s->arena + at;
     }
     void **arr = realloc(s->scratch, (s->nscratch + 1) * sizeof(void *));
-    void *p = arr ? gcoll__scratch_get(bytes) : NULL;
+    /* a dry build's buffers are never written: from the cache they would hand real operations
+     * pages never faulted in, and push out warm ones */
+    void *p = !arr ? NULL : s->dry ? malloc(bytes) : gcoll__scratch_get(bytes);
     if (arr)
         s->scratch = arr;
     if (!p) {

@@ -156,11 +156,16 @@ static int linkcut_test(gcoll_comm_t world, const char *dir)
         if (st != GCOLL_SUCCESS)
             break;
         t_ok = h_now();
-        snprintf(path, sizeof(path), "%s/progress.%d", dir, h_rank);
+        /* whole or not there: the script reads it while the loop goes on, and a file caught
+         * between truncation and write read as no progress at all */
+        snprintf(path, sizeof(path), "%s/progress.%d.tmp", dir, h_rank);
         FILE *f = fopen(path, "w");
         if (f) {
             fprintf(f, "%d\n", n + 1);
             fclose(f);
+            char final[512];
+            snprintf(final, sizeof(final), "%s/progress.%d", dir, h_rank);
+            rename(path, final);
         }
     }
     char msg[512];

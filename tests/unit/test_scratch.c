@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/config.h"
+#include "base/schedule.h"
 #include "base/scratch.h"
 #include "unit.h"
 
@@ -85,12 +86,35 @@ START_TEST(the_newest_are_kept_within_the_bound)
 }
 END_TEST
 
+START_TEST(dry_schedules_leave_the_cache_alone)
+{
+    /* a schedule built only to be priced never writes its scratch: had it taken the kept buffer,
+     * or left its own untouched one behind, a real operation would fault its pages in */
+    size_t mib = (size_t)1 << 20;
+    empty_cache(mib);
+    void *kept = filled(mib);
+    gcoll__scratch_put(kept);
+    gcoll__sched_t *s = gcoll__sched_new(GCOLL_FLOAT32, GCOLL_SUM, 2, NULL);
+    ck_assert_ptr_nonnull(s);
+    s->dry = 1;
+    void *dry = gcoll__sched_scratch(s, 4 * mib);
+    ck_assert_ptr_nonnull(dry);
+    ck_assert_ptr_ne(dry, kept);
+    gcoll__sched_free(s);
+    void *again = filled(mib);
+    ck_assert_ptr_eq(again, kept);
+    gcoll__scratch_put(again);
+    empty_cache(0);
+}
+END_TEST
+
 Suite *scratch_suite(void)
 {
     Suite *s = suite_create("scratch");
     TCase *tc = tcase_create("scratch");
     tcase_add_test(tc, a_freed_buffer_serves_the_next_request_it_fits);
     tcase_add_test(tc, the_newest_are_kept_within_the_bound);
+    tcase_add_test(tc, dry_schedules_leave_the_cache_alone);
     suite_add_tcase(s, tc);
     return s;
 }
