@@ -701,6 +701,7 @@ Suite *cost_suite(void)
     tcase_add_test(tc, rooted_picks_are_the_same_on_every_rank);
     suite_add_tcase(s, tc);
     TCase *sampled = tcase_create("sampled");
+    tcase_set_timeout(sampled, 120); /* the full pricing of 64 ranks, slow under the sanitizers */
     tcase_add_checked_fixture(sampled, load_defaults, NULL);
     tcase_add_test(sampled, sampled_hosts_pick_what_every_rank_picks);
     suite_add_tcase(s, sampled);
