@@ -171,6 +171,12 @@ static double round_lat(const gcoll__links_t *l, int nin, int nout)
     return (nin + nout) ? base + EXTRA_MSG * (nin * l->intra.lat_s + nout * l->inter.lat_s - base) : 0;
 }
 
+/* Whether the model prices algo for a: of a's collective, the plain family, and able to serve it. */
+static int priceable(const gcoll__algo_t *algo, const gcoll__coll_args_t *a)
+{
+    return algo && algo->coll == a->coll && algo->family == GCOLL_FAMILY_PLAIN && gcoll__algo_usable(algo, a);
+}
+
 /* Rank's schedule of algo for a, built dry (NULL: no memory); its status says whether it built. */
 static gcoll__sched_t *build_dry(const gcoll__algo_t *algo, const gcoll__coll_args_t *a, int rank,
                                  gcoll__coll_args_t *r)
@@ -250,7 +256,7 @@ static int sample_hosts(const gcoll__coll_args_t *a, int *hosts)
 double gcoll__cost_predict_parts(int idx, const gcoll__coll_args_t *a, const gcoll__links_t *links, double *rounds_s)
 {
     const gcoll__algo_t *algo = gcoll__algo_get(idx);
-    if (!algo || algo->coll != a->coll || algo->family != GCOLL_FAMILY_PLAIN || !gcoll__algo_usable(algo, a))
+    if (!priceable(algo, a))
         return -1;
     int n = a->size, nh = a->map ? a->map->nhosts : n;
     int limit = links->sample_above > 0 ? links->sample_above : GCOLL__COST_SAMPLE_RANKS;
@@ -323,7 +329,7 @@ double gcoll__cost_predict(int idx, const gcoll__coll_args_t *a, const gcoll__li
 static double lower_bound(int idx, const gcoll__coll_args_t *a, const gcoll__links_t *links)
 {
     const gcoll__algo_t *algo = gcoll__algo_get(idx);
-    if (!algo || algo->coll != a->coll || algo->family != GCOLL_FAMILY_PLAIN || !gcoll__algo_usable(algo, a))
+    if (!priceable(algo, a))
         return -1;
     const gcoll__nodemap_t *m = a->map;
     int who[3] = {0, m ? m->by_host[m->first[1] - 1] : 0, a->size - 1};
