@@ -150,9 +150,10 @@ $(BENCH): $(BENCH_SRCS) $(REF_SRCS) $(wildcard bench/*.h reference/*.h) $(LIBDIR
 
 # gcoll-info reports what the internals see (topology, transport choices), so it links the static
 # library like the transport tests below.
-$(BINDIR)/gcoll-info: tools/gcoll_info.c tools/select_table.c $(STLIB) $(wildcard src/*/*.h src/transports/*/*.h tools/*.h)
+TOOL_SRCS := tools/select_table.c tools/layout.c tools/sim.c tools/simulate.c
+$(BINDIR)/gcoll-info: tools/gcoll_info.c $(TOOL_SRCS) $(STLIB) $(wildcard src/*/*.h src/transports/*/*.h tools/*.h)
 	@mkdir -p $(dir $@)
-	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(FEATURES) tools/gcoll_info.c tools/select_table.c -o $@ $(STLIB) $(SANFLAGS) $(LDLIBS)
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(FEATURES) tools/gcoll_info.c $(TOOL_SRCS) -o $@ $(STLIB) $(SANFLAGS) $(LDLIBS)
 
 # The test harness (tests/common/check.c) and the independent references (reference/), shared
 # by every multi-rank test.
@@ -185,10 +186,10 @@ $(BINDIR)/test_cuda: tests/cuda/test_cuda.c $(TEST_COMMON) $(TEST_HEADERS) $(LIB
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(TEST_INC) $< $(TEST_COMMON) -o $@ $(PROG_LDFLAGS)
 
-UNIT_BENCH := bench/metrics.c bench/options.c bench/models.c bench/compute.c
-$(BINDIR)/unit_tests: $(UNIT_SRCS) $(UNIT_BENCH) $(STLIB) $(wildcard tests/unit/*.h bench/*.h src/*/*.h src/transports/*/*.h)
+UNIT_BENCH := bench/metrics.c bench/options.c bench/models.c bench/compute.c tools/sim.c
+$(BINDIR)/unit_tests: $(UNIT_SRCS) $(UNIT_BENCH) $(STLIB) $(wildcard tests/unit/*.h bench/*.h tools/*.h src/*/*.h src/transports/*/*.h)
 	@mkdir -p $(dir $@)
-	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(FEATURES) -DGCOLL_TEST_DATA='"$(abspath tests/data)"' -Ibench \
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(FEATURES) -DGCOLL_TEST_DATA='"$(abspath tests/data)"' -Ibench -Itools \
 	    -Wno-missing-prototypes $(UNIT_SRCS) $(UNIT_BENCH) -o $@ $(STLIB) \
 	    $(shell pkg-config --cflags --libs check) $(SANFLAGS) $(LDLIBS)
 

@@ -89,4 +89,21 @@ grep -q '^== variables' "$out" || fail "no variables section after a malformed v
 rc=$?
 # shellcheck disable=SC2015 # A && B || fail: fail unless both hold, as meant
 [ $rc = 2 ] && grep -q '^usage: ' "$out" || fail "exit $rc and no usage for a bad argument"
-echo "gcoll-info: sections present, $nvars variables with their sources, bad input refused"
+# the simulator: one message of 1 MiB at 1 GB/s after 10 us of latency, then a table of every
+# algorithm the model prices, then command lines it refuses
+"$BINDIR/gcoll-info" --simulate 2x1 --coll bcast --algo binomial --inter 10,8 -m 1M:1M > "$out" 2>&1 ||
+    fail "--simulate exited $?"
+grep -q '^ *1M  *1058[.]6[*]  *binomial ' "$out" || fail "--simulate 2x1 bcast of 1 MiB: $(cat "$out")"
+"$BINDIR/gcoll-info" --simulate 4x2 -m 64K:1M -f 4 > "$out" 2>&1 || fail "--simulate 4x2 exited $?"
+for algo in ring recursive_doubling rabenseifner direct hierarchical; do
+    grep -q "^ *bytes .* $algo " "$out" || fail "--simulate 4x2: no $algo column: $(cat "$out")"
+done
+[ "$(grep -c '^ *[0-9][0-9]*[KM] .*[0-9][*]' "$out")" = 3 ] || fail "--simulate 4x2: not 3 sizes with a least: $(cat "$out")"
+for args in "" "4x2 --inter 10" "4x2 --algo binomial" "0x2" "4x2 --fat-tree 2,0.5" "4x2 -m 8:4"; do
+    # shellcheck disable=SC2086 # $args is a command line, split into its words
+    "$BINDIR/gcoll-info" --simulate $args > "$out" 2>&1
+    rc=$?
+    # shellcheck disable=SC2015 # A && B || fail: fail unless both hold, as meant
+    [ $rc = 2 ] && grep -q '^usage: ' "$out" || fail "--simulate $args: exit $rc, want 2 with the usage"
+done
+echo "gcoll-info: sections present, $nvars variables with their sources, bad input refused, the simulator runs"

@@ -21,7 +21,9 @@
 #include "transports/tcp/tcp.h"
 #include "base/topo.h"
 #include "cuda/cuda.h"
+#include "layout.h"
 #include "select_table.h"
+#include "simulate.h"
 
 #define MAX_LISTED 32
 
@@ -339,26 +341,17 @@ static void print_variables(const char *config_error)
     }
 }
 
-/* --layout HxR: the selection table's hosts and ranks per host (default 2x2). */
-static int parse_layout(const char *s, int *hosts, int *rph)
-{
-    char *end;
-    long h = strtol(s, &end, 10), r = *end == 'x' ? strtol(end + 1, &end, 10) : 0;
-    if (*end || h < 1 || r < 1 || h > 4096 || r > 4096 || h * r > 65536)
-        return 0;
-    *hosts = (int)h;
-    *rph = (int)r;
-    return 1;
-}
-
 int main(int argc, char **argv)
 {
     int markdown = argc == 2 && strcmp(argv[1], "--markdown") == 0;
+    int simulate = argc > 1 && strcmp(argv[1], "--simulate") == 0;
     int picks = argc == 3 && strcmp(argv[1], "--picks") == 0;
     int hosts = 2, rph = 2;
-    if (argc > 1 && !markdown &&
+    if (argc > 1 && !markdown && !simulate &&
         !(argc == 3 && (picks || strcmp(argv[1], "--layout") == 0) && parse_layout(argv[2], &hosts, &rph))) {
-        fprintf(stderr, "usage: %s [--markdown | --layout HOSTSxRANKS | --picks HOSTSxRANKS]\n", argv[0]);
+        fprintf(stderr,
+                "usage: %s [--markdown | --layout HOSTSxRANKS | --picks HOSTSxRANKS | --simulate HOSTSxRANKS ...]\n",
+                argv[0]);
         return 2;
     }
     if (markdown)
@@ -367,12 +360,15 @@ int main(int argc, char **argv)
     int config_ok = gcoll__config_load() == GCOLL_SUCCESS;
     if (!config_ok)
         snprintf(config_error, sizeof(config_error), "%s", gcoll_last_error());
-    if (picks) {
-        if (config_ok)
-            print_picks(hosts, rph);
-        else
+    if (picks || simulate) { /* both price with the configured links */
+        if (!config_ok) {
             fprintf(stderr, "gcoll-info: %s\n", config_error);
-        return config_ok ? 0 : 1;
+            return 1;
+        }
+        if (simulate)
+            return print_simulation(argc - 2, argv + 2);
+        print_picks(hosts, rph);
+        return 0;
     }
     printf("gcoll %s\n", gcoll_version());
     print_topology();

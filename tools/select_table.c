@@ -12,48 +12,17 @@
 #include "collectives/cost.h"
 #include "collectives/select.h"
 #include "transports/choose.h"
+#include "layout.h"
 #include "select_table.h"
 
 #define FIRST_SIZE 4
 #define LAST_SIZE ((size_t)64 << 20)
 #define SIZE_STEP 16
 
-static const char *size_str(size_t v, char *buf, size_t len)
+/* Sets a's count for about bytes (layout_size); 0 past the last size. */
+static int set_size(layout_t *l, gcoll__coll_args_t *a, size_t bytes, size_t *shown)
 {
-    const char *unit[] = {"", "K", "M", "G"};
-    int u = 0;
-    while (u < 3 && v >= 1024 && v % 1024 == 0) {
-        v /= 1024;
-        u++;
-    }
-    snprintf(buf, len, "%zu%s", v, unit[u]);
-    return buf;
-}
-
-/* The vector collectives' blocks as priced here: an even split (print_selection's arrays). */
-static size_t *even_counts, *even_displs;
-
-static int is_vector(int coll)
-{
-    return coll == GCOLL_COLL_ALLGATHERV || coll == GCOLL_COLL_REDUCE_SCATTERV || coll == GCOLL_COLL_ALLTOALLV ||
-        coll == GCOLL_COLL_GATHERV || coll == GCOLL_COLL_SCATTERV;
-}
-
-/* Sets a's count (the vector collectives: even blocks) for about bytes of the collective's whole
- * vector (alltoallv: of one rank's send buffer, as alltoall's); *shown: the bytes it covers; 0 past
- * the last size. */
-static int set_size(gcoll__coll_args_t *a, size_t bytes, size_t *shown)
-{
-    size_t elems = (bytes / a->esize) ? bytes / a->esize : 1;
-    if (is_vector(a->coll)) {
-        gcoll__cost_even(a, elems, even_counts, even_displs);
-        *shown = a->coll == GCOLL_COLL_ALLTOALLV ? a->counts[0] * (size_t)a->size * a->esize : elems * a->esize;
-    } else {
-        a->count = 1;
-        size_t per = gcoll__coll_bytes(a);
-        a->count = (bytes / per) ? bytes / per : 1;
-        *shown = a->count * per;
-    }
+    layout_size(l, a, bytes, shown);
     return bytes <= LAST_SIZE;
 }
 
@@ -104,7 +73,7 @@ void print_algorithms(void)
         }
 }
 
-static void print_coll(gcoll__coll_args_t *a, gcoll__links_t *links)
+static void print_coll(layout_t *l, gcoll__coll_args_t *a)
 {
     int idx[32], n = 0;
     /* the columns: algorithms of this collective that can serve the layout at some size (the
@@ -114,8 +83,8 @@ static void print_coll(gcoll__coll_args_t *a, gcoll__links_t *links)
             continue;
         int serves = 0;
         size_t shown;
-        for (size_t b = FIRST_SIZE; !serves && set_size(a, b, &shown); b *= SIZE_STEP)
-            serves = gcoll__cost_predict(i, a, links) >= 0;
+        for (size_t b = FIRST_SIZE; !serves && set_size(l, a, b, &shown); b *= SIZE_STEP)
+            serves = gcoll__cost_predict(i, a, l->links) >= 0;
         if (serves)
             idx[n++] = i;
     }
@@ -124,12 +93,12 @@ static void print_coll(gcoll__coll_args_t *a, gcoll__links_t *links)
         printf(" %19s", gcoll__algo_get(idx[k])->name);
     printf("\n");
     size_t shown;
-    for (size_t bytes = FIRST_SIZE; set_size(a, bytes, &shown); bytes *= SIZE_STEP) {
-        int pick = gcoll__cost_pick(a, links);
+    for (size_t bytes = FIRST_SIZE; set_size(l, a, bytes, &shown); bytes *= SIZE_STEP) {
+        int pick = gcoll__cost_pick(a, l->links);
         char buf[16];
         printf("%10s", a->coll == GCOLL_COLL_BARRIER ? "-" : size_str(shown, buf, sizeof(buf)));
         for (int k = 0; k < n; k++) {
-            double t = gcoll__cost_predict(idx[k], a, links);
+            double t = gcoll__cost_predict(idx[k], a, l->links);
             if (t < 0)
                 printf(" %19s", "-");
             else
@@ -141,55 +110,20 @@ static void print_coll(gcoll__coll_args_t *a, gcoll__links_t *links)
     }
 }
 
-/* A layout's node map, links and vector blocks, as print_selection and print_picks price them. */
-typedef struct {
-    int *host, *first;
-    gcoll__nodemap_t map;
-    gcoll__links_t *links;
-} layout_t;
-
-static void layout_free(layout_t *l)
-{
-    free(l->host);
-    free(l->first);
-    free(l->links);
-    free(even_counts);
-}
-
 /* Sets l up for hosts x rph and prints its line; 0 when out of memory (said). */
-static int layout_init(layout_t *l, int hosts, int rph)
+static int layout_open(layout_t *l, int hosts, int rph)
 {
-    int n = hosts * rph;
-    l->host = malloc(sizeof(int) * (size_t)n * 3);
-    l->first = malloc(sizeof(int) * (size_t)(hosts + 1));
-    l->links = calloc(1, sizeof(*l->links));
-    even_counts = malloc(2 * sizeof(size_t) * (size_t)n);
-    even_displs = even_counts ? even_counts + n : NULL;
-    if (!l->host || !l->first || !l->links || !even_counts) {
+    if (!layout_init(l, hosts, rph)) {
         printf("no memory for the selection table\n");
-        layout_free(l);
         return 0;
     }
-    l->map = (gcoll__nodemap_t){hosts, 1, l->host, l->host + n, l->first, l->host + 2 * n, 0, 0};
-    for (int p = 0; p < n; p++) {
-        l->host[p] = p / rph;
-        l->map.local[p] = p % rph;
-        l->map.by_host[p] = p;
-    }
-    for (int h = 0; h <= hosts; h++)
-        l->first[h] = h * rph;
-    /* auto is priced as TCP: what it takes without a plugin or a NIC provider */
-    const gcoll__tp_entry_t *named = gcoll__transport_inter(), *in_host = gcoll__transport_intra();
-    const char *inter = named ? named->name : "tcp", *intra = in_host ? in_host->name : inter;
-    gcoll__links_t *links = l->links;
-    links->intra = gcoll__cost_link(intra, 0);
-    links->inter = gcoll__cost_link(inter, 1);
+    const gcoll__links_t *links = l->links;
     /* a burst rate at or below the bandwidth counts as the bandwidth (src/collectives/cost.c) */
     double intra_burst = links->intra.burst_Bps > links->intra.bw_Bps ? links->intra.burst_Bps : links->intra.bw_Bps;
     double inter_burst = links->inter.burst_Bps > links->inter.bw_Bps ? links->inter.burst_Bps : links->inter.bw_Bps;
     printf("%d hosts x %d ranks; links: inside a host %s %.1f us %.2f GB/s (burst %.2f GB/s), between hosts %s %.1f us "
            "%.3f GB/s (burst %.3f GB/s)%s\n",
-           hosts, rph, intra, links->intra.lat_s * 1e6, links->intra.bw_Bps * 1e-9, intra_burst * 1e-9, inter,
+           hosts, rph, l->intra, links->intra.lat_s * 1e6, links->intra.bw_Bps * 1e-9, intra_burst * 1e-9, l->inter,
            links->inter.lat_s * 1e6, links->inter.bw_Bps * 1e-9, inter_burst * 1e-9,
            (gcoll__config.cost_probe[0] || gcoll__config.cost_probe[1]) && hosts > 1
                ? " (a job spanning hosts measures the links set to auto in GCOLL_COST_*)"
@@ -197,28 +131,14 @@ static int layout_init(layout_t *l, int hosts, int rph)
     return 1;
 }
 
-static gcoll__coll_args_t layout_args(layout_t *l, int coll)
-{
-    static float in, out;
-    return (gcoll__coll_args_t){.coll = (gcoll__coll_t)coll,
-                                .sendbuf = &in,
-                                .recvbuf = &out,
-                                .dtype = GCOLL_FLOAT32,
-                                .op = GCOLL_SUM,
-                                .esize = 4,
-                                .size = l->map.first[l->map.nhosts],
-                                .map = &l->map,
-                                .links = l->links};
-}
-
 void print_selection(int hosts, int rph)
 {
     layout_t l;
-    if (!layout_init(&l, hosts, rph))
+    if (!layout_open(&l, hosts, rph))
         return;
     for (int c = 0; c < GCOLL_COLL_COUNT; c++) {
         gcoll__coll_args_t a = layout_args(&l, c);
-        print_coll(&a, l.links);
+        print_coll(&l, &a);
     }
     layout_free(&l);
 }
@@ -233,13 +153,13 @@ static double now_s(void)
 void print_picks(int hosts, int rph)
 {
     layout_t l;
-    if (!layout_init(&l, hosts, rph))
+    if (!layout_open(&l, hosts, rph))
         return;
     printf("%-16s %10s %-20s %12s\n", "collective", "bytes", "pick", "ms to pick");
     for (int c = 0; c < GCOLL_COLL_COUNT; c++) {
         gcoll__coll_args_t a = layout_args(&l, c);
         size_t shown, last = 0;
-        for (size_t bytes = FIRST_SIZE; set_size(&a, bytes, &shown); bytes *= SIZE_STEP) {
+        for (size_t bytes = FIRST_SIZE; set_size(&l, &a, bytes, &shown); bytes *= SIZE_STEP) {
             char buf[16];
             if (shown == last) /* per-rank counts: the smallest sizes round up to one element each */
                 continue;

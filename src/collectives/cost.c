@@ -316,6 +316,13 @@ double gcoll__cost_predict_parts(int idx, const gcoll__coll_args_t *a, const gco
     return ok ? (t > floor ? t : floor) : -1;
 }
 
+gcoll__sched_t *gcoll__cost_schedule(int idx, const gcoll__coll_args_t *a, int rank)
+{
+    const gcoll__algo_t *algo = gcoll__algo_get(idx);
+    gcoll__coll_args_t r;
+    return priceable(algo, a) && rank >= 0 && rank < a->size ? build_dry(algo, a, rank, &r) : NULL;
+}
+
 double gcoll__cost_predict(int idx, const gcoll__coll_args_t *a, const gcoll__links_t *links)
 {
     return gcoll__cost_predict_parts(idx, a, links, NULL);

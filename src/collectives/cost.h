@@ -40,6 +40,10 @@ gcoll__link_t gcoll__cost_link(const char *transport, int inter);
 double gcoll__cost_predict(int idx, const gcoll__coll_args_t *a, const gcoll__links_t *links);
 /* The same, and in *rounds_s the rounds' cost alone (without the sustained floor). */
 double gcoll__cost_predict_parts(int idx, const gcoll__coll_args_t *a, const gcoll__links_t *links, double *rounds_s);
+/* Rank's schedule of algorithm idx for a (a holding the root's view), as the model prices it:
+ * built dry, never to run; NULL when idx cannot serve a or is not of the plain family, or out of
+ * memory. Its status says whether it built; the caller frees it (gcoll__sched_free). */
+struct gcoll__sched *gcoll__cost_schedule(int idx, const gcoll__coll_args_t *a, int rank);
 /* The algorithm with the least predicted time among those that can serve a (never the node
  * channel's own algorithms, nor one marked GCOLL_ALGO_FORCED; within 1% of the least, the least
  * round cost); remembered per size class in links->pick. */

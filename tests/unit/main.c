@@ -17,6 +17,7 @@ int main(void)
     srunner_add_suite(sr, boot_suite());
     srunner_add_suite(sr, topk_suite());
     srunner_add_suite(sr, scratch_suite());
+    srunner_add_suite(sr, sim_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

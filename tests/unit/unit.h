@@ -25,5 +25,6 @@ Suite *sched_suite(void);
 Suite *boot_suite(void);
 Suite *topk_suite(void);
 Suite *scratch_suite(void);
+Suite *sim_suite(void);
 
 #endif
