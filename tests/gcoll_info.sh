@@ -99,7 +99,7 @@ for algo in ring recursive_doubling rabenseifner direct hierarchical; do
     grep -q "^ *bytes .* $algo " "$out" || fail "--simulate 4x2: no $algo column: $(cat "$out")"
 done
 [ "$(grep -c '^ *[0-9][0-9]*[KM] .*[0-9][*]' "$out")" = 3 ] || fail "--simulate 4x2: not 3 sizes with a least: $(cat "$out")"
-for args in "" "4x2 --inter 10" "4x2 --algo binomial" "0x2" "4x2 --fat-tree 2,0.5" "4x2 -m 8:4"; do
+for args in "" "4x2 --inter 10" "4x2 --algo binomial" "0x2" "4x2 --fat-tree 2,0.5" "4x2 -m 8:4" "4x2 --reduce 0"; do
     # shellcheck disable=SC2086 # $args is a command line, split into its words
     "$BINDIR/gcoll-info" --simulate $args > "$out" 2>&1
     rc=$?

@@ -20,6 +20,7 @@ static const char usage[] =
     "  -f FACTOR            between sizes (default 16)\n"
     "  --intra US,GBIT      latency and Gbit/s between ranks of one host (default: the cost model's)\n"
     "  --inter US,GBIT      latency and Gbit/s of a host's link (default: the cost model's)\n"
+    "  --reduce GBYTES      GB/s of a rank's reductions and copies (default 4 and 7: one core's)\n"
     "  --tbf BYTES,GBIT     a token bucket of BYTES before each host link, passing GBIT while it holds tokens\n"
     "  --fat-tree K,F       K hosts a leaf switch, uplinks oversubscribed F:1 (default one switch)\n"
     "  --spine-lat US       latency a message crossing the spine adds (default 1)\n"
@@ -113,6 +114,11 @@ static int parse_opts(int argc, char **argv, opts_t *o)
             if (!parse_link(v, &o->net.inter_lat_s, &o->net.inter_Bps))
                 return 0;
             o->inter_set = 1;
+        } else if (strcmp(k, "--reduce") == 0) {
+            double gb = strtod(v, &end);
+            if (*end || gb <= 0)
+                return 0;
+            o->net.reduce_Bps = o->net.copy_Bps = gb * 1e9;
         } else if (strcmp(k, "--tbf") == 0) {
             double gbit = 0;
             if (!parse_bytes(v, &o->burst, &end) || *end != ',' || (gbit = strtod(end + 1, &end)) <= 0 || *end)
@@ -213,6 +219,7 @@ int print_simulation(int argc, char **argv)
                o.net.spine_lat_s * 1e6);
     else
         printf("one switch");
+    printf("; reductions %.1f GB/s", o.net.reduce_Bps * 1e-9);
     if (o.net.burst_bytes > 0)
         printf("; host links through a %zu-byte bucket at %.1f Gbit/s", o.burst, o.net.burst_Bps * 8e-9);
     if (o.net.straggler_host >= 0)
