@@ -309,6 +309,7 @@ static gcoll_status_t parse_secret(const char *var, const char *s, void *out, in
 
 static const char *const boot_modes[] = {"auto", "mpi", "env", NULL};
 static const char *const worker_policies[] = {"auto", "batch", "normal", NULL}; /* GCOLL__WORKER_* order */
+static const char *const tcp_connects[] = {"eager", "lazy", NULL};
 
 static gcoll__var_t vars[] = {
     {"GCOLL_LOG_LEVEL", "error|warn|info|debug|trace", "warn",
@@ -346,6 +347,12 @@ static gcoll__var_t vars[] = {
     {"GCOLL_TCP_NSOCKS", "1..1024", "1",
      "TCP sockets per peer; messages of 1 MiB and more are striped across them (for NICs one flow cannot fill)",
      parse_count, NULL, &gcoll__config.tcp_nsocks, 1},
+    {"GCOLL_TCP_CONNECT", "eager|lazy", "eager",
+     "when TCP connections open: eager, to every peer when the communicator is created; lazy, when a request first "
+     "names the peer, by either rank (a ring touches 2 peers, recursive doubling log2(n)): far fewer sockets at "
+     "scale, but a rank learns of a crashed peer it never exchanged with only through the peers it waits on, or at "
+     "the timeout; every rank must set it alike",
+     NULL, tcp_connects, &gcoll__config.tcp_connect_lazy, 0},
     {"GCOLL_TCP_IFNAME", "auto, or a list of interface name prefixes", "auto",
      "interfaces for TCP: eth0,ib (those), ^docker,lo (all but those), =eth0 (exactly); auto prefers "
      "a non-loopback interface every host has",

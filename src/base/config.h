@@ -33,6 +33,7 @@ typedef struct {
     size_t shm_cell_size;       /* point-to-point ring cell payload */
     int shm_ring_depth;         /* cells per ring */
     int tcp_nsocks;             /* sockets per peer, striped for large messages */
+    int tcp_connect_lazy;       /* GCOLL_TCP_CONNECT: 0 eager, 1 lazy */
     char tcp_ifname[256];       /* "auto", or a list: "eth0,eth1", "^lo,docker" */
     size_t tcp_sndbuf;          /* SO_SNDBUF of every socket; 0: the kernel's autotuning */
     size_t tcp_rcvbuf;          /* SO_RCVBUF likewise */

@@ -97,7 +97,7 @@ static void fuzz_hello(const uint8_t *data, size_t size, size_t off)
             buf[i] ^= mask[i];
     }
     int rank = -1, index = -1;
-    if (gcoll__tcp_hello_check(buf, secret, me, nsocks, &rank, &index, why, len) != GCOLL_SUCCESS) {
+    if (gcoll__tcp_hello_check(buf, secret, me, me, nsocks, &rank, &index, why, len) != GCOLL_SUCCESS) {
         check_rejection(why, len, "hello");
     } else {
         PROPERTY(rank >= 0 && rank < me, "a hello from rank %d passes at rank %d", rank, me);
@@ -110,13 +110,26 @@ static void fuzz_hello(const uint8_t *data, size_t size, size_t off)
     if (me > 0) {
         int r = (int)(flags >> 1) % me, x = (int)(flags >> 4) % nsocks;
         gcoll__tcp_hello_pack(again, secret, r, x);
-        PROPERTY(gcoll__tcp_hello_check(again, secret, me, nsocks, &rank, &index, why, len) == GCOLL_SUCCESS &&
+        PROPERTY(gcoll__tcp_hello_check(again, secret, me, me, nsocks, &rank, &index, why, len) == GCOLL_SUCCESS &&
                      rank == r && index == x,
                  "a packed hello from rank %d socket %d is refused at rank %d: %s", r, x, me, why);
     }
     gcoll__tcp_hello_pack(again, secret, me + (flags >> 1), 0);
-    PROPERTY(gcoll__tcp_hello_check(again, secret, me, nsocks, &rank, &index, why, len) != GCOLL_SUCCESS,
+    PROPERTY(gcoll__tcp_hello_check(again, secret, me, me, nsocks, &rank, &index, why, len) != GCOLL_SUCCESS,
              "a hello from rank %d passes at rank %d", me + (flags >> 1), me);
+    /* where any rank may dial (a lazy endpoint of me + 2 + flags / 2 ranks): a higher rank
+     * passes, this rank itself and one past the size do not */
+    int size_l = me + 2 + (flags >> 1);
+    gcoll__tcp_hello_pack(again, secret, size_l - 1, 0);
+    PROPERTY(gcoll__tcp_hello_check(again, secret, me, size_l, nsocks, &rank, &index, why, len) == GCOLL_SUCCESS &&
+                 rank == size_l - 1,
+             "a hello from rank %d is refused at rank %d of %d dialling freely: %s", size_l - 1, me, size_l, why);
+    gcoll__tcp_hello_pack(again, secret, me, 0);
+    PROPERTY(gcoll__tcp_hello_check(again, secret, me, size_l, nsocks, &rank, &index, why, len) != GCOLL_SUCCESS,
+             "a hello from rank %d itself passes", me);
+    gcoll__tcp_hello_pack(again, secret, size_l, 0);
+    PROPERTY(gcoll__tcp_hello_check(again, secret, me, size_l, nsocks, &rank, &index, why, len) != GCOLL_SUCCESS,
+             "a hello from rank %d passes in a job of %d", size_l, size_l);
     free(why);
 }
 
@@ -130,6 +143,11 @@ static void fuzz_ack(const uint8_t *data, size_t size, size_t off)
     PROPERTY(!!gcoll__tcp_ack_ok(buf, rank) == (memcmp(buf, want, sizeof(buf)) == 0),
              "an ack is taken or refused for rank %d other than by its exact bytes", (int)rank);
     PROPERTY(gcoll__tcp_ack_ok(want, rank), "the ack packed for rank %d is refused", (int)rank);
+    gcoll__tcp_decline_pack(want, rank);
+    PROPERTY(!!gcoll__tcp_declined(buf, rank) == (memcmp(buf, want, sizeof(buf)) == 0),
+             "a decline is taken or refused for rank %d other than by its exact bytes", (int)rank);
+    PROPERTY(gcoll__tcp_declined(want, rank) && !gcoll__tcp_ack_ok(want, rank),
+             "the decline packed for rank %d is not one, or passes as an ack", (int)rank);
 }
 
 static void fuzz_fields(const uint8_t *data, size_t size, size_t off)

@@ -22,7 +22,55 @@
 static const gcoll__transport_t *T = &gcoll__transport_tcp;
 static unsigned char *addrs; /* every rank's published address, from the last open_tp */
 
-static gcoll__tp_t *open_tp(void)
+static void wait_all(gcoll__tp_t *tp, gcoll__tp_req_t **reqs, gcoll_status_t *st, char (*why)[256], int n);
+
+static int open_socks(const gcoll__tp_t *tp)
+{
+    int n = 0;
+    for (int q = 0; q < size; q++)
+        for (int i = 0; i < tp->nsocks; i++)
+            n += tp->peers[q].socks[i].ev.fd >= 0;
+    return n;
+}
+
+/* An endpoint whose sockets to every peer are open: with GCOLL_TCP_CONNECT=lazy, an empty message
+ * each way with every peer opens them, so the tests that reach into sockets find them. */
+static void meet_all(gcoll__tp_t *tp)
+{
+    gcoll__tp_req_t **reqs = calloc(2 * (size_t)size, sizeof(*reqs));
+    gcoll_status_t *st = calloc(2 * (size_t)size, sizeof(*st));
+    char dummy = 0;
+    int n = 0;
+    for (int q = 0; q < size && reqs && st; q++)
+        if (q != rank) {
+            CHECK(T->irecv(tp, q, 0xfffffff2u, &dummy, 0, &reqs[n++]) == GCOLL_SUCCESS, "meet: %s", gcoll_last_error());
+            CHECK(T->isend(tp, q, 0xfffffff2u, &dummy, 0, &reqs[n++]) == GCOLL_SUCCESS, "meet: %s", gcoll_last_error());
+        }
+    if (reqs && st)
+        wait_all(tp, reqs, st, NULL, n);
+    for (int i = 0; i < n && st; i++)
+        CHECK(st[i] == GCOLL_SUCCESS, "meet: request %d ended with %d", i, st[i]);
+    /* the messages take socket 0; the others open beside it */
+    for (double end = check_now() + 10; open_socks(tp) < (size - 1) * tp->nsocks && check_now() < end;)
+        T->check(tp);
+    CHECK(open_socks(tp) == (size - 1) * tp->nsocks, "meet: %d of %d sockets open", open_socks(tp),
+          (size - 1) * tp->nsocks);
+    free(reqs);
+    free(st);
+}
+
+/* The peers this rank holds an open socket to, as a bit mask (ranks below 64). */
+static unsigned long long open_peers(const gcoll__tp_t *tp)
+{
+    unsigned long long m = 0;
+    for (int q = 0; q < size && q < 64; q++)
+        for (int i = 0; i < tp->nsocks; i++)
+            if (tp->peers[q].socks[i].ev.fd >= 0)
+                m |= 1ull << q;
+    return m;
+}
+
+static gcoll__tp_t *open_bare(void)
 {
     gcoll__bootstrap_t boot = {world_group(), rank, size, NULL};
     gcoll__tp_t *tp = NULL;
@@ -39,6 +87,15 @@ static gcoll__tp_t *open_tp(void)
     free(mine);
     st = T->connect(tp, addrs);
     CHECK(st == GCOLL_SUCCESS, "connect: %s", gcoll_last_error());
+    return tp;
+}
+
+static gcoll__tp_t *open_tp(void)
+{
+    gcoll__tp_t *tp = open_bare();
+    if (tp)
+        meet_all(tp);
+    MPI_Barrier(MPI_COMM_WORLD); /* no rank closes while another still meets it */
     return tp;
 }
 
@@ -477,6 +534,92 @@ static void test_intruders(gcoll__tp_t *tp)
     }
 }
 
+/* GCOLL_TCP_CONNECT=lazy: no socket until a request names the peer; a ring opens sockets to its
+ * two neighbours only; every pair dialling each other at once ends with one connection per
+ * socket index and nothing rejected; a request to a peer whose endpoint is gone fails at once. */
+static void test_lazy(void)
+{
+    gcoll__tp_t *tp = open_bare();
+    if (!tp)
+        return;
+    CHECK(tp->lazy && open_peers(tp) == 0 && tp->npend == 0, "lazy endpoint: peers %llx open at creation",
+          open_peers(tp));
+    /* the ring: rank + 1 and rank - 1 only */
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    size_t n = 100003;
+    unsigned char *out = malloc(n), *in = malloc(n);
+    fill(out, n, seed_of(rank, right, 91, n));
+    gcoll__tp_req_t *reqs[2 * 64];
+    gcoll_status_t st[2 * 64];
+    T->irecv(tp, left, 91, in, n, &reqs[0]);
+    T->isend(tp, right, 91, out, n, &reqs[1]);
+    wait_all(tp, reqs, st, NULL, 2);
+    CHECK(st[0] == GCOLL_SUCCESS && st[1] == GCOLL_SUCCESS && first_diff(in, n, seed_of(left, rank, 91, n)) == n,
+          "ring over lazy connections");
+    MPI_Barrier(MPI_COMM_WORLD);
+    unsigned long long want = (1ull << right) | (1ull << left);
+    for (double end = check_now() + 5; open_peers(tp) != want && check_now() < end;)
+        T->check(tp); /* the neighbour's own dial may still be landing */
+    CHECK(open_peers(tp) == want, "ring: sockets open to peers %llx, want %llx", open_peers(tp), want);
+    /* everyone with everyone at once: both sides of every pair not yet connected dial */
+    unsigned long before = tp->rejected;
+    int k = 0;
+    char *bufs = calloc((size_t)size, 2 * 64);
+    for (int q = 0; q < size && q < 64 && bufs; q++)
+        if (q != rank) {
+            snprintf(bufs + 128 * q, 64, "from %d to %d", rank, q);
+            T->irecv(tp, q, 92, bufs + 128 * q + 64, 64, &reqs[k++]);
+            T->isend(tp, q, 92, bufs + 128 * q, 64, &reqs[k++]);
+        }
+    wait_all(tp, reqs, st, NULL, k);
+    int bad = 0;
+    for (int q = 0; q < size && q < 64 && bufs; q++) {
+        char expect[64];
+        snprintf(expect, sizeof(expect), "from %d to %d", q, rank);
+        bad += q != rank && strcmp(bufs + 128 * q + 64, expect) != 0;
+    }
+    CHECK(bufs && !bad, "all to all over lazy connections: %d wrong", bad);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (double end = check_now() + 5; tp->npend && check_now() < end;)
+        T->check(tp); /* declined dials finish */
+    int one_each = 1;
+    for (int q = 0; q < size; q++)
+        for (int i = 0; i < tp->nsocks && q != rank; i++)
+            one_each &= tp->peers[q].socks[i].ev.fd >= 0 && !tp->peers[q].socks[i].dialing;
+    CHECK(one_each && tp->npend == 0 && tp->rejected == before,
+          "after every pair dialled: all sockets open %d, %d handshakes pending, %lu rejected", one_each, tp->npend,
+          tp->rejected - before);
+    free(bufs);
+    free(out);
+    free(in);
+    MPI_Barrier(MPI_COMM_WORLD); /* a rank's goodbye would close the sockets another still counts */
+    T->close(tp);
+    /* a peer whose endpoint closed before anyone dialled it: the dial is refused, and a request to
+     * it fails at once (GCOLL_ERR_REMOTE), as a crash must, not at the timeout */
+    tp = open_bare();
+    if (!tp)
+        return;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == size - 1)
+        T->close(tp);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        char byte = 1, why[256] = "";
+        gcoll__tp_req_t *r = NULL;
+        double t0 = check_now();
+        gcoll_status_t s0 = T->isend(tp, size - 1, 93, &byte, 1, &r);
+        if (s0 == GCOLL_SUCCESS)
+            s0 = wait_one(tp, r, why, sizeof(why));
+        else
+            snprintf(why, sizeof(why), "%s", gcoll_last_error());
+        CHECK(s0 == GCOLL_ERR_REMOTE && has(why, "not listening") && check_now() - t0 < 10,
+              "a send to a closed endpoint: status %d after %.1f s: '%s'", s0, check_now() - t0, why);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank != size - 1)
+        T->close(tp);
+}
+
 /* The header check alone: a good header passes, each defect is caught and named. */
 static void test_header_check(void)
 {
@@ -538,15 +681,29 @@ static void test_header_check(void)
     fill(secret, sizeof(secret), 5);
     int r = -1, x = -1;
     gcoll__tcp_hello_pack(hello, secret, 2, 1);
-    CHECK(gcoll__tcp_hello_check(hello, secret, 3, 2, &r, &x, why, sizeof(why)) == GCOLL_SUCCESS && r == 2 && x == 1,
+    CHECK(gcoll__tcp_hello_check(hello, secret, 3, 3, 2, &r, &x, why, sizeof(why)) == GCOLL_SUCCESS && r == 2 && x == 1,
           "good hello refused: %s", why);
-    CHECK(gcoll__tcp_hello_check(hello, secret, 2, 2, &r, &x, why, sizeof(why)) && has(why, "rank 2"),
+    CHECK(gcoll__tcp_hello_check(hello, secret, 2, 2, 2, &r, &x, why, sizeof(why)) && has(why, "rank 2"),
           "hello from a rank that should accept: '%s'", why);
-    CHECK(gcoll__tcp_hello_check(hello, secret, 3, 1, &r, &x, why, sizeof(why)) && has(why, "index"),
+    CHECK(gcoll__tcp_hello_check(hello, secret, 3, 3, 1, &r, &x, why, sizeof(why)) && has(why, "index"),
           "hello with an index out of range: '%s'", why);
     hello[31] ^= 0x80;
-    CHECK(gcoll__tcp_hello_check(hello, secret, 3, 2, &r, &x, why, sizeof(why)) && has(why, "secret"),
+    CHECK(gcoll__tcp_hello_check(hello, secret, 3, 3, 2, &r, &x, why, sizeof(why)) && has(why, "secret"),
           "hello with a wrong secret: '%s'", why);
+    /* lazy endpoints: any other rank of the job may dial */
+    hello[31] ^= 0x80;
+    CHECK(gcoll__tcp_hello_check(hello, secret, 1, 4, 2, &r, &x, why, sizeof(why)) == GCOLL_SUCCESS && r == 2,
+          "a lazy endpoint refused a hello from a higher rank: %s", why);
+    CHECK(gcoll__tcp_hello_check(hello, secret, 2, 4, 2, &r, &x, why, sizeof(why)) && has(why, "rank 2"),
+          "a lazy endpoint took a hello from itself: '%s'", why);
+    CHECK(gcoll__tcp_hello_check(hello, secret, 1, 2, 2, &r, &x, why, sizeof(why)) && has(why, "rank 2"),
+          "a lazy endpoint of 2 ranks took a hello from rank 2: '%s'", why);
+    unsigned char ack[TCP_ACK_BYTES];
+    gcoll__tcp_decline_pack(ack, 5);
+    CHECK(gcoll__tcp_declined(ack, 5) && !gcoll__tcp_declined(ack, 4) && !gcoll__tcp_ack_ok(ack, 5),
+          "a decline from rank 5 is not told apart");
+    gcoll__tcp_ack_pack(ack, 5);
+    CHECK(!gcoll__tcp_declined(ack, 5), "an ack passes as a decline");
 }
 
 /* The kernel's cap on a buffer size (net.core.wmem_max / rmem_max). */
@@ -721,6 +878,8 @@ int main(int argc, char **argv)
         }
         test_live_faults();
         test_buffers();
+        if (gcoll__config.tcp_connect_lazy)
+            test_lazy();
     }
     int rc = check_summary("tcp", CHECK_NP);
     free(addrs);

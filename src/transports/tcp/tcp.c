@@ -62,16 +62,20 @@ static void tcp_close(gcoll__tp_t *tp)
     free(tp);
 }
 
-/* Every rank must use the same socket count, and rank 0's secret. */
+/* Every rank must use the same socket count and way of connecting, and rank 0's secret. */
 static gcoll_status_t agree(const gcoll__bootstrap_t *boot, gcoll__tp_t *tp)
 {
-    int64_t ext[2] = {tp->nsocks, -tp->nsocks};
-    GCOLL_CHECK(gcoll__boot_reduce_i64(boot->group, ext, 2, 1));
+    int64_t ext[4] = {tp->nsocks, -tp->nsocks, tp->lazy, -tp->lazy};
+    GCOLL_CHECK(gcoll__boot_reduce_i64(boot->group, ext, 4, 1));
     if (ext[0] != -ext[1])
         return gcoll__error(GCOLL_ERR_INVALID_ARG,
                             "tcp: GCOLL_TCP_NSOCKS differs between ranks (from %d to %d); "
                             "HINT: set it alike everywhere",
                             (int)-ext[1], (int)ext[0]);
+    if (ext[2] != -ext[3])
+        return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                            "tcp: GCOLL_TCP_CONNECT differs between ranks (lazy on some, eager on others); "
+                            "HINT: set it alike everywhere");
     unsigned char msg[TCP_SECRET_BYTES + 1] = {0};
     if (boot->rank == 0) {
         size_t got = 0;
@@ -123,6 +127,7 @@ static gcoll_status_t tcp_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **o
     tp->optab = boot->optab;
     tp->mm.name = "tcp";
     tp->nsocks = gcoll__config.tcp_nsocks;
+    tp->lazy = gcoll__config.tcp_connect_lazy;
     tp->epfd = tp->sleepfd = tp->listen.fd = -1;
     tp->me.sin_family = AF_INET;
     gcoll_status_t st = agree(boot, tp);

@@ -47,11 +47,15 @@ void gcoll__tcp_hdr_unpack(const unsigned char *buf, gcoll__tcp_hdr_t *h);
  * before any of its payload is read; on failure fills why and returns GCOLL_ERR_TRANSPORT. */
 gcoll_status_t gcoll__tcp_hdr_check(const gcoll__tcp_hdr_t *h, uint32_t seq, char *why, size_t len);
 void gcoll__tcp_hello_pack(unsigned char *buf, const unsigned char *secret, int rank, int index);
-/* Verifies a hello received by rank `me`: magic, secret, a lower rank, an index below nsocks. */
-gcoll_status_t gcoll__tcp_hello_check(const unsigned char *buf, const unsigned char *secret, int me, int nsocks,
-                                      int *rank, int *index, char *why, size_t len);
+/* Verifies a hello received by rank `me`: magic, secret, a rank below `below` other than me (me
+ * where lower ranks connect to higher ones, the size where any may dial), an index below nsocks. */
+gcoll_status_t gcoll__tcp_hello_check(const unsigned char *buf, const unsigned char *secret, int me, int below,
+                                      int nsocks, int *rank, int *index, char *why, size_t len);
 void gcoll__tcp_ack_pack(unsigned char *buf, int rank);
 int gcoll__tcp_ack_ok(const unsigned char *buf, int rank);
+/* A hello declined because both ranks dialled each other at once: the lower rank's dial stands. */
+void gcoll__tcp_decline_pack(unsigned char *buf, int rank);
+int gcoll__tcp_declined(const unsigned char *buf, int rank);
 
 /* One send or receive, on its peer's list of requests in flight (in posting order). */
 enum { REQ_POSTED = 1, REQ_WAIT_UNEXP, REQ_EAGER_IN, REQ_RNDV_IN, REQ_EAGER_OUT, REQ_WAIT_CTS, REQ_DATA_OUT };
@@ -116,7 +120,8 @@ typedef struct tcp_sock {
     tcp_ev_t ev;
     struct tcp_peer *peer;
     int index, rd_ready, wr_ready, eof;
-    int hup; /* epoll saw the peer's close: read to the end, a short read does not drain it */
+    int dialing; /* our outgoing handshake for it is in flight */
+    int hup;     /* epoll saw the peer's close: read to the end, a short read does not drain it */
     uint32_t rseq, wseq;
     /* input: header bytes and small payloads land in rbuf; large payloads go straight to dst */
     unsigned char *rbuf;
@@ -158,6 +163,7 @@ typedef struct tcp_pend tcp_pend_t; /* a connection whose handshake is not finis
 
 struct gcoll__tp {
     int rank, size, nsocks, epfd;
+    int lazy; /* GCOLL_TCP_CONNECT=lazy: a peer's sockets open when a request first names it */
     /* The sleeper: an epoll set holding epfd, readable while epfd has events. Waiting on it
      * takes no lock and consumes none of epfd's (edge-triggered) events. */
     int sleepfd;
@@ -191,6 +197,10 @@ gcoll_status_t gcoll__tcp_probe(gcoll__tcp_iface_t *pick, char *why, size_t len)
 /* tcp_conn.c */
 gcoll_status_t gcoll__tcp_listen(gcoll__tp_t *tp);
 gcoll_status_t gcoll__tcp_connect_all(gcoll__tp_t *tp, const void *all_addrs);
+/* Lazy endpoints: dials peer's sockets not open nor being opened (either rank may dial; when both
+ * do at once, the lower rank's connection stands). A peer that cannot be reached fails
+ * (GCOLL_ERR_REMOTE), as one whose connection broke. */
+void gcoll__tcp_reach(gcoll__tp_t *tp, int peer);
 void gcoll__tcp_accept(gcoll__tp_t *tp);
 gcoll_status_t gcoll__tcp_pend_event(gcoll__tp_t *tp, tcp_pend_t *p, unsigned events);
 void gcoll__tcp_pend_expire(gcoll__tp_t *tp);

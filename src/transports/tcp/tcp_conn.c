@@ -1,8 +1,11 @@
 /* The TCP transport's connections: the listening socket, socket options, and the handshake.
- * Lower ranks connect to higher ones, GCOLL_TCP_NSOCKS sockets per pair; each connection opens
- * with a hello (the job's 128-bit secret, the connecting rank, the socket index) that the
- * acceptor checks before the socket joins the job. Anything else that connects (a wrong secret,
- * garbage, a duplicate, a close or a stall before the hello ends) is closed, counted and logged. */
+ * GCOLL_TCP_NSOCKS sockets per pair: eager endpoints open them all at creation, lower ranks
+ * connecting to higher ones; lazy ones when a request first names the peer, either rank dialling
+ * (when both do at once the lower rank's connection stands and the other is declined). Each
+ * connection opens with a hello (the job's 128-bit secret, the connecting rank, the socket index)
+ * that the acceptor checks before the socket joins the job. Anything else that connects (a wrong
+ * secret, garbage, a duplicate, a close or a stall before the hello ends) is closed, counted and
+ * logged. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/tcp.h>
@@ -135,6 +138,8 @@ static gcoll_status_t install(gcoll__tp_t *tp, tcp_pend_t *p)
 {
     tcp_peer_t *peer = &tp->peers[p->rank];
     tcp_sock_t *s = &peer->socks[p->index];
+    if (p->outgoing)
+        s->dialing = 0;
     s->rbuf = malloc(TCP_RBUF_BYTES);
     if (!s->rbuf)
         return gcoll__error(GCOLL_ERR_NOMEM, "tcp: no memory for a receive buffer for rank %d", p->rank);
@@ -172,6 +177,26 @@ static int read_in(tcp_pend_t *p, char *why, size_t len)
     return 1;
 }
 
+/* A lazy endpoint could not open a socket to peer: its endpoint listens no more. A crash and a
+ * communicator freed on purpose look alike here (no connection carried a goodbye), and a crash
+ * must fail what waits on the peer at once, so both fail it (GCOLL_ERR_REMOTE). */
+static void unreachable(gcoll__tp_t *tp, tcp_peer_t *peer)
+{
+    if (!peer->failed)
+        gcoll__tcp_fail_peer(tp, peer, GCOLL_ERR_REMOTE, 1,
+                             "%s: rank %d is not listening (did it exit or crash, or free the communicator?)",
+                             gcoll_last_error(), peer->rank);
+}
+
+/* Ends our handshake p quietly: declined, or no longer needed. */
+static void drop_dial(gcoll__tp_t *tp, tcp_pend_t *p)
+{
+    tp->peers[p->rank].socks[p->index].dialing = 0;
+    pend_unlink(tp, p);
+    close(p->ev.fd);
+    free(p);
+}
+
 static gcoll_status_t outgoing_event(gcoll__tp_t *tp, tcp_pend_t *p, unsigned events)
 {
     char why[160];
@@ -198,6 +223,10 @@ static gcoll_status_t outgoing_event(gcoll__tp_t *tp, tcp_pend_t *p, unsigned ev
                             p->index, why);
     if (got == 0)
         return GCOLL_SUCCESS;
+    if (tp->lazy && gcoll__tcp_declined(p->in, p->rank)) { /* its own dial to us stands */
+        drop_dial(tp, p);
+        return GCOLL_SUCCESS;
+    }
     if (!gcoll__tcp_ack_ok(p->in, p->rank))
         return gcoll__error(GCOLL_ERR_TRANSPORT,
                             "tcp: %s answered socket %d's hello with something other "
@@ -213,18 +242,31 @@ static gcoll_status_t incoming_event(gcoll__tp_t *tp, tcp_pend_t *p)
     if (got == 0)
         return GCOLL_SUCCESS;
     if (got < 0 ||
-        gcoll__tcp_hello_check(p->in, tp->secret, tp->rank, tp->nsocks, &p->rank, &p->index, why, sizeof(why)) !=
-            GCOLL_SUCCESS) {
+        gcoll__tcp_hello_check(p->in, tp->secret, tp->rank, tp->lazy ? tp->size : tp->rank, tp->nsocks, &p->rank,
+                               &p->index, why, sizeof(why)) != GCOLL_SUCCESS) {
         reject(tp, p, why);
         return GCOLL_SUCCESS;
     }
     tcp_peer_t *peer = &tp->peers[p->rank];
-    if (peer->socks[p->index].ev.fd >= 0 || peer->socks[p->index].eof || peer->failed) {
+    tcp_sock_t *s = &peer->socks[p->index];
+    unsigned char ack[TCP_ACK_BYTES];
+    if (tp->lazy && tp->rank < p->rank && !s->eof && !peer->failed && (s->ev.fd >= 0 || s->dialing)) {
+        /* we dialled it too: our connection stands, theirs ends with a decline */
+        GCOLL_LOG(GCOLL_LOG_DEBUG, "tcp: rank %d declines rank %d's socket %d: its own dial stands", tp->rank, p->rank,
+                  p->index);
+        gcoll__tcp_decline_pack(ack, tp->rank);
+        if (send(p->ev.fd, ack, sizeof(ack), MSG_NOSIGNAL) != (ssize_t)sizeof(ack))
+            GCOLL_LOG(GCOLL_LOG_DEBUG, "tcp: rank %d: the decline to rank %d was not sent", tp->rank, p->rank);
+        pend_unlink(tp, p);
+        close(p->ev.fd);
+        free(p);
+        return GCOLL_SUCCESS;
+    }
+    if (s->ev.fd >= 0 || s->eof || peer->failed) {
         snprintf(why, sizeof(why), "rank %d's socket %d was connected already", p->rank, p->index);
         reject(tp, p, why);
         return GCOLL_SUCCESS;
     }
-    unsigned char ack[TCP_ACK_BYTES];
     gcoll__tcp_ack_pack(ack, tp->rank);
     if (send(p->ev.fd, ack, sizeof(ack), MSG_NOSIGNAL) != (ssize_t)sizeof(ack)) {
         reject(tp, p, "the acknowledgement could not be sent");
@@ -235,7 +277,18 @@ static gcoll_status_t incoming_event(gcoll__tp_t *tp, tcp_pend_t *p)
 
 gcoll_status_t gcoll__tcp_pend_event(gcoll__tp_t *tp, tcp_pend_t *p, unsigned events)
 {
-    return p->outgoing ? outgoing_event(tp, p, events) : incoming_event(tp, p);
+    if (!p->outgoing)
+        return incoming_event(tp, p);
+    gcoll_status_t st = outgoing_event(tp, p, events);
+    if (st == GCOLL_SUCCESS || !tp->lazy)
+        return st; /* eager: creation fails with it */
+    /* lazy: the peer is out of reach, unless its own dial to us has meanwhile taken the socket */
+    tcp_peer_t *peer = &tp->peers[p->rank];
+    int taken = peer->socks[p->index].ev.fd >= 0;
+    drop_dial(tp, p);
+    if (!taken)
+        unreachable(tp, peer);
+    return GCOLL_SUCCESS;
 }
 
 void gcoll__tcp_accept(gcoll__tp_t *tp)
@@ -298,15 +351,29 @@ static gcoll_status_t dial(gcoll__tp_t *tp, int rank, int index)
     p->rank = rank;
     p->index = index;
     p->connecting = 1;
+    tp->peers[rank].socks[index].dialing = 1;
+    gcoll_status_t st = GCOLL_SUCCESS;
     if (connect(fd, (struct sockaddr *)&tp->peers[rank].addr, sizeof(tp->peers[rank].addr)) != 0 &&
         errno != EINPROGRESS)
-        return gcoll__error(GCOLL_ERR_TRANSPORT, "tcp: connecting to rank %d at %s failed: %s", rank, p->remote,
-                            strerror(errno));
+        st = gcoll__error(GCOLL_ERR_TRANSPORT, "tcp: connecting to rank %d at %s failed: %s", rank, p->remote,
+                          strerror(errno));
     /* added after connect: the edge that ADD reports covers a connect that completed at once */
     struct epoll_event ev = {.events = SOCK_EVENTS, .data.ptr = p};
-    if (epoll_ctl(tp->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
-        return sys_error("epoll_ctl", errno);
-    return GCOLL_SUCCESS;
+    if (st == GCOLL_SUCCESS && epoll_ctl(tp->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
+        st = sys_error("epoll_ctl", errno);
+    if (st != GCOLL_SUCCESS)
+        drop_dial(tp, p);
+    return st;
+}
+
+void gcoll__tcp_reach(gcoll__tp_t *tp, int peer)
+{
+    tcp_peer_t *p = &tp->peers[peer];
+    for (int i = 0; tp->lazy && peer != tp->rank && i < tp->nsocks && !p->failed && !p->left; i++) {
+        tcp_sock_t *s = &p->socks[i];
+        if (s->ev.fd < 0 && !s->dialing && !s->eof && dial(tp, peer, i) != GCOLL_SUCCESS)
+            unreachable(tp, p);
+    }
 }
 
 /* Names the ranks whose sockets are not all connected, e.g. "1, 3". */
@@ -327,6 +394,8 @@ gcoll_status_t gcoll__tcp_connect_all(gcoll__tp_t *tp, const void *all_addrs)
         memcpy(&peer->addr.sin_addr.s_addr, a + 6 * q, 4); /* both already in network order */
         memcpy(&peer->addr.sin_port, a + 6 * q + 4, 2);
     }
+    if (tp->lazy)
+        return GCOLL_SUCCESS; /* each peer when a request first names it (gcoll__tcp_reach) */
     for (int q = tp->rank + 1; q < tp->size; q++)
         for (int i = 0; i < tp->nsocks; i++)
             GCOLL_CHECK(dial(tp, q, i));

@@ -54,6 +54,11 @@ gcoll_status_t gcoll__tcp_req_new(gcoll__tp_t *tp, int peer, uint32_t tag, const
                                   gcoll__tp_req_t **out)
 {
     GCOLL_CHECK(check_peer(tp, peer));
+    if (tp->lazy && !tp->peers[peer].failed) {
+        gcoll__tcp_reach(tp, peer);
+        if (tp->peers[peer].failed) /* out of reach: this request would wait for nothing */
+            return gcoll__error(tp->peers[peer].failed, "%s", tp->peers[peer].why);
+    }
     gcoll__tp_req_t *r = calloc(1, sizeof(*r));
     if (!r)
         return gcoll__error(GCOLL_ERR_NOMEM, "tcp: no memory for a request to rank %d", peer);

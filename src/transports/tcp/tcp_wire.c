@@ -85,8 +85,8 @@ void gcoll__tcp_hello_pack(unsigned char *buf, const unsigned char *secret, int 
     memcpy(buf + 16, secret, TCP_SECRET_BYTES);
 }
 
-gcoll_status_t gcoll__tcp_hello_check(const unsigned char *buf, const unsigned char *secret, int me, int nsocks,
-                                      int *rank, int *index, char *why, size_t len)
+gcoll_status_t gcoll__tcp_hello_check(const unsigned char *buf, const unsigned char *secret, int me, int below,
+                                      int nsocks, int *rank, int *index, char *why, size_t len)
 {
     unsigned char diff = 0;
     for (int i = 0; i < TCP_SECRET_BYTES; i++) /* constant time: no hint at how much matched */
@@ -96,7 +96,7 @@ gcoll_status_t gcoll__tcp_hello_check(const unsigned char *buf, const unsigned c
         snprintf(why, len, "not a gcoll hello (magic 0x%08x)", (unsigned)gcoll__get32(buf));
     else if (diff)
         snprintf(why, len, "wrong secret");
-    else if (r >= (uint32_t)me) /* lower ranks connect to higher ones */
+    else if (r >= (uint32_t)below || r == (uint32_t)me)
         snprintf(why, len, "rank %u may not connect to rank %d", (unsigned)r, me);
     else if (x >= (uint32_t)nsocks || gcoll__get32(buf + 12) != 0)
         snprintf(why, len, "socket index %u out of range (GCOLL_TCP_NSOCKS=%d)", (unsigned)x, nsocks);
@@ -118,4 +118,16 @@ void gcoll__tcp_ack_pack(unsigned char *buf, int rank)
 int gcoll__tcp_ack_ok(const unsigned char *buf, int rank)
 {
     return gcoll__get32(buf) == (HELLO_MAGIC ^ 0xffffffffu) && gcoll__get32(buf + 4) == (uint32_t)rank;
+}
+
+/* The acceptor's other answer when both ranks dialled each other: its own connection stands. */
+void gcoll__tcp_decline_pack(unsigned char *buf, int rank)
+{
+    gcoll__put32(buf, HELLO_MAGIC ^ 0xfffffffeu);
+    gcoll__put32(buf + 4, (uint32_t)rank);
+}
+
+int gcoll__tcp_declined(const unsigned char *buf, int rank)
+{
+    return gcoll__get32(buf) == (HELLO_MAGIC ^ 0xfffffffeu) && gcoll__get32(buf + 4) == (uint32_t)rank;
 }
