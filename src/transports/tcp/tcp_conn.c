@@ -106,14 +106,20 @@ static void pend_unlink(gcoll__tp_t *tp, tcp_pend_t *p)
         }
 }
 
+/* Ends handshake p: off the list, its socket closed. */
+static void pend_close(gcoll__tp_t *tp, tcp_pend_t *p)
+{
+    pend_unlink(tp, p);
+    close(p->ev.fd);
+    free(p);
+}
+
 static void reject(gcoll__tp_t *tp, tcp_pend_t *p, const char *why)
 {
     GCOLL_LOG(GCOLL_LOG_WARN, "tcp: rank %d rejected a connection from %s: %s", tp->rank, p->remote, why);
     tp->rejected++;
     snprintf(tp->last_rejection, sizeof(tp->last_rejection), "%s", why);
-    pend_unlink(tp, p);
-    close(p->ev.fd);
-    free(p);
+    pend_close(tp, p);
 }
 
 static tcp_pend_t *pend_new(gcoll__tp_t *tp, int fd, int outgoing, const struct sockaddr_in *remote)
@@ -192,9 +198,7 @@ static void unreachable(gcoll__tp_t *tp, tcp_peer_t *peer)
 static void drop_dial(gcoll__tp_t *tp, tcp_pend_t *p)
 {
     tp->peers[p->rank].socks[p->index].dialing = 0;
-    pend_unlink(tp, p);
-    close(p->ev.fd);
-    free(p);
+    pend_close(tp, p);
 }
 
 static gcoll_status_t outgoing_event(gcoll__tp_t *tp, tcp_pend_t *p, unsigned events)
@@ -257,9 +261,7 @@ static gcoll_status_t incoming_event(gcoll__tp_t *tp, tcp_pend_t *p)
         gcoll__tcp_decline_pack(ack, tp->rank);
         if (send(p->ev.fd, ack, sizeof(ack), MSG_NOSIGNAL) != (ssize_t)sizeof(ack))
             GCOLL_LOG(GCOLL_LOG_DEBUG, "tcp: rank %d: the decline to rank %d was not sent", tp->rank, p->rank);
-        pend_unlink(tp, p);
-        close(p->ev.fd);
-        free(p);
+        pend_close(tp, p);
         return GCOLL_SUCCESS;
     }
     if (s->ev.fd >= 0 || s->eof || peer->failed) {
@@ -329,12 +331,8 @@ void gcoll__tcp_pend_expire(gcoll__tp_t *tp)
 
 void gcoll__tcp_pend_free_all(gcoll__tp_t *tp)
 {
-    while (tp->pend) {
-        tcp_pend_t *p = tp->pend;
-        pend_unlink(tp, p);
-        close(p->ev.fd);
-        free(p);
-    }
+    while (tp->pend)
+        pend_close(tp, tp->pend);
 }
 
 static gcoll_status_t dial(gcoll__tp_t *tp, int rank, int index)
