@@ -89,6 +89,7 @@ TOOLS := $(BINDIR)/gcoll-info
 BENCH_SRCS := $(wildcard bench/*.c)
 REF_SRCS := reference/reference.c reference/adasum_ref.c reference/vref.c
 BENCH := $(BINDIR)/gcoll_bench
+SETUP_BENCH := $(BINDIR)/gcoll_setup_bench
 EXAMPLES := $(patsubst examples/%.c,$(BINDIR)/%,$(wildcard examples/*.c))
 
 # The torch.distributed backend (bindings/torch/, loaded by gcoll.torch): built beside libgcoll
@@ -108,7 +109,7 @@ TORCH_CXXFLAGS := -O2 -g -std=c++17 -fPIC -Wall -Wextra -Werror -D_GLIBCXX_USE_C
 	-isystem /usr/include/torch/csrc/api/include -isystem $(PY_INC)
 
 .PHONY: all lib tests test test-quick test-full check-san check-tsan check-valgrind run install uninstall clean distclean
-all: lib $(TOOLS) $(BENCH) $(EXAMPLES) $(LIBDIR)/libgcoll_mpi.so $(TORCH_BACKEND)
+all: lib $(TOOLS) $(BENCH) $(SETUP_BENCH) $(EXAMPLES) $(LIBDIR)/libgcoll_mpi.so $(TORCH_BACKEND)
 lib: $(SHLIB) $(STLIB) $(LIBDIR)/libgcoll.so $(CUDA_LIB)
 
 # Vector kernels: the same template compiled per instruction set, chosen at run time.
@@ -147,6 +148,10 @@ PROG_LDFLAGS := -L$(LIBDIR) -Wl,-rpath,$(abspath $(LIBDIR)) -lgcoll $(SANFLAGS) 
 $(BENCH): $(BENCH_SRCS) $(REF_SRCS) $(wildcard bench/*.h reference/*.h) $(LIBDIR)/libgcoll.so include/gcoll.h
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) -Ireference $(BENCH_SRCS) $(REF_SRCS) -o $@ $(PROG_LDFLAGS)
+
+$(SETUP_BENCH): bench/setup/setup_time.c $(LIBDIR)/libgcoll.so include/gcoll.h
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $< -o $@ $(PROG_LDFLAGS)
 
 # gcoll-info reports what the internals see (topology, transport choices), so it links the static
 # library like the transport tests below.

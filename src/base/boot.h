@@ -1,7 +1,7 @@
 /* The bootstrap group: the few collective operations that set communicators and transports up
  * (address exchange, agreement on settings, the host map), behind one table with three
- * implementations: an MPI communicator (boot_mpi.c), for jobs launched without MPI a TCP star
- * around rank 0 (boot_tcp.c), and the application's key-value store (boot_store.c). Every call
+ * implementations: an MPI communicator (boot_mpi.c), for jobs launched without MPI a TCP tree
+ * rooted at rank 0 (boot_tcp.c), and the application's key-value store (boot_store.c). Every call
  * is collective over the group. */
 #ifndef GCOLL_BOOT_H
 #define GCOLL_BOOT_H
@@ -43,8 +43,8 @@ gcoll_status_t gcoll__boot_world(int *argc, char ***argv, gcoll__boot_mode_t *mo
 gcoll_status_t gcoll__boot_mpi_world(int *argc, char ***argv, int *mpi_owned, gcoll__boot_t **out);
 /* A group over a private duplicate of comm (collective over comm). */
 gcoll_status_t gcoll__boot_from_mpi(MPI_Comm comm, gcoll__boot_t **out);
-/* The TCP star: rank 0 listens at GCOLL_ROOT_ADDR (or MASTER_ADDR:MASTER_PORT+1), the others
- * join it (boot_tcp.c). */
+/* The TCP tree: rank 0 listens at GCOLL_ROOT_ADDR (or MASTER_ADDR:MASTER_PORT+1), the others
+ * register with it and link the tree (boot_tcp_link.c). */
 gcoll_status_t gcoll__boot_tcp_world(int rank, int size, const char *root, gcoll__boot_t **out);
 /* A group of size ranks that meet through the application's store (boot_store.c); checks the
  * arguments, naming the bad one. */
@@ -62,7 +62,7 @@ gcoll_status_t gcoll__boot_barrier(gcoll__boot_t *b);
 gcoll_status_t gcoll__boot_split(gcoll__boot_t *b, int color, int key, gcoll__boot_t **out);
 gcoll_status_t gcoll__boot_split_node(gcoll__boot_t *b, gcoll__boot_t **out);
 /* A split_node for groups that have no host map of their own: host keys allgathered, each host's
- * first rank its color (the TCP star and the store group use it as theirs). */
+ * first rank its color (the TCP tree and the store group use it as theirs). */
 gcoll_status_t gcoll__boot_split_by_host(gcoll__boot_t *b, gcoll__boot_t **out);
 gcoll_status_t gcoll__boot_dup(gcoll__boot_t *b, gcoll__boot_t **out);
 /* In place over n values: every rank gets the smallest (max = 0) or largest (max = 1) of each. */

@@ -2,6 +2,7 @@
  * caller started it, the TCP rendezvous of a launch without MPI, or the application's store:
  * boot.c), the kernel choice, and the world communicator. Init and finalize nest. */
 #include <stdio.h>
+#include <time.h>
 
 #include <mpi.h>
 
@@ -35,11 +36,20 @@ static gcoll_status_t boot_world(int *argc, char ***argv, const gcoll_store_t *s
     return GCOLL_SUCCESS;
 }
 
+static double seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static gcoll_status_t start(int *argc, char ***argv, const gcoll_store_t *store, int rank, int size)
 {
+    double t0 = seconds(); /* the phases' times go on the "ready" line: where a slow start went */
     gcoll__log_set_identity(store ? -1 : gcoll__boot_env_rank()); /* the bootstrap confirms it */
     GCOLL_CHECK(gcoll__config_load());
     GCOLL_CHECK(boot_world(argc, argv, store, rank, size));
+    double t1 = seconds();
     gcoll__config_dump();
     const gcoll__tp_entry_t *mpi = gcoll__tp_find("mpi");
     int inter_mpi = gcoll__transport_inter() == mpi, intra_mpi = gcoll__transport_intra() == mpi;
@@ -56,13 +66,18 @@ static gcoll_status_t start(int *argc, char ***argv, const gcoll_store_t *store,
     GCOLL_CHECK(gcoll__transport_choose(&gcoll__context.transport, &gcoll__context.transport_why));
     GCOLL_CHECK(gcoll__lanes_start());
     GCOLL_CHECK(gcoll__timeline_open());
+    double t2 = seconds();
     gcoll__boot_t *boot = gcoll__context.boot;
     gcoll__context.boot = NULL; /* the world communicator owns it now, and frees it on failure */
     GCOLL_CHECK(gcoll__comm_create(boot, &gcoll__context.world));
     gcoll__context.world->is_world = 1;
     gcoll__context.initialized = 1;
-    GCOLL_LOG(GCOLL_LOG_INFO, "gcoll %s ready: %d ranks over %s", gcoll_version(), gcoll__context.world->size,
-              gcoll__context.world->tpname);
+    double t3 = seconds();
+    GCOLL_LOG(GCOLL_LOG_INFO,
+              "gcoll %s ready: %d ranks over %s in %.3f s (bootstrap %.3f s, this host and the kernels %.3f s, the "
+              "world communicator %.3f s)",
+              gcoll_version(), gcoll__context.world->size, gcoll__context.world->tpname, t3 - t0, t1 - t0, t2 - t1,
+              t3 - t2);
     return GCOLL_SUCCESS;
 }
 

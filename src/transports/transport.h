@@ -1,6 +1,6 @@
 /* The transport interface: a table of function pointers that carries tagged point-to-point
  * messages between the ranks of one communicator. The core creates one endpoint per
- * communicator, exchanges addresses through the bootstrap group (MPI, or the TCP star of a job
+ * communicator, exchanges addresses through the bootstrap group (MPI, or the TCP tree of a job
  * launched without MPI: src/base/boot.h), and drives requests through
  * test/progress. A transport never knows which collective a message serves. */
 #ifndef GCOLL_TRANSPORT_H

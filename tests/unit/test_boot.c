@@ -1,8 +1,11 @@
-/* The bootstrap star of a launch without MPI (src/base/boot_tcp.c), in processes forked by the test:
- * each rank checks what every operation gave it against what the ranks' contributions must
- * make (allgather, bcast from every root, min/max, split with reversed keys and an absent rank,
- * the host split, dup), then that a step the ranks disagree on fails on every rank and leaves
+/* The bootstrap tree of a launch without MPI (src/base/boot_tcp*.c), in processes forked by the
+ * test (9 ranks: a tree three levels deep, not a power of two): each rank checks that it holds at
+ * most ceil(log2 n) + 1 connections, what every operation gave it against what the ranks'
+ * contributions must make (allgather, bcast from every root, min/max, split with reversed keys
+ * and an absent rank, the host split, dup), then that a step the ranks disagree on (at a leaf of
+ * rank 0, three levels down) or a rank that leaves fails every rank with the reason, and leaves
  * the group failed. */
+#include <dirent.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +18,7 @@
 #include "base/config.h"
 #include "unit.h"
 
-#define NRANKS 4
+#define NRANKS 9
 
 /* A failed check in a forked rank is printed with its line, so that a failure names its check. */
 #define BAD_IF(cond)                                                                                                \
@@ -26,15 +29,40 @@
         }                                                                                                           \
     } while (0)
 
+/* Entries of /proc/self/fd that are sockets. */
+static int sockets(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char path[300], link[64];
+        snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+        ssize_t len = readlink(path, link, sizeof(link) - 1);
+        if (len > 0) {
+            link[len] = '\0';
+            n += strncmp(link, "socket:", 7) == 0;
+        }
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
 /* Runs rank r of the job; returns the number of checks that failed (the exit status). */
 static int rank_main(int r, const char *root)
 {
     gcoll__boot_t *b = NULL, *sub = NULL, *node = NULL, *dup = NULL;
+    int before = sockets();
     if (gcoll__config_load() != GCOLL_SUCCESS || gcoll__boot_tcp_world(r, NRANKS, root, &b) != GCOLL_SUCCESS)
         return 100;
     int bad = b->rank != r || b->size != NRANKS;
+    int log2n = 0;
+    while ((1 << log2n) < NRANKS)
+        log2n++;
     unsigned char mine[3] = {(unsigned char)r, (unsigned char)(r * 7), 0x5a}, all[3 * NRANKS];
     BAD_IF(gcoll__boot_allgather(b, mine, all, sizeof(mine)) != GCOLL_SUCCESS);
+    BAD_IF(sockets() - before > log2n + 1); /* a star gives rank 0 one a rank */
     for (int q = 0; q < NRANKS; q++)
         BAD_IF(all[3 * q] != q || all[3 * q + 1] != q * 7 || all[3 * q + 2] != 0x5a);
     for (int root_rank = 0; root_rank < NRANKS; root_rank++) {
@@ -65,9 +93,24 @@ static int rank_main(int r, const char *root)
     BAD_IF(gcoll__boot_split_node(b, &node) != GCOLL_SUCCESS || !node || node->size != NRANKS || node->rank != r);
     BAD_IF(gcoll__boot_dup(b, &dup) != GCOLL_SUCCESS || !dup || dup->size != NRANKS || dup->rank != r);
     BAD_IF(!dup || gcoll__boot_barrier(dup) != GCOLL_SUCCESS);
-    /* rank 1 takes another step than the others: everyone fails, and the group stays failed */
+    if (!dup || !node)
+        return bad + 1;
+    /* rank 7, three levels down, takes another step in dup: its parent 6 names it, the rest of the
+     * tree hears it from 6 */
     char big[8] = {0}, out[8 * NRANKS];
-    gcoll_status_t st = gcoll__boot_allgather(b, big, out, r == 1 ? 4 : 8);
+    gcoll_status_t st = gcoll__boot_allgather(dup, big, out, r == 7 ? 4 : 8);
+    BAD_IF(st == GCOLL_SUCCESS);
+    BAD_IF(!strstr(gcoll_last_error(), r == 6 ? "rank 7 sent 4 bytes for setup step" : "rank 6 gave up"));
+    /* rank 5 leaves the host group: its parent 4 sees the connection close, and the others hear */
+    if (r == 5) {
+        gcoll__boot_free(node);
+        node = NULL;
+    } else {
+        BAD_IF(gcoll__boot_barrier(node) == GCOLL_SUCCESS);
+        BAD_IF(!strstr(gcoll_last_error(), r == 4 ? "rank 5: it closed the connection" : "rank 4 gave up"));
+    }
+    /* rank 1 takes another step than the others: everyone fails, and the group stays failed */
+    st = gcoll__boot_allgather(b, big, out, r == 1 ? 4 : 8);
     BAD_IF(st == GCOLL_SUCCESS);
     if (r == 0)
         BAD_IF(!strstr(gcoll_last_error(), "rank 1 sent 4 bytes for setup step"));
@@ -81,7 +124,7 @@ static int rank_main(int r, const char *root)
     return bad;
 }
 
-START_TEST(star_serves_a_job)
+START_TEST(tree_serves_a_job)
 {
     setenv("GCOLL_TIMEOUT", "20", 1);
     int s = socket(AF_INET, SOCK_STREAM, 0);
@@ -108,9 +151,9 @@ END_TEST
 Suite *boot_suite(void)
 {
     Suite *s = suite_create("boot");
-    TCase *tc = tcase_create("tcp star");
+    TCase *tc = tcase_create("tcp tree");
     tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, star_serves_a_job);
+    tcase_add_test(tc, tree_serves_a_job);
     suite_add_tcase(s, tc);
     return s;
 }
