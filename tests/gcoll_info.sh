@@ -94,12 +94,16 @@ rc=$?
 "$BINDIR/gcoll-info" --simulate 2x1 --coll bcast --algo binomial --inter 10,8 -m 1M:1M > "$out" 2>&1 ||
     fail "--simulate exited $?"
 grep -q '^ *1M  *1058[.]6[*]  *binomial ' "$out" || fail "--simulate 2x1 bcast of 1 MiB: $(cat "$out")"
+# the machine at half the link's rate: the same bcast takes 10 us + 1 MiB / 0.5 GB/s
+"$BINDIR/gcoll-info" --simulate 2x1 --coll bcast --algo binomial --inter 10,8 --machine 4 -m 1M:1M > "$out" 2>&1 ||
+    fail "--simulate --machine exited $?"
+grep -q '^ *1M  *2107[.]2[*]  *binomial ' "$out" || fail "--simulate 2x1 bcast of 1 MiB through a machine: $(cat "$out")"
 "$BINDIR/gcoll-info" --simulate 4x2 -m 64K:1M -f 4 > "$out" 2>&1 || fail "--simulate 4x2 exited $?"
 for algo in ring recursive_doubling rabenseifner direct hierarchical; do
     grep -q "^ *bytes .* $algo " "$out" || fail "--simulate 4x2: no $algo column: $(cat "$out")"
 done
 [ "$(grep -c '^ *[0-9][0-9]*[KM] .*[0-9][*]' "$out")" = 3 ] || fail "--simulate 4x2: not 3 sizes with a least: $(cat "$out")"
-for args in "" "4x2 --inter 10" "4x2 --algo binomial" "0x2" "4x2 --fat-tree 2,0.5" "4x2 -m 8:4" "4x2 --reduce 0"; do
+for args in "" "4x2 --inter 10" "4x2 --algo binomial" "0x2" "4x2 --fat-tree 2,0.5" "4x2 -m 8:4" "4x2 --reduce 0" "4x2 --machine 0"; do
     # shellcheck disable=SC2086 # $args is a command line, split into its words
     "$BINDIR/gcoll-info" --simulate $args > "$out" 2>&1
     rc=$?

@@ -59,7 +59,7 @@ typedef struct {
     int32_t src, dst, next;
     uint32_t send_op, recv_op;
     int bound, arrived, nhops;
-    int hop[4];
+    int hop[5];
     double lat;
 } msg_t;
 
@@ -308,6 +308,8 @@ static void post_send(sim_t *S, int r, uint32_t op, double t)
             m->hop[m->nhops++] = base + 2 * S->nhosts + S->nleaves + ld;
             m->lat += net->spine_lat_s;
         }
+        if (net->machine_Bps > 0)
+            m->hop[m->nhops++] = base + 2 * S->nhosts + 2 * S->nleaves;
         m->hop[m->nhops++] = base + S->nhosts + hd;
     }
     if (p->recv_head >= 0) { /* a receive waits: bind it */
@@ -520,7 +522,7 @@ sim_status_t sim_run(int idx, const gcoll__coll_args_t *a, const sim_net_t *net,
                .free_msg = -1,
                .free_recv = -1,
                .res = res};
-    size_t nlinks = 2 * (size_t)n + 2 * (size_t)nh + 2 * (size_t)S.nleaves;
+    size_t nlinks = 2 * (size_t)n + 2 * (size_t)nh + 2 * (size_t)S.nleaves + 1; /* the last: the machine */
     S.ranks = calloc((size_t)n, sizeof(*S.ranks));
     S.links = calloc(nlinks, sizeof(*S.links));
     if (!S.ranks || !S.links) {
@@ -530,7 +532,10 @@ sim_status_t sim_run(int idx, const gcoll__coll_args_t *a, const sim_net_t *net,
     double up = (double)per_leaf * net->inter_Bps / (net->oversub > 0 ? net->oversub : 1);
     for (size_t i = 0; i < nlinks; i++) {
         link_t *l = &S.links[i];
-        l->Bps = i < 2 * (size_t)n ? net->intra_Bps : i < 2 * (size_t)(n + nh) ? net->inter_Bps : up;
+        l->Bps = i < 2 * (size_t)n     ? net->intra_Bps
+            : i < 2 * (size_t)(n + nh) ? net->inter_Bps
+            : i + 1 < nlinks           ? up
+                                       : net->machine_Bps;
         l->shaped = i >= 2 * (size_t)n && i < 2 * (size_t)(n + nh) && net->burst_bytes > 0 && net->burst_Bps > l->Bps;
         l->tokens = 0;
     }

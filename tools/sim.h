@@ -21,6 +21,9 @@ typedef struct {
     int hosts_per_leaf; /* hosts under one leaf switch; 0: one switch joins them all */
     double oversub;     /* a leaf's uplink carries hosts_per_leaf * inter_Bps / oversub each way */
     double spine_lat_s; /* latency that a message crossing the spine adds */
+    /* hosts that are one machine's namespaces (the test cluster): every message between hosts
+     * also crosses the machine, whose cores copy at most this much at once (0: hosts apart) */
+    double machine_Bps;
     double straggler_s; /* the ranks of straggler_host start this late */
     int straggler_host;
     double reduce_Bps, copy_Bps; /* one core's local work */

@@ -24,6 +24,7 @@ static const char usage[] =
     "  --tbf BYTES,GBIT     a token bucket of BYTES before each host link, passing GBIT while it holds tokens\n"
     "  --fat-tree K,F       K hosts a leaf switch, uplinks oversubscribed F:1 (default one switch)\n"
     "  --spine-lat US       latency a message crossing the spine adds (default 1)\n"
+    "  --machine GBIT       the hosts are one machine's namespaces, copying GBIT between them at most\n"
     "  --straggler US[,H]   host H (default the last) starts US late\n"
     "  --chunk BYTES        piece size links interleave at (default 64K)\n"
     "  --max-steps N        refuse algorithms of more schedule steps, all ranks together (default 64M)\n";
@@ -136,6 +137,10 @@ static int parse_opts(int argc, char **argv, opts_t *o)
             o->net.spine_lat_s = strtod(v, &end) * 1e-6;
             if (*end || o->net.spine_lat_s < 0)
                 return 0;
+        } else if (strcmp(k, "--machine") == 0) {
+            o->net.machine_Bps = strtod(v, &end) * 1e9 / 8;
+            if (*end || o->net.machine_Bps <= 0)
+                return 0;
         } else if (strcmp(k, "--straggler") == 0) {
             o->net.straggler_s = strtod(v, &end) * 1e-6;
             long h = *end == ',' ? strtol(end + 1, &end, 10) : o->hosts - 1;
@@ -222,6 +227,8 @@ int print_simulation(int argc, char **argv)
     printf("; reductions %.1f GB/s", o.net.reduce_Bps * 1e-9);
     if (o.net.burst_bytes > 0)
         printf("; host links through a %zu-byte bucket at %.1f Gbit/s", o.burst, o.net.burst_Bps * 8e-9);
+    if (o.net.machine_Bps > 0)
+        printf("; all through one machine at %.1f Gbit/s", o.net.machine_Bps * 8e-9);
     if (o.net.straggler_host >= 0)
         printf("; host %d starts %.1f us late", o.net.straggler_host, o.net.straggler_s * 1e6);
     printf("\n# microseconds until the last rank is done; * the least; (N steps): past --max-steps; - cannot run\n");

@@ -124,6 +124,19 @@ START_TEST(oversubscribed_uplink_slows_what_crosses_it)
 }
 END_TEST
 
+/* Hosts that are one machine's namespaces: recursive doubling on 4 hosts sends 4 messages at
+ * once in each round, and a machine that copies 2 GB/s carries them in 4 MiB / 2 GB/s, where
+ * 4 separate hosts need one message's time on their own 1 GB/s links. */
+START_TEST(one_machine_carries_every_flow_between_its_hosts)
+{
+    sim_net_t s = net();
+    gcoll__coll_args_t a = args(GCOLL_COLL_ALLREDUCE, 4, 1, 1 << 18); /* 1 MiB */
+    NEAR(run("recursive_doubling", &a, &s), 2 * (10e-6 + 1048576 / 1e9), 0.02);
+    s.machine_Bps = 2e9;
+    NEAR(run("recursive_doubling", &a, &s), 2 * (10e-6 + 4 * 1048576 / 2e9), 0.02);
+}
+END_TEST
+
 /* A shaped host link (tbf): the bucket starts empty, as after the calls before; what it gathers
  * while the link is idle passes at the burst rate. */
 START_TEST(a_token_bucket_passes_what_it_gathered_fast)
@@ -229,6 +242,7 @@ Suite *sim_suite(void)
     tcase_add_test(tc, flows_share_the_links_they_cross);
     tcase_add_test(tc, a_token_bucket_passes_what_it_gathered_fast);
     tcase_add_test(tc, a_straggler_holds_up_the_ring);
+    tcase_add_test(tc, one_machine_carries_every_flow_between_its_hosts);
     tcase_add_test(tc, what_cannot_run_is_refused);
     tcase_add_test(tc, every_algorithm_finishes);
     suite_add_tcase(s, tc);
