@@ -82,6 +82,9 @@ done
 launch split "0 1 2" test_split GCOLL_SIZE=3 "GCOLL_ROOT_ADDR=localhost:$(free_port)" GCOLL_TIMEOUT=60 \
     GCOLL_TRANSPORT_INTRA=inter GCOLL_JOB_SECRET=00112233445566778899aabbccddeeff
 results split 3 split
+# 17 ranks: the bootstrap tree five levels deep, and the splits' and duplicates' trees in it
+launch split-17 "$(upto 17)" test_split GCOLL_SIZE=17 "GCOLL_ROOT_ADDR=127.0.0.1:$(free_port)" GCOLL_TIMEOUT=60
+results split-17 17 split
 # nonblocking operations on several communicators driven by 2 progress threads; the gradient session
 launch overlap "0 1 2" test_overlap GCOLL_SIZE=3 "GCOLL_ROOT_ADDR=127.0.0.1:$(free_port)" GCOLL_TIMEOUT=60 \
     GCOLL_WORKER_COUNT=2
