@@ -1,8 +1,8 @@
 #!/bin/sh
 # Fault injection on one host (tests/mpi/test_faults.c): kill -9 of one rank in the middle of a
-# large allreduce over shm, tcp and ofi (every survivor gets GCOLL_ERR_REMOTE within the bound
-# and exits 0, no segment is left in /dev/shm); gcoll_comm_abort; stall warnings. Prints the
-# slowest detection seen. About 20 s.
+# large allreduce over shm, tcp (connected at creation and on demand) and ofi (every survivor gets
+# GCOLL_ERR_REMOTE within the bound and exits 0, no segment is left in /dev/shm);
+# gcoll_comm_abort; stall warnings. Prints the slowest detection seen. About 25 s.
 set -u
 BINDIR=${BINDIR:-build/default/bin}
 # count: the segments named gcoll-* in /dev/shm
@@ -55,6 +55,9 @@ kill_run() {
 kill_run "kill -9 over shm" 4
 kill_run "kill -9 over shm, 3 ranks, no progress thread" 3 GCOLL_WORKER_COUNT=0
 kill_run "kill -9 over tcp" 4 GCOLL_TRANSPORT_INTRA=inter GCOLL_TRANSPORT_INTER=tcp
+# connections on demand: the survivors never connected to the dead rank hear of it from those that were
+kill_run "kill -9 over tcp, connections on demand" 8 GCOLL_TRANSPORT_INTRA=inter GCOLL_TRANSPORT_INTER=tcp \
+    GCOLL_TCP_CONNECT=lazy GCOLL_TCP_IFNAME=lo
 ofi=""
 if [ "${OFI:-0}" = 1 ]; then
     kill_run "kill -9 over ofi" 4 GCOLL_TRANSPORT_INTRA=inter GCOLL_TRANSPORT_INTER=ofi
@@ -76,5 +79,5 @@ for r in 1 2; do
     [ "$n" -ge 2 ] || { echo "stall: rank $r warned $n times"; printf '%s\n' "$out"; exit 1; }
 done
 printf '%s\n' "$out" | grep -q "^\[[^]]*:0\] gcoll WARN" && { echo "stall: rank 0 warned"; exit 1; }
-echo "kill -9 (shm, tcp$ofi): survivors failed with GCOLL_ERR_REMOTE within ${worst} s, no segment left;" \
+echo "kill -9 (shm, tcp, tcp on demand$ofi): survivors failed with GCOLL_ERR_REMOTE within ${worst} s, no segment left;" \
     "abort; stall warnings"

@@ -537,6 +537,69 @@ static void test_intruders(gcoll__tp_t *tp)
 /* GCOLL_TCP_CONNECT=lazy: no socket until a request names the peer; a ring opens sockets to its
  * two neighbours only; every pair dialling each other at once ends with one connection per
  * socket index and nothing rejected; a request to a peer whose endpoint is gone fails at once. */
+/* A lazy endpoint that loses a peer tells the peers it reaches: ranks 0-1 and 1-2 are connected,
+ * 0 and 2 never were; rank 0's connection to rank 1 dies, and rank 2 hears of it from rank 1 (a
+ * DOWN frame) at once instead of waiting on it. Then a DOWN frame that names its receiver is
+ * refused as a broken protocol. */
+static void test_lazy_down(void)
+{
+    gcoll__tp_t *tp = open_bare();
+    if (!tp)
+        return;
+    char byte = 7, got = 0;
+    if (rank <= 2) { /* 0 <-> 1, 1 <-> 2 */
+        gcoll__tp_req_t *reqs[2];
+        gcoll_status_t st[2];
+        int peer = rank == 1 ? 0 : 1;
+        T->irecv(tp, peer, 94, &got, 1, &reqs[0]);
+        T->isend(tp, peer, 94, &byte, 1, &reqs[1]);
+        wait_all(tp, reqs, st, NULL, 2);
+        if (rank == 1) {
+            T->irecv(tp, 2, 94, &got, 1, &reqs[0]);
+            T->isend(tp, 2, 94, &byte, 1, &reqs[1]);
+            wait_all(tp, reqs, st, NULL, 2);
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0)
+        for (int i = 0; i < tp->nsocks; i++)
+            shutdown(tp->peers[1].socks[i].ev.fd, SHUT_RDWR);
+    if (rank == 1) {
+        for (double end = check_now() + 5; !tp->peers[0].failed && check_now() < end;)
+            T->check(tp);
+        CHECK(tp->peers[0].failed == GCOLL_ERR_REMOTE, "rank 1 did not see rank 0's connection close");
+    }
+    if (rank == 2) {
+        char why[256] = "";
+        int dead = -1;
+        double t0 = check_now();
+        while (dead < 0 && check_now() - t0 < 5)
+            dead = T->dead_peer(tp, why, sizeof(why));
+        CHECK(dead == 0 && has(why, "rank 1 reports") && tp->peers[0].socks[0].ev.fd < 0,
+              "rank 2 never connected to rank 0: told of its loss %d after %.1f s: '%s'", dead, check_now() - t0, why);
+        gcoll__tp_req_t *r = NULL;
+        CHECK(T->isend(tp, 0, 95, &byte, 1, &r) == GCOLL_ERR_REMOTE, "a send to the lost rank: '%s'",
+              gcoll_last_error());
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 1) { /* a notice that rank 2 itself failed */
+        unsigned char h[TCP_HDR_BYTES];
+        gcoll__tcp_hdr_t down = {.type = TCP_DOWN, .seq = tp->peers[2].socks[0].wseq, .len = 4, .aux = 2};
+        gcoll__tcp_hdr_pack(h, &down);
+        CHECK(write(tp->peers[2].socks[0].ev.fd, h, sizeof(h)) == (ssize_t)sizeof(h) &&
+                  write(tp->peers[2].socks[0].ev.fd, "lies", 4) == 4,
+              "could not inject");
+    }
+    if (rank == 2) {
+        for (double end = check_now() + 5; !tp->peers[1].failed && check_now() < end;)
+            T->check(tp);
+        CHECK(tp->peers[1].failed == GCOLL_ERR_TRANSPORT && has(tp->peers[1].why, "broke the protocol"),
+              "a DOWN frame naming its receiver: %d '%s'", tp->peers[1].failed, tp->peers[1].why);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    T->close(tp);
+}
+
 static void test_lazy(void)
 {
     gcoll__tp_t *tp = open_bare();
@@ -618,6 +681,8 @@ static void test_lazy(void)
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank != size - 1)
         T->close(tp);
+    if (size >= 3)
+        test_lazy_down();
 }
 
 /* The header check alone: a good header passes, each defect is caught and named. */
@@ -656,6 +721,8 @@ static void test_header_check(void)
         {{.type = 9}, "type"},
         {{.type = TCP_MISMATCH, .len = 0}, "notice"},
         {{.type = TCP_MISMATCH, .len = TCP_NOTICE_MAX + 1}, "notice"},
+        {{.type = TCP_DOWN, .len = 0}, "notice"},
+        {{.type = TCP_DOWN, .len = TCP_NOTICE_MAX + 1}, "notice"},
         {{.type = TCP_EAGER, .len = 4, .desc = {.coll = 200}}, "descriptor"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

@@ -29,8 +29,9 @@ extern const gcoll__transport_t gcoll__transport_tcp;
 #define TCP_NOTICE_MAX 320               /* text of a MISMATCH frame */
 
 /* BYE: the peer closes its endpoint. MISMATCH: the peer found that ranks run different
- * operations under one tag; its payload is the message naming both, and it fails this endpoint. */
-enum { TCP_EAGER = 1, TCP_RTS, TCP_CTS, TCP_DATA, TCP_BYE, TCP_MISMATCH };
+ * operations under one tag; its payload is the message naming both, and it fails this endpoint.
+ * DOWN (lazy endpoints): the peer lost rank aux (its process gone); the payload says how. */
+enum { TCP_EAGER = 1, TCP_RTS, TCP_CTS, TCP_DATA, TCP_BYE, TCP_MISMATCH, TCP_DOWN };
 
 typedef struct {
     uint32_t magic, seq, tag;
@@ -156,7 +157,7 @@ typedef struct tcp_peer {
     tcp_unexp_t *unexp, *unexp_tail;
     uint64_t next_sid, next_rid;     /* ids given so far: an id above them was never issued */
     char why[200];                   /* why the peer failed */
-    char notice[TCP_NOTICE_MAX + 1]; /* the text of a MISMATCH frame arriving from it */
+    char notice[TCP_NOTICE_MAX + 1]; /* the text of a MISMATCH or DOWN frame arriving from it */
 } tcp_peer_t;
 
 typedef struct tcp_pend tcp_pend_t; /* a connection whose handshake is not finished */
@@ -232,6 +233,8 @@ void gcoll__tcp_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r); /* the table's canc
 void gcoll__tcp_found_mismatch(gcoll__tp_t *tp, tcp_peer_t *p, uint32_t tag, const gcoll__opdesc_t *theirs);
 void gcoll__tcp_mismatch(gcoll__tp_t *tp, const char *why);
 void gcoll__tcp_notice_arrived(gcoll__tp_t *tp, tcp_peer_t *p, size_t len);
+/* A DOWN frame of len bytes from p, about rank dead, has arrived in p->notice. */
+void gcoll__tcp_down_arrived(gcoll__tp_t *tp, tcp_peer_t *p, uint64_t dead, size_t len);
 
 /* tcp_send.c: the table's isend and isend_prio; queueing a control frame on p's socket 0; the
  * stream of a rendezvous message once the receiver's CTS (its id rid) came; writing frames

@@ -150,7 +150,7 @@ static void dispatch(gcoll__tp_t *tp, tcp_sock_t *s)
     char what[160];
     gcoll__tp_req_t *r;
     s->dst = NULL;
-    if ((h->type == TCP_EAGER || h->type == TCP_RTS || h->type == TCP_BYE) && s->index != 0) {
+    if ((h->type == TCP_EAGER || h->type == TCP_RTS || h->type == TCP_BYE || h->type == TCP_DOWN) && s->index != 0) {
         snprintf(what, sizeof(what), "a message header on a data-only socket");
         protocol_error(tp, s, what);
         return;
@@ -165,7 +165,8 @@ static void dispatch(gcoll__tp_t *tp, tcp_sock_t *s)
         return;
     }
     switch (h->type) {
-    case TCP_MISMATCH: s->dst = p->notice; break;
+    case TCP_MISMATCH:
+    case TCP_DOWN: s->dst = p->notice; break;
     case TCP_EAGER:
         if ((r = match_posted(p, h->tag))) {
             if (r->bytes != h->len) {
@@ -234,6 +235,8 @@ static void payload_done(gcoll__tp_t *tp, tcp_sock_t *s)
     s->in_payload = 0;
     if (s->hdr.type == TCP_MISMATCH) {
         gcoll__tcp_notice_arrived(tp, s->peer, s->hdr.len);
+    } else if (s->hdr.type == TCP_DOWN) {
+        gcoll__tcp_down_arrived(tp, s->peer, s->hdr.aux, s->hdr.len);
     } else if (s->dst_req) {
         gcoll__tp_req_t *r = s->dst_req;
         s->dst_req = NULL;

@@ -1,7 +1,8 @@
 /* The TCP transport's requests and failures: a peer's requests in posting order, their
  * completion, abandoning one (its frames finish from a copy, so the stream stays whole), a peer
- * whose sockets broke, and an endpoint that found or was told of a mismatch (mismatch.h): its
- * MISMATCH frames and the failure of every request. */
+ * whose sockets broke (a lazy endpoint tells the peers it reaches: DOWN frames), and an endpoint
+ * that found or was told of a mismatch (mismatch.h): its MISMATCH frames and the failure of
+ * every request. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +111,27 @@ void gcoll__tcp_sock_reset(gcoll__tp_t *tp, tcp_sock_t *s)
     s->rbuf = NULL;
 }
 
+/* A lazy endpoint lost dead's process: the peers it reaches hear of it (a DOWN frame), since
+ * those that never connected to dead would only wait for it, or for a rank waiting on it,
+ * until GCOLL_TIMEOUT; each passes it on the first time it hears. */
+static void tell_down(gcoll__tp_t *tp, const tcp_peer_t *dead)
+{
+    for (int q = 0; q < tp->size; q++) {
+        tcp_peer_t *to = &tp->peers[q];
+        if (q == tp->rank || to == dead || to->failed || !to->socks || to->socks[0].ev.fd < 0 || to->socks[0].dialing)
+            continue;
+        tcp_frame_t *f = calloc(1, sizeof(*f));
+        if (!f)
+            continue; /* best effort: that peer learns of it from a stalled exchange or GCOLL_TIMEOUT */
+        *f = (tcp_frame_t){
+            .hdr = {.type = TCP_DOWN, .len = strnlen(dead->why, TCP_NOTICE_MAX), .aux = (uint64_t)dead->rank},
+            .data = dead->why,
+            .owned = 1,
+            .prio = TCP_NOTICE_PRIO};
+        gcoll__tcp_send_ctrl(tp, to, f);
+    }
+}
+
 /* The peer is gone (status GCOLL_ERR_REMOTE) or broke the protocol: close its sockets and fail
  * what waits on it with status. Complete unexpected messages stay deliverable. */
 void gcoll__tcp_fail_peer(gcoll__tp_t *tp, tcp_peer_t *p, gcoll_status_t status, int warn, const char *fmt, ...)
@@ -135,6 +157,25 @@ void gcoll__tcp_fail_peer(gcoll__tp_t *tp, tcp_peer_t *p, gcoll_status_t status,
     }
     while (p->reqs)
         gcoll__tcp_complete(p->reqs, status, "%s", p->why);
+    if (tp->lazy && status == GCOLL_ERR_REMOTE && p->why[0])
+        tell_down(tp, p);
+}
+
+void gcoll__tcp_down_arrived(gcoll__tp_t *tp, tcp_peer_t *p, uint64_t dead, size_t len)
+{
+    p->notice[len] = '\0';
+    for (size_t i = 0; i < len; i++) /* another process's text: printable only */
+        if (p->notice[i] < 0x20 || p->notice[i] > 0x7e)
+            p->notice[i] = '?';
+    if (dead >= (uint64_t)tp->size || dead == (uint64_t)tp->rank || dead == (uint64_t)p->rank) {
+        gcoll__tcp_fail_peer(tp, p, GCOLL_ERR_TRANSPORT, 1,
+                             "tcp: rank %d broke the protocol: it reported rank %llu failed, which is %s", p->rank,
+                             (unsigned long long)dead, dead >= (uint64_t)tp->size ? "out of range" : "not possible");
+        return;
+    }
+    tcp_peer_t *d = &tp->peers[dead];
+    if (!d->failed && !d->left)
+        gcoll__tcp_fail_peer(tp, d, GCOLL_ERR_REMOTE, 1, "rank %d reports: %s", p->rank, p->notice);
 }
 
 /* A socket reached end of file or failed (err). A peer that said BYE closed its endpoint on
