@@ -93,14 +93,16 @@ SETUP_BENCH := $(BINDIR)/gcoll_setup_bench
 EXAMPLES := $(patsubst examples/%.c,$(BINDIR)/%,$(wildcard examples/*.c))
 
 # The torch.distributed backend (bindings/torch/, loaded by gcoll.torch): built beside libgcoll
-# where Debian's libtorch-dev, pybind11-dev and the Python headers are (not under the sanitizers:
-# torch is not built with them).
+# where Debian's libtorch-dev, pybind11-dev, the Python headers and a C++ compiler are (not under
+# the sanitizers: torch is not built with them).
 PY_INC := $(shell /usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
 ifeq ($(SAN)$(TORCH),)
+ifneq ($(shell command -v $(CXX) 2>/dev/null),)
 ifneq ($(wildcard /usr/include/torch/csrc/distributed/c10d/ProcessGroup.hpp),)
 ifneq ($(wildcard /usr/include/pybind11/pybind11.h),)
 ifneq ($(wildcard $(PY_INC)/Python.h),)
 TORCH_BACKEND := $(LIBDIR)/gcoll_c10d.so
+endif
 endif
 endif
 endif

@@ -12,8 +12,9 @@ PKGS="$PKGS python3-venv python3-setuptools python3-wheel python3-numpy"
 PKGS="$PKGS python3-mpi4py"
 # The linters (scripts/lint.sh): cppcheck, shellcheck, clang-format 14 (the .clang-format targets it).
 PKGS="$PKGS cppcheck shellcheck clang-format"
-# Wanted but not required: the PyTorch tests and example skip, saying so, where it cannot be had.
-OPTIONAL="python3-torch libtorch-dev pybind11-dev python3-dev"
+# Wanted but not required: the PyTorch tests and example skip, saying so, where it cannot be had
+# (g++ builds the torch.distributed backend against libtorch-dev's headers).
+OPTIONAL="g++ python3-torch libtorch-dev pybind11-dev python3-dev"
 
 missing=""
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
