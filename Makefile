@@ -166,7 +166,7 @@ $(BINDIR)/gcoll-info: tools/gcoll_info.c $(TOOL_SRCS) $(STLIB) $(wildcard src/*/
 # by every multi-rank test.
 CHECK_SRCS := tests/common/check.c
 TEST_COMMON := tests/mpi/harness.c $(CHECK_SRCS) $(REF_SRCS)
-TEST_HEADERS := tests/mpi/harness.h tests/common/check.h reference/reference.h reference/adasum_ref.h reference/vref.h
+TEST_HEADERS := tests/mpi/harness.h tests/common/check.h tests/common/sockets.h reference/reference.h reference/adasum_ref.h reference/vref.h
 TEST_INC := -Itests/mpi -Itests/common -Ireference
 $(BINDIR)/%: tests/mpi/%.c $(TEST_COMMON) $(TEST_HEADERS) $(LIBDIR)/libgcoll.so
 	@mkdir -p $(dir $@)
@@ -194,7 +194,7 @@ $(BINDIR)/test_cuda: tests/cuda/test_cuda.c $(TEST_COMMON) $(TEST_HEADERS) $(LIB
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(TEST_INC) $< $(TEST_COMMON) -o $@ $(PROG_LDFLAGS)
 
 UNIT_BENCH := bench/metrics.c bench/options.c bench/models.c bench/compute.c tools/sim.c
-$(BINDIR)/unit_tests: $(UNIT_SRCS) $(UNIT_BENCH) $(STLIB) $(wildcard tests/unit/*.h bench/*.h tools/*.h src/*/*.h src/transports/*/*.h)
+$(BINDIR)/unit_tests: $(UNIT_SRCS) $(UNIT_BENCH) $(STLIB) tests/common/sockets.h $(wildcard tests/unit/*.h bench/*.h tools/*.h src/*/*.h src/transports/*/*.h)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(FEATURES) -DGCOLL_TEST_DATA='"$(abspath tests/data)"' -Ibench -Itools \
 	    -Wno-missing-prototypes $(UNIT_SRCS) $(UNIT_BENCH) -o $@ $(STLIB) \

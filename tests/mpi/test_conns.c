@@ -3,33 +3,13 @@
  * none until a collective needs the peer, and a job that only allreduces (every size class, so
  * every algorithm the selection takes) opens at most 2 log2(n) + 2 per communicator. Each result
  * is checked against the sum written out; rank 0 prints the counts on a "CONNS" line. */
-#include <dirent.h>
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "harness.h"
-
-/* Sockets this process holds: entries of /proc/self/fd that link to "socket:[...]". */
-static int count_sockets(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    int n = 0;
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        char path[300], link[64];
-        snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
-        ssize_t len = readlink(path, link, sizeof(link) - 1);
-        if (len > 0) {
-            link[len] = '\0';
-            n += strncmp(link, "socket:", 7) == 0;
-        }
-    }
-    if (d)
-        closedir(d);
-    return n;
-}
+#include "sockets.h"
 
 /* The counts (the most of any rank), on rank 0's CONNS line. Collective. */
 static void report(int lazy, const int *mine)

@@ -5,7 +5,6 @@
  * and an absent rank, the host split, dup), then that a step the ranks disagree on (at a leaf of
  * rank 0, three levels down) or a rank that leaves fails every rank with the reason, and leaves
  * the group failed. */
-#include <dirent.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 #include "base/boot.h"
 #include "base/config.h"
 #include "unit.h"
+#include "../common/sockets.h"
 
 #define NRANKS 9
 
@@ -29,31 +29,11 @@
         }                                                                                                           \
     } while (0)
 
-/* Entries of /proc/self/fd that are sockets. */
-static int sockets(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    int n = 0;
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        char path[300], link[64];
-        snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
-        ssize_t len = readlink(path, link, sizeof(link) - 1);
-        if (len > 0) {
-            link[len] = '\0';
-            n += strncmp(link, "socket:", 7) == 0;
-        }
-    }
-    if (d)
-        closedir(d);
-    return n;
-}
-
 /* Runs rank r of the job; returns the number of checks that failed (the exit status). */
 static int rank_main(int r, const char *root)
 {
     gcoll__boot_t *b = NULL, *sub = NULL, *node = NULL, *dup = NULL;
-    int before = sockets();
+    int before = count_sockets();
     if (gcoll__config_load() != GCOLL_SUCCESS || gcoll__boot_tcp_world(r, NRANKS, root, &b) != GCOLL_SUCCESS)
         return 100;
     int bad = b->rank != r || b->size != NRANKS;
@@ -62,7 +42,7 @@ static int rank_main(int r, const char *root)
         log2n++;
     unsigned char mine[3] = {(unsigned char)r, (unsigned char)(r * 7), 0x5a}, all[3 * NRANKS];
     BAD_IF(gcoll__boot_allgather(b, mine, all, sizeof(mine)) != GCOLL_SUCCESS);
-    BAD_IF(sockets() - before > log2n + 1); /* a star gives rank 0 one a rank */
+    BAD_IF(count_sockets() - before > log2n + 1); /* a star gives rank 0 one a rank */
     for (int q = 0; q < NRANKS; q++)
         BAD_IF(all[3 * q] != q || all[3 * q + 1] != q * 7 || all[3 * q + 2] != 0x5a);
     for (int root_rank = 0; root_rank < NRANKS; root_rank++) {
