@@ -6,6 +6,7 @@
 #ifndef GCOLL_OPDESC_H
 #define GCOLL_OPDESC_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,26 +36,50 @@ static inline uint32_t gcoll__tag_of(uint64_t seq)
 }
 
 /* Direct-mapped by tag: issue counts run in order, so 256 operations in flight never share a
- * slot; a slot holding another tag was reused, and a message of its operation goes unchecked. */
+ * slot; a slot holding another tag was reused, and a message of its operation goes unchecked.
+ * The engine writes it under the communicator's lane lock, but a transport whose sockets the
+ * process's communicators share reads it from whichever thread drives them: a spin lock (leaf,
+ * held for a copy; zero is unlocked) keeps each slot whole. */
 #define GCOLL_OPTAB_SLOTS 256
 typedef struct {
+    atomic_int busy;
     uint32_t tag[GCOLL_OPTAB_SLOTS];
     gcoll__opdesc_t d[GCOLL_OPTAB_SLOTS];
 } gcoll__optab_t;
 
-static inline const gcoll__opdesc_t *gcoll__optab_find(const gcoll__optab_t *t, uint32_t tag)
+static inline void gcoll__optab_lock(const gcoll__optab_t *t)
+{
+    atomic_int *busy = (atomic_int *)&t->busy; /* the table is never defined const */
+    while (atomic_exchange_explicit(busy, 1, memory_order_acquire))
+        ;
+}
+
+static inline void gcoll__optab_unlock(const gcoll__optab_t *t)
+{
+    atomic_store_explicit((atomic_int *)&t->busy, 0, memory_order_release);
+}
+
+/* The descriptor of the operation under tag, copied into *copy: copy, or NULL where none is known. */
+static inline const gcoll__opdesc_t *gcoll__optab_find(const gcoll__optab_t *t, uint32_t tag, gcoll__opdesc_t *copy)
 {
     if (!t)
         return NULL;
     unsigned i = tag % GCOLL_OPTAB_SLOTS;
-    return t->tag[i] == tag && t->d[i].coll ? &t->d[i] : NULL;
+    gcoll__optab_lock(t);
+    int known = t->tag[i] == tag && t->d[i].coll;
+    if (known)
+        *copy = t->d[i];
+    gcoll__optab_unlock(t);
+    return known ? copy : NULL;
 }
 
 static inline void gcoll__optab_put(gcoll__optab_t *t, uint32_t tag, const gcoll__opdesc_t *d)
 {
     unsigned i = tag % GCOLL_OPTAB_SLOTS;
+    gcoll__optab_lock(t);
     t->tag[i] = tag;
     t->d[i] = *d;
+    gcoll__optab_unlock(t);
 }
 
 /* Whether two descriptors describe operations that can exchange messages: unknown ones always can. */

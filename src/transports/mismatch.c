@@ -11,7 +11,7 @@ int gcoll__mismatch_found(gcoll__mismatch_t *m, const gcoll__optab_t *optab, uin
 {
     if (m->status)
         return 0;
-    m->status = gcoll__opdesc_mismatch(tag, gcoll__optab_find(optab, tag), me, theirs, peer);
+    m->status = gcoll__opdesc_mismatch(tag, gcoll__optab_find(optab, tag, &(gcoll__opdesc_t){0}), me, theirs, peer);
     snprintf(m->why, sizeof(m->why), "%s", gcoll_last_error());
     GCOLL_LOG(GCOLL_LOG_WARN, "%s: %s", m->name, m->why);
     return 1;

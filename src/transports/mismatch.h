@@ -26,7 +26,7 @@ typedef struct {
  * that tag in optab; an unknown operation on either side always does. */
 static inline int gcoll__mismatch_agree(const gcoll__optab_t *optab, uint32_t tag, const gcoll__opdesc_t *theirs)
 {
-    return gcoll__opdesc_agree(gcoll__optab_find(optab, tag), theirs);
+    return gcoll__opdesc_agree(gcoll__optab_find(optab, tag, &(gcoll__opdesc_t){0}), theirs);
 }
 
 /* Once gcoll__mismatch_agree said no: the endpoint of rank me fails with a message naming both

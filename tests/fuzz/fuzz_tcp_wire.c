@@ -70,84 +70,85 @@ static void fuzz_header(const uint8_t *data, size_t size, size_t off)
     free(why);
 }
 
-/* An accepted hello names a lower rank and a socket index below the count, and is exactly what
- * pack makes of them; what pack makes of a lower rank passes, of a rank not lower does not. */
+/* An accepted hello names another process's key (below 2^48; below this process's where only
+ * lower keys dial) and a socket index below the count, and is exactly what pack makes of its
+ * channel, key and index; what pack makes of a lower key passes, of a key not lower does not
+ * where only lower keys dial, and where any may dial a higher key passes but this process's own
+ * and one past 48 bits do not. */
 static void fuzz_hello(const uint8_t *data, size_t size, size_t off)
 {
     unsigned char buf[TCP_HELLO_BYTES], secret[TCP_SECRET_BYTES], again[TCP_HELLO_BYTES];
-    uint8_t me_b, ns_b, flags;
+    uint8_t ns_b, flags;
+    uint64_t me, chan, from;
     size_t len;
-    take(data, size, &off, &me_b, 1);
+    take(data, size, &off, &me, sizeof(me));
     take(data, size, &off, &ns_b, 1);
     take(data, size, &off, &flags, 1);
     char *why = why_buf(data, size, &off, &len);
     take(data, size, &off, buf, sizeof(buf));
-    int me = me_b, nsocks = 1 + ns_b % 16;
+    me = 1 + me % ((1ull << 48) - 2); /* a key has room below and above it */
+    int nsocks = 1 + ns_b % 16, below = flags & 2;
     take(data, size, &off, secret, sizeof(secret));
     /* the fuzzer could never find the secret byte by byte (the compare is constant-time), so half
      * the inputs are a packed hello with the input's bytes XORed in, mostly zeros */
     if (flags & 1) {
-        int32_t fields[2];
+        uint64_t fields[3];
         memcpy(fields, buf, sizeof(fields));
         unsigned char mask[TCP_HELLO_BYTES];
         memcpy(mask, buf + sizeof(fields), sizeof(buf) - sizeof(fields));
         memset(mask + sizeof(buf) - sizeof(fields), 0, sizeof(fields));
-        gcoll__tcp_hello_pack(buf, secret, (int)((uint32_t)fields[0] % 512), (int)((uint32_t)fields[1] % 32));
+        gcoll__tcp_hello_pack(buf, secret, fields[0], fields[1] % (1ull << 48), (int)(fields[2] % 32));
         for (size_t i = 0; i < sizeof(buf); i++)
             buf[i] ^= mask[i];
     }
-    int rank = -1, index = -1;
-    if (gcoll__tcp_hello_check(buf, secret, me, me, nsocks, &rank, &index, why, len) != GCOLL_SUCCESS) {
+    int index = -1;
+    if (gcoll__tcp_hello_check(buf, secret, me, below, nsocks, &index, why, len) != GCOLL_SUCCESS) {
         check_rejection(why, len, "hello");
     } else {
-        PROPERTY(rank >= 0 && rank < me, "a hello from rank %d passes at rank %d", rank, me);
+        PROPERTY(gcoll__tcp_hello_peek(buf, &chan, &from), "an accepted hello has no hello's magic");
+        PROPERTY(from != me && from >> 48 == 0 && (!below || from < me), "a hello from key %llx passes at key %llx%s",
+                 (unsigned long long)from, (unsigned long long)me, below ? " (lower keys only)" : "");
         PROPERTY(index >= 0 && index < nsocks, "a hello for socket %d passes with %d sockets", index, nsocks);
-        gcoll__tcp_hello_pack(again, secret, rank, index);
+        gcoll__tcp_hello_pack(again, secret, chan, from, index);
         PROPERTY(memcmp(buf, again, sizeof(buf)) == 0, "an accepted hello does not re-pack to its bytes");
     }
-    /* what pack makes of a lower rank and an index in range passes, and the same from a rank not
-     * below me does not */
-    if (me > 0) {
-        int r = (int)(flags >> 1) % me, x = (int)(flags >> 4) % nsocks;
-        gcoll__tcp_hello_pack(again, secret, r, x);
-        PROPERTY(gcoll__tcp_hello_check(again, secret, me, me, nsocks, &rank, &index, why, len) == GCOLL_SUCCESS &&
-                     rank == r && index == x,
-                 "a packed hello from rank %d socket %d is refused at rank %d: %s", r, x, me, why);
-    }
-    gcoll__tcp_hello_pack(again, secret, me + (flags >> 1), 0);
-    PROPERTY(gcoll__tcp_hello_check(again, secret, me, me, nsocks, &rank, &index, why, len) != GCOLL_SUCCESS,
-             "a hello from rank %d passes at rank %d", me + (flags >> 1), me);
-    /* where any rank may dial (a lazy endpoint of me + 2 + flags / 2 ranks): a higher rank
-     * passes, this rank itself and one past the size do not */
-    int size_l = me + 2 + (flags >> 1);
-    gcoll__tcp_hello_pack(again, secret, size_l - 1, 0);
-    PROPERTY(gcoll__tcp_hello_check(again, secret, me, size_l, nsocks, &rank, &index, why, len) == GCOLL_SUCCESS &&
-                 rank == size_l - 1,
-             "a hello from rank %d is refused at rank %d of %d dialling freely: %s", size_l - 1, me, size_l, why);
-    gcoll__tcp_hello_pack(again, secret, me, 0);
-    PROPERTY(gcoll__tcp_hello_check(again, secret, me, size_l, nsocks, &rank, &index, why, len) != GCOLL_SUCCESS,
-             "a hello from rank %d itself passes", me);
-    gcoll__tcp_hello_pack(again, secret, size_l, 0);
-    PROPERTY(gcoll__tcp_hello_check(again, secret, me, size_l, nsocks, &rank, &index, why, len) != GCOLL_SUCCESS,
-             "a hello from rank %d passes in a job of %d", size_l, size_l);
+    uint64_t lower = (uint64_t)flags % me, higher = me + 1 + (uint64_t)(flags >> 2) % ((1ull << 48) - 1 - me);
+    int x = (int)(flags >> 4) % nsocks;
+    gcoll__tcp_hello_pack(again, secret, me ^ 5, lower, x);
+    PROPERTY(gcoll__tcp_hello_check(again, secret, me, 1, nsocks, &index, why, len) == GCOLL_SUCCESS && index == x,
+             "a packed hello from key %llx socket %d is refused at key %llx: %s", (unsigned long long)lower, x,
+             (unsigned long long)me, why);
+    gcoll__tcp_hello_pack(again, secret, me, higher, 0);
+    PROPERTY(gcoll__tcp_hello_check(again, secret, me, 1, nsocks, &index, why, len) != GCOLL_SUCCESS,
+             "a hello from the higher key %llx passes at %llx where lower keys dial", (unsigned long long)higher,
+             (unsigned long long)me);
+    PROPERTY(gcoll__tcp_hello_check(again, secret, me, 0, nsocks, &index, why, len) == GCOLL_SUCCESS,
+             "a hello from key %llx is refused at %llx dialling freely: %s", (unsigned long long)higher,
+             (unsigned long long)me, why);
+    gcoll__tcp_hello_pack(again, secret, me, me, 0);
+    PROPERTY(gcoll__tcp_hello_check(again, secret, me, 0, nsocks, &index, why, len) != GCOLL_SUCCESS,
+             "a hello from key %llx itself passes", (unsigned long long)me);
+    gcoll__tcp_hello_pack(again, secret, me, higher | 1ull << 48, 0);
+    PROPERTY(gcoll__tcp_hello_check(again, secret, me, 0, nsocks, &index, why, len) != GCOLL_SUCCESS,
+             "a hello from a key of 49 bits passes");
     free(why);
 }
 
 static void fuzz_ack(const uint8_t *data, size_t size, size_t off)
 {
     unsigned char buf[TCP_ACK_BYTES], want[TCP_ACK_BYTES];
-    int32_t rank;
-    take(data, size, &off, &rank, sizeof(rank));
+    uint64_t key;
+    take(data, size, &off, &key, sizeof(key));
     take(data, size, &off, buf, sizeof(buf));
-    gcoll__tcp_ack_pack(want, rank);
-    PROPERTY(!!gcoll__tcp_ack_ok(buf, rank) == (memcmp(buf, want, sizeof(buf)) == 0),
-             "an ack is taken or refused for rank %d other than by its exact bytes", (int)rank);
-    PROPERTY(gcoll__tcp_ack_ok(want, rank), "the ack packed for rank %d is refused", (int)rank);
-    gcoll__tcp_decline_pack(want, rank);
-    PROPERTY(!!gcoll__tcp_declined(buf, rank) == (memcmp(buf, want, sizeof(buf)) == 0),
-             "a decline is taken or refused for rank %d other than by its exact bytes", (int)rank);
-    PROPERTY(gcoll__tcp_declined(want, rank) && !gcoll__tcp_ack_ok(want, rank),
-             "the decline packed for rank %d is not one, or passes as an ack", (int)rank);
+    gcoll__tcp_ack_pack(want, key);
+    PROPERTY(!!gcoll__tcp_ack_ok(buf, key) == (memcmp(buf, want, sizeof(buf)) == 0),
+             "an ack is taken or refused for key %llx other than by its exact bytes", (unsigned long long)key);
+    PROPERTY(gcoll__tcp_ack_ok(want, key), "the ack packed for key %llx is refused", (unsigned long long)key);
+    gcoll__tcp_decline_pack(want, key);
+    PROPERTY(!!gcoll__tcp_declined(buf, key) == (memcmp(buf, want, sizeof(buf)) == 0),
+             "a decline is taken or refused for key %llx other than by its exact bytes", (unsigned long long)key);
+    PROPERTY(gcoll__tcp_declined(want, key) && !gcoll__tcp_ack_ok(want, key),
+             "the decline packed for key %llx is not one, or passes as an ack", (unsigned long long)key);
 }
 
 static void fuzz_fields(const uint8_t *data, size_t size, size_t off)
@@ -165,12 +166,14 @@ static void fuzz_fields(const uint8_t *data, size_t size, size_t off)
     take(data, size, &off, &h.desc.op, sizeof(h.desc.op));
     take(data, size, &off, &h.desc.root, sizeof(h.desc.root));
     take(data, size, &off, &h.desc.count, sizeof(h.desc.count));
+    take(data, size, &off, &h.chan, sizeof(h.chan));
     unsigned char buf[TCP_HDR_BYTES];
     gcoll__tcp_hdr_pack(buf, &h);
     gcoll__tcp_hdr_unpack(buf, &back);
     PROPERTY(back.seq == h.seq && back.tag == h.tag && back.type == h.type && back.len == h.len && back.id == h.id &&
                  back.aux == h.aux && back.desc.coll == h.desc.coll && back.desc.dtype == h.desc.dtype &&
-                 back.desc.op == h.desc.op && back.desc.root == h.desc.root && back.desc.count == h.desc.count,
+                 back.desc.op == h.desc.op && back.desc.root == h.desc.root && back.desc.count == h.desc.count &&
+                 back.chan == h.chan,
              "a header's fields do not survive pack and unpack");
     char why[128];
     PROPERTY(gcoll__tcp_hdr_check(&back, h.seq + 1, why, sizeof(why)) != GCOLL_SUCCESS,

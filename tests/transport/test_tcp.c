@@ -28,7 +28,7 @@ static int open_socks(const gcoll__tp_t *tp)
 {
     int n = 0;
     for (int q = 0; q < size; q++)
-        for (int i = 0; i < tp->nsocks; i++)
+        for (int i = 0; q != rank && i < tp->nsocks; i++)
             n += tp->peers[q].socks[i].ev.fd >= 0;
     return n;
 }
@@ -64,7 +64,7 @@ static unsigned long long open_peers(const gcoll__tp_t *tp)
 {
     unsigned long long m = 0;
     for (int q = 0; q < size && q < 64; q++)
-        for (int i = 0; i < tp->nsocks; i++)
+        for (int i = 0; q != rank && i < tp->nsocks; i++)
             if (tp->peers[q].socks[i].ev.fd >= 0)
                 m |= 1ull << q;
     return m;
@@ -279,7 +279,7 @@ static void test_frame_queue(void)
     peer.socks = &sock;
     for (int i = 0; i < N; i++) {
         f[i] = (tcp_frame_t){.prio = prio[i]};
-        gcoll__tcp_send_ctrl(NULL, &peer, &f[i]);
+        gcoll__tcp_send_ctrl(&peer, &f[i]);
     }
     int k = 0;
     for (tcp_frame_t *q = sock.ctrl; q && k < N; q = q->next, k++)
@@ -332,8 +332,8 @@ static void test_wire_order(void)
     tcp_stripe_t st = {.req = &req, .end = 32};
     tcp_frame_t low = {.hdr = {.type = TCP_EAGER, .tag = 1, .len = 8}, .data = payload, .prio = 0};
     tcp_frame_t same = {.hdr = {.type = TCP_EAGER, .tag = 2, .len = 8}, .data = payload, .prio = 5};
-    gcoll__tcp_send_ctrl(NULL, &peer, &low); /* not writable yet: queued */
-    gcoll__tcp_send_ctrl(NULL, &peer, &same);
+    gcoll__tcp_send_ctrl(&peer, &low); /* not writable yet: queued */
+    gcoll__tcp_send_ctrl(&peer, &same);
     gcoll__tcp_queue_stripe(&sock, &st);
     sock.wr_ready = 1;
     gcoll__tcp_sock_write(NULL, &sock);
@@ -465,28 +465,39 @@ static int dial(int victim)
     return fd;
 }
 
-/* Rank 0 connects to rank 1's listening socket as an intruder would, one at a time: a wrong
- * secret (for a rank and index that are connected: the secret must be what refuses it), garbage,
- * an immediate close, a duplicate of a connected socket with the right secret, and a stall.
- * Rank 1 must reject each one for its own reason, and then real traffic must still flow. */
+/* The key (gcoll__tcp_key) of rank q's process, from its published address. */
+static uint64_t key_of(int q)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    memcpy(&a.sin_addr.s_addr, addrs + 6 * q, 4);
+    memcpy(&a.sin_port, addrs + 6 * q + 4, 2);
+    return gcoll__tcp_key(&a);
+}
+
+/* Of ranks 0 and 1, the process with the lower key connects to the other's listening socket as an
+ * intruder would, one at a time: a wrong secret (for a process and index that are connected: the
+ * secret must be what refuses it), garbage, an immediate close, a duplicate of a connected socket
+ * with the right secret, a stall, and the right secret for a channel the victim does not have.
+ * The victim must reject each one for its own reason, and then real traffic must still flow. */
 static void test_intruders(gcoll__tp_t *tp)
 {
-    static const char *reason[] = {"wrong secret", "not a gcoll hello", "closed after 0", "connected already",
-                                   "in time"};
+    static const char *reason[] = {"wrong secret",      "not a gcoll hello", "closed after 0",
+                                   "connected already", "in time",           "no communicator"};
+    int lo = key_of(0) < key_of(1) ? 0 : 1, hi = 1 - lo;
     double saved = gcoll__config.timeout_s;
     gcoll__config.timeout_s = 1; /* bounds the wait for a hello: the stall is cut after 1 s */
-    for (int k = 0; k < 5; k++) {
-        unsigned long before = tp->rejected;
+    for (int k = 0; k < 6; k++) {
+        unsigned long before = tp->pool->rejected;
         int fd = -1;
         MPI_Barrier(MPI_COMM_WORLD);
-        if (rank == 0) {
+        if (rank == lo) {
             unsigned char hello[TCP_HELLO_BYTES], wrong[TCP_SECRET_BYTES];
             memcpy(wrong, tp->secret, sizeof(wrong));
             wrong[5] ^= 1; /* one bit off */
-            gcoll__tcp_hello_pack(hello, k == 0 ? wrong : tp->secret, 0, 0);
+            gcoll__tcp_hello_pack(hello, k == 0 ? wrong : tp->secret, k == 5 ? ~tp->chan : tp->chan, key_of(lo), 0);
             if (k == 1)
                 fill(hello, sizeof(hello), 99);
-            fd = dial(1);
+            fd = dial(hi);
             size_t len = k == 2 ? 0 : k == 4 ? 5 : sizeof(hello);
             CHECK(fd >= 0 && write(fd, hello, len) == (ssize_t)len, "intruder %d could not send", k);
             if (k != 4) {
@@ -494,19 +505,19 @@ static void test_intruders(gcoll__tp_t *tp)
                 fd = -1;
             }
         }
-        if (rank == 1) {
+        if (rank == hi) {
             char dummy;
             gcoll__tp_req_t *r;
-            T->irecv(tp, 0, 0xfffffff1u, &dummy, 1, &r);
+            T->irecv(tp, lo, 0xfffffff1u, &dummy, 1, &r);
             int done = 0;
-            for (double end = check_now() + 20; check_now() < end && tp->rejected == before && !done;)
+            for (double end = check_now() + 20; check_now() < end && tp->pool->rejected == before && !done;)
                 T->test(tp, r, &done);
             if (!done)
                 T->cancel(tp, r);
-            CHECK(tp->rejected == before + 1 && has(tp->last_rejection, reason[k]),
-                  "intruder %d: %lu rejected, the last because '%s' (expected '%s')", k, tp->rejected - before,
-                  tp->last_rejection, reason[k]);
-            CHECK(tp->npend == 0, "%d intruders still pending", tp->npend);
+            CHECK(tp->pool->rejected == before + 1 && has(tp->pool->last_rejection, reason[k]),
+                  "intruder %d: %lu rejected, the last because '%s' (expected '%s')", k, tp->pool->rejected - before,
+                  tp->pool->last_rejection, reason[k]);
+            CHECK(tp->pool->npend == 0, "%d intruders still pending", tp->pool->npend);
         }
         MPI_Barrier(MPI_COMM_WORLD);
         if (fd >= 0)
@@ -562,7 +573,7 @@ static void test_lazy_down(void)
     }
     /* every socket of those pairs up (GCOLL_TCP_NSOCKS), so that rank 0's "death" closes them all */
     for (double end = check_now() + 5; check_now() < end;) {
-        int up = tp->npend == 0;
+        int up = tp->pool->npend == 0;
         for (int q = 0; q < size && rank <= 2; q++)
             for (int i = 0; i < tp->nsocks && q <= 2 && q != rank && (q == 1 || rank == 1); i++)
                 up &= tp->peers[q].socks[i].ev.fd >= 0 && !tp->peers[q].socks[i].dialing;
@@ -594,7 +605,8 @@ static void test_lazy_down(void)
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 1) { /* a notice that rank 2 itself failed */
         unsigned char h[TCP_HDR_BYTES];
-        gcoll__tcp_hdr_t down = {.type = TCP_DOWN, .seq = tp->peers[2].socks[0].wseq, .len = 4, .aux = 2};
+        gcoll__tcp_hdr_t down = {
+            .type = TCP_DOWN, .seq = tp->peers[2].socks[0].wseq, .len = 4, .aux = 2, .chan = tp->chan};
         gcoll__tcp_hdr_pack(h, &down);
         CHECK(write(tp->peers[2].socks[0].ev.fd, h, sizeof(h)) == (ssize_t)sizeof(h) &&
                   write(tp->peers[2].socks[0].ev.fd, "lies", 4) == 4,
@@ -610,12 +622,55 @@ static void test_lazy_down(void)
     T->close(tp);
 }
 
+/* A dial for a communicator that the peer has closed since (its hello waited in the backlog)
+ * still opens the connection, which then carries the communicators the two still share. */
+static void test_lazy_gone(void)
+{
+    gcoll__tp_t *a = open_bare(), *d = a ? open_bare() : NULL;
+    if (!d) {
+        if (a)
+            T->close(a);
+        return;
+    }
+    gcoll__tp_req_t *r = NULL;
+    char byte = 3;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 1) { /* dials rank 0 for d, and sends its hello */
+        T->isend(d, 0, 100, &byte, 1, &r);
+        for (double end = check_now() + 0.3; check_now() < end;)
+            T->check(d);
+    }
+    if (rank == 0)
+        T->close(d);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank <= 1) {
+        gcoll__tp_req_t *reqs[2];
+        gcoll_status_t st[2];
+        char got[2] = {0};
+        T->irecv(a, 1 - rank, 101, &got[0], 1, &reqs[0]);
+        T->isend(a, 1 - rank, 101, &byte, 1, &reqs[1]);
+        wait_all(a, reqs, st, NULL, 2);
+        CHECK(!st[0] && !st[1] && got[0] == 3 && a->pool->rejected == 0,
+              "a connection dialled for a communicator closed at the other end: %d %d, %lu rejected (%s)", st[0], st[1],
+              a->pool->rejected, a->pool->last_rejection);
+    }
+    if (r) {
+        int done = 0;
+        if (T->test(d, r, &done) == GCOLL_SUCCESS && !done)
+            T->cancel(d, r);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank != 0)
+        T->close(d);
+    T->close(a);
+}
+
 static void test_lazy(void)
 {
     gcoll__tp_t *tp = open_bare();
     if (!tp)
         return;
-    CHECK(tp->lazy && open_peers(tp) == 0 && tp->npend == 0, "lazy endpoint: peers %llx open at creation",
+    CHECK(tp->lazy && open_peers(tp) == 0 && tp->pool->npend == 0, "lazy endpoint: peers %llx open at creation",
           open_peers(tp));
     /* the ring: rank + 1 and rank - 1 only */
     int right = (rank + 1) % size, left = (rank + size - 1) % size;
@@ -635,7 +690,7 @@ static void test_lazy(void)
         T->check(tp); /* the neighbour's own dial may still be landing */
     CHECK(open_peers(tp) == want, "ring: sockets open to peers %llx, want %llx", open_peers(tp), want);
     /* everyone with everyone at once: both sides of every pair not yet connected dial */
-    unsigned long before = tp->rejected;
+    unsigned long before = tp->pool->rejected;
     int k = 0;
     char *bufs = calloc((size_t)size, 2 * 64);
     for (int q = 0; q < size && q < 64 && bufs; q++)
@@ -653,15 +708,15 @@ static void test_lazy(void)
     }
     CHECK(bufs && !bad, "all to all over lazy connections: %d wrong", bad);
     MPI_Barrier(MPI_COMM_WORLD);
-    for (double end = check_now() + 5; tp->npend && check_now() < end;)
+    for (double end = check_now() + 5; tp->pool->npend && check_now() < end;)
         T->check(tp); /* declined dials finish */
     int one_each = 1;
     for (int q = 0; q < size; q++)
         for (int i = 0; i < tp->nsocks && q != rank; i++)
             one_each &= tp->peers[q].socks[i].ev.fd >= 0 && !tp->peers[q].socks[i].dialing;
-    CHECK(one_each && tp->npend == 0 && tp->rejected == before,
-          "after every pair dialled: all sockets open %d, %d handshakes pending, %lu rejected", one_each, tp->npend,
-          tp->rejected - before);
+    CHECK(one_each && tp->pool->npend == 0 && tp->pool->rejected == before,
+          "after every pair dialled: all sockets open %d, %d handshakes pending, %lu rejected", one_each,
+          tp->pool->npend, tp->pool->rejected - before);
     free(bufs);
     free(out);
     free(in);
@@ -693,6 +748,119 @@ static void test_lazy(void)
         T->close(tp);
     if (size >= 3)
         test_lazy_down();
+    test_lazy_gone();
+}
+
+/* Endpoint c of this process (another communicator's), created, its address exchanged and
+ * connected as open_bare does; but rank `late` first drives endpoint a for up to 1 s, until a
+ * frame for c (sent by a rank that connected first) waits at the head of a socket: c has joined
+ * the pool and has no routes yet. Sets *held on that rank when it saw one. */
+static gcoll__tp_t *open_late(gcoll__tp_t *a, int late, int *held)
+{
+    gcoll__bootstrap_t boot = {world_group(), rank, size, NULL};
+    gcoll__tp_t *c = NULL;
+    CHECK(T->create(&boot, &c) == GCOLL_SUCCESS, "create: %s", gcoll_last_error());
+    if (!c)
+        return NULL;
+    unsigned char mine[6], *all = malloc(6 * (size_t)size);
+    T->addr(c, mine);
+    MPI_Allgather(mine, 6, MPI_BYTE, all, 6, MPI_BYTE, MPI_COMM_WORLD);
+    *held = 0;
+    for (double end = check_now() + 1; rank == late && !*held && check_now() < end;) {
+        T->check(a);
+        for (int k = 0; k < a->pool->nlinks; k++)
+            *held |= a->pool->links[k]->socks[0].held;
+    }
+    CHECK(T->connect(c, all) == GCOLL_SUCCESS, "connect: %s", gcoll_last_error());
+    free(all);
+    return c;
+}
+
+/* Two endpoints of one process (two communicators) share one connection per pair of processes:
+ * the second opens no socket; messages under one tag on both reach their own endpoint; a frame
+ * for an endpoint that has not learnt its peers yet waits for it; one for an endpoint closed is
+ * dropped while the other's traffic goes on over the same sockets. */
+static void test_shared(void)
+{
+    gcoll__tp_t *a = open_tp(), *b = a ? open_tp() : NULL;
+    char why[256];
+    if (!b) {
+        if (a)
+            T->close(a);
+        return;
+    }
+    int shared = a->pool == b->pool && a->pool->nlinks == size - 1;
+    for (int q = 0; q < size; q++)
+        shared &= q == rank || (a->peers[q].link == b->peers[q].link && a->peers[q].link->nready == a->nsocks);
+    CHECK(shared && a->chan != b->chan, "two endpoints: %d links for %d peers, not one each shared", a->pool->nlinks,
+          size - 1);
+    /* one tag on both endpoints, posted in crossed orders */
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    enum { N = 3001 };
+    unsigned char *out = malloc(4 * N), *in = out + 2 * N;
+    fill(out, N, seed_of(rank, right, 96, N));
+    fill(out + N, N, seed_of(rank, right, 97, N));
+    gcoll__tp_req_t *ra[2], *rb[2];
+    gcoll_status_t sa[2], sb[2];
+    T->irecv(a, left, 96, in, N, &ra[0]);
+    T->irecv(b, left, 96, in + N, N, &rb[0]);
+    T->isend(b, right, 96, out + N, N, &rb[1]);
+    T->isend(a, right, 96, out, N, &ra[1]);
+    wait_all(b, rb, sb, NULL, 2);
+    wait_all(a, ra, sa, NULL, 2);
+    CHECK(!sa[0] && !sa[1] && !sb[0] && !sb[1] && first_diff(in, N, seed_of(left, rank, 96, N)) == N &&
+              first_diff(in + N, N, seed_of(left, rank, 97, N)) == N,
+          "one tag on two endpoints: statuses %d %d %d %d, or payloads crossed", sa[0], sa[1], sb[0], sb[1]);
+    MPI_Barrier(MPI_COMM_WORLD);
+    /* rank 1 sends on a new endpoint before rank 0 has routed it */
+    int held = 0;
+    gcoll__tp_t *c = open_late(a, 0, &held);
+    if (c && rank == 1) {
+        gcoll__tp_req_t *r;
+        CHECK(T->isend(c, 0, 98, out, 64, &r) == GCOLL_SUCCESS && wait_one(c, r, why, sizeof(why)) == GCOLL_SUCCESS,
+              "a send on the third endpoint: %s", gcoll_last_error());
+    }
+    if (c && rank == 0) {
+        gcoll__tp_req_t *r;
+        T->irecv(c, 1, 98, in, 64, &r);
+        gcoll_status_t st = wait_one(c, r, why, sizeof(why));
+        CHECK(held && st == GCOLL_SUCCESS && first_diff(in, 64, seed_of(1, 2 % size, 96, N)) == 64,
+              "a frame that came before its endpoint was routed: held %d, status %d", held, st);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (c)
+        T->close(c);
+    /* rank 0 closes b; rank 1's message on b is dropped there, and a's traffic goes on */
+    if (rank == 0)
+        T->close(b);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 1) {
+        gcoll__tp_req_t *r;
+        T->isend(b, 0, 96, out, N, &r); /* eager: done once the kernel took it; an offer waits */
+        int done = 0;
+        gcoll_status_t st = GCOLL_SUCCESS;
+        for (double end = check_now() + 5; !(b->peers[0].left && done) && check_now() < end;)
+            if (!done)
+                st = T->test(b, r, &done);
+            else
+                T->check(b);
+        if (!done)
+            T->cancel(b, r);
+        CHECK(st == GCOLL_SUCCESS && b->peers[0].left, "a send to an endpoint closed: status %d, left %d", st,
+              b->peers[0].left);
+    }
+    if (rank <= 1) {
+        T->irecv(a, 1 - rank, 99, in, N, &ra[0]);
+        T->isend(a, 1 - rank, 99, out, N, &ra[1]);
+        wait_all(a, ra, sa, NULL, 2);
+        CHECK(!sa[0] && !sa[1] && first_diff(in, N, seed_of(1 - rank, (2 - rank) % size, 96, N)) == N,
+              "the other endpoint after one closed: %d %d", sa[0], sa[1]);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank != 0)
+        T->close(b);
+    T->close(a);
+    free(out);
 }
 
 /* The header check alone: a good header passes, each defect is caught and named. */
@@ -756,31 +924,36 @@ static void test_header_check(void)
 
     unsigned char secret[TCP_SECRET_BYTES], hello[TCP_HELLO_BYTES];
     fill(secret, sizeof(secret), 5);
-    int r = -1, x = -1;
-    gcoll__tcp_hello_pack(hello, secret, 2, 1);
-    CHECK(gcoll__tcp_hello_check(hello, secret, 3, 3, 2, &r, &x, why, sizeof(why)) == GCOLL_SUCCESS && r == 2 && x == 1,
+    int x = -1;
+    uint64_t chan = 0, from = 0;
+    gcoll__tcp_hello_pack(hello, secret, 0x1234567890abcdefull, 2000, 1);
+    CHECK(gcoll__tcp_hello_peek(hello, &chan, &from) && chan == 0x1234567890abcdefull && from == 2000,
+          "hello round trip: channel %llx from %llu", (unsigned long long)chan, (unsigned long long)from);
+    CHECK(gcoll__tcp_hello_check(hello, secret, 3000, 1, 2, &x, why, sizeof(why)) == GCOLL_SUCCESS && x == 1,
           "good hello refused: %s", why);
-    CHECK(gcoll__tcp_hello_check(hello, secret, 2, 2, 2, &r, &x, why, sizeof(why)) && has(why, "rank 2"),
-          "hello from a rank that should accept: '%s'", why);
-    CHECK(gcoll__tcp_hello_check(hello, secret, 3, 3, 1, &r, &x, why, sizeof(why)) && has(why, "index"),
+    CHECK(gcoll__tcp_hello_check(hello, secret, 1000, 1, 2, &x, why, sizeof(why)) && has(why, "may not connect"),
+          "eager: a hello from a higher key: '%s'", why);
+    CHECK(gcoll__tcp_hello_check(hello, secret, 3000, 1, 1, &x, why, sizeof(why)) && has(why, "index"),
           "hello with an index out of range: '%s'", why);
-    hello[31] ^= 0x80;
-    CHECK(gcoll__tcp_hello_check(hello, secret, 3, 3, 2, &r, &x, why, sizeof(why)) && has(why, "secret"),
+    hello[TCP_HELLO_BYTES - 1] ^= 0x80;
+    CHECK(gcoll__tcp_hello_check(hello, secret, 3000, 1, 2, &x, why, sizeof(why)) && has(why, "secret"),
           "hello with a wrong secret: '%s'", why);
-    /* lazy endpoints: any other rank of the job may dial */
-    hello[31] ^= 0x80;
-    CHECK(gcoll__tcp_hello_check(hello, secret, 1, 4, 2, &r, &x, why, sizeof(why)) == GCOLL_SUCCESS && r == 2,
-          "a lazy endpoint refused a hello from a higher rank: %s", why);
-    CHECK(gcoll__tcp_hello_check(hello, secret, 2, 4, 2, &r, &x, why, sizeof(why)) && has(why, "rank 2"),
-          "a lazy endpoint took a hello from itself: '%s'", why);
-    CHECK(gcoll__tcp_hello_check(hello, secret, 1, 2, 2, &r, &x, why, sizeof(why)) && has(why, "rank 2"),
-          "a lazy endpoint of 2 ranks took a hello from rank 2: '%s'", why);
+    /* lazy endpoints: any other process of the job may dial */
+    hello[TCP_HELLO_BYTES - 1] ^= 0x80;
+    CHECK(gcoll__tcp_hello_check(hello, secret, 1000, 0, 2, &x, why, sizeof(why)) == GCOLL_SUCCESS,
+          "lazy: a hello from a higher key refused: %s", why);
+    CHECK(gcoll__tcp_hello_check(hello, secret, 2000, 0, 2, &x, why, sizeof(why)) && has(why, "may not connect"),
+          "lazy: a hello from itself taken: '%s'", why);
+    gcoll__tcp_hello_pack(hello, secret, 1, 1ull << 48, 0);
+    CHECK(gcoll__tcp_hello_check(hello, secret, 1000, 0, 2, &x, why, sizeof(why)) && has(why, "may not connect"),
+          "a hello from a key beyond 48 bits taken: '%s'", why);
     unsigned char ack[TCP_ACK_BYTES];
     gcoll__tcp_decline_pack(ack, 5);
     CHECK(gcoll__tcp_declined(ack, 5) && !gcoll__tcp_declined(ack, 4) && !gcoll__tcp_ack_ok(ack, 5),
-          "a decline from rank 5 is not told apart");
+          "a decline from key 5 is not told apart");
     gcoll__tcp_ack_pack(ack, 5);
-    CHECK(!gcoll__tcp_declined(ack, 5), "an ack passes as a decline");
+    CHECK(!gcoll__tcp_declined(ack, 5) && gcoll__tcp_ack_ok(ack, 5) && !gcoll__tcp_ack_ok(ack, (1ull << 40) | 5),
+          "an ack passes as a decline, or for another key");
 }
 
 /* The kernel's cap on a buffer size (net.core.wmem_max / rmem_max). */
@@ -851,7 +1024,8 @@ static void test_live_faults(void)
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0) {
         unsigned char bad[TCP_HDR_BYTES];
-        gcoll__tcp_hdr_t h = {.type = TCP_EAGER, .seq = tp->peers[1].socks[0].wseq, .tag = 1, .len = sizeof(small)};
+        gcoll__tcp_hdr_t h = {
+            .type = TCP_EAGER, .seq = tp->peers[1].socks[0].wseq, .tag = 1, .len = sizeof(small), .chan = tp->chan};
         gcoll__tcp_hdr_pack(bad, &h);
         bad[1] ^= 0x10;
         CHECK(write(tp->peers[1].socks[0].ev.fd, bad, sizeof(bad)) == (ssize_t)sizeof(bad), "could not inject");
@@ -955,6 +1129,7 @@ int main(int argc, char **argv)
         }
         test_live_faults();
         test_buffers();
+        test_shared();
         if (gcoll__config.tcp_connect_lazy)
             test_lazy();
     }

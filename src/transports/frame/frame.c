@@ -527,7 +527,7 @@ gcoll_status_t gcoll__frame_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const
         free(r);
         return gcoll__error(GCOLL_ERR_NOMEM, "%s transport: no memory for a message", tp->inner->name);
     }
-    put_hdr(b, T_DATA, tag, gcoll__optab_find(tp->optab, tag), bytes);
+    put_hdr(b, T_DATA, tag, gcoll__optab_find(tp->optab, tag, &(gcoll__opdesc_t){0}), bytes);
     int inl = bytes <= tp->inline_max;
     if (inl && bytes)
         memcpy(b->b + HDR_BYTES, buf, bytes);

@@ -403,7 +403,8 @@ static gcoll_status_t shm_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const v
     if (p2p->mm.status)
         return gcoll__mismatch_error(&p2p->mm);
     peer_t *p = &p2p->peers[peer];
-    const gcoll__opdesc_t *op = gcoll__optab_find(p2p->optab, tag);
+    gcoll__opdesc_t mine;
+    const gcoll__opdesc_t *op = gcoll__optab_find(p2p->optab, tag, &mine);
     /* a message the peer sent under this tag before this operation started (where both only
      * send, as two roots do, nothing else would compare them) */
     for (unexpected_t *u = op ? p->unexp : NULL; u; u = u->next)

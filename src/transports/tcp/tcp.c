@@ -1,7 +1,8 @@
 /* The TCP transport: tagged messages over nonblocking sockets (edge-triggered epoll),
- * GCOLL_TCP_NSOCKS per peer (docs/transports.md). This file holds its table and the endpoint's
- * lifecycle: the ranks agree on the socket count and the job's secret, open their local parts
- * and exchange addresses; close says goodbye and frees it all. */
+ * GCOLL_TCP_NSOCKS per pair of processes, shared by their communicators (docs/transports.md).
+ * This file holds its table, each entry under the pool's lock, and the endpoint's lifecycle: the
+ * ranks agree on the socket count, the secret and the channel, join the process's pool and
+ * exchange its address; close says goodbye on each link and leaves the pool. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,46 +19,15 @@
 
 #define ADDR_BYTES 6 /* IPv4 address and port, network order */
 
-/* Best effort: a peer that reads BYE knows this rank left on purpose and did not crash. */
-static void say_bye(tcp_sock_t *s)
-{
-    if (s->ev.fd < 0 || s->busy)
-        return;
-    unsigned char buf[TCP_HDR_BYTES];
-    gcoll__tcp_hdr_t h = {.type = TCP_BYE, .seq = s->wseq++};
-    gcoll__tcp_hdr_pack(buf, &h);
-    if (send(s->ev.fd, buf, sizeof(buf), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(buf))
-        GCOLL_LOG(GCOLL_LOG_DEBUG, "tcp: no goodbye to rank %d: its socket is full or gone", s->peer->rank);
-}
-
 static void tcp_close(gcoll__tp_t *tp)
 {
-    for (int q = 0; tp->peers && q < tp->size; q++) {
-        tcp_peer_t *p = &tp->peers[q];
-        if (p->socks && !p->failed)
-            say_bye(&p->socks[0]);
-        for (int i = 0; p->socks && i < tp->nsocks; i++)
-            gcoll__tcp_sock_reset(tp, &p->socks[i]);
-        while (p->unexp) {
-            tcp_unexp_t *u = p->unexp;
-            p->unexp = u->next;
+    gcoll__tcp_pool_leave(tp);
+    for (int q = 0; tp->peers && q < tp->size; q++)
+        while (tp->peers[q].unexp) {
+            tcp_unexp_t *u = tp->peers[q].unexp;
+            tp->peers[q].unexp = u->next;
             gcoll__tcp_unexp_free(u);
         }
-        while (p->reqs) {
-            gcoll__tp_req_t *r = p->reqs;
-            gcoll__tcp_req_unlink(p, r);
-            free(r->stripes);
-            free(r);
-        }
-        free(p->socks);
-    }
-    gcoll__tcp_pend_free_all(tp);
-    if (tp->listen.fd >= 0)
-        close(tp->listen.fd);
-    if (tp->epfd >= 0)
-        close(tp->epfd);
-    if (tp->sleepfd >= 0)
-        close(tp->sleepfd);
     free(tp->peers);
     free(tp);
 }
@@ -91,30 +61,21 @@ static gcoll_status_t agree(const gcoll__bootstrap_t *boot, gcoll__tp_t *tp)
     if (!msg[0])
         return gcoll__error(GCOLL_ERR_SYSTEM, "tcp: rank 0 could not draw the job secret from getrandom()");
     memcpy(tp->secret, msg + 1, TCP_SECRET_BYTES);
+    /* the channel comes from the secret's first bytes: random, the same on every rank */
+    for (int i = 0; i < 8; i++)
+        tp->chan |= (uint64_t)tp->secret[i] << (8 * i);
     return GCOLL_SUCCESS;
 }
 
-/* The endpoint's local parts: epoll, the peer table, the listening socket. */
-static gcoll_status_t open_local(gcoll__tp_t *tp)
+/* The endpoint's local parts: the peer table, its place in the process's pool. */
+static gcoll_status_t open_local(gcoll__tp_t *tp, const struct in_addr *addr)
 {
-    tp->epfd = epoll_create1(EPOLL_CLOEXEC);
-    tp->sleepfd = epoll_create1(EPOLL_CLOEXEC);
-    struct epoll_event ev = {.events = EPOLLIN};
-    if (tp->epfd < 0 || tp->sleepfd < 0 || epoll_ctl(tp->sleepfd, EPOLL_CTL_ADD, tp->epfd, &ev) != 0)
-        return gcoll__error(GCOLL_ERR_SYSTEM, "tcp: epoll_create1 failed: %s", strerror(errno));
     tp->peers = calloc((size_t)tp->size, sizeof(*tp->peers));
     if (!tp->peers)
         return gcoll__error(GCOLL_ERR_NOMEM, "tcp: no memory for %d peers", tp->size);
-    for (int q = 0; q < tp->size; q++) {
-        tcp_peer_t *p = &tp->peers[q];
-        p->rank = q;
-        p->socks = calloc((size_t)tp->nsocks, sizeof(*p->socks));
-        if (!p->socks)
-            return gcoll__error(GCOLL_ERR_NOMEM, "tcp: no memory for the sockets to rank %d", q);
-        for (int i = 0; i < tp->nsocks; i++)
-            p->socks[i] = (tcp_sock_t){.ev = {EV_SOCK, -1}, .peer = p, .index = i};
-    }
-    return gcoll__tcp_listen(tp);
+    for (int q = 0; q < tp->size; q++)
+        tp->peers[q] = (tcp_peer_t){.rank = q, .tp = tp};
+    return gcoll__tcp_pool_join(tp, addr);
 }
 
 static gcoll_status_t tcp_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **out)
@@ -128,15 +89,14 @@ static gcoll_status_t tcp_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **o
     tp->mm.name = "tcp";
     tp->nsocks = gcoll__config.tcp_nsocks;
     tp->lazy = gcoll__config.tcp_connect_lazy;
-    tp->epfd = tp->sleepfd = tp->listen.fd = -1;
-    tp->me.sin_family = AF_INET;
+    struct in_addr addr;
     gcoll_status_t st = agree(boot, tp);
     if (st == GCOLL_SUCCESS)
-        st = gcoll__tcp_choose_if(boot, &tp->me.sin_addr);
+        st = gcoll__tcp_choose_if(boot, &addr);
     if (st == GCOLL_SUCCESS) {
         /* a rank that fails alone must not leave the others waiting in the address exchange */
         char keep[256];
-        gcoll_status_t local = open_local(tp);
+        gcoll_status_t local = open_local(tp, &addr);
         snprintf(keep, sizeof(keep), "%s", local ? gcoll_last_error() : "");
         int first = local ? tp->rank : tp->size;
         st = gcoll__boot_min_int(boot->group, &first);
@@ -159,11 +119,71 @@ static size_t tcp_addr_len(gcoll__tp_t *tp)
     return ADDR_BYTES;
 }
 
+/* The process's listening address: every endpoint of the process publishes the same one. */
 static gcoll_status_t tcp_addr(gcoll__tp_t *tp, void *buf)
 {
-    memcpy(buf, &tp->me.sin_addr.s_addr, 4);
-    memcpy((char *)buf + 4, &tp->me.sin_port, 2);
+    memcpy(buf, &tp->pool->me.sin_addr.s_addr, 4);
+    memcpy((char *)buf + 4, &tp->pool->me.sin_port, 2);
     return GCOLL_SUCCESS;
+}
+
+/* The table's entries that touch the pool, each under its lock: the endpoints of several
+ * communicators, driven by different threads, share its sockets. */
+#define LOCKED(call)                           \
+    do {                                       \
+        pthread_mutex_lock(&tp->pool->lock);   \
+        gcoll_status_t st_ = (call);           \
+        pthread_mutex_unlock(&tp->pool->lock); \
+        return st_;                            \
+    } while (0)
+
+static gcoll_status_t tcp_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes,
+                                gcoll__tp_req_t **out)
+{
+    LOCKED(gcoll__tcp_isend(tp, peer, tag, buf, bytes, out));
+}
+
+static gcoll_status_t tcp_isend_prio(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes, int prio,
+                                     gcoll__tp_req_t **out)
+{
+    LOCKED(gcoll__tcp_isend_prio(tp, peer, tag, buf, bytes, prio, out));
+}
+
+static gcoll_status_t tcp_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes, gcoll__tp_req_t **out)
+{
+    LOCKED(gcoll__tcp_irecv(tp, peer, tag, buf, bytes, out));
+}
+
+static gcoll_status_t tcp_test(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done)
+{
+    LOCKED(gcoll__tcp_test(tp, r, done));
+}
+
+static gcoll_status_t tcp_check(gcoll__tp_t *tp)
+{
+    LOCKED(gcoll__tcp_check(tp));
+}
+
+static void tcp_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r)
+{
+    pthread_mutex_lock(&tp->pool->lock);
+    gcoll__tcp_cancel(tp, r);
+    pthread_mutex_unlock(&tp->pool->lock);
+}
+
+static int tcp_dead_peer(gcoll__tp_t *tp, char *why, size_t len)
+{
+    pthread_mutex_lock(&tp->pool->lock);
+    int dead = gcoll__tcp_dead_peer(tp, why, len);
+    pthread_mutex_unlock(&tp->pool->lock);
+    return dead;
+}
+
+static void tcp_mismatch(gcoll__tp_t *tp, const char *why)
+{
+    pthread_mutex_lock(&tp->pool->lock);
+    gcoll__tcp_mismatch(tp, why);
+    pthread_mutex_unlock(&tp->pool->lock);
 }
 
 static gcoll_status_t tcp_connect(gcoll__tp_t *tp, const void *all_addrs)
@@ -177,16 +197,16 @@ const gcoll__transport_t gcoll__transport_tcp = {
     .addr_len = tcp_addr_len,
     .addr = tcp_addr,
     .connect = tcp_connect,
-    .isend = gcoll__tcp_isend,
-    .isend_prio = gcoll__tcp_isend_prio,
-    .irecv = gcoll__tcp_irecv,
-    .test = gcoll__tcp_test,
-    .cancel = gcoll__tcp_cancel,
+    .isend = tcp_isend,
+    .isend_prio = tcp_isend_prio,
+    .irecv = tcp_irecv,
+    .test = tcp_test,
+    .cancel = tcp_cancel,
     .reg_mem = NULL,
     .dereg_mem = NULL,
     .wait = gcoll__tcp_wait,
-    .dead_peer = gcoll__tcp_dead_peer,
-    .mismatch = gcoll__tcp_mismatch,
-    .check = gcoll__tcp_check,
+    .dead_peer = tcp_dead_peer,
+    .mismatch = tcp_mismatch,
+    .check = tcp_check,
     .close = tcp_close,
 };

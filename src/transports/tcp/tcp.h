@@ -1,14 +1,15 @@
 /* The TCP transport's internals, shared by its files (tcp.c: the table and the endpoint's
- * lifecycle; tcp_send.c, tcp_recv.c: the send and receive paths; tcp_progress.c: progress and
- * test; tcp_req.c: requests and failures; tcp_conn.c: connections and the secret handshake;
- * tcp_if.c: interface choice; tcp_wire.c: the byte layout of frames and hellos) and by
- * tests/transport/test_tcp.c, which reaches into them. */
+ * lifecycle; tcp_pool.c: the process's connections, shared by its endpoints; tcp_send.c,
+ * tcp_recv.c: the send and receive paths; tcp_progress.c: progress and test; tcp_req.c: requests
+ * and failures; tcp_conn.c: connections and the secret handshake; tcp_if.c: interface choice;
+ * tcp_wire.c: the byte layout of frames and hellos) and by tests/transport/test_tcp.c. */
 #ifndef GCOLL_TCP_H
 #define GCOLL_TCP_H
 
 #include <limits.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,16 +20,19 @@
 extern const gcoll__transport_t gcoll__transport_tcp;
 
 /* Wire format. Every frame starts with a fixed header; hellos open every connection. */
-#define TCP_HDR_BYTES 56
-#define TCP_HELLO_BYTES 32
-#define TCP_ACK_BYTES 8
+#define TCP_HDR_BYTES 64
+#define TCP_HELLO_BYTES 40
+#define TCP_ACK_BYTES 12
 #define TCP_SECRET_BYTES 16
 #define TCP_EAGER_MAX (16 * 1024 * 1024) /* the largest eager frame a receiver takes (GCOLL_TCP_EAGER's bound) */
 #define TCP_CHUNK_MAX (512 * 1024)       /* payload of one DATA frame: control frames cut in between */
 #define TCP_RBUF_BYTES (16 * 1024)       /* per socket: headers and small payloads in one recv */
 #define TCP_NOTICE_MAX 320               /* text of a MISMATCH frame */
+#define TCP_GONE_MAX 4096                /* closed channels a pool still accepts dials for */
 
-/* BYE: the peer closes its endpoint. MISMATCH: the peer found that ranks run different
+/* Every frame names its channel: the communicator whose endpoints exchange it, since one
+ * connection between two processes carries all of them.
+ * BYE: the peer closes its endpoint. MISMATCH: the peer found that ranks run different
  * operations under one tag; its payload is the message naming both, and it fails this endpoint.
  * DOWN (lazy endpoints): the peer lost rank aux (its process gone); the payload says how. */
 enum { TCP_EAGER = 1, TCP_RTS, TCP_CTS, TCP_DATA, TCP_BYE, TCP_MISMATCH, TCP_DOWN };
@@ -36,6 +40,7 @@ enum { TCP_EAGER = 1, TCP_RTS, TCP_CTS, TCP_DATA, TCP_BYE, TCP_MISMATCH, TCP_DOW
 typedef struct {
     uint32_t magic, seq, tag;
     uint8_t type;
+    uint64_t chan;        /* the channel: the communicator's, the same on every rank */
     uint64_t len;         /* payload bytes after the header */
     uint64_t id;          /* RTS, CTS: the sender's message id; DATA: the receiver's id */
     uint64_t aux;         /* RTS: message size; CTS: receiver's id (0: declined); DATA: offset */
@@ -47,16 +52,25 @@ void gcoll__tcp_hdr_unpack(const unsigned char *buf, gcoll__tcp_hdr_t *h);
 /* Checks a header that arrived from `peer` on a socket that expects sequence number `seq`
  * before any of its payload is read; on failure fills why and returns GCOLL_ERR_TRANSPORT. */
 gcoll_status_t gcoll__tcp_hdr_check(const gcoll__tcp_hdr_t *h, uint32_t seq, char *why, size_t len);
-void gcoll__tcp_hello_pack(unsigned char *buf, const unsigned char *secret, int rank, int index);
-/* Verifies a hello received by rank `me`: magic, secret, a rank below `below` other than me (me
- * where lower ranks connect to higher ones, the size where any may dial), an index below nsocks. */
-gcoll_status_t gcoll__tcp_hello_check(const unsigned char *buf, const unsigned char *secret, int me, int below,
-                                      int nsocks, int *rank, int *index, char *why, size_t len);
-void gcoll__tcp_ack_pack(unsigned char *buf, int rank);
-int gcoll__tcp_ack_ok(const unsigned char *buf, int rank);
-/* A hello declined because both ranks dialled each other at once: the lower rank's dial stands. */
-void gcoll__tcp_decline_pack(unsigned char *buf, int rank);
-int gcoll__tcp_declined(const unsigned char *buf, int rank);
+/* A process is known by its listening address, as a number (address << 16 | port, host order):
+ * what decides which of two processes dials (eager) or whose dial stands (both at once). */
+uint64_t gcoll__tcp_key(const struct sockaddr_in *a);
+/* A hello names the dialling process (its key), the socket index and the channel it dials for,
+ * whose secret it carries. */
+void gcoll__tcp_hello_pack(unsigned char *buf, const unsigned char *secret, uint64_t chan, uint64_t from, int index);
+/* Reads a hello's magic, channel, key and index (0 where it is no hello); the caller finds the
+ * channel's secret and calls hello_check. */
+int gcoll__tcp_hello_peek(const unsigned char *buf, uint64_t *chan, uint64_t *from);
+/* Verifies a hello received by the process of key `me` for a channel whose secret is `secret`:
+ * magic, secret, a key other than me and, where only lower keys dial (below: 1), below me, an
+ * index below nsocks. */
+gcoll_status_t gcoll__tcp_hello_check(const unsigned char *buf, const unsigned char *secret, uint64_t me, int below,
+                                      int nsocks, int *index, char *why, size_t len);
+void gcoll__tcp_ack_pack(unsigned char *buf, uint64_t key);
+int gcoll__tcp_ack_ok(const unsigned char *buf, uint64_t key);
+/* A hello declined because both processes dialled each other at once: the lower key's stands. */
+void gcoll__tcp_decline_pack(unsigned char *buf, uint64_t key);
+int gcoll__tcp_declined(const unsigned char *buf, uint64_t key);
 
 /* One send or receive, on its peer's list of requests in flight (in posting order). */
 enum { REQ_POSTED = 1, REQ_WAIT_UNEXP, REQ_EAGER_IN, REQ_RNDV_IN, REQ_EAGER_OUT, REQ_WAIT_CTS, REQ_DATA_OUT };
@@ -66,7 +80,8 @@ typedef struct tcp_frame {
     gcoll__tcp_hdr_t hdr;
     const char *data;     /* EAGER payload, written straight from the user's buffer */
     gcoll__tp_req_t *req; /* completed when written (EAGER); NULL for control frames */
-    int owned;            /* malloc'ed by the transport (a declining CTS): freed once taken */
+    int owned;            /* malloc'ed by the transport (a declining CTS, a notice with its text after it):
+                             freed once written */
     int prio;             /* its place in the queue: a message's operation's priority, CTS_PRIO, NOTICE_PRIO */
 } tcp_frame_t;
 /* A go-ahead matches no receive, so it may overtake queued messages (a sender waits on it); a
@@ -81,6 +96,7 @@ typedef struct tcp_stripe {
 } tcp_stripe_t;
 
 struct tcp_peer;
+struct tcp_link;
 typedef struct tcp_unexp tcp_unexp_t;
 
 struct gcoll__tp_req {
@@ -119,9 +135,11 @@ typedef struct {
 
 typedef struct tcp_sock {
     tcp_ev_t ev;
-    struct tcp_peer *peer;
+    struct tcp_link *link;
+    struct tcp_peer *rpeer; /* the endpoint's peer the frame being read is for (NULL: discarded) */
     int index, rd_ready, wr_ready, eof;
     int dialing; /* our outgoing handshake for it is in flight */
+    int held;    /* a frame for an endpoint not yet routed waits at the head of rbuf */
     int hup;     /* epoll saw the peer's close: read to the end, a short read does not drain it */
     uint32_t rseq, wseq;
     /* input: header bytes and small payloads land in rbuf; large payloads go straight to dst */
@@ -147,12 +165,15 @@ typedef struct tcp_sock {
 /* Queues st on s behind the stripes of its message's priority and before lower ones'. */
 void gcoll__tcp_queue_stripe(tcp_sock_t *s, tcp_stripe_t *st);
 
+/* One rank of an endpoint: its requests and unexpected messages, over the connection (link) to
+ * its process, which the process's other endpoints share. */
 typedef struct tcp_peer {
-    int rank, nready, neof;
+    int rank;
     gcoll_status_t failed; /* GCOLL_SUCCESS, or what its requests end with: GCOLL_ERR_REMOTE when it died */
     int left;              /* said BYE: it closed its endpoint on purpose, so what waits on it times out */
-    tcp_sock_t *socks;
-    struct sockaddr_in addr;
+    struct gcoll__tp *tp;  /* the endpoint it belongs to */
+    struct tcp_link *link; /* its process's connection (NULL: this rank itself, or not yet routed) */
+    tcp_sock_t *socks;     /* the link's sockets (NULL: no link) */
     gcoll__tp_req_t *reqs, *reqs_tail;
     tcp_unexp_t *unexp, *unexp_tail;
     uint64_t next_sid, next_rid;     /* ids given so far: an id above them was never issued */
@@ -160,28 +181,82 @@ typedef struct tcp_peer {
     char notice[TCP_NOTICE_MAX + 1]; /* the text of a MISMATCH or DOWN frame arriving from it */
 } tcp_peer_t;
 
+/* The connection to one other process: GCOLL_TCP_NSOCKS sockets that carry the frames of every
+ * endpoint (channel) the two share. A link that fails is never used again: a later endpoint's
+ * route to that address gets a new one. */
+typedef struct tcp_link {
+    uint64_t key; /* the process's listening address (gcoll__tcp_key) */
+    struct sockaddr_in addr;
+    tcp_sock_t *socks;
+    int nready, neof;
+    int down;            /* its sockets failed or closed: every route over it has failed or left */
+    tcp_peer_t **routes; /* each endpoint's peer that is this process */
+    int nroutes, caproutes;
+} tcp_link_t;
+
 typedef struct tcp_pend tcp_pend_t; /* a connection whose handshake is not finished */
 
-struct gcoll__tp {
-    int rank, size, nsocks, epfd;
-    int lazy; /* GCOLL_TCP_CONNECT=lazy: a peer's sockets open when a request first names it */
+/* The process's connections: one listening socket, one epoll set and one link per peer process,
+ * shared by every endpoint (communicator) that reaches that process. Everything in it and in its
+ * endpoints is guarded by lock, which every entry of the table takes. */
+typedef struct tcp_pool {
+    pthread_mutex_t lock;
+    int refs; /* endpoints */
+    int nsocks, lazy;
+    int epfd;
     /* The sleeper: an epoll set holding epfd, readable while epfd has events. Waiting on it
      * takes no lock and consumes none of epfd's (edge-triggered) events. */
     int sleepfd;
     atomic_int leftover; /* the last progress pass left input or output for the next one */
     tcp_ev_t listen;
     struct sockaddr_in me;
-    unsigned char secret[TCP_SECRET_BYTES];
-    tcp_peer_t *peers;
+    uint64_t key;
+    struct gcoll__tp *eps; /* its endpoints, by tp->next */
+    tcp_link_t **links;    /* every link made, until the pool ends */
+    int nlinks, caplinks;
     tcp_pend_t *pend;
     int npend;
+    /* The channels of endpoints closed here, with their secrets: a peer may still dial for one
+     * (its hello waited in the backlog), and the connection then serves the others. The latest
+     * TCP_GONE_MAX. */
+    struct tcp_gone {
+        uint64_t chan;
+        unsigned char secret[TCP_SECRET_BYTES];
+    } * gone;
+    int ngone;
+    unsigned long rejected;   /* connections closed by the handshake check (tests read them) */
+    char last_rejection[160]; /* and why the last one was */
+} tcp_pool_t;
+
+struct gcoll__tp {
+    tcp_pool_t *pool;
+    struct gcoll__tp *next; /* the pool's next endpoint */
+    uint64_t chan;          /* its channel: drawn by rank 0 with the secret, the same on every rank */
+    int routed;             /* its peers have links: frames on its channel can be delivered */
+    int rank, size, nsocks;
+    int lazy; /* GCOLL_TCP_CONNECT=lazy: a link opens when a request first names its process */
+    unsigned char secret[TCP_SECRET_BYTES];
+    tcp_peer_t *peers;
     const gcoll__optab_t *optab; /* the communicator's operations by tag (NULL: unchecked) */
     /* once ranks were found running different operations under one tag, every request fails
      * with its why, whose start is also the MISMATCH frames' payload */
     gcoll__mismatch_t mm;
-    unsigned long rejected;   /* connections closed by the handshake check (tests read them) */
-    char last_rejection[160]; /* and why the last one was */
 };
+
+/* tcp_pool.c: the process's pool, made by its first endpoint (listening on addr, that endpoint's
+ * choice) and freed with its last; joining it registers the endpoint's channel, leaving
+ * unregisters it and its routes. Called under no lock. */
+gcoll_status_t gcoll__tcp_pool_join(gcoll__tp_t *tp, const struct in_addr *addr);
+void gcoll__tcp_pool_leave(gcoll__tp_t *tp);
+/* The live link to the process at addr, made (unconnected) if there is none. NULL: no memory. */
+tcp_link_t *gcoll__tcp_link_get(tcp_pool_t *pool, const struct sockaddr_in *addr);
+/* Routes p over link; the endpoint whose channel is chan (NULL: none); the peer of tp's endpoint
+ * whose process is link (NULL: none). */
+gcoll_status_t gcoll__tcp_route_add(tcp_link_t *link, tcp_peer_t *p);
+gcoll__tp_t *gcoll__tcp_endpoint(tcp_pool_t *pool, uint64_t chan);
+/* The secret of channel chan, of an endpoint open or closed here (NULL: never had it). */
+const unsigned char *gcoll__tcp_chan_secret(tcp_pool_t *pool, uint64_t chan);
+tcp_peer_t *gcoll__tcp_route(tcp_link_t *link, const gcoll__tp_t *tp);
 
 /* tcp_if.c: picks the interface (collective over boot->comm) and fills tp->me's address. */
 gcoll_status_t gcoll__tcp_choose_if(const gcoll__bootstrap_t *boot, struct in_addr *addr);
@@ -196,17 +271,19 @@ int gcoll__tcp_list_ifaces(gcoll__tcp_iface_t *out, int cap);
  * GCOLL_TCP_IFNAME honoured), and why; an error naming the variable when it matches nothing. */
 gcoll_status_t gcoll__tcp_probe(gcoll__tcp_iface_t *pick, char *why, size_t len);
 /* tcp_conn.c */
-gcoll_status_t gcoll__tcp_listen(gcoll__tp_t *tp);
+gcoll_status_t gcoll__tcp_listen(tcp_pool_t *pool);
+/* Routes the endpoint's peers over their processes' links (all_addrs: every rank's listening
+ * address); eager endpoints then wait for every link to be up. Takes the pool's lock itself. */
 gcoll_status_t gcoll__tcp_connect_all(gcoll__tp_t *tp, const void *all_addrs);
-/* Lazy endpoints: dials peer's sockets not open nor being opened (either rank may dial; when both
- * do at once, the lower rank's connection stands). A peer that cannot be reached fails
- * (GCOLL_ERR_REMOTE), as one whose connection broke. */
+/* Lazy endpoints: dials the sockets of peer's link not open nor being opened (either process may
+ * dial; when both do at once, the lower key's connection stands). A process that cannot be
+ * reached fails its link (GCOLL_ERR_REMOTE), as one whose connection broke. */
 void gcoll__tcp_reach(gcoll__tp_t *tp, int peer);
-void gcoll__tcp_accept(gcoll__tp_t *tp);
-gcoll_status_t gcoll__tcp_pend_event(gcoll__tp_t *tp, tcp_pend_t *p, unsigned events);
-void gcoll__tcp_pend_expire(gcoll__tp_t *tp);
-void gcoll__tcp_pend_free_all(gcoll__tp_t *tp);
-void gcoll__tcp_sock_close(gcoll__tp_t *tp, tcp_sock_t *s);
+void gcoll__tcp_accept(tcp_pool_t *pool);
+void gcoll__tcp_pend_event(tcp_pool_t *pool, tcp_pend_t *p, unsigned events);
+void gcoll__tcp_pend_expire(tcp_pool_t *pool);
+void gcoll__tcp_pend_free_all(tcp_pool_t *pool);
+void gcoll__tcp_sock_close(tcp_pool_t *pool, tcp_sock_t *s);
 double gcoll__tcp_now(void);
 
 /* tcp_req.c: a request to peer, linked last among its requests; unlinking one. */
@@ -219,15 +296,25 @@ void gcoll__tcp_complete(gcoll__tp_req_t *r, gcoll_status_t st, const char *fmt,
     __attribute__((format(printf, 3, 4)));
 void gcoll__tcp_unexp_unlink(tcp_peer_t *p, tcp_unexp_t *u);
 void gcoll__tcp_unexp_free(tcp_unexp_t *u);
-/* Drops everything a socket holds; the requests it served are failed by the caller. */
-void gcoll__tcp_sock_reset(gcoll__tp_t *tp, tcp_sock_t *s);
-/* The peer is gone (GCOLL_ERR_REMOTE) or broke the protocol: its sockets close and what waits
- * on it fails with status and the message (logged as a warning where warn is set). */
+/* A control frame of the transport's own (owned) carrying a copy of text (len bytes). */
+tcp_frame_t *gcoll__tcp_notice_frame(int type, uint64_t aux, const char *text, size_t len, int prio);
+/* Drops everything a socket holds and closes it; the requests it served are failed by the caller. */
+void gcoll__tcp_sock_reset(tcp_pool_t *pool, tcp_sock_t *s);
+/* One endpoint's peer failed (GCOLL_ERR_REMOTE: its process is gone) or broke the endpoint's
+ * protocol: what waits on it fails with status and the message (logged as a warning where warn
+ * is set). The link stays: other endpoints' traffic on it is whole. */
 void gcoll__tcp_fail_peer(gcoll__tp_t *tp, tcp_peer_t *p, gcoll_status_t status, int warn, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* The link is lost or its stream broken: its sockets close and every endpoint's peer over it
+ * fails with status and "tcp: rank R <what>" (R: its rank there), but for those that said BYE. */
+void gcoll__tcp_fail_link(tcp_pool_t *pool, tcp_link_t *l, gcoll_status_t status, int warn, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 /* Socket s reached end of file or failed (err, naming what it was doing). */
-void gcoll__tcp_sock_gone(gcoll__tp_t *tp, tcp_sock_t *s, const char *doing, int err);
-void gcoll__tcp_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r); /* the table's cancel */
+void gcoll__tcp_sock_gone(tcp_pool_t *pool, tcp_sock_t *s, const char *doing, int err);
+void gcoll__tcp_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r); /* the table's cancel, lock held */
+/* The endpoint closes (lock held): a goodbye on each link, its requests abandoned, its
+ * unexpected messages freed, and nothing on the links points into it any more. */
+void gcoll__tcp_ep_drop(gcoll__tp_t *tp);
 /* Mismatch detection (mismatch.h): a message from p under tag whose descriptor (theirs) did not
  * agree; the table's mismatch hook; a MISMATCH frame of len bytes has arrived in p->notice. */
 void gcoll__tcp_found_mismatch(gcoll__tp_t *tp, tcp_peer_t *p, uint32_t tag, const gcoll__opdesc_t *theirs);
@@ -236,25 +323,28 @@ void gcoll__tcp_notice_arrived(gcoll__tp_t *tp, tcp_peer_t *p, size_t len);
 /* A DOWN frame of len bytes from p, about rank dead, has arrived in p->notice. */
 void gcoll__tcp_down_arrived(gcoll__tp_t *tp, tcp_peer_t *p, uint64_t dead, size_t len);
 
-/* tcp_send.c: the table's isend and isend_prio; queueing a control frame on p's socket 0; the
- * stream of a rendezvous message once the receiver's CTS (its id rid) came; writing frames
- * until the socket's buffer is full or nothing is left. */
+/* tcp_send.c: the table's isend and isend_prio; queueing a control frame on socket 0 of p's
+ * link, marked with p's channel; the stream of a rendezvous message once the receiver's CTS
+ * (its id rid) came; writing frames until the socket's buffer is full or nothing is left. */
 gcoll_status_t gcoll__tcp_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes,
                                 gcoll__tp_req_t **out);
 gcoll_status_t gcoll__tcp_isend_prio(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes, int prio,
                                      gcoll__tp_req_t **out);
-void gcoll__tcp_send_ctrl(gcoll__tp_t *tp, tcp_peer_t *p, tcp_frame_t *f);
+void gcoll__tcp_send_ctrl(tcp_peer_t *p, tcp_frame_t *f);
 void gcoll__tcp_start_stream(gcoll__tp_t *tp, gcoll__tp_req_t *r, uint64_t rid);
-void gcoll__tcp_sock_write(gcoll__tp_t *tp, tcp_sock_t *s);
+void gcoll__tcp_sock_write(tcp_pool_t *pool, tcp_sock_t *s);
 
-/* tcp_recv.c: the table's irecv; reading a socket until it runs dry. */
+/* tcp_recv.c: the table's irecv; reading a socket until it runs dry (or until a frame for an
+ * endpoint not yet routed waits at its head). */
 gcoll_status_t gcoll__tcp_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
                                 gcoll__tp_req_t **out);
-void gcoll__tcp_sock_read(gcoll__tp_t *tp, tcp_sock_t *s);
+void gcoll__tcp_sock_read(tcp_pool_t *pool, tcp_sock_t *s);
 
 /* tcp_progress.c: waits up to timeout_ms for events and notes them (sockets) or handles them
- * (handshakes); the table's test, wait, dead_peer and check. */
-gcoll_status_t gcoll__tcp_poll(gcoll__tp_t *tp, int timeout_ms);
+ * (handshakes); a pass over every link of the pool; the table's test, wait, dead_peer and check
+ * (lock held, but for wait). */
+gcoll_status_t gcoll__tcp_poll(tcp_pool_t *pool, int timeout_ms);
+gcoll_status_t gcoll__tcp_progress(tcp_pool_t *pool);
 gcoll_status_t gcoll__tcp_test(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done);
 gcoll_status_t gcoll__tcp_wait(gcoll__tp_t *tp, long usec);
 int gcoll__tcp_dead_peer(gcoll__tp_t *tp, char *why, size_t len);

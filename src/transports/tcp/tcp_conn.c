@@ -1,11 +1,11 @@
 /* The TCP transport's connections: the listening socket, socket options, and the handshake.
- * GCOLL_TCP_NSOCKS sockets per pair: eager endpoints open them all at creation, lower ranks
- * connecting to higher ones; lazy ones when a request first names the peer, either rank dialling
- * (when both do at once the lower rank's connection stands and the other is declined). Each
- * connection opens with a hello (the job's 128-bit secret, the connecting rank, the socket index)
- * that the acceptor checks before the socket joins the job. Anything else that connects (a wrong
- * secret, garbage, a duplicate, a close or a stall before the hello ends) is closed, counted and
- * logged. */
+ * GCOLL_TCP_NSOCKS sockets per pair of processes (a link, shared by their endpoints): eager
+ * endpoints open those their links lack at creation, the lower key dialling; lazy ones when a
+ * request first names the peer, either process dialling (when both do at once the lower key's
+ * connection stands and the other is declined). Each connection opens with a hello (the dialler's
+ * key, the socket index, the channel it dials for and that channel's 128-bit secret) that the
+ * acceptor checks before the socket joins the link. Anything else that connects (a wrong secret,
+ * garbage, a duplicate, a close or a stall before the hello ends) is closed, counted and logged. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/tcp.h>
@@ -28,9 +28,12 @@
 struct tcp_pend {
     tcp_ev_t ev;
     tcp_pend_t *next;
-    int outgoing;   /* we connected and wait for the ack; else we accepted and wait for a hello */
-    int connecting; /* outgoing: connect() has not completed */
-    int rank, index;
+    int outgoing;     /* we connected and wait for the ack; else we accepted and wait for a hello */
+    int connecting;   /* outgoing: connect() has not completed */
+    tcp_link_t *link; /* outgoing: the link dialled; incoming: known once the hello is read */
+    int index;
+    uint64_t chan;                          /* outgoing: the channel it dials for, */
+    unsigned char secret[TCP_SECRET_BYTES]; /* and that channel's secret */
     unsigned char in[TCP_HELLO_BYTES];
     size_t inlen, inoff;
     double deadline;
@@ -53,7 +56,7 @@ static void format_addr(const struct sockaddr_in *a, char *buf, size_t len)
 
 /* GCOLL_TCP_SNDBUF / GCOLL_TCP_RCVBUF (0: the kernel's autotuning); said once when the kernel
  * grants less. */
-static void set_buffers(int fd, int rank, int say)
+static void set_buffers(int fd, int say)
 {
     int opts[2] = {SO_SNDBUF, SO_RCVBUF};
     size_t sizes[2] = {gcoll__config.tcp_sndbuf, gcoll__config.tcp_rcvbuf};
@@ -66,8 +69,7 @@ static void set_buffers(int fd, int rank, int say)
         setsockopt(fd, SOL_SOCKET, opts[i], &want, sizeof(want));
         /* Linux reports twice what it grants, for its bookkeeping */
         if (say && getsockopt(fd, SOL_SOCKET, opts[i], &got, &len) == 0 && got / 2 < want)
-            GCOLL_LOG(GCOLL_LOG_INFO, "tcp: rank %d: the kernel caps %s at %d bytes; asked for %d", rank, names[i],
-                      got / 2, want);
+            GCOLL_LOG(GCOLL_LOG_INFO, "tcp: the kernel caps %s at %d bytes; asked for %d", names[i], got / 2, want);
     }
 }
 
@@ -76,53 +78,53 @@ static gcoll_status_t sys_error(const char *what, int err)
     return gcoll__error(GCOLL_ERR_SYSTEM, "tcp: %s failed: %s", what, strerror(err));
 }
 
-gcoll_status_t gcoll__tcp_listen(gcoll__tp_t *tp)
+gcoll_status_t gcoll__tcp_listen(tcp_pool_t *pool)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return sys_error("socket", errno);
-    tp->listen = (tcp_ev_t){EV_LISTEN, fd};
-    set_buffers(fd, tp->rank, 1); /* accepted sockets inherit them, window scaling included */
-    socklen_t len = sizeof(tp->me);
-    if (bind(fd, (struct sockaddr *)&tp->me, sizeof(tp->me)) != 0)
+    pool->listen = (tcp_ev_t){EV_LISTEN, fd};
+    set_buffers(fd, 1); /* accepted sockets inherit them, window scaling included */
+    socklen_t len = sizeof(pool->me);
+    if (bind(fd, (struct sockaddr *)&pool->me, sizeof(pool->me)) != 0)
         return sys_error("bind", errno);
     if (listen(fd, SOMAXCONN) != 0)
         return sys_error("listen", errno);
-    if (getsockname(fd, (struct sockaddr *)&tp->me, &len) != 0)
+    if (getsockname(fd, (struct sockaddr *)&pool->me, &len) != 0)
         return sys_error("getsockname", errno);
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &tp->listen};
-    if (epoll_ctl(tp->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &pool->listen};
+    if (epoll_ctl(pool->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
         return sys_error("epoll_ctl", errno);
     return GCOLL_SUCCESS;
 }
 
-static void pend_unlink(gcoll__tp_t *tp, tcp_pend_t *p)
+static void pend_unlink(tcp_pool_t *pool, tcp_pend_t *p)
 {
-    for (tcp_pend_t **q = &tp->pend; *q; q = &(*q)->next)
+    for (tcp_pend_t **q = &pool->pend; *q; q = &(*q)->next)
         if (*q == p) {
             *q = p->next;
-            tp->npend--;
+            pool->npend--;
             return;
         }
 }
 
 /* Ends handshake p: off the list, its socket closed. */
-static void pend_close(gcoll__tp_t *tp, tcp_pend_t *p)
+static void pend_close(tcp_pool_t *pool, tcp_pend_t *p)
 {
-    pend_unlink(tp, p);
+    pend_unlink(pool, p);
     close(p->ev.fd);
     free(p);
 }
 
-static void reject(gcoll__tp_t *tp, tcp_pend_t *p, const char *why)
+static void reject(tcp_pool_t *pool, tcp_pend_t *p, const char *why)
 {
-    GCOLL_LOG(GCOLL_LOG_WARN, "tcp: rank %d rejected a connection from %s: %s", tp->rank, p->remote, why);
-    tp->rejected++;
-    snprintf(tp->last_rejection, sizeof(tp->last_rejection), "%s", why);
-    pend_close(tp, p);
+    GCOLL_LOG(GCOLL_LOG_WARN, "tcp: rejected a connection from %s: %s", p->remote, why);
+    pool->rejected++;
+    snprintf(pool->last_rejection, sizeof(pool->last_rejection), "%s", why);
+    pend_close(pool, p);
 }
 
-static tcp_pend_t *pend_new(gcoll__tp_t *tp, int fd, int outgoing, const struct sockaddr_in *remote)
+static tcp_pend_t *pend_new(tcp_pool_t *pool, int fd, int outgoing, const struct sockaddr_in *remote)
 {
     tcp_pend_t *p = calloc(1, sizeof(*p));
     if (!p)
@@ -133,34 +135,36 @@ static tcp_pend_t *pend_new(gcoll__tp_t *tp, int fd, int outgoing, const struct 
     double wait = gcoll__config.timeout_s < HELLO_WAIT_MAX ? gcoll__config.timeout_s : HELLO_WAIT_MAX;
     p->deadline = gcoll__tcp_now() + wait;
     format_addr(remote, p->remote, sizeof(p->remote));
-    p->next = tp->pend;
-    tp->pend = p;
-    tp->npend++;
+    p->next = pool->pend;
+    pool->pend = p;
+    pool->npend++;
     return p;
 }
 
 /* The handshake is over: the socket carries frames from now on. */
-static gcoll_status_t install(gcoll__tp_t *tp, tcp_pend_t *p)
+static void install(tcp_pool_t *pool, tcp_pend_t *p)
 {
-    tcp_peer_t *peer = &tp->peers[p->rank];
-    tcp_sock_t *s = &peer->socks[p->index];
+    tcp_link_t *l = p->link;
+    tcp_sock_t *s = &l->socks[p->index];
     if (p->outgoing)
         s->dialing = 0;
     s->rbuf = malloc(TCP_RBUF_BYTES);
-    if (!s->rbuf)
-        return gcoll__error(GCOLL_ERR_NOMEM, "tcp: no memory for a receive buffer for rank %d", p->rank);
+    struct epoll_event ev = {.events = SOCK_EVENTS, .data.ptr = &s->ev};
+    if (!s->rbuf || epoll_ctl(pool->epfd, EPOLL_CTL_MOD, p->ev.fd, &ev) != 0) {
+        free(s->rbuf);
+        s->rbuf = NULL;
+        pend_close(pool, p);
+        gcoll__tcp_fail_link(pool, l, GCOLL_ERR_SYSTEM, 1, "could not be connected: no memory or epoll_ctl failed");
+        return;
+    }
     int one = 1;
     setsockopt(p->ev.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     s->ev = (tcp_ev_t){EV_SOCK, p->ev.fd};
     s->rd_ready = s->wr_ready = 1; /* bytes may already wait: no edge would announce them */
-    struct epoll_event ev = {.events = SOCK_EVENTS, .data.ptr = &s->ev};
-    if (epoll_ctl(tp->epfd, EPOLL_CTL_MOD, s->ev.fd, &ev) != 0)
-        return sys_error("epoll_ctl", errno);
-    peer->nready++;
-    GCOLL_LOG(GCOLL_LOG_DEBUG, "tcp: socket %d to rank %d ready (%s)", p->index, p->rank, p->remote);
-    pend_unlink(tp, p);
+    l->nready++;
+    GCOLL_LOG(GCOLL_LOG_DEBUG, "tcp: socket %d to %s ready", p->index, p->remote);
+    pend_unlink(pool, p);
     free(p);
-    return GCOLL_SUCCESS;
 }
 
 /* Reads what the handshake still needs; 1 when it is all here, 0 to wait, -1 on failure. */
@@ -183,135 +187,144 @@ static int read_in(tcp_pend_t *p, char *why, size_t len)
     return 1;
 }
 
-/* A lazy endpoint could not open a socket to peer: its endpoint listens no more. A crash and a
- * communicator freed on purpose look alike here (no connection carried a goodbye), and a crash
- * must fail what waits on the peer at once, so both fail it (GCOLL_ERR_REMOTE). */
-static void unreachable(gcoll__tp_t *tp, tcp_peer_t *peer)
-{
-    if (!peer->failed)
-        gcoll__tcp_fail_peer(tp, peer, GCOLL_ERR_REMOTE, 1,
-                             "%s: rank %d is not listening (did it exit or crash, or free the communicator?)",
-                             gcoll_last_error(), peer->rank);
-}
-
 /* Ends our handshake p quietly: declined, or no longer needed. */
-static void drop_dial(gcoll__tp_t *tp, tcp_pend_t *p)
+static void drop_dial(tcp_pool_t *pool, tcp_pend_t *p)
 {
-    tp->peers[p->rank].socks[p->index].dialing = 0;
-    pend_close(tp, p);
+    p->link->socks[p->index].dialing = 0;
+    pend_close(pool, p);
 }
 
-static gcoll_status_t outgoing_event(gcoll__tp_t *tp, tcp_pend_t *p, unsigned events)
+/* Our dial: 1 when the socket is installed or declined, 0 to wait, -1 (why) when it failed. */
+static int outgoing_event(tcp_pool_t *pool, tcp_pend_t *p, unsigned events, char *why, size_t len)
 {
-    char why[160];
+    tcp_link_t *l = p->link;
     if (p->connecting) {
         if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
-            return GCOLL_SUCCESS;
+            return 0;
         int err = 0;
-        socklen_t len = sizeof(err);
-        getsockopt(p->ev.fd, SOL_SOCKET, SO_ERROR, &err, &len);
-        if (err)
-            return gcoll__error(GCOLL_ERR_TRANSPORT, "tcp: connecting to rank %d at %s failed: %s", p->rank, p->remote,
-                                strerror(err));
+        socklen_t elen = sizeof(err);
+        getsockopt(p->ev.fd, SOL_SOCKET, SO_ERROR, &err, &elen);
+        if (err) {
+            snprintf(why, len, "connecting to it at %s failed: %s", p->remote, strerror(err));
+            return -1;
+        }
         p->connecting = 0;
         unsigned char hello[TCP_HELLO_BYTES];
-        gcoll__tcp_hello_pack(hello, tp->secret, tp->rank, p->index);
+        gcoll__tcp_hello_pack(hello, p->secret, p->chan, pool->key, p->index);
         /* a fresh connection's empty send buffer takes the whole hello */
-        if (send(p->ev.fd, hello, sizeof(hello), MSG_NOSIGNAL) != (ssize_t)sizeof(hello))
-            return gcoll__error(GCOLL_ERR_TRANSPORT, "tcp: sending the hello to rank %d at %s failed", p->rank,
-                                p->remote);
+        if (send(p->ev.fd, hello, sizeof(hello), MSG_NOSIGNAL) != (ssize_t)sizeof(hello)) {
+            snprintf(why, len, "sending the hello to %s failed", p->remote);
+            return -1;
+        }
     }
-    int got = read_in(p, why, sizeof(why));
-    if (got < 0)
-        return gcoll__error(GCOLL_ERR_TRANSPORT, "tcp: rank %d at %s refused socket %d: %s", p->rank, p->remote,
-                            p->index, why);
-    if (got == 0)
-        return GCOLL_SUCCESS;
-    if (tp->lazy && gcoll__tcp_declined(p->in, p->rank)) { /* its own dial to us stands */
-        drop_dial(tp, p);
-        return GCOLL_SUCCESS;
+    int got = read_in(p, why, len);
+    if (got <= 0)
+        return got;
+    if (pool->lazy && gcoll__tcp_declined(p->in, l->key)) { /* its own dial to us stands */
+        drop_dial(pool, p);
+        return 1;
     }
-    if (!gcoll__tcp_ack_ok(p->in, p->rank))
-        return gcoll__error(GCOLL_ERR_TRANSPORT,
-                            "tcp: %s answered socket %d's hello with something other "
-                            "than rank %d's acknowledgement",
-                            p->remote, p->index, p->rank);
-    return install(tp, p);
+    if (!gcoll__tcp_ack_ok(p->in, l->key)) {
+        snprintf(why, len, "%s answered socket %d's hello with something other than its acknowledgement", p->remote,
+                 p->index);
+        return -1;
+    }
+    install(pool, p);
+    return 1;
 }
 
-static gcoll_status_t incoming_event(gcoll__tp_t *tp, tcp_pend_t *p)
+static void incoming_event(tcp_pool_t *pool, tcp_pend_t *p)
 {
     char why[160];
     int got = read_in(p, why, sizeof(why));
     if (got == 0)
-        return GCOLL_SUCCESS;
-    if (got < 0 ||
-        gcoll__tcp_hello_check(p->in, tp->secret, tp->rank, tp->lazy ? tp->size : tp->rank, tp->nsocks, &p->rank,
-                               &p->index, why, sizeof(why)) != GCOLL_SUCCESS) {
-        reject(tp, p, why);
-        return GCOLL_SUCCESS;
+        return;
+    if (got < 0) {
+        reject(pool, p, why);
+        return;
     }
-    tcp_peer_t *peer = &tp->peers[p->rank];
-    tcp_sock_t *s = &peer->socks[p->index];
+    uint64_t chan, from;
+    int hello = gcoll__tcp_hello_peek(p->in, &chan, &from);
+    const unsigned char *secret = hello ? gcoll__tcp_chan_secret(pool, chan) : NULL;
+    if (hello && !secret) {
+        snprintf(why, sizeof(why), "no communicator here has channel %016llx", (unsigned long long)chan);
+        reject(pool, p, why);
+        return;
+    }
+    static const unsigned char none[TCP_SECRET_BYTES]; /* not a hello: the check names what is wrong */
+    if (gcoll__tcp_hello_check(p->in, secret ? secret : none, pool->key, !pool->lazy, pool->nsocks, &p->index, why,
+                               sizeof(why)) != GCOLL_SUCCESS) {
+        reject(pool, p, why);
+        return;
+    }
+    struct sockaddr_in addr = {
+        .sin_family = AF_INET, .sin_addr.s_addr = htonl((uint32_t)(from >> 16)), .sin_port = htons((uint16_t)from)};
+    tcp_link_t *l = gcoll__tcp_link_get(pool, &addr);
+    if (!l) {
+        reject(pool, p, "no memory for a link");
+        return;
+    }
+    p->link = l;
+    tcp_sock_t *s = &l->socks[p->index];
     unsigned char ack[TCP_ACK_BYTES];
-    if (tp->lazy && tp->rank < p->rank && !s->eof && !peer->failed && (s->ev.fd >= 0 || s->dialing)) {
+    if (pool->lazy && pool->key < from && !s->eof && (s->ev.fd >= 0 || s->dialing)) {
         /* we dialled it too: our connection stands, theirs ends with a decline */
-        GCOLL_LOG(GCOLL_LOG_DEBUG, "tcp: rank %d declines rank %d's socket %d: its own dial stands", tp->rank, p->rank,
-                  p->index);
-        gcoll__tcp_decline_pack(ack, tp->rank);
+        GCOLL_LOG(GCOLL_LOG_DEBUG, "tcp: declined %s's socket %d: our own dial stands", p->remote, p->index);
+        gcoll__tcp_decline_pack(ack, pool->key);
         if (send(p->ev.fd, ack, sizeof(ack), MSG_NOSIGNAL) != (ssize_t)sizeof(ack))
-            GCOLL_LOG(GCOLL_LOG_DEBUG, "tcp: rank %d: the decline to rank %d was not sent", tp->rank, p->rank);
-        pend_close(tp, p);
-        return GCOLL_SUCCESS;
+            GCOLL_LOG(GCOLL_LOG_DEBUG, "tcp: the decline to %s was not sent", p->remote);
+        pend_close(pool, p);
+        return;
     }
-    if (s->ev.fd >= 0 || s->eof || peer->failed) {
-        snprintf(why, sizeof(why), "rank %d's socket %d was connected already", p->rank, p->index);
-        reject(tp, p, why);
-        return GCOLL_SUCCESS;
+    if (s->ev.fd >= 0 || s->eof) {
+        snprintf(why, sizeof(why), "its socket %d was connected already", p->index);
+        reject(pool, p, why);
+        return;
     }
-    gcoll__tcp_ack_pack(ack, tp->rank);
+    gcoll__tcp_ack_pack(ack, pool->key);
     if (send(p->ev.fd, ack, sizeof(ack), MSG_NOSIGNAL) != (ssize_t)sizeof(ack)) {
-        reject(tp, p, "the acknowledgement could not be sent");
-        return GCOLL_SUCCESS;
+        reject(pool, p, "the acknowledgement could not be sent");
+        return;
     }
-    return install(tp, p);
+    install(pool, p);
 }
 
-gcoll_status_t gcoll__tcp_pend_event(gcoll__tp_t *tp, tcp_pend_t *p, unsigned events)
+void gcoll__tcp_pend_event(tcp_pool_t *pool, tcp_pend_t *p, unsigned events)
 {
-    if (!p->outgoing)
-        return incoming_event(tp, p);
-    gcoll_status_t st = outgoing_event(tp, p, events);
-    if (st == GCOLL_SUCCESS || !tp->lazy)
-        return st; /* eager: creation fails with it */
-    /* lazy: the peer is out of reach, unless its own dial to us has meanwhile taken the socket */
-    tcp_peer_t *peer = &tp->peers[p->rank];
-    int taken = peer->socks[p->index].ev.fd >= 0;
-    drop_dial(tp, p);
+    if (!p->outgoing) {
+        incoming_event(pool, p);
+        return;
+    }
+    char why[200];
+    if (outgoing_event(pool, p, events, why, sizeof(why)) >= 0)
+        return;
+    /* out of reach, unless its own dial to us has meanwhile taken the socket */
+    tcp_link_t *l = p->link;
+    int taken = l->socks[p->index].ev.fd >= 0;
+    drop_dial(pool, p);
     if (!taken)
-        unreachable(tp, peer);
-    return GCOLL_SUCCESS;
+        gcoll__tcp_fail_link(pool, l, GCOLL_ERR_REMOTE, 1, "is not listening (did it exit or crash?): %s", why);
 }
 
-void gcoll__tcp_accept(gcoll__tp_t *tp)
+void gcoll__tcp_accept(tcp_pool_t *pool)
 {
     for (;;) {
         struct sockaddr_in remote;
         socklen_t len = sizeof(remote);
-        int fd = accept4(tp->listen.fd, (struct sockaddr *)&remote, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd = accept4(pool->listen.fd, (struct sockaddr *)&remote, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-                GCOLL_LOG(GCOLL_LOG_WARN, "tcp: rank %d: accept failed: %s", tp->rank, strerror(errno));
+                GCOLL_LOG(GCOLL_LOG_WARN, "tcp: accept failed: %s", strerror(errno));
             if (errno != EINTR)
                 return;
             continue;
         }
-        tcp_pend_t *p = pend_new(tp, fd, 0, &remote);
+        tcp_pend_t *p = pend_new(pool, fd, 0, &remote);
         struct epoll_event ev = {.events = SOCK_EVENTS, .data.ptr = p};
-        if (!p || epoll_ctl(tp->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-            GCOLL_LOG(GCOLL_LOG_WARN, "tcp: rank %d dropped a connection: no memory or epoll_ctl failed", tp->rank);
+        if (!p || epoll_ctl(pool->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+            GCOLL_LOG(GCOLL_LOG_WARN, "tcp: dropped a connection: no memory or epoll_ctl failed");
             if (p) {
-                pend_unlink(tp, p);
+                pend_unlink(pool, p);
                 free(p);
             }
             close(fd);
@@ -319,105 +332,148 @@ void gcoll__tcp_accept(gcoll__tp_t *tp)
     }
 }
 
-void gcoll__tcp_pend_expire(gcoll__tp_t *tp)
+void gcoll__tcp_pend_expire(tcp_pool_t *pool)
 {
     double now = gcoll__tcp_now();
-    for (tcp_pend_t *p = tp->pend, *next; p; p = next) {
+    for (tcp_pend_t *p = pool->pend, *next; p; p = next) {
         next = p->next;
         if (!p->outgoing && now > p->deadline)
-            reject(tp, p, "no complete hello in time");
+            reject(pool, p, "no complete hello in time");
     }
 }
 
-void gcoll__tcp_pend_free_all(gcoll__tp_t *tp)
+void gcoll__tcp_pend_free_all(tcp_pool_t *pool)
 {
-    while (tp->pend)
-        pend_close(tp, tp->pend);
+    while (pool->pend)
+        pend_close(pool, pool->pend);
 }
 
-static gcoll_status_t dial(gcoll__tp_t *tp, int rank, int index)
+/* Opens socket index of link l for endpoint tp (its channel's credentials). */
+static gcoll_status_t dial(gcoll__tp_t *tp, tcp_link_t *l, int index)
 {
+    tcp_pool_t *pool = tp->pool;
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return sys_error("socket", errno);
-    set_buffers(fd, tp->rank, 0);
-    tcp_pend_t *p = pend_new(tp, fd, 1, &tp->peers[rank].addr);
+    set_buffers(fd, 0);
+    tcp_pend_t *p = pend_new(pool, fd, 1, &l->addr);
     if (!p) {
         close(fd);
-        return gcoll__error(GCOLL_ERR_NOMEM, "tcp: no memory for a connection to rank %d", rank);
+        return gcoll__error(GCOLL_ERR_NOMEM, "tcp: no memory for a connection");
     }
-    p->rank = rank;
+    p->link = l;
     p->index = index;
+    p->chan = tp->chan;
+    memcpy(p->secret, tp->secret, TCP_SECRET_BYTES);
     p->connecting = 1;
-    tp->peers[rank].socks[index].dialing = 1;
+    l->socks[index].dialing = 1;
     gcoll_status_t st = GCOLL_SUCCESS;
-    if (connect(fd, (struct sockaddr *)&tp->peers[rank].addr, sizeof(tp->peers[rank].addr)) != 0 &&
-        errno != EINPROGRESS)
-        st = gcoll__error(GCOLL_ERR_TRANSPORT, "tcp: connecting to rank %d at %s failed: %s", rank, p->remote,
-                          strerror(errno));
+    if (connect(fd, (struct sockaddr *)&l->addr, sizeof(l->addr)) != 0 && errno != EINPROGRESS)
+        st = gcoll__error(GCOLL_ERR_TRANSPORT, "connecting to it at %s failed: %s", p->remote, strerror(errno));
     /* added after connect: the edge that ADD reports covers a connect that completed at once */
     struct epoll_event ev = {.events = SOCK_EVENTS, .data.ptr = p};
-    if (st == GCOLL_SUCCESS && epoll_ctl(tp->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
+    if (st == GCOLL_SUCCESS && epoll_ctl(pool->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
         st = sys_error("epoll_ctl", errno);
     if (st != GCOLL_SUCCESS)
-        drop_dial(tp, p);
+        drop_dial(pool, p);
     return st;
+}
+
+/* Dials the link's sockets that are neither open nor being opened, for endpoint tp; a process out
+ * of reach fails its link. */
+static void dial_missing(gcoll__tp_t *tp, tcp_link_t *l)
+{
+    tcp_pool_t *pool = tp->pool;
+    for (int i = 0; i < pool->nsocks && !l->down; i++) {
+        tcp_sock_t *s = &l->socks[i];
+        if (s->ev.fd < 0 && !s->dialing && !s->eof && dial(tp, l, i) != GCOLL_SUCCESS)
+            gcoll__tcp_fail_link(pool, l, GCOLL_ERR_REMOTE, 1, "is not listening (did it exit or crash?): %s",
+                                 gcoll_last_error());
+    }
 }
 
 void gcoll__tcp_reach(gcoll__tp_t *tp, int peer)
 {
     tcp_peer_t *p = &tp->peers[peer];
-    for (int i = 0; tp->lazy && peer != tp->rank && i < tp->nsocks && !p->failed && !p->left; i++) {
-        tcp_sock_t *s = &p->socks[i];
-        if (s->ev.fd < 0 && !s->dialing && !s->eof && dial(tp, peer, i) != GCOLL_SUCCESS)
-            unreachable(tp, p);
-    }
+    if (tp->lazy && p->link && !p->failed && !p->left)
+        dial_missing(tp, p->link);
 }
 
-/* Names the ranks whose sockets are not all connected, e.g. "1, 3". */
+/* Names the ranks whose links are not all connected, e.g. "1, 3". */
 static void missing_ranks(gcoll__tp_t *tp, char *buf, size_t len)
 {
     buf[0] = '\0';
     for (int q = 0; q < tp->size; q++)
-        if (q != tp->rank && tp->peers[q].nready < tp->nsocks)
+        if (q != tp->rank && tp->peers[q].link->nready < tp->nsocks)
             snprintf(buf + strlen(buf), len - strlen(buf), "%s%d", buf[0] ? ", " : "", q);
+}
+
+/* Every rank's link, found or made; its route to this endpoint. */
+static gcoll_status_t route_all(gcoll__tp_t *tp, const unsigned char *a)
+{
+    for (int q = 0; q < tp->size; q++) {
+        if (q == tp->rank)
+            continue;
+        struct sockaddr_in addr = {.sin_family = AF_INET};
+        memcpy(&addr.sin_addr.s_addr, a + 6 * q, 4); /* both already in network order */
+        memcpy(&addr.sin_port, a + 6 * q + 4, 2);
+        if (gcoll__tcp_key(&addr) == tp->pool->key)
+            return gcoll__error(GCOLL_ERR_INVALID_USAGE,
+                                "tcp: rank %d has this process's address: one process "
+                                "may be only one rank of a communicator",
+                                q);
+        tcp_link_t *l = gcoll__tcp_link_get(tp->pool, &addr);
+        if (!l)
+            return gcoll__error(GCOLL_ERR_NOMEM, "tcp: no memory for a link to rank %d", q);
+        GCOLL_CHECK(gcoll__tcp_route_add(l, &tp->peers[q]));
+    }
+    tp->routed = 1;
+    return GCOLL_SUCCESS;
 }
 
 gcoll_status_t gcoll__tcp_connect_all(gcoll__tp_t *tp, const void *all_addrs)
 {
-    const unsigned char *a = all_addrs;
-    for (int q = 0; q < tp->size; q++) {
-        tcp_peer_t *peer = &tp->peers[q];
-        peer->addr.sin_family = AF_INET;
-        memcpy(&peer->addr.sin_addr.s_addr, a + 6 * q, 4); /* both already in network order */
-        memcpy(&peer->addr.sin_port, a + 6 * q + 4, 2);
+    tcp_pool_t *pool = tp->pool;
+    pthread_mutex_lock(&pool->lock);
+    gcoll_status_t st = route_all(tp, all_addrs);
+    for (int q = 0; st == GCOLL_SUCCESS && !tp->lazy && q < tp->size; q++) {
+        tcp_link_t *l = tp->peers[q].link;
+        if (l && l->key > pool->key)
+            dial_missing(tp, l);
+        if (tp->peers[q].failed)
+            st = gcoll__error(tp->peers[q].failed, "%s", tp->peers[q].why);
     }
-    if (tp->lazy)
-        return GCOLL_SUCCESS; /* each peer when a request first names it (gcoll__tcp_reach) */
-    for (int q = tp->rank + 1; q < tp->size; q++)
-        for (int i = 0; i < tp->nsocks; i++)
-            GCOLL_CHECK(dial(tp, q, i));
+    pthread_mutex_unlock(&pool->lock);
+    if (st != GCOLL_SUCCESS || tp->lazy)
+        return st; /* lazy: each link when a request first names it (gcoll__tcp_reach) */
     double deadline = gcoll__tcp_now() + gcoll__config.timeout_s;
     for (;;) {
         char missing[256];
+        pthread_mutex_lock(&pool->lock);
         missing_ranks(tp, missing, sizeof(missing));
-        if (!missing[0])
-            return GCOLL_SUCCESS;
-        if (gcoll__tcp_now() > deadline)
-            return gcoll__error(GCOLL_ERR_TIMEOUT,
-                                "tcp: rank %d: no connection with rank(s) %s within %g s "
-                                "(GCOLL_TIMEOUT)",
-                                tp->rank, missing, gcoll__config.timeout_s);
-        GCOLL_CHECK(gcoll__tcp_poll(tp, 100));
-        gcoll__tcp_pend_expire(tp);
+        for (int q = 0; missing[0] && st == GCOLL_SUCCESS && q < tp->size; q++)
+            if (tp->peers[q].failed)
+                st = gcoll__error(tp->peers[q].failed, "%s", tp->peers[q].why);
+        if (missing[0] && st == GCOLL_SUCCESS && gcoll__tcp_now() > deadline)
+            st = gcoll__error(GCOLL_ERR_TIMEOUT,
+                              "tcp: rank %d: no connection with rank(s) %s within %g s "
+                              "(GCOLL_TIMEOUT)",
+                              tp->rank, missing, gcoll__config.timeout_s);
+        if (missing[0] && st == GCOLL_SUCCESS)
+            st = gcoll__tcp_poll(pool, 10);
+        if (st == GCOLL_SUCCESS)
+            gcoll__tcp_pend_expire(pool);
+        pthread_mutex_unlock(&pool->lock);
+        if (!missing[0] || st != GCOLL_SUCCESS)
+            return st;
     }
 }
 
-void gcoll__tcp_sock_close(gcoll__tp_t *tp, tcp_sock_t *s)
+void gcoll__tcp_sock_close(tcp_pool_t *pool, tcp_sock_t *s)
 {
     if (s->ev.fd < 0)
         return;
-    epoll_ctl(tp->epfd, EPOLL_CTL_DEL, s->ev.fd, NULL);
+    epoll_ctl(pool->epfd, EPOLL_CTL_DEL, s->ev.fd, NULL);
     close(s->ev.fd);
     s->ev.fd = -1;
     s->rd_ready = s->wr_ready = 0;

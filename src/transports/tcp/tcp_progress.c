@@ -1,6 +1,7 @@
-/* The TCP transport's progress: a pass notes epoll's events (or finishes handshakes), then
- * reads and writes what every socket allows; test runs one and reports its request, wait sleeps
- * until a socket moves, and dead_peer and check run one for news of a dead peer or a mismatch. */
+/* The TCP transport's progress: a pass over the process's pool notes epoll's events (or finishes
+ * handshakes), then reads and writes what every link's sockets allow, for whichever endpoint;
+ * test runs one and reports its request, wait sleeps until a socket moves, and dead_peer and
+ * check run one for news of a dead peer or a mismatch. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,19 +11,19 @@
 #include "base/error.h"
 #include "transports/tcp/tcp.h"
 
-gcoll_status_t gcoll__tcp_poll(gcoll__tp_t *tp, int timeout_ms)
+gcoll_status_t gcoll__tcp_poll(tcp_pool_t *pool, int timeout_ms)
 {
     struct epoll_event evs[64];
-    int n = epoll_wait(tp->epfd, evs, 64, timeout_ms);
+    int n = epoll_wait(pool->epfd, evs, 64, timeout_ms);
     if (n < 0 && errno != EINTR)
         return gcoll__error(GCOLL_ERR_SYSTEM, "tcp: epoll_wait failed: %s", strerror(errno));
     for (int i = 0; i < n; i++) {
         tcp_ev_t *e = evs[i].data.ptr;
         unsigned ev = evs[i].events;
         if (e->kind == EV_LISTEN) {
-            gcoll__tcp_accept(tp);
+            gcoll__tcp_accept(pool);
         } else if (e->kind == EV_PEND) {
-            GCOLL_CHECK(gcoll__tcp_pend_event(tp, (tcp_pend_t *)e, ev));
+            gcoll__tcp_pend_event(pool, (tcp_pend_t *)e, ev);
         } else {
             tcp_sock_t *s = (tcp_sock_t *)e;
             s->rd_ready |= (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
@@ -35,35 +36,35 @@ gcoll_status_t gcoll__tcp_poll(gcoll__tp_t *tp, int timeout_ms)
 
 /* Reads and writes what the sockets allow; notes whether any was left (sockets are
  * edge-triggered: what is left raises no new event, so wait must not sleep on it). */
-static gcoll_status_t progress(gcoll__tp_t *tp)
+gcoll_status_t gcoll__tcp_progress(tcp_pool_t *pool)
 {
-    GCOLL_CHECK(gcoll__tcp_poll(tp, 0));
-    if (tp->npend)
-        gcoll__tcp_pend_expire(tp);
+    GCOLL_CHECK(gcoll__tcp_poll(pool, 0));
+    if (pool->npend)
+        gcoll__tcp_pend_expire(pool);
     int left = 0;
-    for (int q = 0; q < tp->size; q++) {
-        tcp_peer_t *p = &tp->peers[q];
-        for (int i = 0; i < tp->nsocks && !p->failed; i++) {
-            tcp_sock_t *s = &p->socks[i];
-            if (s->rd_ready)
-                gcoll__tcp_sock_read(tp, s);
+    for (int k = 0; k < pool->nlinks; k++) {
+        tcp_link_t *l = pool->links[k];
+        for (int i = 0; i < pool->nsocks && !l->down; i++) {
+            tcp_sock_t *s = &l->socks[i];
+            if (s->rd_ready || s->held)
+                gcoll__tcp_sock_read(pool, s);
             if (s->wr_ready && (s->busy || s->ctrl || s->data))
-                gcoll__tcp_sock_write(tp, s);
-            left |= s->rd_ready || (s->wr_ready && (s->busy || s->ctrl || s->data));
+                gcoll__tcp_sock_write(pool, s);
+            left |= s->rd_ready || s->held || (s->wr_ready && (s->busy || s->ctrl || s->data));
         }
     }
-    atomic_store_explicit(&tp->leftover, left, memory_order_relaxed);
+    atomic_store_explicit(&pool->leftover, left, memory_order_relaxed);
     return GCOLL_SUCCESS;
 }
 
-/* Called without the context lock: touches nothing that a progress pass changes. epoll counts
+/* Called without the pool's lock: touches nothing that a progress pass changes. epoll counts
  * in milliseconds: round up, so a short wait still sleeps rather than spins. */
 gcoll_status_t gcoll__tcp_wait(gcoll__tp_t *tp, long usec)
 {
     struct epoll_event ev;
-    if (atomic_load_explicit(&tp->leftover, memory_order_relaxed))
+    if (atomic_load_explicit(&tp->pool->leftover, memory_order_relaxed))
         return GCOLL_SUCCESS;
-    if (epoll_wait(tp->sleepfd, &ev, 1, (int)((usec + 999) / 1000)) < 0 && errno != EINTR)
+    if (epoll_wait(tp->pool->sleepfd, &ev, 1, (int)((usec + 999) / 1000)) < 0 && errno != EINTR)
         return gcoll__error(GCOLL_ERR_SYSTEM, "tcp: epoll_wait failed: %s", strerror(errno));
     return GCOLL_SUCCESS;
 }
@@ -72,7 +73,7 @@ gcoll_status_t gcoll__tcp_wait(gcoll__tp_t *tp, long usec)
  * operation stalls, which may be waiting on other peers or another transport). */
 int gcoll__tcp_dead_peer(gcoll__tp_t *tp, char *why, size_t len)
 {
-    if (progress(tp) != GCOLL_SUCCESS)
+    if (gcoll__tcp_progress(tp->pool) != GCOLL_SUCCESS)
         return -1; /* epoll failing is no news of a peer; the operation's own test reports it */
     for (int q = 0; q < tp->size; q++)
         if (tp->peers[q].failed == GCOLL_ERR_REMOTE) {
@@ -84,13 +85,13 @@ int gcoll__tcp_dead_peer(gcoll__tp_t *tp, char *why, size_t len)
 
 gcoll_status_t gcoll__tcp_check(gcoll__tp_t *tp)
 {
-    GCOLL_CHECK(progress(tp));
+    GCOLL_CHECK(gcoll__tcp_progress(tp->pool));
     return tp->mm.status ? gcoll__mismatch_error(&tp->mm) : GCOLL_SUCCESS;
 }
 
 gcoll_status_t gcoll__tcp_test(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done)
 {
-    gcoll_status_t st = r->done ? GCOLL_SUCCESS : progress(tp);
+    gcoll_status_t st = r->done ? GCOLL_SUCCESS : gcoll__tcp_progress(tp->pool);
     *done = r->done || st != GCOLL_SUCCESS;
     if (st != GCOLL_SUCCESS) { /* the endpoint failed under it: an error frees it too */
         gcoll__tcp_cancel(tp, r);

@@ -1,7 +1,8 @@
 /* The TCP transport's receive path: irecv matches a posted receive against the messages that
- * arrived before it, and each socket reads frames as they come: a checked header first, then
- * its payload, straight into the receive's buffer where one waits, else into an unexpected
- * message. Matching happens only on socket 0's frames, so per-tag order holds. */
+ * arrived before it, and each socket reads frames as they come: a checked header first, whose
+ * channel names the endpoint it is for, then its payload, straight into the receive's buffer
+ * where one waits, else into an unexpected message. Matching happens only on socket 0's frames,
+ * so per-tag order holds. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,11 +17,10 @@
 
 #define DIRECT_MIN 4096 /* payload still due beyond this is read straight into place */
 
-static void protocol_error(gcoll__tp_t *tp, tcp_sock_t *s, const char *what)
+static void protocol_error(tcp_pool_t *pool, tcp_sock_t *s, const char *what)
 {
-    gcoll__tcp_fail_peer(tp, s->peer, GCOLL_ERR_TRANSPORT, 1,
-                         "tcp: rank %d broke the protocol on socket %d: %s; connection closed", s->peer->rank, s->index,
-                         what);
+    gcoll__tcp_fail_link(pool, s->link, GCOLL_ERR_TRANSPORT, 1,
+                         "broke the protocol on socket %d: %s; connection closed", s->index, what);
 }
 
 static gcoll__tp_req_t *match_posted(tcp_peer_t *p, uint32_t tag)
@@ -50,13 +50,13 @@ static void accept_rts(gcoll__tp_t *tp, gcoll__tp_req_t *r, size_t bytes, uint64
             return;
         }
         *f = (tcp_frame_t){.hdr = {.type = TCP_CTS, .id = sid, .aux = 0}, .owned = 1, .prio = TCP_CTS_PRIO};
-        gcoll__tcp_send_ctrl(tp, p, f);
+        gcoll__tcp_send_ctrl(p, f);
         return;
     }
     r->state = REQ_RNDV_IN;
     r->id = ++p->next_rid;
     r->frame = (tcp_frame_t){.hdr = {.type = TCP_CTS, .id = sid, .aux = r->id}, .prio = TCP_CTS_PRIO};
-    gcoll__tcp_send_ctrl(tp, p, &r->frame);
+    gcoll__tcp_send_ctrl(p, &r->frame);
 }
 
 /* Hands a complete unexpected eager message to r, and forgets it. */
@@ -142,19 +142,44 @@ static gcoll__tp_req_t *find_by_id(tcp_peer_t *p, int is_recv, int state, uint64
     return NULL;
 }
 
-/* Acts on a checked header: decides where its payload goes (s->dst; NULL discards it). */
-static void dispatch(gcoll__tp_t *tp, tcp_sock_t *s)
+/* The endpoint's peer a frame on s for channel chan is for: NULL when no endpoint has the channel
+ * (one closed here: the frame is dropped). *wait: the endpoint is not routed yet (it is between
+ * joining the pool and learning its peers' addresses), so the frame waits. */
+static tcp_peer_t *route_of(tcp_pool_t *pool, tcp_sock_t *s, uint64_t chan, int *wait, char *what, size_t len)
 {
-    tcp_peer_t *p = s->peer;
+    *wait = 0;
+    if (s->rpeer && s->rpeer->tp->chan == chan)
+        return s->rpeer;
+    gcoll__tp_t *tp = gcoll__tcp_endpoint(pool, chan);
+    if (!tp)
+        return NULL;
+    tcp_peer_t *p = gcoll__tcp_route(s->link, tp);
+    if (!p && tp->routed)
+        snprintf(what, len, "a frame for channel %016llx, a communicator it is not a member of",
+                 (unsigned long long)chan);
+    *wait = !p && !tp->routed;
+    return p;
+}
+
+/* Acts on a checked header: decides where its payload goes (s->dst; NULL discards it). */
+static void dispatch(tcp_pool_t *pool, tcp_sock_t *s)
+{
+    tcp_peer_t *p = s->rpeer;
     const gcoll__tcp_hdr_t *h = &s->hdr;
     char what[160];
     gcoll__tp_req_t *r;
     s->dst = NULL;
     if ((h->type == TCP_EAGER || h->type == TCP_RTS || h->type == TCP_BYE || h->type == TCP_DOWN) && s->index != 0) {
         snprintf(what, sizeof(what), "a message header on a data-only socket");
-        protocol_error(tp, s, what);
+        protocol_error(pool, s, what);
         return;
     }
+    if (!p) { /* for an endpoint closed here: dropped */
+        s->need = h->len;
+        s->in_payload = 1;
+        return;
+    }
+    gcoll__tp_t *tp = p->tp;
     if ((h->type == TCP_EAGER || h->type == TCP_RTS) && !tp->mm.status &&
         !gcoll__mismatch_agree(tp->optab, h->tag, &h->desc)) {
         gcoll__tcp_found_mismatch(tp, p, h->tag, &h->desc);
@@ -179,8 +204,9 @@ static void dispatch(gcoll__tp_t *tp, tcp_sock_t *s)
         } else if ((s->dst_unexp = stash(p, h))) {
             s->dst = s->dst_unexp->data;
         } else {
-            gcoll__tcp_fail_peer(tp, p, GCOLL_ERR_TRANSPORT, 1, "tcp: no memory for an unexpected message from rank %d",
-                                 p->rank);
+            gcoll__tcp_fail_link(pool, s->link, GCOLL_ERR_TRANSPORT, 1,
+                                 "could not be received from: no memory for "
+                                 "an unexpected message");
             return;
         }
         break;
@@ -189,7 +215,7 @@ static void dispatch(gcoll__tp_t *tp, tcp_sock_t *s)
             accept_rts(tp, r, h->aux, h->id);
         else if (!stash(p, h))
             gcoll__tcp_fail_peer(tp, p, GCOLL_ERR_TRANSPORT, 1, "tcp: no memory for an unexpected message from rank %d",
-                                 p->rank);
+                                 p->rank); /* an offer: nothing of it is left on the stream */
         return;
     case TCP_CTS:
         if ((r = find_by_id(p, 0, REQ_WAIT_CTS, h->id))) {
@@ -202,7 +228,7 @@ static void dispatch(gcoll__tp_t *tp, tcp_sock_t *s)
                 gcoll__tcp_start_stream(tp, r, h->aux);
         } else if (h->id == 0 || h->id > p->next_sid) {
             snprintf(what, sizeof(what), "clear-to-send for message id %llu, never offered", (unsigned long long)h->id);
-            protocol_error(tp, s, what);
+            protocol_error(pool, s, what);
         }
         return; /* a known id whose send was abandoned: nothing to do */
     case TCP_BYE:
@@ -214,14 +240,14 @@ static void dispatch(gcoll__tp_t *tp, tcp_sock_t *s)
             if (h->aux > r->bytes || h->len > r->bytes - h->aux || h->len > r->left) {
                 snprintf(what, sizeof(what), "data for bytes %llu..%llu of a %zu-byte message with %zu bytes due",
                          (unsigned long long)h->aux, (unsigned long long)(h->aux + h->len), r->bytes, r->left);
-                protocol_error(tp, s, what);
+                protocol_error(pool, s, what);
                 return;
             }
             s->dst = r->buf + h->aux;
             s->dst_req = r;
         } else if (h->id == 0 || h->id > p->next_rid) {
             snprintf(what, sizeof(what), "data for receive id %llu, never cleared", (unsigned long long)h->id);
-            protocol_error(tp, s, what);
+            protocol_error(pool, s, what);
             return;
         } /* else: for a receive abandoned after its CTS: discarded */
         break;
@@ -230,13 +256,16 @@ static void dispatch(gcoll__tp_t *tp, tcp_sock_t *s)
     s->in_payload = 1;
 }
 
-static void payload_done(gcoll__tp_t *tp, tcp_sock_t *s)
+static void payload_done(tcp_sock_t *s)
 {
+    tcp_peer_t *p = s->rpeer;
     s->in_payload = 0;
-    if (s->hdr.type == TCP_MISMATCH) {
-        gcoll__tcp_notice_arrived(tp, s->peer, s->hdr.len);
+    if (!p) {
+        return;
+    } else if (s->hdr.type == TCP_MISMATCH) {
+        gcoll__tcp_notice_arrived(p->tp, p, s->hdr.len);
     } else if (s->hdr.type == TCP_DOWN) {
-        gcoll__tcp_down_arrived(tp, s->peer, s->hdr.aux, s->hdr.len);
+        gcoll__tcp_down_arrived(p->tp, p, s->hdr.aux, s->hdr.len);
     } else if (s->dst_req) {
         gcoll__tp_req_t *r = s->dst_req;
         s->dst_req = NULL;
@@ -248,12 +277,12 @@ static void payload_done(gcoll__tp_t *tp, tcp_sock_t *s)
         s->dst_unexp = NULL;
         u->complete = 1;
         if (u->waiter)
-            deliver(s->peer, u->waiter, u);
+            deliver(p, u->waiter, u);
     }
 }
 
 /* Reads until the socket runs dry: headers and small payloads through rbuf, the rest in place. */
-void gcoll__tcp_sock_read(gcoll__tp_t *tp, tcp_sock_t *s)
+void gcoll__tcp_sock_read(tcp_pool_t *pool, tcp_sock_t *s)
 {
     char why[160];
     while (s->ev.fd >= 0) {
@@ -268,7 +297,7 @@ void gcoll__tcp_sock_read(gcoll__tp_t *tp, tcp_sock_t *s)
             s->rpos += n;
             s->need -= n;
             if (s->need == 0) {
-                payload_done(tp, s);
+                payload_done(s);
                 continue;
             }
             if (!s->rd_ready)
@@ -280,13 +309,20 @@ void gcoll__tcp_sock_read(gcoll__tp_t *tp, tcp_sock_t *s)
         } else {
             if (s->rlen - s->rpos >= TCP_HDR_BYTES) {
                 gcoll__tcp_hdr_unpack(s->rbuf + s->rpos, &s->hdr);
-                s->rpos += TCP_HDR_BYTES;
-                if (gcoll__tcp_hdr_check(&s->hdr, s->rseq, why, sizeof(why)) != GCOLL_SUCCESS) {
-                    protocol_error(tp, s, why);
+                int wait = 0;
+                why[0] = '\0';
+                if (gcoll__tcp_hdr_check(&s->hdr, s->rseq, why, sizeof(why)) == GCOLL_SUCCESS)
+                    s->rpeer = route_of(pool, s, s->hdr.chan, &wait, why, sizeof(why));
+                if (why[0]) {
+                    protocol_error(pool, s, why);
                     return;
                 }
+                s->held = wait;
+                if (wait)
+                    return; /* read again by the next pass, once routed */
+                s->rpos += TCP_HDR_BYTES;
                 s->rseq++;
-                dispatch(tp, s);
+                dispatch(pool, s);
                 continue;
             }
             if (!s->rd_ready)
@@ -311,11 +347,11 @@ void gcoll__tcp_sock_read(gcoll__tp_t *tp, tcp_sock_t *s)
                 s->rlen += (size_t)got;
             }
         } else if (got == 0) {
-            gcoll__tcp_sock_gone(tp, s, "reading from", 0);
+            gcoll__tcp_sock_gone(pool, s, "reading from", 0);
         } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
             s->rd_ready = 0;
         } else if (errno != EINTR) {
-            gcoll__tcp_sock_gone(tp, s, "reading from", errno);
+            gcoll__tcp_sock_gone(pool, s, "reading from", errno);
         }
     }
 }

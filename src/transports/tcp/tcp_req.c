@@ -1,8 +1,8 @@
 /* The TCP transport's requests and failures: a peer's requests in posting order, their
- * completion, abandoning one (its frames finish from a copy, so the stream stays whole), a peer
- * whose sockets broke (a lazy endpoint tells the peers it reaches: DOWN frames), and an endpoint
- * that found or was told of a mismatch (mismatch.h): its MISMATCH frames and the failure of
- * every request. */
+ * completion, abandoning one (its frames finish from a copy, so the stream stays whole), an
+ * endpoint that closes, a link whose sockets broke and the peers over it (a lazy endpoint tells
+ * the peers it reaches: DOWN frames), and an endpoint that found or was told of a mismatch
+ * (mismatch.h): its MISMATCH frames and the failure of every request. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,9 +91,22 @@ void gcoll__tcp_unexp_free(tcp_unexp_t *u)
     free(u);
 }
 
-void gcoll__tcp_sock_reset(gcoll__tp_t *tp, tcp_sock_t *s)
+tcp_frame_t *gcoll__tcp_notice_frame(int type, uint64_t aux, const char *text, size_t len, int prio)
 {
-    gcoll__tcp_sock_close(tp, s);
+    tcp_frame_t *f = malloc(sizeof(*f) + len);
+    if (!f)
+        return NULL;
+    *f = (tcp_frame_t){.hdr = {.type = (uint8_t)type, .len = len, .aux = aux}, .owned = 1, .prio = prio};
+    if (len) {
+        memcpy(f + 1, text, len);
+        f->data = (const char *)(f + 1);
+    }
+    return f;
+}
+
+void gcoll__tcp_sock_reset(tcp_pool_t *pool, tcp_sock_t *s)
+{
+    gcoll__tcp_sock_close(pool, s);
     for (tcp_frame_t *f = s->ctrl, *next; f; f = next) {
         next = f->next;
         if (f->owned)
@@ -106,6 +119,8 @@ void gcoll__tcp_sock_reset(gcoll__tp_t *tp, tcp_sock_t *s)
     s->busy = 0;
     s->cur_req = s->dst_req = NULL;
     s->dst_unexp = NULL;
+    s->dst = NULL;
+    s->rpeer = NULL;
     s->in_payload = 0;
     free(s->rbuf);
     s->rbuf = NULL;
@@ -120,32 +135,18 @@ static void tell_down(gcoll__tp_t *tp, const tcp_peer_t *dead)
         tcp_peer_t *to = &tp->peers[q];
         if (q == tp->rank || to == dead || to->failed || !to->socks || to->socks[0].ev.fd < 0 || to->socks[0].dialing)
             continue;
-        tcp_frame_t *f = calloc(1, sizeof(*f));
-        if (!f)
-            continue; /* best effort: that peer learns of it from a stalled exchange or GCOLL_TIMEOUT */
-        *f = (tcp_frame_t){
-            .hdr = {.type = TCP_DOWN, .len = strnlen(dead->why, TCP_NOTICE_MAX), .aux = (uint64_t)dead->rank},
-            .data = dead->why,
-            .owned = 1,
-            .prio = TCP_NOTICE_PRIO};
-        gcoll__tcp_send_ctrl(tp, to, f);
+        tcp_frame_t *f = gcoll__tcp_notice_frame(TCP_DOWN, (uint64_t)dead->rank, dead->why,
+                                                 strnlen(dead->why, TCP_NOTICE_MAX), TCP_NOTICE_PRIO);
+        if (f) /* else best effort: that peer learns of it from a stalled exchange or GCOLL_TIMEOUT */
+            gcoll__tcp_send_ctrl(to, f);
     }
 }
 
-/* The peer is gone (status GCOLL_ERR_REMOTE) or broke the protocol: close its sockets and fail
- * what waits on it with status. Complete unexpected messages stay deliverable. */
-void gcoll__tcp_fail_peer(gcoll__tp_t *tp, tcp_peer_t *p, gcoll_status_t status, int warn, const char *fmt, ...)
+static void fail_route(tcp_peer_t *p, gcoll_status_t status, int warn)
 {
-    if (p->failed)
-        return;
+    gcoll__tp_t *tp = p->tp;
     p->failed = status;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(p->why, sizeof(p->why), fmt, ap);
-    va_end(ap);
     GCOLL_LOG(warn ? GCOLL_LOG_WARN : GCOLL_LOG_DEBUG, "%s", p->why);
-    for (int i = 0; i < tp->nsocks; i++)
-        gcoll__tcp_sock_reset(tp, &p->socks[i]);
     for (tcp_unexp_t *u = p->unexp, *next; u; u = next) {
         next = u->next;
         if (u->type == TCP_EAGER && !u->complete) {
@@ -159,6 +160,50 @@ void gcoll__tcp_fail_peer(gcoll__tp_t *tp, tcp_peer_t *p, gcoll_status_t status,
         gcoll__tcp_complete(p->reqs, status, "%s", p->why);
     if (tp->lazy && status == GCOLL_ERR_REMOTE && p->why[0])
         tell_down(tp, p);
+}
+
+/* The peer is gone (status GCOLL_ERR_REMOTE) or broke the protocol: fail what waits on it with
+ * status. Complete unexpected messages stay deliverable. */
+void gcoll__tcp_fail_peer(gcoll__tp_t *tp, tcp_peer_t *p, gcoll_status_t status, int warn, const char *fmt, ...)
+{
+    (void)tp;
+    if (p->failed)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->why, sizeof(p->why), fmt, ap);
+    va_end(ap);
+    fail_route(p, status, warn);
+}
+
+/* The stream is lost: an unexpected message it was filling is dropped with the sockets. */
+void gcoll__tcp_fail_link(tcp_pool_t *pool, tcp_link_t *l, gcoll_status_t status, int warn, const char *fmt, ...)
+{
+    if (l->down)
+        return;
+    l->down = 1;
+    char what[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    for (int i = 0; i < pool->nsocks; i++)
+        gcoll__tcp_sock_reset(pool, &l->socks[i]);
+    /* failing a route may fail others (a DOWN frame that cannot be written): go by a copy */
+    int n = l->nroutes;
+    tcp_peer_t **routes = malloc((size_t)(n ? n : 1) * sizeof(*routes));
+    if (!routes)
+        n = 0;
+    else if (n)
+        memcpy(routes, l->routes, (size_t)n * sizeof(*routes));
+    for (int i = 0; i < n; i++) {
+        tcp_peer_t *p = routes[i];
+        if (p->failed || (p->left && status == GCOLL_ERR_REMOTE))
+            continue; /* one that left on purpose: what waits on it is left to the core's timeout */
+        snprintf(p->why, sizeof(p->why), "tcp: rank %d %s", p->rank, what);
+        fail_route(p, status, warn);
+    }
+    free(routes);
 }
 
 void gcoll__tcp_down_arrived(gcoll__tp_t *tp, tcp_peer_t *p, uint64_t dead, size_t len)
@@ -180,28 +225,29 @@ void gcoll__tcp_down_arrived(gcoll__tp_t *tp, tcp_peer_t *p, uint64_t dead, size
 
 /* A socket reached end of file or failed (err). A peer that said BYE closed its endpoint on
  * purpose: like a rank that never joins, what waits on it is left to the core's timeout. Any
- * other loss fails the peer at once (on the first error, or when every socket has closed). */
-void gcoll__tcp_sock_gone(gcoll__tp_t *tp, tcp_sock_t *s, const char *doing, int err)
+ * other loss fails the link at once (on the first error, or when every socket has closed). */
+void gcoll__tcp_sock_gone(tcp_pool_t *pool, tcp_sock_t *s, const char *doing, int err)
 {
-    tcp_peer_t *p = s->peer;
-    if (!p->left && err) {
-        gcoll__tcp_fail_peer(tp, p, GCOLL_ERR_REMOTE, 1, "tcp: %s rank %d on socket %d failed: %s", doing, p->rank,
-                             s->index, strerror(err));
+    tcp_link_t *l = s->link;
+    if (err) {
+        gcoll__tcp_fail_link(pool, l, GCOLL_ERR_REMOTE, 1, "failed on socket %d, %s it: %s", s->index, doing,
+                             strerror(err));
         return;
     }
-    if (!p->left && (s->in_payload || s->rlen > s->rpos)) { /* a process killed while it sent */
-        gcoll__tcp_fail_peer(tp, p, GCOLL_ERR_REMOTE, 1,
-                             "tcp: rank %d closed socket %d in the middle of a frame (did it exit "
-                             "or crash?)",
-                             p->rank, s->index);
+    if (s->in_payload || s->rlen > s->rpos) { /* a process killed while it sent */
+        gcoll__tcp_fail_link(pool, l, GCOLL_ERR_REMOTE, 1,
+                             "closed socket %d in the middle of a frame (did it exit or crash?)", s->index);
         return;
     }
-    gcoll__tcp_sock_close(tp, s);
+    gcoll__tcp_sock_close(pool, s);
     s->eof = 1;
-    if (++p->neof == tp->nsocks && !p->left)
-        gcoll__tcp_fail_peer(tp, p, GCOLL_ERR_REMOTE, p->reqs != NULL,
-                             "tcp: rank %d closed its connections without saying goodbye (did it exit or crash?)",
-                             p->rank);
+    if (++l->neof == pool->nsocks) {
+        int waited = 0; /* said quietly where nothing waited on it */
+        for (int i = 0; i < l->nroutes; i++)
+            waited |= l->routes[i]->reqs != NULL && !l->routes[i]->left;
+        gcoll__tcp_fail_link(pool, l, GCOLL_ERR_REMOTE, waited,
+                             "closed its connections without saying goodbye (did it exit or crash?)");
+    }
 }
 
 /* Takes every reference the sockets hold to r; a frame r has half written is finished from a
@@ -209,7 +255,7 @@ void gcoll__tcp_sock_gone(gcoll__tp_t *tp, tcp_sock_t *s, const char *doing, int
 static void detach(gcoll__tp_t *tp, gcoll__tp_req_t *r)
 {
     tcp_peer_t *p = r->peer;
-    for (int i = 0; i < tp->nsocks; i++) {
+    for (int i = 0; p->socks && i < tp->nsocks; i++) {
         tcp_sock_t *s = &p->socks[i];
         for (tcp_frame_t **f = &s->ctrl, *prev = NULL; *f; prev = *f, f = &(*f)->next)
             if (*f == &r->frame) {
@@ -231,8 +277,9 @@ static void detach(gcoll__tp_t *tp, gcoll__tp_req_t *r)
             s->cur_req = NULL;
             s->cur_owned = malloc(s->cur_len ? s->cur_len : 1);
             if (!s->cur_owned) {
-                gcoll__tcp_fail_peer(tp, p, GCOLL_ERR_TRANSPORT, 1, "tcp: no memory to finish a frame to rank %d",
-                                     p->rank);
+                gcoll__tcp_fail_link(tp->pool, p->link, GCOLL_ERR_TRANSPORT, 1,
+                                     "could not be sent the rest of a frame: "
+                                     "no memory");
                 return;
             }
             size_t sent = s->cur_off > TCP_HDR_BYTES ? s->cur_off - TCP_HDR_BYTES : 0;
@@ -251,6 +298,37 @@ void gcoll__tcp_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r)
     }
     free(r->stripes);
     free(r);
+}
+
+void gcoll__tcp_ep_drop(gcoll__tp_t *tp)
+{
+    for (int q = 0; tp->peers && q < tp->size; q++) {
+        tcp_peer_t *p = &tp->peers[q];
+        if (!p->link)
+            continue;
+        if (!p->failed && !p->link->down && p->socks[0].ev.fd >= 0 && !p->socks[0].dialing) {
+            tcp_frame_t *f = gcoll__tcp_notice_frame(TCP_BYE, 0, NULL, 0, TCP_NOTICE_PRIO);
+            if (f) /* else best effort: what waits on this rank there fails at its timeout */
+                gcoll__tcp_send_ctrl(p, f);
+        }
+        while (p->reqs) {
+            gcoll__tp_req_t *r = p->reqs;
+            detach(tp, r);
+            if (!r->done) /* detach may have failed the link, which completes (and unlinks) r */
+                gcoll__tcp_req_unlink(p, r);
+            free(r->stripes);
+            free(r);
+        }
+        for (int i = 0; i < tp->nsocks; i++) {
+            tcp_sock_t *s = &p->socks[i];
+            if (s->rpeer == p) { /* the rest of the frame being read is dropped */
+                s->rpeer = NULL;
+                s->dst = NULL;
+                s->dst_req = NULL;
+                s->dst_unexp = NULL;
+            }
+        }
+    }
 }
 
 /* ---- mismatch detection ---- */
@@ -278,13 +356,10 @@ static void tell_peers(gcoll__tp_t *tp)
         tcp_peer_t *to = &tp->peers[q];
         if (q == tp->rank || to->failed || !to->socks || to->socks[0].ev.fd < 0)
             continue;
-        tcp_frame_t *f = calloc(1, sizeof(*f));
-        if (!f)
-            continue; /* best effort: that peer learns of it from a stalled exchange or GCOLL_TIMEOUT */
-        size_t n = strnlen(tp->mm.why, TCP_NOTICE_MAX);
-        *f = (tcp_frame_t){
-            .hdr = {.type = TCP_MISMATCH, .len = n}, .data = tp->mm.why, .owned = 1, .prio = TCP_NOTICE_PRIO};
-        gcoll__tcp_send_ctrl(tp, to, f);
+        tcp_frame_t *f =
+            gcoll__tcp_notice_frame(TCP_MISMATCH, 0, tp->mm.why, strnlen(tp->mm.why, TCP_NOTICE_MAX), TCP_NOTICE_PRIO);
+        if (f) /* else best effort: that peer learns of it from a stalled exchange or GCOLL_TIMEOUT */
+            gcoll__tcp_send_ctrl(to, f);
     }
     fail_all(tp);
 }

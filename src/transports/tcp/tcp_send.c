@@ -26,12 +26,16 @@ static int take_next(tcp_sock_t *s)
         h = f->hdr;
         s->cur_data = f->data;
         s->cur_req = f->req;
-        if (f->owned)
+        if (f->owned && h.len)
+            s->cur_owned = (char *)f; /* its text follows it: freed once written */
+        else if (f->owned)
             free(f);
     } else if (s->data) {
         tcp_stripe_t *st = s->data;
         size_t chunk = st->end - st->pos < TCP_CHUNK_MAX ? st->end - st->pos : TCP_CHUNK_MAX;
-        h = (gcoll__tcp_hdr_t){.type = TCP_DATA, .len = chunk, .id = st->req->id, .aux = st->pos};
+        const tcp_peer_t *p = st->req->peer;
+        h = (gcoll__tcp_hdr_t){
+            .type = TCP_DATA, .len = chunk, .id = st->req->id, .aux = st->pos, .chan = p && p->tp ? p->tp->chan : 0};
         s->cur_data = st->req->buf + st->pos;
         s->cur_req = st->req;
         st->pos += chunk;
@@ -63,7 +67,7 @@ static void frame_written(tcp_sock_t *s)
 }
 
 /* Writes frames until the socket's buffer is full or nothing is left. */
-void gcoll__tcp_sock_write(gcoll__tp_t *tp, tcp_sock_t *s)
+void gcoll__tcp_sock_write(tcp_pool_t *pool, tcp_sock_t *s)
 {
     while (s->wr_ready && s->ev.fd >= 0 && (s->busy || take_next(s))) {
         struct iovec iov[2];
@@ -82,7 +86,7 @@ void gcoll__tcp_sock_write(gcoll__tp_t *tp, tcp_sock_t *s)
                 s->wr_ready = 0;
                 return;
             }
-            gcoll__tcp_sock_gone(tp, s, "writing to", errno);
+            gcoll__tcp_sock_gone(pool, s, "writing to", errno);
             return;
         }
         s->cur_off += (size_t)w;
@@ -97,9 +101,10 @@ void gcoll__tcp_sock_write(gcoll__tp_t *tp, tcp_sock_t *s)
 /* A frame waits behind those of its priority or higher: an eager message of an urgent operation
  * overtakes bulk ones already queued, and one operation's messages (one tag, one priority) keep
  * their order, which matching needs. */
-void gcoll__tcp_send_ctrl(gcoll__tp_t *tp, tcp_peer_t *p, tcp_frame_t *f)
+void gcoll__tcp_send_ctrl(tcp_peer_t *p, tcp_frame_t *f)
 {
     tcp_sock_t *s = &p->socks[0];
+    f->hdr.chan = p->tp ? p->tp->chan : 0;
     tcp_frame_t **at = &s->ctrl;
     while (*at && (*at)->prio >= f->prio)
         at = &(*at)->next;
@@ -107,7 +112,7 @@ void gcoll__tcp_send_ctrl(gcoll__tp_t *tp, tcp_peer_t *p, tcp_frame_t *f)
     *at = f;
     if (!f->next)
         s->ctrl_tail = f;
-    gcoll__tcp_sock_write(tp, s);
+    gcoll__tcp_sock_write(p->tp ? p->tp->pool : NULL, s);
 }
 
 /* Frames carry their offset, so a stripe already partly framed may wait behind a new one: an
@@ -142,7 +147,7 @@ void gcoll__tcp_start_stream(gcoll__tp_t *tp, gcoll__tp_req_t *r, uint64_t rid)
         gcoll__tcp_queue_stripe(&p->socks[i], st);
     }
     for (size_t i = 0; i < n && !r->done; i++)
-        gcoll__tcp_sock_write(tp, &p->socks[i]);
+        gcoll__tcp_sock_write(tp->pool, &p->socks[i]);
 }
 
 gcoll_status_t gcoll__tcp_isend_prio(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes, int prio,
@@ -156,7 +161,8 @@ gcoll_status_t gcoll__tcp_isend_prio(gcoll__tp_t *tp, int peer, uint32_t tag, co
     gcoll__tp_req_t *r = *out;
     tcp_peer_t *p = r->peer;
     r->prio = prio;
-    const gcoll__opdesc_t *op = gcoll__optab_find(tp->optab, tag);
+    gcoll__opdesc_t mine;
+    const gcoll__opdesc_t *op = gcoll__optab_find(tp->optab, tag, &mine);
     /* Eager up to GCOLL_TCP_EAGER: a rendezvous's CTS travels against the peer's own data, and on
      * a link both directions fill (a ring's) it waits behind a socket buffer's worth of it, the
      * link idle meanwhile. Striped messages keep the rendezvous: their stripes need the CTS. */
@@ -171,7 +177,7 @@ gcoll_status_t gcoll__tcp_isend_prio(gcoll__tp_t *tp, int peer, uint32_t tag, co
     }
     if (op)
         r->frame.hdr.desc = *op;
-    gcoll__tcp_send_ctrl(tp, p, &r->frame);
+    gcoll__tcp_send_ctrl(p, &r->frame);
     return GCOLL_SUCCESS;
 }
 

@@ -1,5 +1,6 @@
 /* The TCP transport's byte layout: frame headers and connection hellos, little-endian whatever
  * the host, and the check every header passes before a byte of its payload is read. */
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -8,11 +9,11 @@
 #include "transports/tcp/tcp.h"
 #include "base/le.h"
 
-#define HDR_MAGIC 0x32435447u   /* "GTC2": the header grew the operation descriptor */
-#define HELLO_MAGIC 0x48435447u /* "GTCH" */
+#define HDR_MAGIC 0x33435447u   /* "GTC3": the header grew the channel */
+#define HELLO_MAGIC 0x49435447u /* "GTCI": hellos name the process and the channel */
 
-/* Layout: magic, type + 3 zero bytes, seq, tag, len, id, aux, then the operation's descriptor:
- * collective kind + 1, dtype, op, a zero byte, root, count. */
+/* Layout: magic, type + 3 zero bytes, seq, tag, len, id, aux, then the operation's descriptor
+ * (collective kind + 1, dtype, op, a zero byte, root, count), then the channel. */
 void gcoll__tcp_hdr_pack(unsigned char *buf, const gcoll__tcp_hdr_t *h)
 {
     gcoll__put32(buf, HDR_MAGIC);
@@ -28,6 +29,7 @@ void gcoll__tcp_hdr_pack(unsigned char *buf, const gcoll__tcp_hdr_t *h)
     buf[43] = h->desc.where;
     gcoll__put32(buf + 44, (uint32_t)h->desc.root);
     gcoll__put64(buf + 48, h->desc.count);
+    gcoll__put64(buf + 56, h->chan);
 }
 
 void gcoll__tcp_hdr_unpack(const unsigned char *buf, gcoll__tcp_hdr_t *h)
@@ -47,6 +49,7 @@ void gcoll__tcp_hdr_unpack(const unsigned char *buf, gcoll__tcp_hdr_t *h)
                                 .where = buf[43],
                                 .root = (int32_t)gcoll__get32(buf + 44),
                                 .count = gcoll__get64(buf + 48)};
+    h->chan = gcoll__get64(buf + 56);
 }
 
 gcoll_status_t gcoll__tcp_hdr_check(const gcoll__tcp_hdr_t *h, uint32_t seq, char *why, size_t len)
@@ -75,59 +78,72 @@ gcoll_status_t gcoll__tcp_hdr_check(const gcoll__tcp_hdr_t *h, uint32_t seq, cha
     return GCOLL_ERR_TRANSPORT;
 }
 
-/* Layout: magic, rank, socket index, 4 zero bytes, the job's secret. */
-void gcoll__tcp_hello_pack(unsigned char *buf, const unsigned char *secret, int rank, int index)
+uint64_t gcoll__tcp_key(const struct sockaddr_in *a)
 {
-    gcoll__put32(buf, HELLO_MAGIC);
-    gcoll__put32(buf + 4, (uint32_t)rank);
-    gcoll__put32(buf + 8, (uint32_t)index);
-    gcoll__put32(buf + 12, 0);
-    memcpy(buf + 16, secret, TCP_SECRET_BYTES);
+    return (uint64_t)ntohl(a->sin_addr.s_addr) << 16 | ntohs(a->sin_port);
 }
 
-gcoll_status_t gcoll__tcp_hello_check(const unsigned char *buf, const unsigned char *secret, int me, int below,
-                                      int nsocks, int *rank, int *index, char *why, size_t len)
+/* Layout: magic, socket index, the channel, the dialler's key, the channel's secret. */
+void gcoll__tcp_hello_pack(unsigned char *buf, const unsigned char *secret, uint64_t chan, uint64_t from, int index)
+{
+    gcoll__put32(buf, HELLO_MAGIC);
+    gcoll__put32(buf + 4, (uint32_t)index);
+    gcoll__put64(buf + 8, chan);
+    gcoll__put64(buf + 16, from);
+    memcpy(buf + 24, secret, TCP_SECRET_BYTES);
+}
+
+int gcoll__tcp_hello_peek(const unsigned char *buf, uint64_t *chan, uint64_t *from)
+{
+    *chan = gcoll__get64(buf + 8);
+    *from = gcoll__get64(buf + 16);
+    return gcoll__get32(buf) == HELLO_MAGIC;
+}
+
+gcoll_status_t gcoll__tcp_hello_check(const unsigned char *buf, const unsigned char *secret, uint64_t me, int below,
+                                      int nsocks, int *index, char *why, size_t len)
 {
     unsigned char diff = 0;
     for (int i = 0; i < TCP_SECRET_BYTES; i++) /* constant time: no hint at how much matched */
-        diff |= (unsigned char)(buf[16 + i] ^ secret[i]);
-    uint32_t r = gcoll__get32(buf + 4), x = gcoll__get32(buf + 8);
+        diff |= (unsigned char)(buf[24 + i] ^ secret[i]);
+    uint32_t x = gcoll__get32(buf + 4);
+    uint64_t from = gcoll__get64(buf + 16);
     if (gcoll__get32(buf) != HELLO_MAGIC)
         snprintf(why, len, "not a gcoll hello (magic 0x%08x)", (unsigned)gcoll__get32(buf));
     else if (diff)
         snprintf(why, len, "wrong secret");
-    else if (r >= (uint32_t)below || r == (uint32_t)me)
-        snprintf(why, len, "rank %u may not connect to rank %d", (unsigned)r, me);
-    else if (x >= (uint32_t)nsocks || gcoll__get32(buf + 12) != 0)
+    else if (from == me || (below && from > me) || from >> 48)
+        snprintf(why, len, "process %012llx may not connect to process %012llx", (unsigned long long)from,
+                 (unsigned long long)me);
+    else if (x >= (uint32_t)nsocks)
         snprintf(why, len, "socket index %u out of range (GCOLL_TCP_NSOCKS=%d)", (unsigned)x, nsocks);
     else {
-        *rank = (int)r;
         *index = (int)x;
         return GCOLL_SUCCESS;
     }
     return GCOLL_ERR_TRANSPORT;
 }
 
-/* The acceptor's answer: magic and its rank. */
-void gcoll__tcp_ack_pack(unsigned char *buf, int rank)
+/* The acceptor's answer: magic and its key. */
+void gcoll__tcp_ack_pack(unsigned char *buf, uint64_t key)
 {
     gcoll__put32(buf, HELLO_MAGIC ^ 0xffffffffu);
-    gcoll__put32(buf + 4, (uint32_t)rank);
+    gcoll__put64(buf + 4, key);
 }
 
-int gcoll__tcp_ack_ok(const unsigned char *buf, int rank)
+int gcoll__tcp_ack_ok(const unsigned char *buf, uint64_t key)
 {
-    return gcoll__get32(buf) == (HELLO_MAGIC ^ 0xffffffffu) && gcoll__get32(buf + 4) == (uint32_t)rank;
+    return gcoll__get32(buf) == (HELLO_MAGIC ^ 0xffffffffu) && gcoll__get64(buf + 4) == key;
 }
 
-/* The acceptor's other answer when both ranks dialled each other: its own connection stands. */
-void gcoll__tcp_decline_pack(unsigned char *buf, int rank)
+/* The acceptor's other answer when both processes dialled each other: its own connection stands. */
+void gcoll__tcp_decline_pack(unsigned char *buf, uint64_t key)
 {
     gcoll__put32(buf, HELLO_MAGIC ^ 0xfffffffeu);
-    gcoll__put32(buf + 4, (uint32_t)rank);
+    gcoll__put64(buf + 4, key);
 }
 
-int gcoll__tcp_declined(const unsigned char *buf, int rank)
+int gcoll__tcp_declined(const unsigned char *buf, uint64_t key)
 {
-    return gcoll__get32(buf) == (HELLO_MAGIC ^ 0xfffffffeu) && gcoll__get32(buf + 4) == (uint32_t)rank;
+    return gcoll__get32(buf) == (HELLO_MAGIC ^ 0xfffffffeu) && gcoll__get64(buf + 4) == key;
 }
