@@ -859,6 +859,24 @@ static void test_shared(void)
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank != 0)
         T->close(b);
+    /* the sockets per pair are the pool's: a communicator asking for another count is refused */
+    const char *env = getenv("GCOLL_TCP_NSOCKS");
+    char saved[16];
+    snprintf(saved, sizeof(saved), "%s", env ? env : "");
+    setenv("GCOLL_TCP_NSOCKS", a->nsocks == 1 ? "2" : "1", 1);
+    gcoll__config_load();
+    gcoll__bootstrap_t boot = {world_group(), rank, size, NULL};
+    gcoll__tp_t *e = NULL;
+    gcoll_status_t st = T->create(&boot, &e);
+    CHECK(st == GCOLL_ERR_INVALID_USAGE && has(gcoll_last_error(), "GCOLL_TCP_NSOCKS"),
+          "another GCOLL_TCP_NSOCKS beside a live endpoint: %d '%s'", st, gcoll_last_error());
+    if (e)
+        T->close(e);
+    if (env)
+        setenv("GCOLL_TCP_NSOCKS", saved, 1);
+    else
+        unsetenv("GCOLL_TCP_NSOCKS");
+    gcoll__config_load();
     T->close(a);
     free(out);
 }

@@ -75,7 +75,12 @@ gcoll_status_t gcoll__tcp_pool_join(gcoll__tp_t *tp, const struct in_addr *addr)
     if (st == GCOLL_SUCCESS) {
         tcp_pool_t *pool = the_pool;
         pthread_mutex_lock(&pool->lock);
-        if (gcoll__tcp_endpoint(pool, tp->chan))
+        if (pool->nsocks != tp->nsocks || pool->lazy != tp->lazy)
+            st = gcoll__error(GCOLL_ERR_INVALID_USAGE,
+                              "tcp: GCOLL_TCP_NSOCKS or GCOLL_TCP_CONNECT changed while this process has "
+                              "communicators over tcp (their connections are shared: %d sockets, %s)",
+                              pool->nsocks, pool->lazy ? "lazy" : "eager");
+        else if (gcoll__tcp_endpoint(pool, tp->chan))
             st = gcoll__error(GCOLL_ERR_INTERNAL, "tcp: two communicators drew channel %016llx",
                               (unsigned long long)tp->chan);
         if (st == GCOLL_SUCCESS) {
