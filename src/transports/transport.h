@@ -78,6 +78,13 @@ typedef struct gcoll__transport {
      * notice would: a route's ranks of one host and of the others all learn of it. NULL: those
      * peers learn of it from a stalled exchange or GCOLL_TIMEOUT. */
     void (*mismatch)(gcoll__tp_t *tp, const char *why);
+    /* Another endpoint of the communicator found a peer's process gone: rank is the dead one's
+     * rank in the communicator, which an endpoint over the whole communicator (numbered like it)
+     * acts on; why says how it was found. The endpoint fails what waits on that rank and tells the
+     * peers it reaches, so that a rank that waits only on them (a host's ranks behind their
+     * leader, or a rank that never connected to the dead one) fails at once instead of at
+     * GCOLL_TIMEOUT. NULL: they learn of it from their own exchanges or GCOLL_TIMEOUT. */
+    void (*peer_down)(gcoll__tp_t *tp, int rank, const char *why);
     /* Advances the endpoint without a request of this rank's own, so that a mismatch a peer
      * reports reaches a rank that waits only on another endpoint of its route; returns the
      * mismatch the endpoint found or was told of, else success. NULL: it has nothing to read. */

@@ -18,6 +18,7 @@ struct gcoll__tp {
     gcoll__route_peer_t *peers; /* [size] */
     int size;
     unsigned pending_tests; /* tests that found their request unfinished */
+    int told_down;          /* a dead peer that one endpoint found was passed to the other */
 };
 
 gcoll_status_t gcoll__route_open(const gcoll__route_ep_t ep[2], gcoll__route_peer_t *peers, int size, gcoll__tp_t **out)
@@ -127,14 +128,30 @@ static void route_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *req)
     e->ops->cancel(e->tp, unmark(req));
 }
 
-/* Asks both endpoints; a dead peer is named by its communicator rank. */
+/* Rank p's process, which endpoint e reached, is gone: the other endpoint hears of it once (its
+ * peers may wait only on this rank, never on p). */
+static void tell_down(gcoll__tp_t *tp, int e, int p, const char *why)
+{
+    gcoll__route_ep_t *other = &tp->ep[!e];
+    if (tp->told_down || !other->tp || !other->ops->peer_down)
+        return;
+    tp->told_down = 1;
+    char text[400];
+    snprintf(text, sizeof(text), "rank %d failed: %s", p, why);
+    other->ops->peer_down(other->tp, p, text);
+}
+
+/* Asks both endpoints; a dead peer is named by its communicator rank, and the other endpoint is
+ * told of it. */
 static int route_dead_peer(gcoll__tp_t *tp, char *why, size_t len)
 {
     for (int e = 0; e < 2; e++) {
         int q = tp->ep[e].tp && tp->ep[e].ops->dead_peer ? tp->ep[e].ops->dead_peer(tp->ep[e].tp, why, len) : -1;
         for (int p = 0; q >= 0 && p < tp->size; p++)
-            if (tp->peers[p].ep == e && tp->peers[p].index == q)
+            if (tp->peers[p].ep == e && tp->peers[p].index == q) {
+                tell_down(tp, e, p, why);
                 return p;
+            }
     }
     return -1;
 }

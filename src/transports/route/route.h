@@ -17,7 +17,8 @@ typedef struct {
 
 extern const gcoll__transport_t gcoll__transport_route;
 
-/* Takes ownership of both endpoints and of peers (malloc'd, one entry per rank of size). */
+/* Takes ownership of both endpoints and of peers (malloc'd, one entry per rank of size). ep[0]
+ * spans the communicator, numbered like it (the inter-node transport); ep[1] some of its ranks. */
 gcoll_status_t gcoll__route_open(const gcoll__route_ep_t ep[2], gcoll__route_peer_t *peers, int size,
                                  gcoll__tp_t **out);
 

@@ -40,6 +40,10 @@ typedef struct {
      * move, and no ring needs room for the notice. */
     _Alignas(GCOLL_SHM_LINE) _Atomic uint32_t mismatch;
     char why[GCOLL_SHM_NOTICE];
+    /* Set once, after down_why, when this rank learnt over another transport that a rank of the
+     * communicator died: the ranks of this host, which may wait only on this one, fail too. */
+    _Alignas(GCOLL_SHM_LINE) _Atomic uint32_t down;
+    char down_why[GCOLL_SHM_NOTICE];
 } gcoll__shm_ctrl_t;
 
 typedef struct {

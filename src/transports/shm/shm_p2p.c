@@ -54,6 +54,8 @@ struct gcoll__shm_p2p {
     const gcoll__optab_t *optab; /* the communicator's operations by tag (NULL: unchecked) */
     int *ranks;                  /* communicator rank of each local rank (NULL: the same) */
     gcoll__mismatch_t mm;        /* once the ranks' calls were found to differ, every request and call fails */
+    int down;                    /* a local rank said a rank of the communicator died: progress fails */
+    char down_why[GCOLL_SHM_NOTICE + 32];
 };
 
 /* Tells local rank peer (-1: every rank) that a ring between them moved, waking it if it sleeps. */
@@ -100,6 +102,33 @@ static void notice_arrived(gcoll__shm_t *s, int peer)
     memcpy(text, s->ctrl[peer].why, sizeof(text));
     text[sizeof(text) - 1] = '\0';
     gcoll__mismatch_notice(&s->p2p->mm, gcoll__shm_rank_of(s, peer), text);
+}
+
+/* The transport table's peer_down: the other endpoint of a route lost a rank (of another host):
+ * this rank's notice tells the ranks of this host, which fail as soon as they read it. */
+static void shm_peer_down(gcoll__tp_t *tp, int rank, const char *why)
+{
+    (void)rank; /* not a rank of this host: the text names it */
+    gcoll__shm_t *s = tp->ch;
+    gcoll__shm_ctrl_t *c = &s->ctrl[s->info.me];
+    if (atomic_load_explicit(&c->down, memory_order_relaxed))
+        return;
+    size_t n = strnlen(why, sizeof(c->down_why) - 1);
+    memcpy(c->down_why, why, n);
+    c->down_why[n] = '\0';
+    atomic_store_explicit(&c->down, 1, memory_order_release);
+    ring_event(s, -1); /* wakes the peers that sleep on the channel */
+}
+
+/* Local rank peer has said that a rank of the communicator died: every later progress fails. */
+static void down_arrived(gcoll__shm_t *s, int peer)
+{
+    char text[GCOLL_SHM_NOTICE];
+    memcpy(text, s->ctrl[peer].down_why, sizeof(text));
+    text[sizeof(text) - 1] = '\0';
+    gcoll__opdesc_printable(text);
+    snprintf(s->p2p->down_why, sizeof(s->p2p->down_why), "rank %d reports: %s", gcoll__shm_rank_of(s, peer), text);
+    s->p2p->down = 1;
 }
 
 /* Compares the descriptor of a message from local rank peer with this rank's operation of its
@@ -380,6 +409,10 @@ static gcoll_status_t progress(gcoll__shm_t *s)
             notice_arrived(s, q);
         if (p2p->mm.status)
             return gcoll__mismatch_error(&p2p->mm);
+        if (!p2p->down && atomic_load_explicit(&s->ctrl[q].down, memory_order_acquire))
+            down_arrived(s, q);
+        if (p2p->down)
+            return gcoll__error(GCOLL_ERR_REMOTE, "%s", p2p->down_why);
         GCOLL_CHECK(drain(s, q));
         GCOLL_CHECK(push_sends(s, q));
     }
@@ -531,6 +564,7 @@ const gcoll__transport_t gcoll__transport_shm = {
     .cancel = shm_cancel,
     .dead_peer = shm_dead_peer,
     .mismatch = shm_mismatch,
+    .peer_down = shm_peer_down,
     .check = shm_check,
     .close = shm_close,
 };

@@ -186,6 +186,16 @@ static void tcp_mismatch(gcoll__tp_t *tp, const char *why)
     pthread_mutex_unlock(&tp->pool->lock);
 }
 
+/* Another endpoint of the communicator lost rank's process: its requests here fail, and (lazy)
+ * the peers this rank reaches hear of it, as when this endpoint finds a death itself. */
+static void tcp_peer_down(gcoll__tp_t *tp, int rank, const char *why)
+{
+    pthread_mutex_lock(&tp->pool->lock);
+    if (rank >= 0 && rank < tp->size && rank != tp->rank && !tp->peers[rank].failed && !tp->peers[rank].left)
+        gcoll__tcp_fail_peer(tp, &tp->peers[rank], GCOLL_ERR_REMOTE, 1, "%s", why);
+    pthread_mutex_unlock(&tp->pool->lock);
+}
+
 static gcoll_status_t tcp_connect(gcoll__tp_t *tp, const void *all_addrs)
 {
     return gcoll__tcp_connect_all(tp, all_addrs);
@@ -207,6 +217,7 @@ const gcoll__transport_t gcoll__transport_tcp = {
     .wait = gcoll__tcp_wait,
     .dead_peer = tcp_dead_peer,
     .mismatch = tcp_mismatch,
+    .peer_down = tcp_peer_down,
     .check = tcp_check,
     .close = tcp_close,
 };
