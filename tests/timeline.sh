@@ -33,9 +33,15 @@ for rank in range(3):
     print(f"rank {rank}: {len(ops)} operations, {len(msgs)} message slices, {len(red)} reductions")
 PY
 
-# killed mid-run: every rank's file still parses
-$MPIRUN -np 2 -x GCOLL_TIMELINE="$dir/early.json" -x GCOLL_TRANSPORT_INTRA=inter \
-    timeout -s KILL 2 "$BINDIR/gcoll_bench" allreduce -m 1M:1M -i 1000000 -x 0 > /dev/null 2>&1 || true
+# killed mid-run: every rank's file still parses. The kill comes 2 s after the start, later
+# (4, 8 s) where a loaded machine had not finished an operation by then on every rank.
+for secs in 2 4 8; do
+    rm -f "$dir"/early.json.*
+    $MPIRUN -np 2 -x GCOLL_TIMELINE="$dir/early.json" -x GCOLL_TRANSPORT_INTRA=inter \
+        timeout -s KILL "$secs" "$BINDIR/gcoll_bench" allreduce -m 1M:1M -i 1000000 -x 0 > /dev/null 2>&1 || true
+    grep -q '"operation"' "$dir/early.json.0" 2>/dev/null && grep -q '"operation"' "$dir/early.json.1" 2>/dev/null &&
+        break
+done
 python3 - "$dir" <<'PY'
 import json, sys
 d = sys.argv[1]

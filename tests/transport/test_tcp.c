@@ -665,6 +665,40 @@ static void test_lazy_gone(void)
     T->close(a);
 }
 
+/* What an endpoint learnt before a peer's link came up reaches that peer once it does: rank 0
+ * fails with a mismatch while connected to no one; rank 1 then dials it for a receive, which
+ * must end with that mismatch instead of waiting. */
+static void test_lazy_news(void)
+{
+    gcoll__tp_t *tp = open_bare();
+    if (!tp)
+        return;
+    if (rank == 0)
+        T->mismatch(tp, "a planted mismatch on rank 0");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 1) {
+        char byte, why[256];
+        gcoll__tp_req_t *r = NULL;
+        gcoll_status_t st = T->irecv(tp, 0, 102, &byte, 1, &r);
+        double t0 = check_now();
+        if (st == GCOLL_SUCCESS) {
+            int done = 0;
+            while (!done && check_now() - t0 < 10)
+                st = T->test(tp, r, &done);
+            if (!done)
+                T->cancel(tp, r);
+        }
+        snprintf(why, sizeof(why), "%s", gcoll_last_error());
+        CHECK(st == GCOLL_ERR_INVALID_USAGE && has(why, "planted"), "told of a mismatch after %.1f s: %d '%s'",
+              check_now() - t0, st, why);
+    }
+    if (rank == 0)
+        for (double end = check_now() + 3; check_now() < end;)
+            T->check(tp); /* accepts rank 1's dial */
+    MPI_Barrier(MPI_COMM_WORLD);
+    T->close(tp);
+}
+
 static void test_lazy(void)
 {
     gcoll__tp_t *tp = open_bare();
@@ -749,6 +783,7 @@ static void test_lazy(void)
     if (size >= 3)
         test_lazy_down();
     test_lazy_gone();
+    test_lazy_news();
 }
 
 /* Endpoint c of this process (another communicator's), created, its address exchanged and

@@ -320,6 +320,9 @@ void gcoll__tcp_ep_drop(gcoll__tp_t *tp);
 void gcoll__tcp_found_mismatch(gcoll__tp_t *tp, tcp_peer_t *p, uint32_t tag, const gcoll__opdesc_t *theirs);
 void gcoll__tcp_mismatch(gcoll__tp_t *tp, const char *why);
 void gcoll__tcp_notice_arrived(gcoll__tp_t *tp, tcp_peer_t *p, size_t len);
+/* p's link has just come up: what p's endpoint learnt before (a mismatch, lazy: peers lost)
+ * goes to it too, since the notices went only to the peers connected then. */
+void gcoll__tcp_catch_up(tcp_peer_t *p);
 /* A DOWN frame of len bytes from p, about rank dead, has arrived in p->notice. */
 void gcoll__tcp_down_arrived(gcoll__tp_t *tp, tcp_peer_t *p, uint64_t dead, size_t len);
 

@@ -163,8 +163,11 @@ static void install(tcp_pool_t *pool, tcp_pend_t *p)
     s->rd_ready = s->wr_ready = 1; /* bytes may already wait: no edge would announce them */
     l->nready++;
     GCOLL_LOG(GCOLL_LOG_DEBUG, "tcp: socket %d to %s ready", p->index, p->remote);
+    int index = p->index;
     pend_unlink(pool, p);
     free(p);
+    for (int i = 0; index == 0 && i < l->nroutes && !l->down; i++)
+        gcoll__tcp_catch_up(l->routes[i]);
 }
 
 /* Reads what the handshake still needs; 1 when it is all here, 0 to wait, -1 on failure. */

@@ -229,8 +229,11 @@ void gcoll__tcp_down_arrived(gcoll__tp_t *tp, tcp_peer_t *p, uint64_t dead, size
 void gcoll__tcp_sock_gone(tcp_pool_t *pool, tcp_sock_t *s, const char *doing, int err)
 {
     tcp_link_t *l = s->link;
+    int waited = 0; /* said quietly where nothing waited on it (a goodbye to a process gone first) */
+    for (int i = 0; i < l->nroutes; i++)
+        waited |= l->routes[i]->reqs != NULL && !l->routes[i]->left;
     if (err) {
-        gcoll__tcp_fail_link(pool, l, GCOLL_ERR_REMOTE, 1, "failed on socket %d, %s it: %s", s->index, doing,
+        gcoll__tcp_fail_link(pool, l, GCOLL_ERR_REMOTE, waited, "failed on socket %d, %s it: %s", s->index, doing,
                              strerror(err));
         return;
     }
@@ -241,13 +244,9 @@ void gcoll__tcp_sock_gone(tcp_pool_t *pool, tcp_sock_t *s, const char *doing, in
     }
     gcoll__tcp_sock_close(pool, s);
     s->eof = 1;
-    if (++l->neof == pool->nsocks) {
-        int waited = 0; /* said quietly where nothing waited on it */
-        for (int i = 0; i < l->nroutes; i++)
-            waited |= l->routes[i]->reqs != NULL && !l->routes[i]->left;
+    if (++l->neof == pool->nsocks)
         gcoll__tcp_fail_link(pool, l, GCOLL_ERR_REMOTE, waited,
                              "closed its connections without saying goodbye (did it exit or crash?)");
-    }
 }
 
 /* Takes every reference the sockets hold to r; a frame r has half written is finished from a
@@ -362,6 +361,28 @@ static void tell_peers(gcoll__tp_t *tp)
             gcoll__tcp_send_ctrl(to, f);
     }
     fail_all(tp);
+}
+
+void gcoll__tcp_catch_up(tcp_peer_t *p)
+{
+    gcoll__tp_t *tp = p->tp;
+    if (p->failed || p->left || p->rank == tp->rank)
+        return;
+    if (tp->mm.status) {
+        tcp_frame_t *f =
+            gcoll__tcp_notice_frame(TCP_MISMATCH, 0, tp->mm.why, strnlen(tp->mm.why, TCP_NOTICE_MAX), TCP_NOTICE_PRIO);
+        if (f) /* else best effort: it learns of it from a stalled exchange or GCOLL_TIMEOUT */
+            gcoll__tcp_send_ctrl(p, f);
+    }
+    for (int q = 0; tp->lazy && q < tp->size; q++) {
+        const tcp_peer_t *dead = &tp->peers[q];
+        if (dead->failed != GCOLL_ERR_REMOTE || !dead->why[0] || dead == p)
+            continue;
+        tcp_frame_t *f = gcoll__tcp_notice_frame(TCP_DOWN, (uint64_t)dead->rank, dead->why,
+                                                 strnlen(dead->why, TCP_NOTICE_MAX), TCP_NOTICE_PRIO);
+        if (f)
+            gcoll__tcp_send_ctrl(p, f);
+    }
 }
 
 /* This rank's operation under tag differs from the one whose message arrived from p. */
