@@ -151,9 +151,9 @@ $(BENCH): $(BENCH_SRCS) $(REF_SRCS) $(wildcard bench/*.h reference/*.h) $(LIBDIR
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) -Ireference $(BENCH_SRCS) $(REF_SRCS) -o $@ $(PROG_LDFLAGS)
 
-$(SETUP_BENCH): bench/setup/setup_time.c $(LIBDIR)/libgcoll.so include/gcoll.h
+$(SETUP_BENCH): bench/setup/setup_time.c tests/common/sockets.h $(LIBDIR)/libgcoll.so include/gcoll.h
 	@mkdir -p $(dir $@)
-	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $< -o $@ $(PROG_LDFLAGS)
+	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) -Itests/common $< -o $@ $(PROG_LDFLAGS)
 
 # gcoll-info reports what the internals see (topology, transport choices), so it links the static
 # library like the transport tests below.

@@ -4,13 +4,13 @@
  * machine share; rank 0 prints them on a "SETUP" line with the most sockets any rank holds, and
  * every rank its start on a "START" line (bench/setup_time.sh places the phases of gcoll_init's
  * log line with it). Runs under mpirun or launched without MPI. */
-#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "gcoll.h"
+#include "sockets.h"
 
 #define PHASES 4
 
@@ -19,26 +19,6 @@ static double wall(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Entries of /proc/self/fd that are sockets. */
-static int sockets(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    int n = 0;
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        char path[300], link[64];
-        snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
-        ssize_t len = readlink(path, link, sizeof(link) - 1);
-        if (len > 0) {
-            link[len] = '\0';
-            n += strncmp(link, "socket:", 7) == 0;
-        }
-    }
-    if (d)
-        closedir(d);
-    return n;
 }
 
 static int fail(const char *what)
@@ -74,7 +54,7 @@ int main(int argc, char **argv)
     if (gcoll_comm_split(world, rank % 2, rank, &half) != GCOLL_SUCCESS)
         return fail("gcoll_comm_split");
     t[7] = wall();
-    t[8] = (double)sockets();
+    t[8] = (double)count_sockets();
     double most[2 * PHASES + 1];
     if (gcoll_allreduce(t, most, 2 * PHASES + 1, GCOLL_FLOAT64, GCOLL_MAX, world) != GCOLL_SUCCESS)
         return fail("gcoll_allreduce of the times");

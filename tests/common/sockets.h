@@ -1,5 +1,5 @@
 /* The sockets this process holds (entries of /proc/self/fd that link to "socket:[...]"), for the
- * tests that bound how many a rank keeps open. */
+ * tests that bound how many a rank keeps open and for the set-up benchmark. */
 #ifndef GCOLL_TEST_SOCKETS_H
 #define GCOLL_TEST_SOCKETS_H
 

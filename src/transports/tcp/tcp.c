@@ -7,10 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/random.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "base/config.h"
 #include "base/error.h"
@@ -192,7 +189,7 @@ static void tcp_peer_down(gcoll__tp_t *tp, int rank, const char *why)
 {
     pthread_mutex_lock(&tp->pool->lock);
     if (rank >= 0 && rank < tp->size && rank != tp->rank && !tp->peers[rank].failed && !tp->peers[rank].left)
-        gcoll__tcp_fail_peer(tp, &tp->peers[rank], GCOLL_ERR_REMOTE, 1, "%s", why);
+        gcoll__tcp_fail_peer(&tp->peers[rank], GCOLL_ERR_REMOTE, 1, "%s", why);
     pthread_mutex_unlock(&tp->pool->lock);
 }
 

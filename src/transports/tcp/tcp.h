@@ -258,7 +258,7 @@ gcoll__tp_t *gcoll__tcp_endpoint(tcp_pool_t *pool, uint64_t chan);
 const unsigned char *gcoll__tcp_chan_secret(tcp_pool_t *pool, uint64_t chan);
 tcp_peer_t *gcoll__tcp_route(tcp_link_t *link, const gcoll__tp_t *tp);
 
-/* tcp_if.c: picks the interface (collective over boot->comm) and fills tp->me's address. */
+/* tcp_if.c: picks the interface (collective over boot->comm): its address in *addr. */
 gcoll_status_t gcoll__tcp_choose_if(const gcoll__bootstrap_t *boot, struct in_addr *addr);
 typedef struct {
     char name[IFNAMSIZ];
@@ -303,8 +303,8 @@ void gcoll__tcp_sock_reset(tcp_pool_t *pool, tcp_sock_t *s);
 /* One endpoint's peer failed (GCOLL_ERR_REMOTE: its process is gone) or broke the endpoint's
  * protocol: what waits on it fails with status and the message (logged as a warning where warn
  * is set). The link stays: other endpoints' traffic on it is whole. */
-void gcoll__tcp_fail_peer(gcoll__tp_t *tp, tcp_peer_t *p, gcoll_status_t status, int warn, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
+void gcoll__tcp_fail_peer(tcp_peer_t *p, gcoll_status_t status, int warn, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* The link is lost or its stream broken: its sockets close and every endpoint's peer over it
  * fails with status and "tcp: rank R <what>" (R: its rank there), but for those that said BYE. */
 void gcoll__tcp_fail_link(tcp_pool_t *pool, tcp_link_t *l, gcoll_status_t status, int warn, const char *fmt, ...)
@@ -312,8 +312,8 @@ void gcoll__tcp_fail_link(tcp_pool_t *pool, tcp_link_t *l, gcoll_status_t status
 /* Socket s reached end of file or failed (err, naming what it was doing). */
 void gcoll__tcp_sock_gone(tcp_pool_t *pool, tcp_sock_t *s, const char *doing, int err);
 void gcoll__tcp_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r); /* the table's cancel, lock held */
-/* The endpoint closes (lock held): a goodbye on each link, its requests abandoned, its
- * unexpected messages freed, and nothing on the links points into it any more. */
+/* The endpoint closes (lock held): a goodbye on each link, its requests abandoned, and nothing
+ * on the links points into it any more (its unexpected messages are the caller's to free). */
 void gcoll__tcp_ep_drop(gcoll__tp_t *tp);
 /* Mismatch detection (mismatch.h): a message from p under tag whose descriptor (theirs) did not
  * agree; the table's mismatch hook; a MISMATCH frame of len bytes has arrived in p->notice. */

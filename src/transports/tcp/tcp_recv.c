@@ -38,14 +38,14 @@ static void size_mismatch(gcoll__tp_req_t *r, size_t got)
 }
 
 /* A receive meets a rendezvous offer: clear it to send, or decline when the sizes differ. */
-static void accept_rts(gcoll__tp_t *tp, gcoll__tp_req_t *r, size_t bytes, uint64_t sid)
+static void accept_rts(gcoll__tp_req_t *r, size_t bytes, uint64_t sid)
 {
     tcp_peer_t *p = r->peer;
     if (bytes != r->bytes) {
         size_mismatch(r, bytes);
         tcp_frame_t *f = calloc(1, sizeof(*f));
         if (!f) {
-            gcoll__tcp_fail_peer(tp, p, GCOLL_ERR_TRANSPORT, 1, "tcp: no memory to decline a message from rank %d",
+            gcoll__tcp_fail_peer(p, GCOLL_ERR_TRANSPORT, 1, "tcp: no memory to decline a message from rank %d",
                                  p->rank);
             return;
         }
@@ -95,7 +95,7 @@ gcoll_status_t gcoll__tcp_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *b
             if (p->failed) /* the offer's data can no longer come */
                 gcoll__tcp_complete(r, p->failed, "%s", p->why);
             else
-                accept_rts(tp, r, u->bytes, u->sid);
+                accept_rts(r, u->bytes, u->sid);
             gcoll__tcp_unexp_free(u);
         } else if (u->complete) {
             deliver(p, r, u);
@@ -212,9 +212,9 @@ static void dispatch(tcp_pool_t *pool, tcp_sock_t *s)
         break;
     case TCP_RTS:
         if ((r = match_posted(p, h->tag)))
-            accept_rts(tp, r, h->aux, h->id);
+            accept_rts(r, h->aux, h->id);
         else if (!stash(p, h))
-            gcoll__tcp_fail_peer(tp, p, GCOLL_ERR_TRANSPORT, 1, "tcp: no memory for an unexpected message from rank %d",
+            gcoll__tcp_fail_peer(p, GCOLL_ERR_TRANSPORT, 1, "tcp: no memory for an unexpected message from rank %d",
                                  p->rank); /* an offer: nothing of it is left on the stream */
         return;
     case TCP_CTS:

@@ -164,9 +164,8 @@ static void fail_route(tcp_peer_t *p, gcoll_status_t status, int warn)
 
 /* The peer is gone (status GCOLL_ERR_REMOTE) or broke the protocol: fail what waits on it with
  * status. Complete unexpected messages stay deliverable. */
-void gcoll__tcp_fail_peer(gcoll__tp_t *tp, tcp_peer_t *p, gcoll_status_t status, int warn, const char *fmt, ...)
+void gcoll__tcp_fail_peer(tcp_peer_t *p, gcoll_status_t status, int warn, const char *fmt, ...)
 {
-    (void)tp;
     if (p->failed)
         return;
     va_list ap;
@@ -189,21 +188,15 @@ void gcoll__tcp_fail_link(tcp_pool_t *pool, tcp_link_t *l, gcoll_status_t status
     va_end(ap);
     for (int i = 0; i < pool->nsocks; i++)
         gcoll__tcp_sock_reset(pool, &l->socks[i]);
-    /* failing a route may fail others (a DOWN frame that cannot be written): go by a copy */
-    int n = l->nroutes;
-    tcp_peer_t **routes = malloc((size_t)(n ? n : 1) * sizeof(*routes));
-    if (!routes)
-        n = 0;
-    else if (n)
-        memcpy(routes, l->routes, (size_t)n * sizeof(*routes));
-    for (int i = 0; i < n; i++) {
-        tcp_peer_t *p = routes[i];
+    /* failing a route may fail other links (a DOWN frame that cannot be written), never this
+     * one again (it is down) nor its routes */
+    for (int i = 0; i < l->nroutes; i++) {
+        tcp_peer_t *p = l->routes[i];
         if (p->failed || (p->left && status == GCOLL_ERR_REMOTE))
             continue; /* one that left on purpose: what waits on it is left to the core's timeout */
         snprintf(p->why, sizeof(p->why), "tcp: rank %d %s", p->rank, what);
         fail_route(p, status, warn);
     }
-    free(routes);
 }
 
 void gcoll__tcp_down_arrived(gcoll__tp_t *tp, tcp_peer_t *p, uint64_t dead, size_t len)
@@ -213,14 +206,14 @@ void gcoll__tcp_down_arrived(gcoll__tp_t *tp, tcp_peer_t *p, uint64_t dead, size
         if (p->notice[i] < 0x20 || p->notice[i] > 0x7e)
             p->notice[i] = '?';
     if (dead >= (uint64_t)tp->size || dead == (uint64_t)tp->rank || dead == (uint64_t)p->rank) {
-        gcoll__tcp_fail_peer(tp, p, GCOLL_ERR_TRANSPORT, 1,
+        gcoll__tcp_fail_peer(p, GCOLL_ERR_TRANSPORT, 1,
                              "tcp: rank %d broke the protocol: it reported rank %llu failed, which is %s", p->rank,
                              (unsigned long long)dead, dead >= (uint64_t)tp->size ? "out of range" : "not possible");
         return;
     }
     tcp_peer_t *d = &tp->peers[dead];
     if (!d->failed && !d->left)
-        gcoll__tcp_fail_peer(tp, d, GCOLL_ERR_REMOTE, 1, "rank %d reports: %s", p->rank, p->notice);
+        gcoll__tcp_fail_peer(d, GCOLL_ERR_REMOTE, 1, "rank %d reports: %s", p->rank, p->notice);
 }
 
 /* A socket reached end of file or failed (err). A peer that said BYE closed its endpoint on
