@@ -42,7 +42,7 @@ is_excluded() {
     libgcoll*) return 0;;   # comes from <repo>/lib
   esac; return 1; }
 targets=("$B"/bin/orterun "$B"/bin/orted "$B"/bin/ompi_info "$B"/lib/*.so* "$B"/lib/openmpi3/*.so "$B"/pmix/lib/pmix/*.so
-         "$REPO"/build/default/bin/* "$REPO"/lib/*.so)
+         "$REPO"/build/default/bin/* "$REPO"/lib/libgcoll*.so)
 declare -A seen
 changed=1
 while [ $changed = 1 ]; do
