@@ -48,10 +48,11 @@ tsan)
     # mixed collectives, several outstanding, random priorities, two progress threads
     step "test_soak np=3, 2 progress threads, under TSan" mpi -np 3 -x TSAN_OPTIONS \
         -x SOAK_ITERS=150 -x TEST_QUICK=1 -x GCOLL_WORKER_COUNT=2 "$B/test_soak"
-    # the same over tcp: its communicators, on different lanes, share the process's sockets
-    step "test_soak np=3 over tcp, 2 progress threads, under TSan" mpi -np 3 -x TSAN_OPTIONS \
+    # the same over tcp: its communicators, on different lanes, share the process's sockets, which
+    # open on demand and, past a limit of one peer, close when idle and open again
+    step "test_soak np=3 over tcp, lazy, 2 progress threads, under TSan" mpi -np 3 -x TSAN_OPTIONS \
         -x SOAK_ITERS=100 -x TEST_QUICK=1 -x GCOLL_WORKER_COUNT=2 -x GCOLL_TRANSPORT_INTRA=inter \
-        -x GCOLL_TRANSPORT_INTER=tcp "$B/test_soak"
+        -x GCOLL_TRANSPORT_INTER=tcp -x GCOLL_TCP_CONNECT=lazy -x GCOLL_TCP_MAX_CONNS=1 "$B/test_soak"
     # gcoll_comm_abort from the application's thread while the progress thread drives the lane
     step "test_faults abort np=3 under TSan" mpi -np 3 -x TSAN_OPTIONS "$B/test_faults" abort
     ;;

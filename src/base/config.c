@@ -73,6 +73,20 @@ static gcoll_status_t parse_count(const char *var, const char *s, void *out, int
     return GCOLL_SUCCESS;
 }
 
+/* none (0), or a count from 1 to 1 Mi. */
+static gcoll_status_t parse_limit(const char *var, const char *s, void *out, int arg)
+{
+    (void)arg;
+    char *end;
+    errno = 0;
+    long v = strcmp(s, "none") == 0 ? 0 : strtol(s, &end, 10);
+    if (strcmp(s, "none") != 0 && (!isdigit((unsigned char)*s) || *end || errno || v < 1 || v > 1048576))
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "%s='%s' is not valid: accepts none or an integer from 1 to 1048576",
+                            var, s);
+    *(int *)out = (int)v;
+    return GCOLL_SUCCESS;
+}
+
 /* Free text up to arg bytes (names, lists, paths), checked where it is used. */
 static gcoll_status_t parse_text(const char *var, const char *s, void *out, int cap)
 {
@@ -353,6 +367,11 @@ static gcoll__var_t vars[] = {
      "scale, but a rank learns of a crashed peer it never exchanged with only through the peers it waits on, or at "
      "the timeout; every rank must set it alike",
      NULL, tcp_connects, &gcoll__config.tcp_connect_lazy, 0},
+    {"GCOLL_TCP_MAX_CONNS", "none, or 1..1048576", "none",
+     "lazy connections: the most peer processes this process keeps connected (GCOLL_TCP_NSOCKS sockets each); past "
+     "it the least recently used idle connection closes, by agreement of both processes, and opens again when a "
+     "request next names that process",
+     parse_limit, NULL, &gcoll__config.tcp_max_conns, 0},
     {"GCOLL_TCP_IFNAME", "auto, or a list of interface name prefixes", "auto",
      "interfaces for TCP: eth0,ib (those), ^docker,lo (all but those), =eth0 (exactly); auto prefers "
      "a non-loopback interface every host has",

@@ -34,6 +34,7 @@ typedef struct {
     int shm_ring_depth;         /* cells per ring */
     int tcp_nsocks;             /* sockets per peer, striped for large messages */
     int tcp_connect_lazy;       /* GCOLL_TCP_CONNECT: 0 eager, 1 lazy */
+    int tcp_max_conns;          /* GCOLL_TCP_MAX_CONNS: peer processes kept connected; 0: no limit */
     char tcp_ifname[256];       /* "auto", or a list: "eth0,eth1", "^lo,docker" */
     size_t tcp_sndbuf;          /* SO_SNDBUF of every socket; 0: the kernel's autotuning */
     size_t tcp_rcvbuf;          /* SO_RCVBUF likewise */

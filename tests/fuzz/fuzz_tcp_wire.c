@@ -61,7 +61,8 @@ static void fuzz_header(const uint8_t *data, size_t size, size_t off)
                  (unsigned long long)h.len);
         PROPERTY(h.type != TCP_DATA || (h.len > 0 && h.len <= TCP_CHUNK_MAX), "a data frame of %llu bytes passes",
                  (unsigned long long)h.len);
-        PROPERTY((h.type != TCP_RTS && h.type != TCP_CTS && h.type != TCP_BYE) || h.len == 0,
+        PROPERTY((h.type != TCP_RTS && h.type != TCP_CTS && h.type != TCP_BYE && !TCP_IS_IDLE_FRAME(h.type)) ||
+                     h.len == 0,
                  "a control frame with %llu payload bytes passes", (unsigned long long)h.len);
         unsigned char again[TCP_HDR_BYTES];
         gcoll__tcp_hdr_pack(again, &h);

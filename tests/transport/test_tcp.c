@@ -273,8 +273,11 @@ static void test_frame_queue(void)
     tcp_frame_t f[N];
     tcp_sock_t sock;
     tcp_peer_t peer;
+    tcp_link_t link;
     memset(&sock, 0, sizeof(sock));
     memset(&peer, 0, sizeof(peer));
+    memset(&link, 0, sizeof(link));
+    sock.link = &link;
     sock.ev.fd = -1; /* not writable: the frames stay queued */
     peer.socks = &sock;
     for (int i = 0; i < N; i++) {
@@ -319,11 +322,14 @@ static void test_wire_order(void)
     static char payload[64];
     tcp_sock_t sock;
     tcp_peer_t peer;
+    tcp_link_t link;
     gcoll__tp_req_t req;
+    memset(&link, 0, sizeof(link));
     memset(&sock, 0, sizeof(sock));
     memset(&peer, 0, sizeof(peer));
     memset(&req, 0, sizeof(req));
     sock.ev.fd = fds[0];
+    sock.link = &link;
     peer.socks = &sock;
     req.prio = 5;
     req.id = 77;
@@ -786,6 +792,89 @@ static void test_lazy(void)
     test_lazy_news();
 }
 
+/* The peers this process holds an open connection to (any endpoint's). */
+static int open_links(const gcoll__tp_t *tp)
+{
+    int n = 0;
+    for (int k = 0; k < tp->pool->nlinks; k++)
+        n += !tp->pool->links[k]->down && tp->pool->links[k]->socks[0].ev.fd >= 0;
+    return n;
+}
+
+/* One exchange at distance d: each rank sends n bytes to rank + d and receives from rank - d,
+ * checked byte for byte. */
+static void exchange(gcoll__tp_t *tp, int d, uint32_t tag, size_t n, const char *what)
+{
+    int to = (rank + d) % size, from = (rank + size - d) % size;
+    unsigned char *out = malloc(n ? n : 1), *in = malloc(n ? n : 1);
+    fill(out, n, seed_of(rank, to, tag, n));
+    gcoll__tp_req_t *reqs[2];
+    gcoll_status_t st[2] = {GCOLL_ERR_INTERNAL, GCOLL_ERR_INTERNAL};
+    char why[2][256] = {"", ""};
+    if (T->irecv(tp, from, tag, in, n, &reqs[0]) == GCOLL_SUCCESS &&
+        T->isend(tp, to, tag, out, n, &reqs[1]) == GCOLL_SUCCESS)
+        wait_all(tp, reqs, st, why, 2);
+    CHECK(!st[0] && !st[1] && first_diff(in, n, seed_of(from, rank, tag, n)) == n,
+          "%s: %zu bytes at distance %d: %d %d (%s%s)", what, n, d, st[0], st[1], why[0], why[1]);
+    free(out);
+    free(in);
+}
+
+/* GCOLL_TCP_MAX_CONNS=1: every exchange with another peer closes the idle connection to the last
+ * one (both processes agree), and the next message to it opens it again, the requests and
+ * messages that waited meanwhile intact: eager, rendezvous (striped with several sockets), an
+ * offer that arrived before the close and is received after it; no dial refused, no peer failed. */
+static void test_idle_limit(void)
+{
+    int saved = gcoll__config.tcp_max_conns;
+    gcoll__config.tcp_max_conns = 1;
+    gcoll__tp_t *tp = open_bare(); /* a pool of its own: the limit is read when it is made */
+    gcoll__config.tcp_max_conns = saved;
+    if (!tp)
+        return;
+    size_t sizes[] = {0, 1, 4099, 300007, 1572869};
+    for (int round = 0; round < 3; round++)
+        for (int d = 1; d < size; d++)
+            exchange(tp, d, 300 + (uint32_t)d, sizes[(round + d) % 5], "exchange under a limit of one connection");
+    if (size >= 3) {
+        /* an offer to the right, then traffic at distance 2 closes that link, then the receive */
+        size_t n = 700001;
+        int to = (rank + 1) % size, from = (rank + size - 1) % size;
+        unsigned char *out = malloc(n), *in = malloc(n);
+        fill(out, n, seed_of(rank, to, 310, n));
+        gcoll__tp_req_t *reqs[2];
+        gcoll_status_t st[2] = {GCOLL_ERR_INTERNAL, GCOLL_ERR_INTERNAL};
+        char why[2][256] = {"", ""};
+        T->isend(tp, to, 310, out, n, &reqs[1]);
+        drive(tp, from, 0.2); /* the offer arrives and waits */
+        exchange(tp, 2, 311, 1000, "traffic between an offer and its receive");
+        unsigned long closed = tp->pool->idle_closed;
+        T->irecv(tp, from, 310, in, n, &reqs[0]);
+        wait_all(tp, reqs, st, why, 2);
+        CHECK(!st[0] && !st[1] && first_diff(in, n, seed_of(from, rank, 310, n)) == n && closed > 0,
+              "an offer received after its connection closed idle: %d %d (%s%s), %lu closed", st[0], st[1], why[0],
+              why[1], closed);
+        free(out);
+        free(in);
+    }
+    /* left alone, each process closes down to the limit */
+    int ok = 0;
+    for (double end = check_now() + 10; !ok && check_now() < end;) {
+        for (double t = check_now() + 0.05; check_now() < t;)
+            T->check(tp);
+        ok = open_links(tp) <= 1;
+        MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    }
+    int failed = 0;
+    for (int q = 0; q < size; q++)
+        failed += tp->peers[q].failed != 0;
+    CHECK(ok && !failed && tp->pool->rejected == 0 && (size < 3 || tp->pool->idle_closed > 0),
+          "limit of one connection: %d open at the end, %d peers failed, %lu dials refused (%s), %lu closed idle",
+          open_links(tp), failed, tp->pool->rejected, tp->pool->last_rejection, tp->pool->idle_closed);
+    MPI_Barrier(MPI_COMM_WORLD);
+    T->close(tp);
+}
+
 /* Endpoint c of this process (another communicator's), created, its address exchanged and
  * connected as open_bare does; but rank `late` first drives endpoint a for up to 1 s, until a
  * frame for c (sent by a rank that connected first) waits at the head of a socket: c has joined
@@ -949,7 +1038,8 @@ static void test_header_check(void)
         {{.type = TCP_DATA, .len = TCP_CHUNK_MAX + 1, .id = 1}, "data frame"},
         {{.type = TCP_DATA, .len = 0, .id = 1}, "data frame"},
         {{.type = TCP_RTS, .len = 5}, "control"},
-        {{.type = 9}, "type"},
+        {{.type = TCP_IDLE_NO + 1}, "type"},
+        {{.type = TCP_IDLE, .len = 1}, "control"},
         {{.type = TCP_MISMATCH, .len = 0}, "notice"},
         {{.type = TCP_MISMATCH, .len = TCP_NOTICE_MAX + 1}, "notice"},
         {{.type = TCP_DOWN, .len = 0}, "notice"},
@@ -1183,8 +1273,10 @@ int main(int argc, char **argv)
         test_live_faults();
         test_buffers();
         test_shared();
-        if (gcoll__config.tcp_connect_lazy)
+        if (gcoll__config.tcp_connect_lazy) {
             test_lazy();
+            test_idle_limit();
+        }
     }
     int rc = check_summary("tcp", CHECK_NP);
     free(addrs);

@@ -34,8 +34,13 @@ extern const gcoll__transport_t gcoll__transport_tcp;
  * connection between two processes carries all of them.
  * BYE: the peer closes its endpoint. MISMATCH: the peer found that ranks run different
  * operations under one tag; its payload is the message naming both, and it fails this endpoint.
- * DOWN (lazy endpoints): the peer lost rank aux (its process gone); the payload says how. */
-enum { TCP_EAGER = 1, TCP_RTS, TCP_CTS, TCP_DATA, TCP_BYE, TCP_MISMATCH, TCP_DOWN };
+ * DOWN (lazy endpoints): the peer lost rank aux (its process gone); the payload says how.
+ * IDLE, IDLE_OK, IDLE_NO belong to the link, not to a channel (chan 0, socket 0, no payload):
+ * a process over GCOLL_TCP_MAX_CONNS asks to close an idle link (id: frames it sent, aux: frames
+ * it received, neither counting these three), and the peer agrees when both counts match its own
+ * and it has nothing to send or to read, or declines (tcp_idle.c). */
+enum { TCP_EAGER = 1, TCP_RTS, TCP_CTS, TCP_DATA, TCP_BYE, TCP_MISMATCH, TCP_DOWN, TCP_IDLE, TCP_IDLE_OK, TCP_IDLE_NO };
+#define TCP_IS_IDLE_FRAME(type) ((type) >= TCP_IDLE && (type) <= TCP_IDLE_NO)
 
 typedef struct {
     uint32_t magic, seq, tag;
@@ -192,6 +197,12 @@ typedef struct tcp_link {
     int down;            /* its sockets failed or closed: every route over it has failed or left */
     tcp_peer_t **routes; /* each endpoint's peer that is this process */
     int nroutes, caproutes;
+    /* Closing it while idle (tcp_idle.c). closing: we asked, and write nothing else until the
+     * answer; retiring: we agreed to the peer's asking, and write nothing until its sockets
+     * close. Frames queued meanwhile go out on the next connection. */
+    int closing, retiring;
+    uint64_t sent, recvd; /* frames since it connected, but the three idle ones */
+    uint64_t used;        /* the pool's clock at its last frame: the least recently used closes first */
 } tcp_link_t;
 
 typedef struct tcp_pend tcp_pend_t; /* a connection whose handshake is not finished */
@@ -224,8 +235,11 @@ typedef struct tcp_pool {
         unsigned char secret[TCP_SECRET_BYTES];
     } * gone;
     int ngone;
-    unsigned long rejected;   /* connections closed by the handshake check (tests read them) */
-    char last_rejection[160]; /* and why the last one was */
+    int max_links;             /* GCOLL_TCP_MAX_CONNS (0: no limit): open links beyond it close when idle */
+    uint64_t clock;            /* counts frames: links' use times */
+    unsigned long idle_closed; /* links closed while idle (tests read them) */
+    unsigned long rejected;    /* connections closed by the handshake check (tests read them) */
+    char last_rejection[160];  /* and why the last one was */
 } tcp_pool_t;
 
 struct gcoll__tp {
@@ -279,6 +293,8 @@ gcoll_status_t gcoll__tcp_connect_all(gcoll__tp_t *tp, const void *all_addrs);
  * dial; when both do at once, the lower key's connection stands). A process that cannot be
  * reached fails its link (GCOLL_ERR_REMOTE), as one whose connection broke. */
 void gcoll__tcp_reach(gcoll__tp_t *tp, int peer);
+/* Dials the sockets of link l not open nor being opened, with tp's credentials. */
+void gcoll__tcp_link_dial(gcoll__tp_t *tp, tcp_link_t *l);
 void gcoll__tcp_accept(tcp_pool_t *pool);
 void gcoll__tcp_pend_event(tcp_pool_t *pool, tcp_pend_t *p, unsigned events);
 void gcoll__tcp_pend_expire(tcp_pool_t *pool);
@@ -342,6 +358,18 @@ void gcoll__tcp_sock_write(tcp_pool_t *pool, tcp_sock_t *s);
 gcoll_status_t gcoll__tcp_irecv(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes,
                                 gcoll__tp_req_t **out);
 void gcoll__tcp_sock_read(tcp_pool_t *pool, tcp_sock_t *s);
+
+/* tcp_idle.c: the limit on open links. trim asks the peer of the least recently used idle link
+ * to close it when more than GCOLL_TCP_MAX_CONNS are open (one request at a time); frame acts
+ * on an IDLE, IDLE_OK or IDLE_NO header read from s; gone takes a socket of a retiring link that
+ * closed (1) or leaves it to the failure path (0); retire ends a retiring link's old sockets at
+ * once (the peer dials it again); held: whether s may write only the idle frames now. */
+void gcoll__tcp_idle_trim(tcp_pool_t *pool);
+void gcoll__tcp_idle_frame(tcp_pool_t *pool, tcp_sock_t *s);
+int gcoll__tcp_idle_gone(tcp_pool_t *pool, tcp_sock_t *s);
+void gcoll__tcp_idle_retire(tcp_pool_t *pool, tcp_link_t *l);
+/* Whether s has a frame it may write now (a link closing while idle holds all but its own). */
+int gcoll__tcp_sock_pending(const tcp_sock_t *s);
 
 /* tcp_progress.c: waits up to timeout_ms for events and notes them (sockets) or handles them
  * (handshakes); a pass over every link of the pool; the table's test, wait, dead_peer and check

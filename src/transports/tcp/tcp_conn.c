@@ -268,6 +268,7 @@ static void incoming_event(tcp_pool_t *pool, tcp_pend_t *p)
         return;
     }
     p->link = l;
+    gcoll__tcp_idle_retire(pool, l); /* it closed its side of an idle close and dials again */
     tcp_sock_t *s = &l->socks[p->index];
     unsigned char ack[TCP_ACK_BYTES];
     if (pool->lazy && pool->key < from && !s->eof && (s->ev.fd >= 0 || s->dialing)) {
@@ -382,9 +383,8 @@ static gcoll_status_t dial(gcoll__tp_t *tp, tcp_link_t *l, int index)
     return st;
 }
 
-/* Dials the link's sockets that are neither open nor being opened, for endpoint tp; a process out
- * of reach fails its link. */
-static void dial_missing(gcoll__tp_t *tp, tcp_link_t *l)
+/* A process out of reach fails its link. */
+void gcoll__tcp_link_dial(gcoll__tp_t *tp, tcp_link_t *l)
 {
     tcp_pool_t *pool = tp->pool;
     for (int i = 0; i < pool->nsocks && !l->down; i++) {
@@ -399,7 +399,7 @@ void gcoll__tcp_reach(gcoll__tp_t *tp, int peer)
 {
     tcp_peer_t *p = &tp->peers[peer];
     if (tp->lazy && p->link && !p->failed && !p->left)
-        dial_missing(tp, p->link);
+        gcoll__tcp_link_dial(tp, p->link);
 }
 
 /* Names the ranks whose links are not all connected, e.g. "1, 3". */
@@ -442,7 +442,7 @@ gcoll_status_t gcoll__tcp_connect_all(gcoll__tp_t *tp, const void *all_addrs)
     for (int q = 0; st == GCOLL_SUCCESS && !tp->lazy && q < tp->size; q++) {
         tcp_link_t *l = tp->peers[q].link;
         if (l && l->key > pool->key)
-            dial_missing(tp, l);
+            gcoll__tcp_link_dial(tp, l);
         if (tp->peers[q].failed)
             st = gcoll__error(tp->peers[q].failed, "%s", tp->peers[q].why);
     }

@@ -46,6 +46,7 @@ static gcoll_status_t pool_new(const struct in_addr *addr, tcp_pool_t **out)
     pthread_mutex_init(&pool->lock, NULL);
     pool->nsocks = gcoll__config.tcp_nsocks;
     pool->lazy = gcoll__config.tcp_connect_lazy;
+    pool->max_links = pool->lazy ? gcoll__config.tcp_max_conns : 0; /* eager links stay open */
     pool->epfd = pool->sleepfd = pool->listen.fd = -1;
     pool->me.sin_family = AF_INET;
     pool->me.sin_addr = *addr;

@@ -48,11 +48,13 @@ gcoll_status_t gcoll__tcp_progress(tcp_pool_t *pool)
             tcp_sock_t *s = &l->socks[i];
             if (s->rd_ready || s->held)
                 gcoll__tcp_sock_read(pool, s);
-            if (s->wr_ready && (s->busy || s->ctrl || s->data))
+            if (s->wr_ready && gcoll__tcp_sock_pending(s))
                 gcoll__tcp_sock_write(pool, s);
-            left |= s->rd_ready || s->held || (s->wr_ready && (s->busy || s->ctrl || s->data));
+            left |= s->rd_ready || s->held || (s->wr_ready && gcoll__tcp_sock_pending(s));
         }
     }
+    if (pool->max_links)
+        gcoll__tcp_idle_trim(pool);
     atomic_store_explicit(&pool->leftover, left, memory_order_relaxed);
     return GCOLL_SUCCESS;
 }

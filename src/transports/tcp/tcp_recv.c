@@ -311,7 +311,8 @@ void gcoll__tcp_sock_read(tcp_pool_t *pool, tcp_sock_t *s)
                 gcoll__tcp_hdr_unpack(s->rbuf + s->rpos, &s->hdr);
                 int wait = 0;
                 why[0] = '\0';
-                if (gcoll__tcp_hdr_check(&s->hdr, s->rseq, why, sizeof(why)) == GCOLL_SUCCESS)
+                if (gcoll__tcp_hdr_check(&s->hdr, s->rseq, why, sizeof(why)) == GCOLL_SUCCESS &&
+                    !TCP_IS_IDLE_FRAME(s->hdr.type))
                     s->rpeer = route_of(pool, s, s->hdr.chan, &wait, why, sizeof(why));
                 if (why[0]) {
                     protocol_error(pool, s, why);
@@ -322,6 +323,12 @@ void gcoll__tcp_sock_read(tcp_pool_t *pool, tcp_sock_t *s)
                     return; /* read again by the next pass, once routed */
                 s->rpos += TCP_HDR_BYTES;
                 s->rseq++;
+                if (TCP_IS_IDLE_FRAME(s->hdr.type)) {
+                    gcoll__tcp_idle_frame(pool, s); /* may close the socket */
+                    continue;
+                }
+                s->link->recvd++;
+                s->link->used = ++pool->clock;
                 dispatch(pool, s);
                 continue;
             }

@@ -133,7 +133,7 @@ static void tell_down(gcoll__tp_t *tp, const tcp_peer_t *dead)
 {
     for (int q = 0; q < tp->size; q++) {
         tcp_peer_t *to = &tp->peers[q];
-        if (q == tp->rank || to == dead || to->failed || !to->socks || to->socks[0].ev.fd < 0 || to->socks[0].dialing)
+        if (q == tp->rank || to == dead || to->failed || !to->socks || to->socks[0].ev.fd < 0)
             continue;
         tcp_frame_t *f = gcoll__tcp_notice_frame(TCP_DOWN, (uint64_t)dead->rank, dead->why,
                                                  strnlen(dead->why, TCP_NOTICE_MAX), TCP_NOTICE_PRIO);
@@ -222,6 +222,8 @@ void gcoll__tcp_down_arrived(gcoll__tp_t *tp, tcp_peer_t *p, uint64_t dead, size
 void gcoll__tcp_sock_gone(tcp_pool_t *pool, tcp_sock_t *s, const char *doing, int err)
 {
     tcp_link_t *l = s->link;
+    if (gcoll__tcp_idle_gone(pool, s)) /* a close both processes agreed to */
+        return;
     int waited = 0; /* said quietly where nothing waited on it (a goodbye to a process gone first) */
     for (int i = 0; i < l->nroutes; i++)
         waited |= l->routes[i]->reqs != NULL && !l->routes[i]->left;
@@ -298,7 +300,7 @@ void gcoll__tcp_ep_drop(gcoll__tp_t *tp)
         tcp_peer_t *p = &tp->peers[q];
         if (!p->link)
             continue;
-        if (!p->failed && !p->link->down && p->socks[0].ev.fd >= 0 && !p->socks[0].dialing) {
+        if (!p->failed && !p->link->down && p->socks[0].ev.fd >= 0) {
             tcp_frame_t *f = gcoll__tcp_notice_frame(TCP_BYE, 0, NULL, 0, TCP_NOTICE_PRIO);
             if (f) /* else best effort: what waits on this rank there fails at its timeout */
                 gcoll__tcp_send_ctrl(p, f);

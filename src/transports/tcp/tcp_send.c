@@ -15,9 +15,12 @@
 
 /* Starts the next frame on s: a queued frame (control or eager), or the next chunk of a data
  * stripe when that is of a higher priority (data frames match by id, so either order is safe). */
-static int take_next(tcp_sock_t *s)
+static int take_next(tcp_pool_t *pool, tcp_sock_t *s)
 {
     gcoll__tcp_hdr_t h;
+    tcp_link_t *l = s->link;
+    if ((l->closing || l->retiring) && !(s->ctrl && TCP_IS_IDLE_FRAME(s->ctrl->hdr.type)))
+        return 0; /* the rest waits for the close to be settled */
     if (s->ctrl && (!s->data || s->ctrl->prio >= s->data->req->prio)) {
         tcp_frame_t *f = s->ctrl;
         s->ctrl = f->next;
@@ -45,6 +48,10 @@ static int take_next(tcp_sock_t *s)
         return 0;
     }
     h.seq = s->wseq++;
+    if (!TCP_IS_IDLE_FRAME(h.type)) {
+        l->sent++;
+        l->used = pool ? ++pool->clock : l->used;
+    }
     gcoll__tcp_hdr_pack(s->cur_hdr, &h);
     s->cur_len = h.len;
     s->cur_off = 0;
@@ -69,7 +76,7 @@ static void frame_written(tcp_sock_t *s)
 /* Writes frames until the socket's buffer is full or nothing is left. */
 void gcoll__tcp_sock_write(tcp_pool_t *pool, tcp_sock_t *s)
 {
-    while (s->wr_ready && s->ev.fd >= 0 && (s->busy || take_next(s))) {
+    while (s->wr_ready && s->ev.fd >= 0 && (s->busy || take_next(pool, s))) {
         struct iovec iov[2];
         int n = 0;
         if (s->cur_off < TCP_HDR_BYTES)

@@ -58,14 +58,15 @@ gcoll_status_t gcoll__tcp_hdr_check(const gcoll__tcp_hdr_t *h, uint32_t seq, cha
         snprintf(why, len, "bad magic 0x%08x", (unsigned)h->magic);
     else if (h->seq != seq)
         snprintf(why, len, "frame sequence number %u where %u was due", (unsigned)h->seq, (unsigned)seq);
-    else if (h->type < TCP_EAGER || h->type > TCP_DOWN)
+    else if (h->type < TCP_EAGER || h->type > TCP_IDLE_NO)
         snprintf(why, len, "unknown frame type %u", (unsigned)h->type);
     else if (h->type == TCP_EAGER && h->len > TCP_EAGER_MAX)
         snprintf(why, len, "an eager message of %llu bytes (the bound is %d)", (unsigned long long)h->len,
                  TCP_EAGER_MAX);
     else if (h->type == TCP_DATA && (h->len == 0 || h->len > TCP_CHUNK_MAX))
         snprintf(why, len, "a data frame of %llu bytes (the bound is %d)", (unsigned long long)h->len, TCP_CHUNK_MAX);
-    else if ((h->type == TCP_RTS || h->type == TCP_CTS || h->type == TCP_BYE) && h->len != 0)
+    else if ((h->type == TCP_RTS || h->type == TCP_CTS || h->type == TCP_BYE || TCP_IS_IDLE_FRAME(h->type)) &&
+             h->len != 0)
         snprintf(why, len, "a control frame with %llu payload bytes", (unsigned long long)h->len);
     else if ((h->type == TCP_MISMATCH || h->type == TCP_DOWN) && (h->len == 0 || h->len > TCP_NOTICE_MAX))
         snprintf(why, len, "a %s notice of %llu bytes (the bound is %d)", h->type == TCP_DOWN ? "failure" : "mismatch",
