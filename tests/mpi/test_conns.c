@@ -2,8 +2,10 @@
  * eager (GCOLL_TCP_CONNECT=eager), the world opens one to every peer when created; lazy, none until
  * a collective needs the peer, and a job that only allreduces (every size class, so every
  * algorithm the selection takes) opens at most 2 log2(n) + 2. Either way duplicates of the world
- * open none: one connection per pair of processes carries every communicator. Each result is
- * checked against the sum written out; rank 0 prints the counts on a "CONNS" line. */
+ * open none: one connection per pair of processes carries every communicator. Lazy under
+ * GCOLL_TCP_MAX_CONNS, an alltoall opens a connection to every peer, and the idle ones close
+ * back to the limit while the job goes on allreducing. Each result is checked against the sum
+ * written out; rank 0 prints the counts on a "CONNS" line. */
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +40,39 @@ static void allreduce_sizes(gcoll_comm_t c)
         CHECK(bad == 0, "allreduce of %zu floats: %d wrong", count, bad);
     }
     free(v);
+}
+
+/* Lazy with GCOLL_TCP_MAX_CONNS=limit: after an alltoall (every peer), small allreduces go on
+ * until no rank holds more than limit + what a small allreduce touches (the sockets of the idle
+ * connections close in those allreduces' progress passes). The most sockets any rank held then. */
+static int idle_limit(gcoll_comm_t world, int limit, int nsocks, int bound, int before)
+{
+    size_t n = 256 * (size_t)h_size;
+    int *out = malloc(n * sizeof(int)), *in = malloc(n * sizeof(int));
+    for (size_t i = 0; out && in && i < n; i++)
+        out[i] = h_rank * 1000 + (int)(i / 256);
+    CHECK_OK(gcoll_alltoall(out, in, 256, GCOLL_INT32, world));
+    int bad = 0;
+    for (size_t i = 0; out && in && i < n; i++)
+        bad += in[i] != (int)(i / 256) * 1000 + h_rank;
+    CHECK(out && in && bad == 0, "alltoall under GCOLL_TCP_MAX_CONNS=%d: %d wrong", limit, bad);
+    free(out);
+    free(in);
+    int allowed = 2 + nsocks * (limit + bound), most = 0;
+    for (int round = 0; round < 200; round++) {
+        float v = 1;
+        CHECK_OK(gcoll_allreduce(&v, &v, 1, GCOLL_FLOAT32, GCOLL_SUM, world));
+        CHECK(v == (float)h_size, "allreduce of one float under the limit: %g", v);
+        int mine = count_sockets() - before;
+        MPI_Allreduce(&mine, &most, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (most <= allowed)
+            break;
+    }
+    CHECK(most <= allowed,
+          "GCOLL_TCP_MAX_CONNS=%d: a rank still holds %d sockets after an alltoall and 200 allreduces "
+          "(at most %d expected)",
+          limit, most, allowed);
+    return most;
 }
 
 int main(int argc, char **argv)
@@ -80,6 +115,14 @@ int main(int argc, char **argv)
         CHECK(with_dups == after_use, "eager: 4 duplicates opened %d sockets", with_dups - after_use);
     }
     report(lazy, (int[4]){at_init, after_use, per_dup, with_dups});
+    const char *max = getenv("GCOLL_TCP_MAX_CONNS");
+    if (lazy && max && atoi(max) > 0) {
+        int most = idle_limit(world, atoi(max), nsocks, log2n + 1, before);
+        if (h_rank == 0)
+            printf("CONNS np=%d GCOLL_TCP_MAX_CONNS=%s: %d sockets (the most of any rank) after an alltoall and "
+                   "allreduces of one float\n",
+                   h_size, max, most);
+    }
     for (int k = 0; k < 4; k++)
         CHECK_OK(gcoll_comm_free(&dups[k]));
     int rc = h_finish("conns");
