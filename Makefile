@@ -9,6 +9,9 @@ PREFIX ?= /usr/local
 MPICC ?= mpicc
 SAN ?=
 
+# Builds take every core (the test runner is one recipe: its lines still run one at a time).
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+
 # Install what is missing before anything below asks pkg-config or mpicc about it.
 ifeq ($(filter clean distclean,$(MAKECMDGOALS)),)
 DEPS_RC := $(shell sh scripts/install-deps.sh >&2; echo $$?)
