@@ -314,6 +314,9 @@ void gcoll__tcp_unexp_unlink(tcp_peer_t *p, tcp_unexp_t *u);
 void gcoll__tcp_unexp_free(tcp_unexp_t *u);
 /* A control frame of the transport's own (owned) carrying a copy of text (len bytes). */
 tcp_frame_t *gcoll__tcp_notice_frame(int type, uint64_t aux, const char *text, size_t len, int prio);
+/* Closes a socket and forgets where its streams stood (read state, sequence numbers, a frame half
+ * written), keeping what is queued to send: as if never connected. */
+void gcoll__tcp_sock_rewind(tcp_pool_t *pool, tcp_sock_t *s);
 /* Drops everything a socket holds and closes it; the requests it served are failed by the caller. */
 void gcoll__tcp_sock_reset(tcp_pool_t *pool, tcp_sock_t *s);
 /* One endpoint's peer failed (GCOLL_ERR_REMOTE: its process is gone) or broke the endpoint's
@@ -363,7 +366,7 @@ void gcoll__tcp_sock_read(tcp_pool_t *pool, tcp_sock_t *s);
  * to close it when more than GCOLL_TCP_MAX_CONNS are open (one request at a time); frame acts
  * on an IDLE, IDLE_OK or IDLE_NO header read from s; gone takes a socket of a retiring link that
  * closed (1) or leaves it to the failure path (0); retire ends a retiring link's old sockets at
- * once (the peer dials it again); held: whether s may write only the idle frames now. */
+ * once (the peer dials it again). */
 void gcoll__tcp_idle_trim(tcp_pool_t *pool);
 void gcoll__tcp_idle_frame(tcp_pool_t *pool, tcp_sock_t *s);
 int gcoll__tcp_idle_gone(tcp_pool_t *pool, tcp_sock_t *s);

@@ -75,19 +75,8 @@ static void link_close(tcp_pool_t *pool, tcp_link_t *l)
     int queued = 0;
     for (int i = 0; i < pool->nsocks; i++) {
         tcp_sock_t *s = &l->socks[i];
-        gcoll__tcp_sock_close(pool, s);
-        free(s->rbuf);
-        s->rbuf = NULL;
-        s->rlen = s->rpos = 0;
-        s->rseq = s->wseq = 0;
-        s->eof = s->hup = s->held = s->in_payload = 0;
-        s->need = 0;
-        s->rpeer = NULL;
-        s->dst = NULL; /* a stale one could equal the next rbuf, which the reader takes for a direct read */
-        s->dst_req = NULL;
-        s->dst_unexp = NULL;
-        s->busy = 0; /* only an idle frame can be unwritten here (the rest waited): an answer to a
-                        question the close made moot */
+        /* only an idle frame can be unwritten here (the rest waited): an answer the close made moot */
+        gcoll__tcp_sock_rewind(pool, s);
         queued |= drop_news(s);
     }
     l->nready = l->neof = 0;

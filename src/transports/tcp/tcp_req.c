@@ -104,9 +104,27 @@ tcp_frame_t *gcoll__tcp_notice_frame(int type, uint64_t aux, const char *text, s
     return f;
 }
 
-void gcoll__tcp_sock_reset(tcp_pool_t *pool, tcp_sock_t *s)
+void gcoll__tcp_sock_rewind(tcp_pool_t *pool, tcp_sock_t *s)
 {
     gcoll__tcp_sock_close(pool, s);
+    free(s->rbuf);
+    s->rbuf = NULL;
+    s->rlen = s->rpos = s->need = 0;
+    s->rseq = s->wseq = 0;
+    s->eof = s->hup = s->held = s->in_payload = 0;
+    s->rpeer = NULL;
+    s->dst = NULL; /* a stale one could equal the next rbuf, which the reader takes for a direct read */
+    s->dst_req = NULL;
+    s->dst_unexp = NULL;
+    free(s->cur_owned);
+    s->cur_owned = NULL;
+    s->cur_req = NULL;
+    s->busy = 0;
+}
+
+void gcoll__tcp_sock_reset(tcp_pool_t *pool, tcp_sock_t *s)
+{
+    gcoll__tcp_sock_rewind(pool, s);
     for (tcp_frame_t *f = s->ctrl, *next; f; f = next) {
         next = f->next;
         if (f->owned)
@@ -114,16 +132,6 @@ void gcoll__tcp_sock_reset(tcp_pool_t *pool, tcp_sock_t *s)
     }
     s->ctrl = s->ctrl_tail = NULL;
     s->data = NULL;
-    free(s->cur_owned);
-    s->cur_owned = NULL;
-    s->busy = 0;
-    s->cur_req = s->dst_req = NULL;
-    s->dst_unexp = NULL;
-    s->dst = NULL;
-    s->rpeer = NULL;
-    s->in_payload = 0;
-    free(s->rbuf);
-    s->rbuf = NULL;
 }
 
 /* A lazy endpoint lost dead's process: the peers it reaches hear of it (a DOWN frame), since
