@@ -127,8 +127,10 @@ GCOLL_API gcoll_status_t gcoll_finalize(void);
  * long as the store's own timeout allows), copies at most cap bytes of its value and sets *len to
  * the value's full length. Either returns GCOLL_SUCCESS, or a status and a line in why (whylen
  * bytes) that gcoll passes on; they may be called from any thread, one at a time. Keys are short
- * text under "gcoll/"; values are a few hundred bytes. gcoll copies the struct; ctx must stay valid
- * while a communicator made from it lives. Start from GCOLL_STORE_INIT, as for gcoll_attr_t. */
+ * text under "gcoll/"; values are a few hundred bytes a rank (an allgather's whole result is one
+ * value, read by every rank; each rank reads at most log2(size) + 1 keys a step). gcoll copies the
+ * struct; ctx must stay valid while a communicator made from it lives. Start from
+ * GCOLL_STORE_INIT, as for gcoll_attr_t. */
 typedef struct {
     size_t size;      /* sizeof(gcoll_store_t) in the caller's header */
     unsigned magic;   /* GCOLL_STORE_MAGIC */

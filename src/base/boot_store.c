@@ -1,7 +1,8 @@
 /* The bootstrap group of ranks that meet through a key-value store the application provides
  * (gcoll_store_t: a c10d store, a shared directory). Every operation has a number; a rank
- * publishes its part under "gcoll/<group>/<number>/<rank>" and reads the others'. A split's
- * groups take their parent's key, the split's number and their color as their own. */
+ * publishes its part under "gcoll/<group>/<number>/<rank>", an allgather's result under
+ * ".../<number>/all". A split's groups take their parent's key, the split's number and their
+ * color as their own. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,20 +54,25 @@ static gcoll_status_t store_error(kv_t *k, gcoll_status_t st, const char *what, 
     return gcoll__error(st, "bootstrap: %s", k->why);
 }
 
+/* The key of rank's part of operation seq; rank -1: the operation's whole result. */
 static void key_of(const kv_t *k, unsigned long long seq, int rank, char *key)
 {
-    snprintf(key, KEY_BYTES, "gcoll/%s/%llu/%d", k->group, seq, rank);
+    if (rank < 0)
+        snprintf(key, KEY_BYTES, "gcoll/%s/%llu/all", k->group, seq);
+    else
+        snprintf(key, KEY_BYTES, "gcoll/%s/%llu/%d", k->group, seq, rank);
 }
 
-static gcoll_status_t put(kv_t *k, unsigned long long seq, const void *buf, size_t len)
+/* Publishes this rank's part of operation seq (as_rank -1: its whole result). */
+static gcoll_status_t put(kv_t *k, unsigned long long seq, int as_rank, const void *buf, size_t len)
 {
     char key[KEY_BYTES], why[256] = "";
-    key_of(k, seq, k->b.rank, key);
+    key_of(k, seq, as_rank, key);
     gcoll_status_t st = k->store.set(k->store.ctx, key, buf, len, why, sizeof(why));
     return st == GCOLL_SUCCESS ? st : store_error(k, st, "set", key, why);
 }
 
-/* Reads rank's part of operation seq, which must be exactly len bytes. */
+/* Reads rank's part of operation seq (-1: the whole result), which must be exactly len bytes. */
 static gcoll_status_t take(kv_t *k, unsigned long long seq, int rank, void *buf, size_t len)
 {
     char key[KEY_BYTES], why[256] = "";
@@ -85,18 +91,34 @@ static gcoll_status_t take(kv_t *k, unsigned long long seq, int rank, void *buf,
     return GCOLL_SUCCESS;
 }
 
+/* Climbs a binomial tree of the group (a rank's parent clears its lowest set bit, so each child's
+ * subtree is a block of contiguous ranks): a rank reads its children's blocks, publishes its
+ * subtree's, and rank 0 publishes the whole, which the others read. A rank makes at most
+ * log2(n) + 1 reads, the store n in all, where reading every rank's part would make each rank read
+ * n - 1 and the store serve n * (n - 1). */
 static gcoll_status_t kv_allgather(gcoll__boot_t *b, const void *mine, void *all, size_t len)
 {
     kv_t *k = (kv_t *)b;
     if (k->why[0])
         return failed(k);
     unsigned long long seq = k->seq++;
-    GCOLL_CHECK(put(k, seq, mine, len));
-    memcpy((char *)all + (size_t)b->rank * len, mine, len);
-    for (int r = 0; r < b->size; r++)
-        if (r != b->rank)
-            GCOLL_CHECK(take(k, seq, r, (char *)all + (size_t)r * len, len));
-    return GCOLL_SUCCESS;
+    long n = b->size, r = b->rank, end = n;
+    char *at = all;
+    memcpy(at + (size_t)r * len, mine, len);
+    for (long bit = 1; bit < n; bit <<= 1) {
+        if (r & bit) { /* r's lowest set bit: its subtree ends there */
+            end = r + bit < n ? r + bit : n;
+            break;
+        }
+        long kid = r + bit, kid_end = kid + bit < n ? kid + bit : n;
+        if (kid >= n)
+            break;
+        GCOLL_CHECK(take(k, seq, (int)kid, at + (size_t)kid * len, (size_t)(kid_end - kid) * len));
+    }
+    if (r == 0)
+        return put(k, seq, -1, all, (size_t)n * len);
+    GCOLL_CHECK(put(k, seq, (int)r, at + (size_t)r * len, (size_t)(end - r) * len));
+    return take(k, seq, -1, all, (size_t)n * len);
 }
 
 static gcoll_status_t kv_bcast(gcoll__boot_t *b, void *buf, size_t len, int root)
@@ -105,7 +127,7 @@ static gcoll_status_t kv_bcast(gcoll__boot_t *b, void *buf, size_t len, int root
     if (k->why[0])
         return failed(k);
     unsigned long long seq = k->seq++;
-    return b->rank == root ? put(k, seq, buf, len) : take(k, seq, root, buf, len);
+    return b->rank == root ? put(k, seq, root, buf, len) : take(k, seq, root, buf, len);
 }
 
 static gcoll_status_t kv_barrier(gcoll__boot_t *b)

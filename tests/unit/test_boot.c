@@ -4,13 +4,16 @@
  * contributions must make (allgather, bcast from every root, min/max, split with reversed keys
  * and an absent rank, the host split, dup), then that a step the ranks disagree on (at a leaf of
  * rank 0, three levels down) or a rank that leaves fails every rank with the reason, and leaves
- * the group failed. */
+ * the group failed. And the store group (boot_store.c) over a store in memory, a thread a rank:
+ * the same results, with each rank's reads counted against its place in the tree. */
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/boot.h"
@@ -128,12 +131,174 @@ START_TEST(tree_serves_a_job)
 }
 END_TEST
 
+/* A key-value store in memory, shared by the rank threads; each rank's calls are counted. */
+#define STORE_RANKS 13 /* four levels, not a power of two */
+#define STORE_KEYS 1024
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t grown;
+    int n;
+    char key[STORE_KEYS][200];
+    unsigned char *val[STORE_KEYS];
+    size_t len[STORE_KEYS];
+} mem_store_t;
+static mem_store_t mem = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, {{0}}, {0}, {0}};
+typedef struct {
+    int rank, sets, gets, bad;
+} mem_rank_t;
+
+static gcoll_status_t mem_set(void *ctx, const char *key, const void *value, size_t len, char *why, size_t whylen)
+{
+    mem_rank_t *me = ctx;
+    pthread_mutex_lock(&mem.lock);
+    gcoll_status_t st = GCOLL_SUCCESS;
+    if (mem.n == STORE_KEYS) {
+        snprintf(why, whylen, "the test's store is full");
+        st = GCOLL_ERR_NOMEM;
+    } else {
+        snprintf(mem.key[mem.n], sizeof(mem.key[0]), "%s", key);
+        mem.val[mem.n] = malloc(len ? len : 1);
+        memcpy(mem.val[mem.n], value, len);
+        mem.len[mem.n++] = len;
+        me->sets++;
+        pthread_cond_broadcast(&mem.grown);
+    }
+    pthread_mutex_unlock(&mem.lock);
+    return st;
+}
+
+static gcoll_status_t mem_get(void *ctx, const char *key, void *value, size_t cap, size_t *len, char *why,
+                              size_t whylen)
+{
+    mem_rank_t *me = ctx;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 20;
+    pthread_mutex_lock(&mem.lock);
+    for (;;) {
+        for (int i = 0; i < mem.n; i++)
+            if (strcmp(mem.key[i], key) == 0) {
+                memcpy(value, mem.val[i], mem.len[i] < cap ? mem.len[i] : cap);
+                *len = mem.len[i];
+                me->gets++;
+                pthread_mutex_unlock(&mem.lock);
+                return GCOLL_SUCCESS;
+            }
+        if (pthread_cond_timedwait(&mem.grown, &mem.lock, &until) != 0)
+            break;
+    }
+    pthread_mutex_unlock(&mem.lock);
+    snprintf(why, whylen, "no key %s after 20 s", key);
+    return GCOLL_ERR_TIMEOUT;
+}
+
+/* A rank's children in a binomial tree of n ranks (its parent clears its lowest set bit). */
+static int tree_kids(int r, int n)
+{
+    int kids = 0;
+    for (int bit = 1; bit < n && !(r & bit) && r + bit < n; bit <<= 1)
+        kids++;
+    return kids;
+}
+
+#define MEM_BAD_IF(cond)                                                                             \
+    do {                                                                                             \
+        if (cond) {                                                                                  \
+            me->bad++;                                                                               \
+            fprintf(stderr, "store rank %d: check at line %d failed: %s (%s)\n", r, __LINE__, #cond, \
+                    gcoll_last_error());                                                             \
+        }                                                                                            \
+    } while (0)
+
+static void *store_rank(void *arg)
+{
+    mem_rank_t *me = arg;
+    int r = me->rank, n = STORE_RANKS;
+    gcoll_store_t store = GCOLL_STORE_INIT;
+    store.ctx = me;
+    store.set = mem_set;
+    store.get = mem_get;
+    gcoll__boot_t *b = NULL, *sub = NULL;
+    if (gcoll__boot_store(&store, r, n, &b) != GCOLL_SUCCESS) {
+        me->bad++;
+        return NULL;
+    }
+    static const size_t lens[] = {0, 1, 5, 13};
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        unsigned char mine[13], all[13 * STORE_RANKS];
+        for (size_t j = 0; j < lens[i]; j++)
+            mine[j] = (unsigned char)(r * 31 + j);
+        int gets = me->gets, sets = me->sets;
+        MEM_BAD_IF(gcoll__boot_allgather(b, mine, all, lens[i]) != GCOLL_SUCCESS);
+        for (int q = 0; q < n; q++)
+            for (size_t j = 0; j < lens[i]; j++)
+                MEM_BAD_IF(all[(size_t)q * lens[i] + j] != (unsigned char)(q * 31 + j));
+        /* its children's subtrees, then the whole: never every rank's key */
+        MEM_BAD_IF(me->gets - gets != tree_kids(r, n) + (r != 0));
+        MEM_BAD_IF(me->sets - sets != 1);
+    }
+    for (int root = 0; root < n; root++) {
+        int v = r == root ? 500 + root : -1;
+        MEM_BAD_IF(gcoll__boot_bcast(b, &v, sizeof(v), root) != GCOLL_SUCCESS || v != 500 + root);
+    }
+    /* thirds, keys reversed; the last rank joins none */
+    int color = r == n - 1 ? -1 : r % 3;
+    MEM_BAD_IF(gcoll__boot_split(b, color, -r, &sub) != GCOLL_SUCCESS);
+    if (color < 0) {
+        MEM_BAD_IF(sub != NULL);
+    } else {
+        int size = 0, rank = 0;
+        for (int q = 0; q < n - 1; q++) {
+            size += q % 3 == color;
+            rank += q % 3 == color && q > r;
+        }
+        MEM_BAD_IF(!sub || sub->size != size || sub->rank != rank);
+        int parents[STORE_RANKS];
+        MEM_BAD_IF(!sub || gcoll__boot_allgather(sub, &r, parents, sizeof(int)) != GCOLL_SUCCESS);
+        for (int q = n - 2, i = 0; sub && q >= 0; q--) /* the highest parent rank first */
+            if (q % 3 == color)
+                MEM_BAD_IF(parents[i++] != q);
+    }
+    gcoll__boot_free(sub);
+    gcoll__boot_free(b);
+    return NULL;
+}
+
+START_TEST(store_group_reads_log_n)
+{
+    pthread_t t[STORE_RANKS];
+    mem_rank_t ranks[STORE_RANKS];
+    for (int r = 0; r < STORE_RANKS; r++) {
+        ranks[r] = (mem_rank_t){.rank = r};
+        ck_assert(pthread_create(&t[r], NULL, store_rank, &ranks[r]) == 0);
+    }
+    int gets = 0;
+    for (int r = 0; r < STORE_RANKS; r++) {
+        pthread_join(t[r], NULL);
+        ck_assert_msg(ranks[r].bad == 0, "store rank %d: %d checks failed", r, ranks[r].bad);
+        gets += ranks[r].gets;
+    }
+    /* an allgather of m ranks costs the store 2 (m - 1) reads, not m (m - 1): five of the world's
+     * (four and the split's), one in each third; a bcast's n - 1 readers of its root's key */
+    int n = STORE_RANKS, want = 5 * 2 * (n - 1) + n * (n - 1);
+    for (int color = 0; color < 3; color++)
+        want += 2 * ((n - 1 - color + 2) / 3 - 1);
+    ck_assert_msg(gets == want, "%d reads in all, not %d", gets, want);
+    for (int i = 0; i < mem.n; i++)
+        free(mem.val[i]);
+}
+END_TEST
+
 Suite *boot_suite(void)
 {
     Suite *s = suite_create("boot");
     TCase *tc = tcase_create("tcp tree");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, tree_serves_a_job);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("store group");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, store_group_reads_log_n);
     suite_add_tcase(s, tc);
     return s;
 }
