@@ -53,6 +53,10 @@ tsan)
     step "test_soak np=3 over tcp, lazy, 2 progress threads, under TSan" mpi -np 3 -x TSAN_OPTIONS \
         -x SOAK_ITERS=100 -x TEST_QUICK=1 -x GCOLL_WORKER_COUNT=2 -x GCOLL_TRANSPORT_INTRA=inter \
         -x GCOLL_TRANSPORT_INTER=tcp -x GCOLL_TCP_CONNECT=lazy -x GCOLL_TCP_MAX_CONNS=1 "$B/test_soak"
+    # two ranks fail and wait in MPI while the late third dials them: the idle progress thread's
+    # service answers it beside the application's thread
+    step "test_cuda_fake placement over lazy tcp, a rank late, under TSan" mpi -np 3 -x TSAN_OPTIONS \
+        -x TEST_PLACEMENT=1 -x GCOLL_TIMEOUT=20 -x GCOLL_TRANSPORT_INTRA=inter -x GCOLL_TCP_CONNECT=lazy "$B/test_cuda_fake"
     # gcoll_comm_abort from the application's thread while the progress thread drives the lane
     step "test_faults abort np=3 under TSan" mpi -np 3 -x TSAN_OPTIONS "$B/test_faults" abort
     ;;

@@ -54,7 +54,8 @@ kill_run() {
 
 kill_run "kill -9 over shm" 4
 kill_run "kill -9 over shm, 3 ranks, no progress thread" 3 GCOLL_WORKER_COUNT=0
-kill_run "kill -9 over tcp" 4 GCOLL_TRANSPORT_INTRA=inter GCOLL_TRANSPORT_INTER=tcp
+kill_run "kill -9 over tcp, every connection made at creation" 4 GCOLL_TRANSPORT_INTRA=inter GCOLL_TRANSPORT_INTER=tcp \
+    GCOLL_TCP_CONNECT=eager
 # connections on demand: the survivors never connected to the dead rank hear of it from those that were
 kill_run "kill -9 over tcp, connections on demand" 8 GCOLL_TRANSPORT_INTRA=inter GCOLL_TRANSPORT_INTER=tcp \
     GCOLL_TCP_CONNECT=lazy GCOLL_TCP_IFNAME=lo

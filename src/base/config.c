@@ -361,11 +361,11 @@ static gcoll__var_t vars[] = {
     {"GCOLL_TCP_NSOCKS", "1..1024", "1",
      "TCP sockets per peer; messages of 1 MiB and more are striped across them (for NICs one flow cannot fill)",
      parse_count, NULL, &gcoll__config.tcp_nsocks, 1},
-    {"GCOLL_TCP_CONNECT", "eager|lazy", "eager",
-     "when TCP connections open: eager, to every peer when the communicator is created; lazy, when a request first "
-     "names the peer, by either rank (a ring touches 2 peers, recursive doubling log2(n)): far fewer sockets at "
-     "scale, but a rank learns of a crashed peer it never exchanged with only through the peers it waits on, or at "
-     "the timeout; every rank must set it alike",
+    {"GCOLL_TCP_CONNECT", "eager|lazy", "lazy",
+     "when TCP connections open: lazy, when a request first names the peer, by either rank (a ring touches 2 "
+     "peers, recursive doubling log2(n)): far fewer sockets at scale, a crashed peer never exchanged with known "
+     "through the peers that were; eager, to every peer when the communicator is created (the first operation pays "
+     "no connection, the setup pays them all); every rank must set it alike",
      NULL, tcp_connects, &gcoll__config.tcp_connect_lazy, 0},
     {"GCOLL_TCP_MAX_CONNS", "none, or 1..1048576", "none",
      "lazy connections: the most peer processes this process keeps connected (GCOLL_TCP_NSOCKS sockets each); past "

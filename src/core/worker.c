@@ -2,11 +2,13 @@
  * moved something, for latency, then sleeps on its communicators' transport events, so an idle
  * worker takes no CPU from the backprop it overlaps. By default it sleeps for lack of work as
  * SCHED_BATCH, so that waking it does not preempt the application's threads, and drives work
- * under the default policy (GCOLL_WORKER_POLICY). */
+ * under the default policy (GCOLL_WORKER_POLICY). The first worker, idle, runs the transports'
+ * service every GCOLL__TP_SERVICE_MS. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/comm.h"
 #include "base/config.h"
@@ -16,6 +18,7 @@
 #include "base/log.h"
 #include "core/request.h"
 #include "base/topo.h"
+#include "transports/registry.h"
 
 /* Passes without movement before a worker sleeps: a short spin, the span in which a reply to a
  * message just sent usually lands. */
@@ -106,7 +109,23 @@ static void *worker_main(void *arg)
              * on a busy host would cost the wait a trip through the scheduler. */
             if (mode == GCOLL__WORKER_AUTO && !batch)
                 batch = switch_policy(l, 1, &mode);
-            pthread_cond_wait(&l->wake, &l->lock);
+            if (l->index != 0 || l->active) {
+                pthread_cond_wait(&l->wake, &l->lock);
+                continue;
+            }
+            /* The first lane's worker also keeps the transports' connections answered while
+             * nothing runs (a lazy peer's dial, a notice owed): the process may be away computing
+             * for longer than a peer can wait. */
+            struct timespec until;
+            clock_gettime(CLOCK_MONOTONIC, &until);
+            until.tv_nsec += GCOLL__TP_SERVICE_MS * 1000000L;
+            until.tv_sec += until.tv_nsec / 1000000000L;
+            until.tv_nsec %= 1000000000L;
+            if (pthread_cond_timedwait(&l->wake, &l->lock, &until) == ETIMEDOUT) {
+                pthread_mutex_unlock(&l->lock);
+                gcoll__tp_service();
+                pthread_mutex_lock(&l->lock);
+            }
             continue;
         }
         /* Driving work alone, beside compute: a batch thread would wait a tick for the core at
@@ -164,15 +183,19 @@ gcoll_status_t gcoll__lanes_start(void)
         ncpus = gcoll__worker_cpus(gcoll__config.worker_affinity, &gcoll__topo()->binding, local, nlocal, workers, cpus,
                                    64);
     }
+    pthread_condattr_t mono; /* the service's timed waits are not moved by the wall clock */
+    pthread_condattr_init(&mono);
+    pthread_condattr_setclock(&mono, CLOCK_MONOTONIC);
     for (size_t i = 0; i < nlanes; i++) {
         gcoll__lane_t *l = &lanes[i];
         pthread_mutex_init(&l->lock, NULL);
-        pthread_cond_init(&l->wake, NULL);
+        pthread_cond_init(&l->wake, &mono);
         l->index = (int)i;
         if (workers == 0 || i == nlanes - 1)
             continue;
         int rc = pthread_create(&l->worker, NULL, worker_main, l);
         if (rc != 0) {
+            pthread_condattr_destroy(&mono);
             gcoll__lanes_stop();
             return gcoll__error(GCOLL_ERR_SYSTEM, "starting progress thread %zu: %s", i, strerror(rc));
         }
@@ -192,6 +215,7 @@ gcoll_status_t gcoll__lanes_start(void)
                 GCOLL_LOG(GCOLL_LOG_INFO, "progress thread %zu runs on CPU %d", i, cpus[i % (size_t)ncpus]);
         }
     }
+    pthread_condattr_destroy(&mono);
     GCOLL_LOG(GCOLL_LOG_INFO, "%d progress thread%s", workers, workers == 1 ? "" : "s");
     return GCOLL_SUCCESS;
 }

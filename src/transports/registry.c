@@ -29,12 +29,12 @@ static int always(char *why, size_t len)
 }
 
 const gcoll__tp_entry_t gcoll__transports[] = {
-    {"shm", &gcoll__transport_shm, shm_serves, GCOLL_TP_INTRA | GCOLL_TP_CHANNEL, "shared memory"},
-    {"plugin", &gcoll__transport_plugin, gcoll__plugin_serves, GCOLL_TP_AUTO, "the plugin if one is loaded"},
-    {"ofi", &gcoll__transport_ofi, gcoll__ofi_serves, GCOLL_TP_AUTO | GCOLL_TP_INTER, "libfabric on a real NIC"},
-    {"tcp", &gcoll__transport_tcp, always, GCOLL_TP_AUTO | GCOLL_TP_INTER, "TCP"},
-    {"mpi", &gcoll__transport_mpi, gcoll__mpi_serves, GCOLL_TP_INTER | GCOLL_TP_INTRA, "MPI"},
-    {NULL, NULL, NULL, 0, NULL},
+    {"shm", &gcoll__transport_shm, shm_serves, GCOLL_TP_INTRA | GCOLL_TP_CHANNEL, "shared memory", NULL},
+    {"plugin", &gcoll__transport_plugin, gcoll__plugin_serves, GCOLL_TP_AUTO, "the plugin if one is loaded", NULL},
+    {"ofi", &gcoll__transport_ofi, gcoll__ofi_serves, GCOLL_TP_AUTO | GCOLL_TP_INTER, "libfabric on a real NIC", NULL},
+    {"tcp", &gcoll__transport_tcp, always, GCOLL_TP_AUTO | GCOLL_TP_INTER, "TCP", gcoll__tcp_service},
+    {"mpi", &gcoll__transport_mpi, gcoll__mpi_serves, GCOLL_TP_INTER | GCOLL_TP_INTRA, "MPI", NULL},
+    {NULL, NULL, NULL, 0, NULL, NULL},
 };
 
 const gcoll__tp_entry_t *gcoll__tp_find(const char *name)
@@ -43,4 +43,11 @@ const gcoll__tp_entry_t *gcoll__tp_find(const char *name)
         if (strcmp(e->name, name) == 0)
             return e;
     return NULL;
+}
+
+void gcoll__tp_service(void)
+{
+    for (const gcoll__tp_entry_t *e = gcoll__transports; e->name; e++)
+        if (e->service)
+            e->service();
 }

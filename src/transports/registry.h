@@ -22,11 +22,20 @@ typedef struct {
     unsigned roles;
     /* How the variables' descriptions name it (with the condition auto takes it under). */
     const char *desc;
+    /* Keeps the process's connections answered while no thread is in gcoll (gcoll__tp_service);
+     * NULL: it needs nothing then. */
+    void (*service)(void);
 } gcoll__tp_entry_t;
 
 extern const gcoll__tp_entry_t gcoll__transports[]; /* ends with an entry whose name is NULL */
 
 /* The entry called name, or NULL. */
 const gcoll__tp_entry_t *gcoll__tp_find(const char *name);
+
+/* Every transport's service: an idle progress thread calls it now and then (GCOLL__TP_SERVICE_MS),
+ * so that a peer that dials this process, or waits on a notice this process owes it, is not kept
+ * waiting until this process calls gcoll again. Takes no lock of the core's. */
+#define GCOLL__TP_SERVICE_MS 50
+void gcoll__tp_service(void);
 
 #endif

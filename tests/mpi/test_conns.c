@@ -1,5 +1,5 @@
 /* The sockets a job over tcp holds (run with GCOLL_TRANSPORT_INTRA=inter GCOLL_TRANSPORT_INTER=tcp):
- * eager (GCOLL_TCP_CONNECT=eager), the world opens one to every peer when created; lazy, none until
+ * eager (GCOLL_TCP_CONNECT=eager), the world opens one to every peer when created; lazy (the default), none until
  * a collective needs the peer, and a job that only allreduces (every size class, so every
  * algorithm the selection takes) opens at most 2 log2(n) + 2. Either way duplicates of the world
  * open none: one connection per pair of processes carries every communicator. Lazy under
@@ -81,8 +81,9 @@ int main(int argc, char **argv)
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided); /* first: its own sockets are not counted */
     int before = count_sockets();
     gcoll_comm_t world = h_init(&argc, &argv);
-    const char *mode = getenv("GCOLL_TCP_CONNECT");
-    int lazy = mode && strcmp(mode, "lazy") == 0;
+    char mode[16];
+    CHECK_OK(gcoll_config_get("GCOLL_TCP_CONNECT", mode, sizeof(mode), NULL));
+    int lazy = strcmp(mode, "lazy") == 0;
     int nsocks = getenv("GCOLL_TCP_NSOCKS") ? atoi(getenv("GCOLL_TCP_NSOCKS")) : 1;
     int log2n = 0;
     while ((1 << log2n) < h_size)
@@ -90,6 +91,7 @@ int main(int argc, char **argv)
     int bound = nsocks * (2 * log2n + 2);
     MPI_Barrier(MPI_COMM_WORLD);
     int at_init = count_sockets() - before;
+    MPI_Barrier(MPI_COMM_WORLD); /* counted everywhere before any rank dials for the allreduces */
     allreduce_sizes(world);
     MPI_Barrier(MPI_COMM_WORLD);
     int after_use = count_sockets() - before;

@@ -262,6 +262,8 @@ struct gcoll__tp {
  * unregisters it and its routes. Called under no lock. */
 gcoll_status_t gcoll__tcp_pool_join(gcoll__tp_t *tp, const struct in_addr *addr);
 void gcoll__tcp_pool_leave(gcoll__tp_t *tp);
+/* A service pass over the process's pool, if it has one and no thread is in a pass now. */
+void gcoll__tcp_service(void);
 /* The live link to the process at addr, made (unconnected) if there is none. NULL: no memory. */
 tcp_link_t *gcoll__tcp_link_get(tcp_pool_t *pool, const struct sockaddr_in *addr);
 /* Routes p over link; the endpoint whose channel is chan (NULL: none); the peer of tp's endpoint
@@ -383,5 +385,6 @@ gcoll_status_t gcoll__tcp_test(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done);
 gcoll_status_t gcoll__tcp_wait(gcoll__tp_t *tp, long usec);
 int gcoll__tcp_dead_peer(gcoll__tp_t *tp, char *why, size_t len);
 gcoll_status_t gcoll__tcp_check(gcoll__tp_t *tp);
+void gcoll__tcp_service_pass(tcp_pool_t *pool); /* lock held */
 
 #endif

@@ -138,6 +138,17 @@ void gcoll__tcp_pool_leave(gcoll__tp_t *tp)
     tp->pool = NULL;
 }
 
+void gcoll__tcp_service(void)
+{
+    pthread_mutex_lock(&pools_lock);
+    tcp_pool_t *pool = the_pool;
+    if (pool && pthread_mutex_trylock(&pool->lock) == 0) { /* else a thread in a pass does it all */
+        gcoll__tcp_service_pass(pool);
+        pthread_mutex_unlock(&pool->lock);
+    }
+    pthread_mutex_unlock(&pools_lock);
+}
+
 tcp_link_t *gcoll__tcp_link_get(tcp_pool_t *pool, const struct sockaddr_in *addr)
 {
     uint64_t key = gcoll__tcp_key(addr);

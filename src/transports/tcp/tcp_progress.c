@@ -1,7 +1,8 @@
 /* The TCP transport's progress: a pass over the process's pool notes epoll's events (or finishes
  * handshakes), then reads and writes what every link's sockets allow, for whichever endpoint;
  * test runs one and reports its request, wait sleeps until a socket moves, and dead_peer and
- * check run one for news of a dead peer or a mismatch. */
+ * check run one for news of a dead peer or a mismatch; the service pass keeps connections answered
+ * while the process is away. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,30 @@ gcoll_status_t gcoll__tcp_progress(tcp_pool_t *pool)
         gcoll__tcp_idle_trim(pool);
     atomic_store_explicit(&pool->leftover, left, memory_order_relaxed);
     return GCOLL_SUCCESS;
+}
+
+/* For a process outside gcoll's calls: handshakes finish, dials are answered (a notice of a failure
+ * goes out with the answer) and what is queued is written, so a peer never waits on this process
+ * entering gcoll again. It reads nothing: no receive completes and no operation's table is read
+ * beside the thread that drives the operation. */
+void gcoll__tcp_service_pass(tcp_pool_t *pool)
+{
+    if (gcoll__tcp_poll(pool, 0) != GCOLL_SUCCESS)
+        return; /* epoll failing: the next operation's pass reports it */
+    if (pool->npend)
+        gcoll__tcp_pend_expire(pool);
+    int left = 0;
+    for (int k = 0; k < pool->nlinks; k++) {
+        tcp_link_t *l = pool->links[k];
+        for (int i = 0; i < pool->nsocks && !l->down; i++) {
+            tcp_sock_t *s = &l->socks[i];
+            if (s->wr_ready && gcoll__tcp_sock_pending(s))
+                gcoll__tcp_sock_write(pool, s);
+            left |= s->rd_ready || s->held || (s->wr_ready && gcoll__tcp_sock_pending(s));
+        }
+    }
+    /* the events it took are no longer on epoll's list: a waiter must not sleep on them */
+    atomic_store_explicit(&pool->leftover, left, memory_order_relaxed);
 }
 
 /* Called without the pool's lock: touches nothing that a progress pass changes. epoll counts
