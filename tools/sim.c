@@ -19,6 +19,7 @@ sim_net_t sim_net_default(void)
                        .inter_lat_s = 5e-6,
                        .inter_Bps = 12.5e9,
                        .post_share = 0.5,
+                       .msg_cpu_s = -1,
                        .oversub = 1,
                        .reduce_Bps = 4e9,
                        .copy_Bps = 7e9,
@@ -101,6 +102,7 @@ typedef struct {
     size_t nheap, cap_heap;
     uint64_t seq;
     int nomem;
+    double *cores; /* when the ranks share cores: when each is next free, net->cores a pool */
     sim_result_t *res;
 } sim_t;
 
@@ -255,6 +257,45 @@ static int leaf_of(const sim_t *S, int h)
     return S->net->hosts_per_leaf > 0 ? h / S->net->hosts_per_leaf : 0;
 }
 
+/* Runs secs of rank r's work from t on, after its earlier work, on its pool's earliest free core
+ * where the ranks share cores; returns when it ends. */
+static double cpu_run(sim_t *S, int r, double t, double secs)
+{
+    rank_t *k = &S->ranks[r];
+    double s = k->cpu > t ? k->cpu : t;
+    if (S->cores) {
+        int pool = S->net->machine_Bps > 0 ? 0 : host_of(S, r);
+        double *c = S->cores + (size_t)pool * (size_t)S->net->cores;
+        /* a core idle at s, the one idle the shortest (work already booked later on another must
+         * not hold this up), else the first to be free */
+        int best = -1, first = 0;
+        for (int i = 0; i < S->net->cores; i++) {
+            if (c[i] <= s && (best < 0 || c[i] > c[best]))
+                best = i;
+            first = c[i] < c[first] ? i : first;
+        }
+        best = best >= 0 ? best : first;
+        s = s > c[best] ? s : c[best];
+        c[best] = s + secs;
+    }
+    k->cpu = s + secs;
+    return k->cpu;
+}
+
+/* Core time of a message at its sender and at its receiver. */
+static double send_cpu(const sim_t *S, int r, int peer)
+{
+    const sim_net_t *net = S->net;
+    if (net->msg_cpu_s >= 0)
+        return net->msg_cpu_s;
+    return net->post_share * (host_of(S, r) != host_of(S, peer) ? net->inter_lat_s : net->intra_lat_s);
+}
+
+static double recv_cpu(const sim_t *S)
+{
+    return S->net->msg_cpu_s > 0 ? S->net->msg_cpu_s : 0;
+}
+
 /* Runs the round's first local step not yet started, if every step before it is done. */
 static void advance(sim_t *S, int r, double t)
 {
@@ -263,8 +304,7 @@ static void advance(sim_t *S, int r, double t)
     while (k->frontier < last && k->done[k->frontier] == 2)
         k->frontier++;
     if (k->frontier < last && k->ops[k->frontier].kind == OP_LOCAL && k->done[k->frontier] == 0) {
-        double s = k->cpu > t ? k->cpu : t;
-        k->cpu = s + k->ops[k->frontier].u.secs;
+        cpu_run(S, r, t, k->ops[k->frontier].u.secs);
         k->done[k->frontier] = 1;
         push(S, (ev_t){.t = k->cpu, .a = (uint32_t)r, .b = k->frontier, .type = EV_LOCAL});
     }
@@ -368,7 +408,6 @@ static int post_recv(sim_t *S, int r, uint32_t op)
 static void start_round(sim_t *S, int r, double t)
 {
     rank_t *k = &S->ranks[r];
-    const sim_net_t *net = S->net;
     for (; k->round < k->nrounds; k->round++) {
         uint32_t first = k->rfirst[k->round], last = k->rfirst[k->round + 1];
         k->pending = last - first;
@@ -377,10 +416,10 @@ static void start_round(sim_t *S, int r, double t)
         for (uint32_t i = first; i < last; i++) {
             const op_t *o = &k->ops[i];
             if (o->kind == OP_SEND) {
-                int inter = host_of(S, r) != host_of(S, o->peer);
-                k->cpu += net->post_share * (inter ? net->inter_lat_s : net->intra_lat_s);
-                post_send(S, r, i, k->cpu);
+                post_send(S, r, i, cpu_run(S, r, k->cpu, send_cpu(S, r, o->peer)));
             } else if (o->kind == OP_RECV && post_recv(S, r, i)) {
+                if (recv_cpu(S) > 0)
+                    cpu_run(S, r, k->cpu, recv_cpu(S));
                 k->done[i] = 2;
                 k->pending--;
             }
@@ -445,7 +484,7 @@ static void on_arrive(sim_t *S, const ev_t *e)
         int dst = m->dst;
         uint32_t op = m->recv_op;
         msg_free(S, (int32_t)e->a);
-        complete(S, dst, op, e->t);
+        complete(S, dst, op, recv_cpu(S) > 0 ? cpu_run(S, dst, e->t, recv_cpu(S)) : e->t);
     }
 }
 
@@ -506,6 +545,7 @@ static void sim_free(sim_t *S)
     free(S->recvs);
     free(S->pairs);
     free(S->heap);
+    free(S->cores);
 }
 
 sim_status_t sim_run(int idx, const gcoll__coll_args_t *a, const sim_net_t *net, sim_result_t *res)
@@ -525,7 +565,9 @@ sim_status_t sim_run(int idx, const gcoll__coll_args_t *a, const sim_net_t *net,
     size_t nlinks = 2 * (size_t)n + 2 * (size_t)nh + 2 * (size_t)S.nleaves + 1; /* the last: the machine */
     S.ranks = calloc((size_t)n, sizeof(*S.ranks));
     S.links = calloc(nlinks, sizeof(*S.links));
-    if (!S.ranks || !S.links) {
+    if (net->cores > 0)
+        S.cores = calloc((size_t)(net->machine_Bps > 0 ? 1 : nh) * (size_t)net->cores, sizeof(*S.cores));
+    if (!S.ranks || !S.links || (net->cores > 0 && !S.cores)) {
         sim_free(&S);
         return SIM_NOMEM;
     }

@@ -1,7 +1,8 @@
 /* The network simulator behind gcoll-info --simulate: every rank's real schedule, built dry as the
  * cost model builds it, runs through a discrete-event model of the links (each rank's port inside
  * its host, each host's link shared by its ranks, leaf switches joined through a spine with an
- * oversubscription factor) and of each rank's core (posting messages, reductions, copies). */
+ * oversubscription factor) and of each rank's core (posting messages, reductions, copies), or of
+ * the cores a host's ranks share. */
 #ifndef GCOLL_TOOLS_SIM_H
 #define GCOLL_TOOLS_SIM_H
 
@@ -27,9 +28,16 @@ typedef struct {
     double straggler_s; /* the ranks of straggler_host start this late */
     int straggler_host;
     double reduce_Bps, copy_Bps; /* one core's local work */
-    size_t chunk;                /* links interleave messages in pieces of this many bytes... */
-    int max_chunks;              /* ...or of a message's bytes / max_chunks, whichever is larger */
-    size_t max_steps;            /* refuse schedules of more steps than this, all ranks together */
+    /* Cores the ranks of a host share (with machine_Bps: the ranks of every host, the machine's);
+     * 0: a core per rank. A rank's work (posting, receiving, reductions, copies) waits for the
+     * earliest free one. */
+    int cores;
+    /* Core time a message costs each end, its sender posting it and its receiver taking it in;
+     * below 0: post_share of the latency at the sender, nothing at the receiver. */
+    double msg_cpu_s;
+    size_t chunk;     /* links interleave messages in pieces of this many bytes... */
+    int max_chunks;   /* ...or of a message's bytes / max_chunks, whichever is larger */
+    size_t max_steps; /* refuse schedules of more steps than this, all ranks together */
 } sim_net_t;
 
 typedef struct {
@@ -47,8 +55,8 @@ typedef enum {
     SIM_NOMEM
 } sim_status_t;
 
-/* Defaults: 100 Gbit/s between hosts, one switch, no straggler, 64 KiB pieces, 16 at most a
- * message, 64 Mi steps. */
+/* Defaults: 100 Gbit/s between hosts, one switch, no straggler, a core per rank, 64 KiB pieces,
+ * 16 at most a message, 64 Mi steps. */
 sim_net_t sim_net_default(void);
 /* Runs algorithm idx (src/collectives/algo.h) for a, a->map giving the hosts, on net. */
 sim_status_t sim_run(int idx, const gcoll__coll_args_t *a, const sim_net_t *net, sim_result_t *res);

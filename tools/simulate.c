@@ -25,6 +25,9 @@ static const char usage[] =
     "  --fat-tree K,F       K hosts a leaf switch, uplinks oversubscribed F:1 (default one switch)\n"
     "  --spine-lat US       latency a message crossing the spine adds (default 1)\n"
     "  --machine GBIT       the hosts are one machine's namespaces, copying GBIT between them at most\n"
+    "  --cores C            a host's ranks share C cores (with --machine: every rank the machine's C)\n"
+    "  --cpu-msg US         core time a message costs its sender and its receiver (default: half its\n"
+    "                       latency at the sender)\n"
     "  --straggler US[,H]   host H (default the last) starts US late\n"
     "  --chunk BYTES        piece size links interleave at (default 64K)\n"
     "  --max-steps N        refuse algorithms of more schedule steps, all ranks together (default 64M)\n";
@@ -141,6 +144,15 @@ static int parse_opts(int argc, char **argv, opts_t *o)
             o->net.machine_Bps = strtod(v, &end) * 1e9 / 8;
             if (*end || o->net.machine_Bps <= 0)
                 return 0;
+        } else if (strcmp(k, "--cores") == 0) {
+            long c = strtol(v, &end, 10);
+            if (*end || c < 1 || c > 65536)
+                return 0;
+            o->net.cores = (int)c;
+        } else if (strcmp(k, "--cpu-msg") == 0) {
+            o->net.msg_cpu_s = strtod(v, &end) * 1e-6;
+            if (*end || o->net.msg_cpu_s < 0)
+                return 0;
         } else if (strcmp(k, "--straggler") == 0) {
             o->net.straggler_s = strtod(v, &end) * 1e-6;
             long h = *end == ',' ? strtol(end + 1, &end, 10) : o->hosts - 1;
@@ -229,6 +241,10 @@ int print_simulation(int argc, char **argv)
         printf("; host links through a %zu-byte bucket at %.1f Gbit/s", o.burst, o.net.burst_Bps * 8e-9);
     if (o.net.machine_Bps > 0)
         printf("; all through one machine at %.1f Gbit/s", o.net.machine_Bps * 8e-9);
+    if (o.net.cores > 0)
+        printf("; %d cores %s", o.net.cores, o.net.machine_Bps > 0 ? "in all" : "a host");
+    if (o.net.msg_cpu_s >= 0)
+        printf("; %.1f us of core time a message at each end", o.net.msg_cpu_s * 1e6);
     if (o.net.straggler_host >= 0)
         printf("; host %d starts %.1f us late", o.net.straggler_host, o.net.straggler_s * 1e6);
     printf("\n# microseconds until the last rank is done; * the least; (N steps): past --max-steps; - cannot run\n");

@@ -1,6 +1,6 @@
 /* The network simulator (tools/sim.c): times checked against the latency and bandwidth formulas
  * of schedules simple enough to write out by hand, sharing of host links and oversubscribed
- * uplinks, a straggler, and every algorithm finishing on odd layouts. */
+ * uplinks, ranks sharing cores, a straggler, and every algorithm finishing on odd layouts. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -137,6 +137,35 @@ START_TEST(one_machine_carries_every_flow_between_its_hosts)
 }
 END_TEST
 
+/* Ranks that share cores: recursive doubling on 8 ranks, 5 us of core time a message at each
+ * end. A core each: a round is the send's 5 us, the rest of the latency (5 us) and the receive's 5
+ * us. Fewer cores than ranks: the 24 messages' 240 us of core time queue on them, so the whole
+ * takes at least that over the cores and, the cores never idle long, not much more. */
+START_TEST(ranks_that_share_cores_queue_for_them)
+{
+    sim_net_t s = net();
+    s.msg_cpu_s = 5e-6;
+    gcoll__coll_args_t a = args(GCOLL_COLL_ALLREDUCE, 8, 1, 1);
+    double own = 3 * (15e-6 + 4 / 1e9);
+    NEAR(run("recursive_doubling", &a, &s), own, 1e-9);
+    s.machine_Bps = 1e30; /* one machine: every rank in one pool of cores */
+    s.cores = 8;
+    NEAR(run("recursive_doubling", &a, &s), own, 1e-9);
+    for (int cores = 1; cores <= 4; cores *= 2) {
+        s.cores = cores;
+        double t = run("recursive_doubling", &a, &s), work = 24 * 2 * 5e-6 / cores;
+        ck_assert_msg(t >= work * (1 - 1e-9) && t <= work + own, "%d cores: %.9g s, want %.9g to %.9g", cores, t, work,
+                      work + own);
+    }
+    /* per host: 2 hosts of 4 ranks, a core each host: each host's 12 messages in and 12 out */
+    s.machine_Bps = 0;
+    s.cores = 1;
+    a = args(GCOLL_COLL_ALLREDUCE, 2, 4, 1);
+    double t = run("recursive_doubling", &a, &s);
+    ck_assert_msg(t >= 120e-6 * (1 - 1e-9) && t <= 120e-6 + 3 * (15e-6 + 10e-6), "2 hosts, 1 core each: %.9g s", t);
+}
+END_TEST
+
 /* A shaped host link (tbf): the bucket starts empty, as after the calls before; what it gathers
  * while the link is idle passes at the burst rate. */
 START_TEST(a_token_bucket_passes_what_it_gathered_fast)
@@ -243,6 +272,7 @@ Suite *sim_suite(void)
     tcase_add_test(tc, a_token_bucket_passes_what_it_gathered_fast);
     tcase_add_test(tc, a_straggler_holds_up_the_ring);
     tcase_add_test(tc, one_machine_carries_every_flow_between_its_hosts);
+    tcase_add_test(tc, ranks_that_share_cores_queue_for_them);
     tcase_add_test(tc, what_cannot_run_is_refused);
     tcase_add_test(tc, every_algorithm_finishes);
     suite_add_tcase(s, tc);
