@@ -52,7 +52,7 @@ int layout_init(layout_t *l, int hosts, int rph)
         return 0;
     }
     l->displs = l->counts + n;
-    l->map = (gcoll__nodemap_t){hosts, 1, l->host, l->host + n, l->first, l->host + 2 * n, 0, 0};
+    l->map = (gcoll__nodemap_t){hosts, 1, l->host, l->host + n, l->first, l->host + 2 * n, 0, 0, 0};
     for (int p = 0; p < n; p++) {
         l->host[p] = p / rph;
         l->map.local[p] = p % rph;

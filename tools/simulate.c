@@ -226,6 +226,8 @@ int print_simulation(int argc, char **argv)
     l.links->inter = (gcoll__link_t){o.net.inter_lat_s, o.net.inter_Bps, o.net.inter_Bps};
     if (o.net.straggler_s == 0)
         o.net.straggler_host = -1;
+    if (o.net.cores > 0 && o.net.machine_Bps <= 0 && o.rph > o.net.cores)
+        l.map.cores = o.net.cores; /* the model's pick for hosts whose ranks outnumber their cores */
     int n = o.hosts * o.rph;
     printf("# simulated %s, float32 sum, %d hosts x %d ranks; inside a host %.1f us %.1f Gbit/s, a host's link %.1f us "
            "%.1f Gbit/s; ",

@@ -50,6 +50,10 @@ typedef struct {
      * differently can split them (filled where every rank shares one host) */
     int adasum_push; /* GCOLL_ADASUM_PUSH: 0 auto, 1 on, 2 off */
     size_t l3;       /* bytes of one L3 cache (hwloc), 0 when unknown */
+    /* The cores of a host whose ranks outnumber them (the fewest of any such host, each host's
+     * as its first rank counts them), known to every rank: the cost model queues the messages'
+     * core time on them. 0: every rank has a core. */
+    int cores;
 } gcoll__nodemap_t;
 
 /* What a schedule builder needs. count is the per-collective count of the public call

@@ -60,6 +60,7 @@ typedef struct {
     round_t *r;
     double *outs; /* [round][host]: bytes leaving the host */
     int *msgs;    /* [round][host]: messages leaving the host */
+    double *cpu;  /* [round][host]: the core time of the messages its ranks post, at both ends */
     size_t n, cap;
     int nhosts;
 } rounds_t;
@@ -75,12 +76,16 @@ static round_t *round_at(rounds_t *rs, size_t k)
         if (o)
             rs->outs = o;
         int *mg = o ? realloc(rs->msgs, cap * (size_t)rs->nhosts * sizeof(int)) : NULL;
-        if (!mg)
+        if (mg)
+            rs->msgs = mg;
+        double *c = mg ? realloc(rs->cpu, cap * (size_t)rs->nhosts * sizeof(double)) : NULL;
+        if (!c)
             return NULL;
-        rs->msgs = mg;
+        rs->cpu = c;
         memset(rs->r + rs->cap, 0, (cap - rs->cap) * sizeof(*r));
         memset(o + rs->cap * (size_t)rs->nhosts, 0, (cap - rs->cap) * (size_t)rs->nhosts * sizeof(double));
         memset(mg + rs->cap * (size_t)rs->nhosts, 0, (cap - rs->cap) * (size_t)rs->nhosts * sizeof(int));
+        memset(c + rs->cap * (size_t)rs->nhosts, 0, (cap - rs->cap) * (size_t)rs->nhosts * sizeof(double));
         rs->cap = cap;
     }
     if (k >= rs->n)
@@ -90,7 +95,8 @@ static round_t *round_at(rounds_t *rs, size_t k)
 
 /* Adds rank's schedule to the rounds, its host's bytes and messages in column slot; 0 when it
  * cannot be priced (a custom step, no memory). */
-static int add_rank(rounds_t *rs, const gcoll__sched_t *s, const gcoll__coll_args_t *a, int rank, int slot)
+static int add_rank(rounds_t *rs, const gcoll__sched_t *s, const gcoll__coll_args_t *a, const gcoll__links_t *l,
+                    int rank, int slot)
 {
     const gcoll__nodemap_t *m = a->map;
     int host = m ? m->host[rank] : rank;
@@ -99,6 +105,7 @@ static int add_rank(rounds_t *rs, const gcoll__sched_t *s, const gcoll__coll_arg
         if (!r)
             return 0;
         double *out = rs->outs + k * (size_t)rs->nhosts, in = 0, red = 0, copy = 0;
+        double *cpu = rs->cpu + k * (size_t)rs->nhosts;
         int *msgs = rs->msgs + k * (size_t)rs->nhosts;
         int nin = 0;
         /* local steps listed before the round's last receive run while later messages are on
@@ -117,9 +124,11 @@ static int add_rank(rounds_t *rs, const gcoll__sched_t *s, const gcoll__coll_arg
                 if (!m || m->host[st->peer] != host) {
                     out[slot] += (double)st->n;
                     msgs[slot]++;
+                    cpu[slot] += 2 * EXTRA_MSG * l->inter.lat_s;
                 } else {
                     in += (double)st->n;
                     nin++;
+                    cpu[slot] += 2 * EXTRA_MSG * l->intra.lat_s;
                 }
                 break;
             case GCOLL_STEP_REDUCE: red += (double)st->n * (double)a->esize; break;
@@ -275,24 +284,29 @@ double gcoll__cost_predict_parts(int idx, const gcoll__coll_args_t *a, const gco
             int rank = a->map ? a->map->by_host[i] : i;
             gcoll__coll_args_t r;
             gcoll__sched_t *s = build_dry(algo, a, rank, &r);
-            ok = s && s->status == GCOLL_SUCCESS && add_rank(&rs, s, &r, rank, slot);
+            ok = s && s->status == GCOLL_SUCCESS && add_rank(&rs, s, &r, links, rank, slot);
             gcoll__sched_free(s);
         }
     }
     double inter_burst = burst_rate(&links->inter), intra_burst = burst_rate(&links->intra);
+    int crowd = a->map ? a->map->cores : 0;
     for (size_t k = 0; ok && k < rs.n; k++) {
         const round_t *r = &rs.r[k];
         const double *out = rs.outs + k * (size_t)rs.nhosts;
         const int *msgs = rs.msgs + k * (size_t)rs.nhosts;
-        double busiest = 0;
+        const double *cpu = rs.cpu + k * (size_t)rs.nhosts;
+        double busiest = 0, queued = 0;
         int nout = 0; /* at least any one rank's, since its host counts them too */
         for (int h = 0; h < rs.nhosts; h++) {
             busiest = out[h] > busiest ? out[h] : busiest;
             nout = msgs[h] > nout ? msgs[h] : nout;
+            queued = cpu[h] > queued ? cpu[h] : queued;
         }
+        /* ranks that outnumber their host's cores take turns on them: the round waits for the
+         * core time of every message its host's ranks post and take in */
+        double lat = round_lat(links, r->nin, nout), wait = crowd > 0 ? queued / crowd : 0;
         double across = busiest / inter_burst, inside = r->intra / intra_burst;
-        t += round_lat(links, r->nin, nout) + (across > inside ? across : inside) + r->red / REDUCE_BPS +
-            r->copy / COPY_BPS;
+        t += (lat > wait ? lat : wait) + (across > inside ? across : inside) + r->red / REDUCE_BPS + r->copy / COPY_BPS;
         intra_total += r->intra;
     }
     /* the sustained floor: the bytes that leave the busiest host, and those of the busiest rank
@@ -311,6 +325,7 @@ double gcoll__cost_predict_parts(int idx, const gcoll__coll_args_t *a, const gco
     free(rs.r);
     free(rs.outs);
     free(rs.msgs);
+    free(rs.cpu);
     if (rounds_s)
         *rounds_s = ok ? t : -1;
     return ok ? (t > floor ? t : floor) : -1;

@@ -1,5 +1,6 @@
 /* Communicator lifecycle. Handles are checked against a registry of live communicators, so a
  * freed or made-up handle gets GCOLL_ERR_INVALID_ARG instead of a crash. */
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -86,25 +87,31 @@ static gcoll_status_t connect_transport(gcoll_comm_t c, const gcoll__transport_t
 }
 
 /* Where every peer lives: host[p] is the communicator rank of the first rank on p's host,
- * local[p] p's index among the ranks of its host. */
+ * local[p] p's index among the ranks of its host, cores[p] the cores of p's host as its first rank
+ * counts them. */
 typedef struct {
     gcoll__boot_t *node;
-    int *host, *local;
+    int *host, *local, *cores;
     int nlocal, nhosts;
 } layout_t;
 
 static gcoll_status_t read_layout(gcoll_comm_t c, layout_t *l)
 {
     GCOLL_CHECK(gcoll__boot_split_node(c->boot, &l->node));
-    int me[2] = {c->rank, l->node->rank}, *all = malloc(2 * sizeof(int) * (size_t)c->size);
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int lead[2] = {c->rank, online > 0 && online < INT_MAX ? (int)online : 0};
+    int me[3], *all = malloc(3 * sizeof(int) * (size_t)c->size);
     l->host = malloc(sizeof(int) * (size_t)c->size);
     l->local = malloc(sizeof(int) * (size_t)c->size);
-    if (!all || !l->host || !l->local) {
+    l->cores = malloc(sizeof(int) * (size_t)c->size);
+    if (!all || !l->host || !l->local || !l->cores) {
         free(all);
         return gcoll__error(GCOLL_ERR_NOMEM, "no memory for the node map");
     }
     l->nlocal = l->node->size;
-    gcoll_status_t st = gcoll__boot_bcast(l->node, &me[0], sizeof(int), 0); /* the first rank of this host names it */
+    /* the first rank of this host names it and counts its cores */
+    gcoll_status_t st = gcoll__boot_bcast(l->node, lead, sizeof(lead), 0);
+    me[0] = lead[0], me[1] = l->node->rank, me[2] = lead[1];
     if (st == GCOLL_SUCCESS)
         st = gcoll__boot_allgather(c->boot, me, all, sizeof(me));
     if (st != GCOLL_SUCCESS) {
@@ -113,8 +120,9 @@ static gcoll_status_t read_layout(gcoll_comm_t c, layout_t *l)
     }
     l->nhosts = 0;
     for (int p = 0; p < c->size; p++) {
-        l->host[p] = all[2 * p];
-        l->local[p] = all[2 * p + 1];
+        l->host[p] = all[3 * p];
+        l->local[p] = all[3 * p + 1];
+        l->cores[p] = all[3 * p + 2];
         l->nhosts += l->host[p] == p;
     }
     free(all);
@@ -146,6 +154,12 @@ static gcoll_status_t build_map(gcoll_comm_t c, const layout_t *l)
     m->uniform = 1;
     for (int h = 1; h < m->nhosts; h++)
         m->uniform &= m->first[h + 1] - m->first[h] == m->first[1];
+    m->cores = 0;
+    for (int h = 0; h < m->nhosts; h++) {
+        int lead = m->by_host[m->first[h]], cores = l->cores[lead];
+        if (cores > 0 && m->first[h + 1] - m->first[h] > cores && (m->cores == 0 || cores < m->cores))
+            m->cores = cores;
+    }
     return GCOLL_SUCCESS;
 }
 
@@ -154,6 +168,7 @@ static void free_layout(layout_t *l)
     gcoll__boot_free(l->node);
     free(l->host);
     free(l->local);
+    free(l->cores);
 }
 
 /* The node channel's point-to-point endpoint, whose messages carry and check the descriptors

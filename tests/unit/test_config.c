@@ -313,8 +313,8 @@ START_TEST(adasum_choice_follows_gcoll_adasum)
 {
     static int h22[4] = {0, 0, 1, 1}, l22[4] = {0, 1, 0, 1}, f22[3] = {0, 2, 4}, b22[4] = {0, 1, 2, 3};
     static int h41[4] = {0, 1, 2, 3}, l41[4] = {0, 0, 0, 0}, f41[5] = {0, 1, 2, 3, 4}, b41[4] = {0, 1, 2, 3};
-    static const gcoll__nodemap_t two_by_two = {2, 1, h22, l22, f22, b22, 0, 0},
-                                  four_by_one = {4, 1, h41, l41, f41, b41, 0, 0};
+    static const gcoll__nodemap_t two_by_two = {2, 1, h22, l22, f22, b22, 0, 0, 0},
+                                  four_by_one = {4, 1, h41, l41, f41, b41, 0, 0, 0};
     static const struct {
         const char *mode;
         const gcoll__nodemap_t *map;

@@ -34,7 +34,7 @@ static void set_links(double intra_lat, double intra_bw, double inter_lat, doubl
 
 /* Two hosts of two ranks each: ranks 0,1 on host 0, ranks 2,3 on host 1. */
 static int host[4] = {0, 0, 1, 1}, local[4] = {0, 1, 0, 1}, first[3] = {0, 2, 4}, by_host[4] = {0, 1, 2, 3};
-static const gcoll__nodemap_t map2x2 = {2, 1, host, local, first, by_host, 0, 0};
+static const gcoll__nodemap_t map2x2 = {2, 1, host, local, first, by_host, 0, 0, 0};
 
 static gcoll__coll_args_t allreduce(size_t count, int n, const gcoll__nodemap_t *map)
 {
@@ -256,7 +256,7 @@ START_TEST(exact_ties_go_to_hierarchical_where_hosts_hold_several_ranks)
     /* links as the 2 x 2 cluster measured them (README "Selection targets, measured"), where
      * hierarchical was as fast as rabenseifner or faster from 256 KiB to 4 MiB */
     static int h4[4] = {0, 1, 2, 3}, l4[4] = {0, 0, 0, 0}, f4[5] = {0, 1, 2, 3, 4}, b4[4] = {0, 1, 2, 3};
-    const gcoll__nodemap_t four = {4, 1, h4, l4, f4, b4, 0, 0};
+    const gcoll__nodemap_t four = {4, 1, h4, l4, f4, b4, 0, 0, 0};
     int hier = gcoll__algo_find(GCOLL_COLL_ALLREDUCE, GCOLL_FAMILY_PLAIN, "hierarchical"),
         raben = gcoll__algo_find(GCOLL_COLL_ALLREDUCE, GCOLL_FAMILY_PLAIN, "rabenseifner");
     for (size_t bytes = 256 << 10; bytes <= (4u << 20); bytes *= 4) {
@@ -357,7 +357,7 @@ START_TEST(streaming_ring_costs_what_the_blocks_weigh)
      * links carry 3/4 of it and a lock-step ring would carry the large block at each of 3 steps */
     set_links(1e-6, 5e9, 50e-6, 0.125e9);
     static int h4[4] = {0, 1, 2, 3}, l4[4] = {0}, f4[5] = {0, 1, 2, 3, 4}, b4[4] = {0, 1, 2, 3};
-    const gcoll__nodemap_t four = {4, 1, h4, l4, f4, b4, 0, 0};
+    const gcoll__nodemap_t four = {4, 1, h4, l4, f4, b4, 0, 0, 0};
     size_t total = (size_t)16 << 20, counts[4], displs[4];
     for (int i = 0; i < 4; i++)
         counts[i] = i == 1 ? total / 2 : total / 6;
@@ -602,8 +602,8 @@ START_TEST(auto_builds_what_forcing_its_pick_builds)
     static int h4[4] = {0, 1, 2, 3}, l4[4] = {0}, f4[5] = {0, 1, 2, 3, 4}, b4[4] = {0, 1, 2, 3};
     static int h6[6] = {0, 0, 1, 1, 2, 2}, l6[6] = {0, 1, 0, 1, 0, 1}, f6[4] = {0, 2, 4, 6}, b6[6] = {0, 1, 2, 3, 4, 5};
     static int hu[3] = {0, 0, 1}, lu[3] = {0, 1, 0}, fu[3] = {0, 2, 3}, bu[3] = {0, 1, 2};
-    const gcoll__nodemap_t one = {1, 1, h1, l1, f1, b1, 0, 0}, four = {4, 1, h4, l4, f4, b4, 0, 0},
-                           six = {3, 1, h6, l6, f6, b6, 0, 0}, uneven = {2, 0, hu, lu, fu, bu, 0, 0};
+    const gcoll__nodemap_t one = {1, 1, h1, l1, f1, b1, 0, 0, 0}, four = {4, 1, h4, l4, f4, b4, 0, 0, 0},
+                           six = {3, 1, h6, l6, f6, b6, 0, 0, 0}, uneven = {2, 0, hu, lu, fu, bu, 0, 0, 0};
     struct {
         const gcoll__nodemap_t *map;
         int n;
@@ -632,7 +632,7 @@ static gcoll__nodemap_t uniform_map(int hosts, int rph)
 {
     int n = hosts * rph, *m = malloc(sizeof(int) * (size_t)(4 * n + 1));
     ck_assert(m);
-    gcoll__nodemap_t map = {hosts, 1, m, m + n, m + 2 * n, m + 3 * n + 1, 0, 0};
+    gcoll__nodemap_t map = {hosts, 1, m, m + n, m + 2 * n, m + 3 * n + 1, 0, 0, 0};
     for (int p = 0; p < n; p++) {
         map.host[p] = p / rph;
         map.local[p] = p % rph;
@@ -683,6 +683,33 @@ START_TEST(sampled_hosts_pick_what_every_rank_picks)
 }
 END_TEST
 
+/* 16 ranks on a host of 2 cores, over links of 12 us: every message's core time (half a latency
+ * at each end) queues on the 2 cores, so a round of recursive doubling costs 16 messages x 12 us
+ * / 2, not one latency, and at 4 bytes Rabenseifner's, whose empty blocks send nothing, wins;
+ * at 64 bytes, a float for each rank, recursive doubling's fewer messages still do. */
+START_TEST(ranks_that_outnumber_cores_queue_for_them)
+{
+    set_links(12e-6, 1e9, 12e-6, 1e9);
+    gcoll__nodemap_t one_host = uniform_map(1, 16), *map = &one_host;
+    gcoll__coll_args_t a = allreduce(1, 16, map);
+    double own = 4 * (12e-6 + 4 / 1e9 + 4 / REDUCE_BPS);
+    ck_assert_msg(fabs(predict("recursive_doubling", &a) - own) < 1e-12, "a core each: %.9g",
+                  predict("recursive_doubling", &a));
+    ck_assert_str_eq(gcoll__algo_get(gcoll__cost_pick(&a, &links))->name, "recursive_doubling");
+    map->cores = 16; /* as many cores as ranks: nothing waits */
+    ck_assert(fabs(predict("recursive_doubling", &a) - own) < 1e-12);
+    map->cores = 2;
+    set_links(12e-6, 1e9, 12e-6, 1e9); /* no picks yet */
+    double queued = 4 * (16 * 12e-6 / 2 + 4 / 1e9 + 4 / REDUCE_BPS);
+    ck_assert_msg(fabs(predict("recursive_doubling", &a) - queued) < 1e-12, "2 cores: %.9g, want %.9g",
+                  predict("recursive_doubling", &a), queued);
+    ck_assert_str_eq(gcoll__algo_get(gcoll__cost_pick(&a, &links))->name, "rabenseifner");
+    a.count = 16;
+    ck_assert_str_eq(gcoll__algo_get(gcoll__cost_pick(&a, &links))->name, "recursive_doubling");
+    free(map->host);
+}
+END_TEST
+
 Suite *cost_suite(void)
 {
     Suite *s = suite_create("cost");
@@ -693,6 +720,7 @@ Suite *cost_suite(void)
     tcase_add_test(tc, recursive_doubling_matches_its_formula);
     tcase_add_test(tc, host_links_are_shared);
     tcase_add_test(tc, picks_follow_predictions);
+    tcase_add_test(tc, ranks_that_outnumber_cores_queue_for_them);
     tcase_add_test(tc, burst_prices_rounds_sustained_bounds_the_whole);
     tcase_add_test(tc, small_hierarchical_goes_through_one_rank_per_host);
     tcase_add_test(tc, burst_moves_small_picks_and_ties_go_to_fewer_rounds);

@@ -36,7 +36,7 @@ static gcoll__coll_args_t args(int coll, int hosts, int rph, size_t count)
     }
     for (int h = 0; h <= hosts; h++)
         first[h] = h * rph;
-    map = (gcoll__nodemap_t){hosts, 1, host, local_, first, by_host, 0, 0};
+    map = (gcoll__nodemap_t){hosts, 1, host, local_, first, by_host, 0, 0, 0};
     links.intra = (gcoll__link_t){1e-6, 5e9, 5e9};
     links.inter = (gcoll__link_t){10e-6, 1e9, 1e9};
     return (gcoll__coll_args_t){.coll = (gcoll__coll_t)coll,
