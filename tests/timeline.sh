@@ -1,6 +1,6 @@
 #!/bin/sh
 # GCOLL_TIMELINE: the Chrome trace of a run with messages (3 ranks over the network transport,
-# small slices) parses as JSON on every rank and holds operations, message slices with their
+# small slices of the pipelined ring) parses as JSON on every rank and holds operations, message slices with their
 # peer and reductions, with sane times; a run killed by SIGKILL in the middle still leaves valid
 # JSON on both ranks. Parsed by Python's json module, not by anything of gcoll's.
 set -eu
@@ -9,7 +9,7 @@ MPIRUN="mpirun --allow-run-as-root --oversubscribe --bind-to none"
 dir=$(mktemp -d "${TMPDIR:-/tmp}/gcoll-timeline.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 
-$MPIRUN -np 3 -x GCOLL_TIMELINE="$dir/trace-%r.json" -x GCOLL_TRANSPORT_INTRA=inter -x GCOLL_CHUNK_BYTES=16K \
+$MPIRUN -np 3 -x GCOLL_TIMELINE="$dir/trace-%r.json" -x GCOLL_TRANSPORT_INTRA=inter -x GCOLL_CHUNK_BYTES=16K -x GCOLL_ALLREDUCE=ring \
     "$BINDIR/backprop_overlap" > "$dir/out" 2>&1 || { cat "$dir/out"; exit 1; }
 
 python3 - "$dir" <<'PY'

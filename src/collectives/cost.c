@@ -471,11 +471,13 @@ int gcoll__cost_pick(const gcoll__coll_args_t *a, gcoll__links_t *links)
     int known = atomic_load_explicit(slot, memory_order_relaxed);
     if (known > 0)
         return known - 1;
-    /* price the class by its upper bound, so every size in it gets the same pick */
+    /* price the class by its upper bound, so every size in it gets the same pick, and out of
+     * place on every rank: whether a rank's sendbuf is its recvbuf is its own (an allgather whose
+     * rank 0 sends from its block of recvbuf), and every rank must pick alike */
     gcoll__coll_args_t c = *a;
     static char in_tok, out_tok;
     c.recvbuf = &out_tok;
-    c.sendbuf = a->sendbuf == a->recvbuf && !rooted(a->coll) ? &out_tok : &in_tok;
+    c.sendbuf = &in_tok;
     size_t *even = NULL;
     if (a->coll == GCOLL_COLL_ALLGATHERV || a->coll == GCOLL_COLL_REDUCE_SCATTERV) {
         size_t elems = ((size_t)1 << cls) / a->esize;

@@ -710,6 +710,29 @@ START_TEST(ranks_that_outnumber_cores_queue_for_them)
 }
 END_TEST
 
+/* Every rank picks alike though one rank's buffers alias and the others' do not: an allgather
+ * whose rank 0 sends from its own block of recvbuf (3 ranks on 2 cores, 512 bytes, where recursive
+ * doubling and the ring price close). */
+START_TEST(a_ranks_own_placement_does_not_move_the_pick)
+{
+    gcoll__nodemap_t one_host = uniform_map(1, 3), *map = &one_host;
+    map->cores = 2;
+    static char buf[4096];
+    int pick[2];
+    for (int aliased = 0; aliased < 2; aliased++) {
+        set_links(5e-6, 2e9, 5e-6, 2e9); /* no picks yet */
+        gcoll__coll_args_t a = allreduce(128, 3, map);
+        a.coll = GCOLL_COLL_ALLGATHER;
+        a.recvbuf = buf;
+        a.sendbuf = aliased ? (const void *)buf : (const void *)(buf + 2048);
+        pick[aliased] = gcoll__cost_pick(&a, &links);
+    }
+    ck_assert_msg(pick[0] == pick[1], "out of place %s, aliased %s", gcoll__algo_get(pick[0])->name,
+                  gcoll__algo_get(pick[1])->name);
+    free(map->host);
+}
+END_TEST
+
 Suite *cost_suite(void)
 {
     Suite *s = suite_create("cost");
@@ -721,6 +744,7 @@ Suite *cost_suite(void)
     tcase_add_test(tc, host_links_are_shared);
     tcase_add_test(tc, picks_follow_predictions);
     tcase_add_test(tc, ranks_that_outnumber_cores_queue_for_them);
+    tcase_add_test(tc, a_ranks_own_placement_does_not_move_the_pick);
     tcase_add_test(tc, burst_prices_rounds_sustained_bounds_the_whole);
     tcase_add_test(tc, small_hierarchical_goes_through_one_rank_per_host);
     tcase_add_test(tc, burst_moves_small_picks_and_ties_go_to_fewer_rounds);
