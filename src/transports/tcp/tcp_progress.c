@@ -35,9 +35,10 @@ gcoll_status_t gcoll__tcp_poll(tcp_pool_t *pool, int timeout_ms)
     return GCOLL_SUCCESS;
 }
 
-/* Reads and writes what the sockets allow; notes whether any was left (sockets are
+/* One pass over the pool: epoll's events, handshakes past their time, then every socket's
+ * pending writes and (reads set) its reads; notes whether any was left (sockets are
  * edge-triggered: what is left raises no new event, so wait must not sleep on it). */
-gcoll_status_t gcoll__tcp_progress(tcp_pool_t *pool)
+static gcoll_status_t pass(tcp_pool_t *pool, int reads)
 {
     GCOLL_CHECK(gcoll__tcp_poll(pool, 0));
     if (pool->npend)
@@ -47,41 +48,32 @@ gcoll_status_t gcoll__tcp_progress(tcp_pool_t *pool)
         tcp_link_t *l = pool->links[k];
         for (int i = 0; i < pool->nsocks && !l->down; i++) {
             tcp_sock_t *s = &l->socks[i];
-            if (s->rd_ready || s->held)
+            if (reads && (s->rd_ready || s->held))
                 gcoll__tcp_sock_read(pool, s);
             if (s->wr_ready && gcoll__tcp_sock_pending(s))
                 gcoll__tcp_sock_write(pool, s);
             left |= s->rd_ready || s->held || (s->wr_ready && gcoll__tcp_sock_pending(s));
         }
     }
-    if (pool->max_links)
+    if (reads && pool->max_links)
         gcoll__tcp_idle_trim(pool);
     atomic_store_explicit(&pool->leftover, left, memory_order_relaxed);
     return GCOLL_SUCCESS;
 }
 
+gcoll_status_t gcoll__tcp_progress(tcp_pool_t *pool)
+{
+    return pass(pool, 1);
+}
+
 /* For a process outside gcoll's calls: handshakes finish, dials are answered (a notice of a failure
  * goes out with the answer) and what is queued is written, so a peer never waits on this process
  * entering gcoll again. It reads nothing: no receive completes and no operation's table is read
- * beside the thread that drives the operation. */
+ * beside the thread that drives the operation. An epoll failure is left to the next operation's
+ * pass to report. */
 void gcoll__tcp_service_pass(tcp_pool_t *pool)
 {
-    if (gcoll__tcp_poll(pool, 0) != GCOLL_SUCCESS)
-        return; /* epoll failing: the next operation's pass reports it */
-    if (pool->npend)
-        gcoll__tcp_pend_expire(pool);
-    int left = 0;
-    for (int k = 0; k < pool->nlinks; k++) {
-        tcp_link_t *l = pool->links[k];
-        for (int i = 0; i < pool->nsocks && !l->down; i++) {
-            tcp_sock_t *s = &l->socks[i];
-            if (s->wr_ready && gcoll__tcp_sock_pending(s))
-                gcoll__tcp_sock_write(pool, s);
-            left |= s->rd_ready || s->held || (s->wr_ready && gcoll__tcp_sock_pending(s));
-        }
-    }
-    /* the events it took are no longer on epoll's list: a waiter must not sleep on them */
-    atomic_store_explicit(&pool->leftover, left, memory_order_relaxed);
+    (void)pass(pool, 0);
 }
 
 /* Called without the pool's lock: touches nothing that a progress pass changes. epoll counts
