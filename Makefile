@@ -246,7 +246,7 @@ check-san:
 
 check-tsan:
 	$(MAKE) SAN=thread tests
-	TOOL=tsan sh tests/check_tools.sh
+	OFI=$(OFI) TOOL=tsan sh tests/check_tools.sh
 
 check-valgrind: tests
 	TOOL=valgrind sh tests/check_tools.sh

@@ -53,6 +53,12 @@ tsan)
     step "test_soak np=3 over tcp, lazy, 2 progress threads, under TSan" mpi -np 3 -x TSAN_OPTIONS \
         -x SOAK_ITERS=100 -x TEST_QUICK=1 -x GCOLL_WORKER_COUNT=2 -x GCOLL_TRANSPORT_INTRA=inter \
         -x GCOLL_TRANSPORT_INTER=tcp -x GCOLL_TCP_CONNECT=lazy -x GCOLL_TCP_MAX_CONNS=1 "$B/test_soak"
+    # over ofi: the communicators, on different lanes, share the process's libfabric endpoint
+    if [ "${OFI:-0}" = 1 ]; then
+        step "test_soak np=3 over ofi, 2 progress threads, under TSan" mpi -np 3 -x TSAN_OPTIONS \
+            -x SOAK_ITERS=100 -x TEST_QUICK=1 -x GCOLL_WORKER_COUNT=2 -x GCOLL_TRANSPORT_INTRA=inter \
+            -x GCOLL_TRANSPORT_INTER=ofi "$B/test_soak"
+    fi
     # two ranks fail and wait in MPI while the late third dials them: the idle progress thread's
     # service answers it beside the application's thread
     step "test_cuda_fake placement over lazy tcp, a rank late, under TSan" mpi -np 3 -x TSAN_OPTIONS \

@@ -1,5 +1,6 @@
-/* The sockets this process holds (entries of /proc/self/fd that link to "socket:[...]"), for the
- * tests that bound how many a rank keeps open and for the set-up benchmark. */
+/* The sockets this process holds (entries of /proc/self/fd that link to "socket:[...]"), or all
+ * its descriptors, for the tests that bound how many a rank keeps open and for the set-up
+ * benchmark. */
 #ifndef GCOLL_TEST_SOCKETS_H
 #define GCOLL_TEST_SOCKETS_H
 
@@ -8,7 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static inline int count_sockets(void)
+/* The descriptors whose link starts with prefix ("": all of them but the one reading the list). */
+static inline int count_fds(const char *prefix)
 {
     DIR *d = opendir("/proc/self/fd");
     int n = 0;
@@ -19,12 +21,17 @@ static inline int count_sockets(void)
         ssize_t len = readlink(path, link, sizeof(link) - 1);
         if (len > 0) {
             link[len] = '\0';
-            n += strncmp(link, "socket:", 7) == 0;
+            n += strncmp(link, prefix, strlen(prefix)) == 0;
         }
     }
     if (d)
         closedir(d);
-    return n;
+    return prefix[0] ? n : n - 1; /* the directory's own descriptor */
+}
+
+static inline int count_sockets(void)
+{
+    return count_fds("socket:");
 }
 
 #endif

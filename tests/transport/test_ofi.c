@@ -1,8 +1,8 @@
 /* The OFI transport tested on its own under mpirun (2 to 4 ranks), raw (without the framing of
  * src/transports/frame): the registration cache against counting callbacks, provider choice errors,
  * messages of every size checked byte for byte with guard bytes, many tags, receives before and
- * after their sends, all-to-all, irecv_upto, wrong sizes, cancel, explicit registration, two
- * endpoints side by side. Last line on rank 0: "RESULT ofi passed=N failed=M". */
+ * after their sends, all-to-all, irecv_upto, wrong sizes, cancel, explicit registration, the
+ * channels that let communicators share the process's endpoint. Last line on rank 0: "RESULT ofi passed=N failed=M". */
 #include <mpi.h>
 #include <sched.h>
 #include <stdint.h>
@@ -124,23 +124,29 @@ static void test_mrcache(void)
 
 /* ---- the transport ---- */
 
-static gcoll__tp_t *open_tp(void)
+/* An endpoint over group g, whose ranks are comm's. */
+static gcoll__tp_t *open_on(gcoll__boot_t *g, MPI_Comm comm)
 {
-    gcoll__bootstrap_t boot = {world_group(), rank, size, NULL};
+    gcoll__bootstrap_t boot = {g, g->rank, g->size, NULL};
     gcoll__tp_t *tp = NULL;
     gcoll_status_t st = T->create(&boot, &tp);
     CHECK(st == GCOLL_SUCCESS, "create: %s", gcoll_last_error());
     if (st != GCOLL_SUCCESS)
         return NULL;
     size_t len = T->addr_len(tp);
-    char *mine = calloc(1, len), *all = calloc((size_t)size, len);
+    char *mine = calloc(1, len), *all = calloc((size_t)g->size, len);
     CHECK(T->addr(tp, mine) == GCOLL_SUCCESS, "addr: %s", gcoll_last_error());
-    MPI_Allgather(mine, (int)len, MPI_BYTE, all, (int)len, MPI_BYTE, MPI_COMM_WORLD);
+    MPI_Allgather(mine, (int)len, MPI_BYTE, all, (int)len, MPI_BYTE, comm);
     st = T->connect(tp, all);
     CHECK(st == GCOLL_SUCCESS, "connect: %s", gcoll_last_error());
     free(mine);
     free(all);
     return tp;
+}
+
+static gcoll__tp_t *open_tp(void)
+{
+    return open_on(world_group(), MPI_COMM_WORLD);
 }
 
 static unsigned char pat(size_t i, int src, int dst, uint32_t tag)
@@ -370,7 +376,7 @@ static void test_upto(gcoll__tp_t *tp)
  * each is different without a buffer of its own. */
 static void test_flood(gcoll__tp_t *tp)
 {
-    size_t n = tp->info->tx_attr->size + 1000, bytes = 17u << 10, posted = 0, bad = 0;
+    size_t n = tp->proc->info->tx_attr->size + 1000, bytes = 17u << 10, posted = 0, bad = 0;
     int to = (rank + 1) % size, from = (rank - 1 + size) % size, queued = 0;
     unsigned char *sbuf = malloc(n + bytes), *expect = malloc(n + bytes), *rbuf = malloc(bytes);
     gcoll__tp_req_t **sreq = calloc(n, sizeof(*sreq));
@@ -383,8 +389,8 @@ static void test_flood(gcoll__tp_t *tp)
         queued |= tp->queue[0] != NULL;
     }
     CHECK(posted == n, "flood: isend %zu failed: %s", posted, gcoll_last_error());
-    CHECK(queued, "flood: %zu sends never filled provider %s's transmit queue (%zu)", n, tp->prov,
-          tp->info->tx_attr->size);
+    CHECK(queued, "flood: %zu sends never filled provider %s's transmit queue (%zu)", n, tp->proc->prov,
+          tp->proc->info->tx_attr->size);
     MPI_Barrier(MPI_COMM_WORLD);
     for (size_t i = 0; i < n; i++) {
         gcoll__tp_req_t *r = NULL;
@@ -403,9 +409,9 @@ static void test_flood(gcoll__tp_t *tp)
 }
 
 /* Rank 0 sends 'sent' bytes to rank 1, which expects 'want': the receive must fail, naming rank
- * 0, and the send must end either way. Each case has an endpoint of its own: after a truncation
- * tcp;ofi_rxm 1.17 stops delivering on that connection (libfabric issue 8274); the core fails
- * the communicator on such an error anyway. */
+ * 0, and the send must end either way. Each case has the process's endpoint to itself: after a
+ * truncation tcp;ofi_rxm 1.17 stops delivering on that connection (libfabric issue 8274); the
+ * core fails the communicator on such an error anyway. */
 static void wrong_size(size_t sent, size_t want, uint32_t tag, const char *expect)
 {
     gcoll__tp_t *tp = open_tp();
@@ -499,12 +505,17 @@ static void test_reg_mem(gcoll__tp_t *tp)
     free(s), free(r);
 }
 
-/* Two endpoints (two communicators) never see each other's messages, though the tags agree. */
+/* Two communicators' endpoints share the process's (one libfabric endpoint, each peer once in
+ * its address vector) on channels of their own, and never see each other's messages, though the
+ * tags agree. */
 static void test_two_endpoints(gcoll__tp_t *tp)
 {
     gcoll__tp_t *tp2 = open_tp();
     if (!tp2)
         return;
+    CHECK(tp2->proc == tp->proc && tp2->chan != tp->chan && tp->proc->names_used == (size_t)size,
+          "a second communicator: its own endpoint (%d), channel %llu beside %llu, %zu peers in the address vector",
+          tp2->proc != tp->proc, (unsigned long long)tp2->chan, (unsigned long long)tp->chan, tp->proc->names_used);
     int to = (rank + 1) % size, from = (rank - 1 + size) % size;
     enum { N = 3000 };
     unsigned char s1[N], s2[N], r1[N], r2[N];
@@ -523,6 +534,124 @@ static void test_two_endpoints(gcoll__tp_t *tp)
           "each endpoint got its own message");
     MPI_Barrier(MPI_COMM_WORLD);
     T->close(tp2);
+}
+
+/* Sends one message around the ring of tp's ranks (group g) and checks it. */
+static void ring_on(gcoll__tp_t *tp, gcoll__boot_t *g, uint32_t tag, const char *what)
+{
+    if (g->size < 2)
+        return;
+    enum { N = 2000 };
+    unsigned char s[N], r[N];
+    int to = (g->rank + 1) % g->size, from = (g->rank - 1 + g->size) % g->size;
+    fill(s, N, g->rank, to, tag);
+    gcoll__tp_req_t *q[2] = {NULL, NULL};
+    gcoll_status_t st[2] = {GCOLL_SUCCESS, GCOLL_SUCCESS};
+    CHECK(T->irecv(tp, from, tag, r, N, &q[0]) == GCOLL_SUCCESS, "%s: irecv: %s", what, gcoll_last_error());
+    CHECK(T->isend(tp, to, tag, s, N, &q[1]) == GCOLL_SUCCESS, "%s: isend: %s", what, gcoll_last_error());
+    wait_all(tp, q, st, NULL, 2);
+    CHECK(st[0] == GCOLL_SUCCESS && st[1] == GCOLL_SUCCESS && verify(r, N, from, g->rank, tag) == N, "%s", what);
+}
+
+/* Channels are drawn so that no process has two live communicators on one, whatever the others
+ * hold: with only 4 channels (the limit is cut for the test), rank 0 and the rest hold channel 1
+ * in communicators of their own, then world communicators take 2 and 3; with 2 closed by every
+ * rank but 0, no channel is free on every process and creation fails, naming the cause; once rank
+ * 0 closes it too, the next takes it. Each communicator's messages stay its own. */
+static void test_channels(gcoll__tp_t *tp)
+{
+    uint64_t limit = tp->proc->chan_limit;
+    CHECK(tp->chan == 0 && limit >= 256, "the first communicator: channel %llu of %llu", (unsigned long long)tp->chan,
+          (unsigned long long)limit);
+    tp->proc->chan_limit = 4;
+    gcoll__boot_t *half;
+    MPI_Comm half_comm;
+    CHECK(gcoll__boot_split(world_group(), rank == 0, rank, &half) == GCOLL_SUCCESS, "split: %s", gcoll_last_error());
+    MPI_Comm_split(MPI_COMM_WORLD, rank == 0, rank, &half_comm);
+    gcoll__tp_t *own = open_on(half, half_comm), *two = open_tp(), *three = open_tp();
+    if (own && two && three) {
+        CHECK(own->chan == 1 && two->chan == 2 && three->chan == 3, "channels %llu, %llu, %llu (1, 2, 3 expected)",
+              (unsigned long long)own->chan, (unsigned long long)two->chan, (unsigned long long)three->chan);
+        ring_on(three, world_group(), 9001, "channel 3");
+        ring_on(own, half, 9001, "channel 1 of a group of its own");
+        ring_on(two, world_group(), 9001, "channel 2");
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank != 0) {
+            T->close(two);
+            two = NULL;
+        }
+        gcoll__bootstrap_t boot = {world_group(), rank, size, NULL};
+        gcoll__tp_t *none = NULL;
+        gcoll_status_t st = T->create(&boot, &none);
+        CHECK(st == GCOLL_ERR_UNSUPPORTED && strstr(gcoll_last_error(), "channels is in use"),
+              "no channel free on every process: %s: %s", gcoll_status_name(st), gcoll_last_error());
+        if (st == GCOLL_SUCCESS)
+            T->close(none);
+        if (two)
+            T->close(two);
+        gcoll__tp_t *again = open_tp();
+        if (again) {
+            CHECK(again->chan == 2, "after rank 0 closed it too: channel %llu (2 expected)",
+                  (unsigned long long)again->chan);
+            ring_on(again, world_group(), 9001, "channel 2 again");
+            MPI_Barrier(MPI_COMM_WORLD);
+            T->close(again);
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (own)
+        T->close(own);
+    if (three)
+        T->close(three);
+    tp->proc->chan_limit = limit;
+    MPI_Comm_free(&half_comm);
+    gcoll__boot_free(half);
+}
+
+static int chan_taken(const gcoll__ofi_proc_t *p, uint64_t chan)
+{
+    for (int i = 0; i < p->nchans; i++)
+        if (p->chans[i] == chan)
+            return 1;
+    return 0;
+}
+
+/* A send whose receive never comes (its peer's communicator closed first): tcp;ofi_rxm cannot
+ * cancel a rendezvous send, so closing its communicator leaves it with the provider, and it keeps
+ * the channel taken, so that no later communicator's receive can match it and read its buffer,
+ * which is freed here. A cancelled receive lets its channel go at close. The next communicator
+ * works on another channel. */
+static void test_held_send(gcoll__tp_t *tp)
+{
+    gcoll__tp_t *t = open_tp();
+    if (!t)
+        return;
+    uint64_t chan = t->chan;
+    size_t n = 4u << 20;
+    unsigned char *buf = calloc(1, n);
+    gcoll__tp_req_t *req = NULL;
+    int done = 0;
+    if (rank < 2) {
+        gcoll_status_t st = rank == 0 ? T->isend(t, 1, 10001, buf, n, &req) : T->irecv(t, 0, 10002, buf, 16, &req);
+        CHECK(st == GCOLL_SUCCESS && T->test(t, req, &done) == GCOLL_SUCCESS && !done,
+              "a %s that nothing matches: %s, done %d", rank == 0 ? "4 MiB send" : "receive", gcoll_last_error(), done);
+        if (!done)
+            T->cancel(t, req);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    T->close(t);
+    free(buf);
+    int held = chan_taken(tp->proc, chan);
+    if (strcmp(tp->proc->prov, "tcp;ofi_rxm") == 0)
+        CHECK(held == (rank == 0), "after close, channel %llu is %staken", (unsigned long long)chan,
+              held ? "" : "not ");
+    gcoll__tp_t *u = open_tp();
+    if (u) {
+        CHECK(u->chan != chan || !held, "a held channel was drawn again");
+        ring_on(u, world_group(), 10001, "the communicator after a held send");
+        MPI_Barrier(MPI_COMM_WORLD);
+        T->close(u);
+    }
 }
 
 static void test_bad_args(gcoll__tp_t *tp)
@@ -575,13 +704,15 @@ int main(int argc, char **argv)
         test_alltoall(tp);
         test_upto(tp);
         test_flood(tp);
-        test_wrong_sizes();
         test_cancel(tp);
         test_reg_mem(tp);
+        test_channels(tp);
         test_two_endpoints(tp);
+        test_held_send(tp);
         MPI_Barrier(MPI_COMM_WORLD);
         T->close(tp);
     }
+    test_wrong_sizes(); /* last, alone: a truncation spoils the connection under every communicator */
 #else
     gcoll__bootstrap_t boot = {world_group(), rank, size, NULL};
     gcoll__tp_t *tp = NULL;

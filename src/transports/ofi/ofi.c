@@ -1,7 +1,8 @@
-/* The libfabric (OFI) transport: one reliable-datagram endpoint (FI_EP_RDM) per communicator,
- * tagged messages (FI_TAGGED) addressed through an address vector, progress by reading the
- * completion queue from test(). Rank 0 picks the provider (ofi_setup.c) and every rank opens
- * that one. Buffers are registered through ofi_mr.c when the provider asks for FI_MR_LOCAL. */
+/* The libfabric (OFI) transport: one reliable-datagram endpoint (FI_EP_RDM) per process, shared by
+ * its communicators (ofi_proc.c: each has a channel in the tag), tagged messages (FI_TAGGED)
+ * addressed through an address vector, progress by reading the completion queue from test(). Rank
+ * 0 picks the provider (ofi_setup.c) and every rank opens that one. Buffers are registered
+ * through ofi_mr.c when the provider asks for FI_MR_LOCAL. */
 #include "base/error.h"
 #include "transports/frame/frame.h"
 #include "transports/ofi/ofi.h"
@@ -25,7 +26,9 @@ enum { QUEUED, POSTED, DONE };
 struct gcoll__tp_req {
     struct fi_context2 ctx; /* the provider's scratch space while the operation is posted */
     gcoll__tp_req_t *next;  /* a retry queue, or the orphans */
+    gcoll__tp_t *tp;        /* the communicator's endpoint that posted it */
     int peer, is_recv, phase, orphan;
+    int holds_chan; /* an orphaned send of a closed communicator: its channel stays taken */
     uint64_t tag;
     void *buf;
     size_t bytes;
@@ -61,34 +64,40 @@ static const char *op_name(const gcoll__tp_req_t *r)
     return r->is_recv ? "receive from" : "send to";
 }
 
-static void release_mr(gcoll__tp_t *tp, gcoll__tp_req_t *r)
+static void release_mr(gcoll__ofi_proc_t *p, gcoll__tp_req_t *r)
 {
-    if (r->mr)
-        gcoll__ofi_mrcache_put(tp->mrc, r->mr);
+    if (r->mr && p->mrc) /* no cache: it went with an endpoint closed under this request */
+        gcoll__ofi_mrcache_put(p->mrc, r->mr);
     r->mr = NULL;
 }
 
-static void unlink_orphan(gcoll__tp_t *tp, gcoll__tp_req_t *r)
+static void unlink_orphan(gcoll__ofi_proc_t *p, gcoll__tp_req_t *r)
 {
-    for (gcoll__tp_req_t **p = &tp->orphans; *p; p = &(*p)->next)
-        if (*p == r) {
-            *p = r->next;
+    for (gcoll__tp_req_t **q = &p->orphans; *q; q = &(*q)->next)
+        if (*q == r) {
+            *q = r->next;
             return;
         }
 }
 
 /* The operation is over on the provider's side: its buffer and context are ours again. */
-static void finished(gcoll__tp_t *tp, gcoll__tp_req_t *r)
+static void finished(gcoll__ofi_proc_t *p, gcoll__tp_req_t *r)
 {
-    release_mr(tp, r);
+    release_mr(p, r);
     r->phase = DONE;
     if (r->orphan) {
-        unlink_orphan(tp, r);
+        unlink_orphan(p, r);
+        uint64_t chan = r->tag >> p->chan_shift;
+        int held = 0;
+        for (const gcoll__tp_req_t *o = p->orphans; o && r->holds_chan && !held; o = o->next)
+            held = o->holds_chan && o->tag >> p->chan_shift == chan;
+        if (r->holds_chan && !held)
+            gcoll__ofi_proc_drop_channel(p, chan);
         free(r);
     }
 }
 
-static void on_completion(gcoll__tp_t *tp, const struct fi_cq_tagged_entry *e)
+static void on_completion(gcoll__ofi_proc_t *p, const struct fi_cq_tagged_entry *e)
 {
     gcoll__tp_req_t *r = e->op_context;
     if (r->got)
@@ -96,7 +105,7 @@ static void on_completion(gcoll__tp_t *tp, const struct fi_cq_tagged_entry *e)
     else if (r->is_recv && e->len != r->bytes && !r->orphan)
         req_fail(r, GCOLL_ERR_TRANSPORT, "ofi transport: received %zu bytes from rank %d (tag %u), expected %zu",
                  e->len, r->peer, (unsigned)r->tag, r->bytes);
-    finished(tp, r);
+    finished(p, r);
 }
 
 /* Errors a provider reports when the peer's end went away (tcp;ofi_rxm: the socket's). A
@@ -109,10 +118,10 @@ static int connection_lost(int err)
         err == FI_ETIMEDOUT || err == EPIPE || err == FI_ECANCELED;
 }
 
-static gcoll_status_t on_error(gcoll__tp_t *tp, const struct fi_cq_err_entry *e)
+static gcoll_status_t on_error(gcoll__ofi_proc_t *p, const struct fi_cq_err_entry *e)
 {
     char detail[256];
-    const char *text = fi_cq_strerror(tp->cq, e->prov_errno, e->err_data, detail, sizeof(detail));
+    const char *text = fi_cq_strerror(p->cq, e->prov_errno, e->err_data, detail, sizeof(detail));
     gcoll__tp_req_t *r = e->op_context;
     if (!r) /* an injected send has no request to carry its failure */
         return gcoll__error(GCOLL_ERR_TRANSPORT, "ofi transport: an injected send failed: %s (%s)", fi_strerror(e->err),
@@ -129,40 +138,43 @@ static gcoll_status_t on_error(gcoll__tp_t *tp, const struct fi_cq_err_entry *e)
                  "ofi transport: %s rank %d failed: %s (%s): its connection is lost (did it "
                  "exit or crash?)",
                  op_name(r), r->peer, fi_strerror(e->err), text ? text : "");
-        if (tp->lost < 0) {
-            tp->lost = r->peer;
-            snprintf(tp->lost_why, sizeof(tp->lost_why), "%s", r->errmsg);
+        if (r->tp->lost < 0) {
+            r->tp->lost = r->peer;
+            snprintf(r->tp->lost_why, sizeof(r->tp->lost_why), "%s", r->errmsg);
         }
     } else
         req_fail(r, GCOLL_ERR_TRANSPORT, "ofi transport: %s rank %d (tag %u, %zu bytes) failed: %s (%s)", op_name(r),
                  r->peer, (unsigned)r->tag, r->bytes, fi_strerror(e->err), text ? text : "");
-    finished(tp, r);
+    finished(p, r);
     return GCOLL_SUCCESS;
 }
 
-/* Reads every completion there is; this is also what drives a manual-progress provider. */
-static gcoll_status_t drain_cq(gcoll__tp_t *tp)
+/* Reads every completion there is, whichever communicator's; this is also what drives a
+ * manual-progress provider. Under the endpoint's lock. */
+static gcoll_status_t drain_cq(gcoll__ofi_proc_t *p)
 {
+    if (p->broken[0])
+        return gcoll__error(GCOLL_ERR_TRANSPORT, "%s", p->broken);
     struct fi_cq_tagged_entry ent[CQ_BATCH];
     for (;;) {
-        ssize_t n = fi_cq_read(tp->cq, ent, CQ_BATCH);
+        ssize_t n = fi_cq_read(p->cq, ent, CQ_BATCH);
         if (n == -FI_EAGAIN)
             return GCOLL_SUCCESS;
         if (n == -FI_EAVAIL) {
             struct fi_cq_err_entry err;
             memset(&err, 0, sizeof(err));
-            ssize_t rc = fi_cq_readerr(tp->cq, &err, 0);
+            ssize_t rc = fi_cq_readerr(p->cq, &err, 0);
             if (rc == -FI_EAGAIN)
                 continue;
             if (rc < 0)
-                return gcoll__ofi_fail("fi_cq_readerr", (int)rc, tp->prov);
-            GCOLL_CHECK(on_error(tp, &err));
+                return gcoll__ofi_fail("fi_cq_readerr", (int)rc, p->prov);
+            GCOLL_CHECK(on_error(p, &err));
             continue;
         }
         if (n < 0)
-            return gcoll__ofi_fail("fi_cq_read", (int)n, tp->prov);
+            return gcoll__ofi_fail("fi_cq_read", (int)n, p->prov);
         for (ssize_t i = 0; i < n; i++)
-            on_completion(tp, &ent[i]);
+            on_completion(p, &ent[i]);
         if (n < CQ_BATCH)
             return GCOLL_SUCCESS;
     }
@@ -171,16 +183,17 @@ static gcoll_status_t drain_cq(gcoll__tp_t *tp)
 /* One attempt to hand r to the provider: 0, -FI_EAGAIN, or another negative error. */
 static ssize_t issue(gcoll__tp_t *tp, gcoll__tp_req_t *r)
 {
+    gcoll__ofi_proc_t *p = tp->proc;
     fi_addr_t addr = tp->peers[r->peer];
-    if (!r->is_recv && r->bytes <= tp->inject_size) {
+    if (!r->is_recv && r->bytes <= p->inject_size) {
         /* Small sends are copied out at once and produce no completion. */
-        ssize_t rc = fi_tinject(tp->ep, r->buf, r->bytes, addr, r->tag);
+        ssize_t rc = fi_tinject(p->ep, r->buf, r->bytes, addr, r->tag);
         if (rc == 0)
             r->phase = DONE;
         return rc;
     }
-    if (tp->mr_local && r->bytes && !r->mr) {
-        gcoll_status_t st = gcoll__ofi_mrcache_get(tp->mrc, r->buf, r->bytes, &r->mr);
+    if (p->mr_local && r->bytes && !r->mr) {
+        gcoll_status_t st = gcoll__ofi_mrcache_get(p->mrc, r->buf, r->bytes, &r->mr);
         if (st != GCOLL_SUCCESS) {
             req_fail(r, st, "ofi transport: registering %zu bytes for a %s rank %d failed: %s", r->bytes, op_name(r),
                      r->peer, gcoll_last_error());
@@ -189,8 +202,8 @@ static ssize_t issue(gcoll__tp_t *tp, gcoll__tp_req_t *r)
     }
     void *desc = r->mr ? gcoll__ofi_mr_desc(r->mr) : NULL;
     ssize_t rc = r->is_recv
-        ? fi_trecv(tp->ep, r->buf, r->bytes, desc, tp->directed ? addr : FI_ADDR_UNSPEC, r->tag, 0, &r->ctx)
-        : fi_tsend(tp->ep, r->buf, r->bytes, desc, addr, r->tag, &r->ctx);
+        ? fi_trecv(p->ep, r->buf, r->bytes, desc, p->directed ? addr : FI_ADDR_UNSPEC, r->tag, 0, &r->ctx)
+        : fi_tsend(p->ep, r->buf, r->bytes, desc, addr, r->tag, &r->ctx);
     if (rc == 0)
         r->phase = POSTED;
     return rc;
@@ -207,7 +220,7 @@ static gcoll_status_t try_post(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *later)
         if (r->phase == DONE) /* issue already recorded why */
             return r->status;
         if (rc != -FI_EAGAIN) {
-            release_mr(tp, r);
+            release_mr(tp->proc, r);
             return req_fail(r, GCOLL_ERR_TRANSPORT, "ofi transport: posting a %s rank %d (%zu bytes) failed: %s",
                             op_name(r), r->peer, r->bytes, fi_strerror((int)-rc));
         }
@@ -215,7 +228,7 @@ static gcoll_status_t try_post(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *later)
             *later = 1;
             return GCOLL_SUCCESS;
         }
-        GCOLL_CHECK(drain_cq(tp));
+        GCOLL_CHECK(drain_cq(tp->proc));
     }
 }
 
@@ -238,32 +251,15 @@ static gcoll_status_t flush_queue(gcoll__tp_t *tp, int q)
     return GCOLL_SUCCESS;
 }
 
-static gcoll_status_t post(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes, int is_recv, size_t *got,
-                           gcoll__tp_req_t **out)
+static gcoll_status_t post_locked(gcoll__tp_t *tp, gcoll__tp_req_t *r, gcoll__tp_req_t **out)
 {
-    if (peer < 0 || peer >= tp->size)
-        return gcoll__error(GCOLL_ERR_INVALID_ARG, "ofi transport: peer %d is not a rank of this endpoint (0..%d)",
-                            peer, tp->size - 1);
-    if (bytes > tp->max_msg_size)
-        return gcoll__error(GCOLL_ERR_UNSUPPORTED,
-                            "ofi transport: a message of %zu bytes %s rank %d exceeds provider %s's "
-                            "max_msg_size of %zu bytes",
-                            bytes, is_recv ? "from" : "to", peer, tp->prov, tp->max_msg_size);
-    gcoll__tp_req_t *r = calloc(1, sizeof(*r));
-    if (!r)
-        return gcoll__error(GCOLL_ERR_NOMEM, "ofi transport: no memory for a request to rank %d", peer);
-    r->peer = peer;
-    r->is_recv = is_recv;
-    r->buf = buf;
-    r->bytes = bytes;
-    r->got = got;
-    r->tag = ofi_wire_tag(tp, is_recv ? peer : tp->rank, tag);
-    r->phase = QUEUED;
-    int later = 1;
-    gcoll_status_t st = tp->queue[is_recv] ? GCOLL_SUCCESS : try_post(tp, r, &later);
+    int later = 1, is_recv = r->is_recv;
+    gcoll_status_t st = tp->proc->broken[0] ? gcoll__error(GCOLL_ERR_TRANSPORT, "%s", tp->proc->broken)
+        : tp->queue[is_recv]                ? GCOLL_SUCCESS
+                                            : try_post(tp, r, &later);
     if (st != GCOLL_SUCCESS) {
         if (r->phase != DONE) { /* the completion queue failed while r waited to be posted */
-            release_mr(tp, r);
+            release_mr(tp->proc, r);
             free(r);
             return st;
         }
@@ -280,6 +276,35 @@ static gcoll_status_t post(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, s
     }
     *out = r;
     return GCOLL_SUCCESS;
+}
+
+static gcoll_status_t post(gcoll__tp_t *tp, int peer, uint32_t tag, void *buf, size_t bytes, int is_recv, size_t *got,
+                           gcoll__tp_req_t **out)
+{
+    gcoll__ofi_proc_t *p = tp->proc;
+    if (peer < 0 || peer >= tp->size)
+        return gcoll__error(GCOLL_ERR_INVALID_ARG, "ofi transport: peer %d is not a rank of this endpoint (0..%d)",
+                            peer, tp->size - 1);
+    if (bytes > p->max_msg_size)
+        return gcoll__error(GCOLL_ERR_UNSUPPORTED,
+                            "ofi transport: a message of %zu bytes %s rank %d exceeds provider %s's "
+                            "max_msg_size of %zu bytes",
+                            bytes, is_recv ? "from" : "to", peer, p->prov, p->max_msg_size);
+    gcoll__tp_req_t *r = calloc(1, sizeof(*r));
+    if (!r)
+        return gcoll__error(GCOLL_ERR_NOMEM, "ofi transport: no memory for a request to rank %d", peer);
+    r->tp = tp;
+    r->peer = peer;
+    r->is_recv = is_recv;
+    r->buf = buf;
+    r->bytes = bytes;
+    r->got = got;
+    r->tag = ofi_wire_tag(tp, is_recv ? peer : tp->rank, tag);
+    r->phase = QUEUED;
+    pthread_mutex_lock(&p->lock);
+    gcoll_status_t st = post_locked(tp, r, out);
+    pthread_mutex_unlock(&p->lock);
+    return st;
 }
 
 static gcoll_status_t ofi_isend(gcoll__tp_t *tp, int peer, uint32_t tag, const void *buf, size_t bytes,
@@ -300,12 +325,12 @@ static gcoll_status_t ofi_irecv_upto(gcoll__tp_t *tp, int peer, uint32_t tag, vo
 }
 
 /* Leaves a posted request to the completion queue: freed when its completion comes, or at close. */
-static void orphan(gcoll__tp_t *tp, gcoll__tp_req_t *r)
+static void orphan(gcoll__ofi_proc_t *p, gcoll__tp_req_t *r)
 {
     r->orphan = 1;
     r->got = NULL; /* its owner is gone */
-    r->next = tp->orphans;
-    tp->orphans = r;
+    r->next = p->orphans;
+    p->orphans = r;
 }
 
 /* Drops a request never handed to the provider. */
@@ -320,30 +345,31 @@ static void cancel_queued(gcoll__tp_t *tp, gcoll__tp_req_t *r)
                 tp->queue_tail[q] = prev;
             break;
         }
-    release_mr(tp, r);
+    release_mr(tp->proc, r);
     free(r);
 }
 
 static gcoll_status_t progress(gcoll__tp_t *tp)
 {
+    if (tp->proc->broken[0])
+        return gcoll__error(GCOLL_ERR_TRANSPORT, "%s", tp->proc->broken);
     GCOLL_CHECK(flush_queue(tp, 0));
     GCOLL_CHECK(flush_queue(tp, 1));
-    return drain_cq(tp);
+    return drain_cq(tp->proc);
 }
 
-static gcoll_status_t ofi_test(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done)
+static gcoll_status_t test_locked(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done)
 {
     *done = 0;
     if (r->phase != DONE) {
         gcoll_status_t st = progress(tp);
         if (st != GCOLL_SUCCESS) { /* the queue itself failed: r may still be in the provider's hands */
-            if (r->phase == POSTED)
-                orphan(tp, r);
-            // cppcheck-suppress knownConditionTrueFalse ; a false positive: progress() and drain_cq() complete r through the queue's context pointer
-            else if (r->phase == DONE)
-                free(r);
-            else
+            if (r->phase == POSTED && !tp->proc->broken[0])
+                orphan(tp->proc, r);
+            else if (r->phase == QUEUED)
                 cancel_queued(tp, r);
+            else /* done, or posted on an endpoint closed since */
+                free(r);
             *done = 1;
             return st;
         }
@@ -357,6 +383,14 @@ static gcoll_status_t ofi_test(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done)
     return st;
 }
 
+static gcoll_status_t ofi_test(gcoll__tp_t *tp, gcoll__tp_req_t *r, int *done)
+{
+    pthread_mutex_lock(&tp->proc->lock);
+    gcoll_status_t st = test_locked(tp, r, done);
+    pthread_mutex_unlock(&tp->proc->lock);
+    return st;
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -364,39 +398,89 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Drains the queue until r is done or the deadline passes, letting the lock go between passes. */
+static void wait_done(gcoll__ofi_proc_t *p, const gcoll__tp_req_t *r, double until)
+{
+    while (r->phase != DONE && now_s() < until) {
+        if (drain_cq(p) != GCOLL_SUCCESS)
+            break;
+        // cppcheck-suppress knownConditionTrueFalse ; a false positive: drain_cq() completes r through the queue's context pointer
+        if (r->phase != DONE) {
+            pthread_mutex_unlock(&p->lock);
+            sched_yield();
+            pthread_mutex_lock(&p->lock);
+        }
+    }
+}
+
 static void ofi_cancel(gcoll__tp_t *tp, gcoll__tp_req_t *r)
 {
+    gcoll__ofi_proc_t *p = tp->proc;
+    pthread_mutex_lock(&p->lock);
     if (r->phase == QUEUED) {
         cancel_queued(tp, r);
+        pthread_mutex_unlock(&p->lock);
         return;
     }
-    if (r->phase == POSTED) {
+    if (r->phase == POSTED && !p->broken[0]) {
         /* The provider may still write the buffer until the operation completes (cancelled or
-         * not): wait for that briefly, else leave it to close(), which closes the endpoint first. */
-        fi_cancel(&tp->ep->fid, &r->ctx);
-        double until = now_s() + CANCEL_WAIT_S;
-        while (r->phase != DONE && now_s() < until) {
-            if (drain_cq(tp) != GCOLL_SUCCESS)
-                break;
-            // cppcheck-suppress knownConditionTrueFalse ; a false positive: progress() and drain_cq() complete r through the queue's context pointer
-            if (r->phase != DONE)
-                sched_yield();
-        }
+         * not): wait for that briefly, else leave it to close(), which waits for it again. */
+        fi_cancel(&p->ep->fid, &r->ctx);
+        wait_done(p, r, now_s() + CANCEL_WAIT_S);
         if (r->phase != DONE) {
-            GCOLL_LOG(GCOLL_LOG_DEBUG, "ofi: a cancelled %s rank %d is still in flight; freed at close", op_name(r),
+            GCOLL_LOG(GCOLL_LOG_DEBUG, "ofi: a cancelled %s rank %d is still in flight; awaited at close", op_name(r),
                       r->peer);
-            orphan(tp, r);
+            orphan(p, r);
+            pthread_mutex_unlock(&p->lock);
             return;
         }
     }
+    pthread_mutex_unlock(&p->lock);
     free(r);
 }
 
-void gcoll__ofi_free_orphans(gcoll__tp_t *tp)
+static int still_orphan(const gcoll__ofi_proc_t *p, const gcoll__tp_req_t *r, const gcoll__tp_t *tp)
 {
-    while (tp->orphans) {
-        gcoll__tp_req_t *r = tp->orphans;
-        tp->orphans = r->next;
+    for (const gcoll__tp_req_t *o = p->orphans; o; o = o->next)
+        if (o == r && o->tp == tp)
+            return 1;
+    return 0;
+}
+
+int gcoll__ofi_settle(gcoll__tp_t *tp, double until, int *sends_left)
+{
+    gcoll__ofi_proc_t *p = tp->proc;
+    double soon = now_s() + CANCEL_WAIT_S;
+    *sends_left = 0;
+    for (;;) {
+        gcoll__tp_req_t *mine = NULL;
+        for (gcoll__tp_req_t *r = p->orphans; r && !mine; r = r->next)
+            if (r->tp == tp && !r->holds_chan)
+                mine = r;
+        if (!mine || p->broken[0])
+            return 1;
+        int is_recv = mine->is_recv; /* mine is freed when its completion comes */
+        double by = is_recv ? until : soon;
+        while (still_orphan(p, mine, tp) && now_s() < by && drain_cq(p) == GCOLL_SUCCESS) {
+            pthread_mutex_unlock(&p->lock);
+            sched_yield();
+            pthread_mutex_lock(&p->lock);
+        }
+        if (!still_orphan(p, mine, tp))
+            continue;
+        if (is_recv)
+            return 0;
+        mine->holds_chan = 1;
+        mine->tp = NULL;
+        *sends_left = 1;
+    }
+}
+
+void gcoll__ofi_free_orphans(gcoll__ofi_proc_t *p)
+{
+    while (p->orphans) {
+        gcoll__tp_req_t *r = p->orphans;
+        p->orphans = r->next;
         free(r); /* its registration goes with the cache */
     }
 }
@@ -406,14 +490,21 @@ void gcoll__ofi_free_orphans(gcoll__tp_t *tp)
 static gcoll_status_t ofi_reg_mem(gcoll__tp_t *tp, void *buf, size_t bytes, void **handle)
 {
     gcoll__ofi_mr_entry_t *e;
-    GCOLL_CHECK(gcoll__ofi_mrcache_get(tp->mrc, buf, bytes, &e));
-    *handle = e;
-    return GCOLL_SUCCESS;
+    pthread_mutex_lock(&tp->proc->lock);
+    gcoll_status_t st = tp->proc->broken[0] ? gcoll__error(GCOLL_ERR_TRANSPORT, "%s", tp->proc->broken)
+                                            : gcoll__ofi_mrcache_get(tp->proc->mrc, buf, bytes, &e);
+    pthread_mutex_unlock(&tp->proc->lock);
+    if (st == GCOLL_SUCCESS)
+        *handle = e;
+    return st;
 }
 
 static void ofi_dereg_mem(gcoll__tp_t *tp, void *handle)
 {
-    gcoll__ofi_mrcache_put(tp->mrc, handle);
+    pthread_mutex_lock(&tp->proc->lock);
+    if (!tp->proc->broken[0]) /* else the cache went with the endpoint */
+        gcoll__ofi_mrcache_put(tp->proc->mrc, handle);
+    pthread_mutex_unlock(&tp->proc->lock);
 }
 
 /* A peer whose messages failed with a lost connection; else, among the peers of this machine's
@@ -421,12 +512,16 @@ static void ofi_dereg_mem(gcoll__tp_t *tp, void *handle)
  * receive waits on it quietly). Drives the queue first, so that pending errors come in. */
 static int ofi_dead_peer(gcoll__tp_t *tp, char *why, size_t len)
 {
-    if (drain_cq(tp) != GCOLL_SUCCESS)
-        return -1; /* the queue failing is no news of a peer; the operation's own test reports it */
-    if (tp->lost >= 0) {
+    pthread_mutex_lock(&tp->proc->lock);
+    gcoll_status_t st = drain_cq(tp->proc);
+    int lost = tp->lost;
+    if (lost >= 0)
         snprintf(why, len, "%s", tp->lost_why);
-        return tp->lost;
-    }
+    pthread_mutex_unlock(&tp->proc->lock);
+    if (st != GCOLL_SUCCESS)
+        return -1; /* the queue failing is no news of a peer; the operation's own test reports it */
+    if (lost >= 0)
+        return lost;
     for (int q = 0; q < tp->size && tp->space; q++)
         if (q != tp->rank && tp->spaces[q] == tp->space && gcoll__process_gone((pid_t)tp->pids[q])) {
             snprintf(why, len, "its process (pid %d on this host) has exited", (int)tp->pids[q]);

@@ -1,8 +1,8 @@
-/* Setting up and tearing down the OFI endpoint: rank 0 ranks the providers fi_getinfo offers
- * (a NIC first, then tcp;ofi_rxm, slow fallbacks last, shared memory never), opens the first
- * that works and tells the others, who open the same one (each on the domain of that fabric
- * whose NIC is local to its cores, where several are); then the address exchange, and close()
- * in dependency order. The same ranking answers the transport list and gcoll-info (ofi.h). */
+/* Setting up and closing a communicator's OFI endpoint. For a process's first, rank 0 ranks the
+ * providers fi_getinfo offers (a NIC first, then tcp;ofi_rxm, slow fallbacks last, shared memory
+ * never), opens the first that works, and the others open it too (each on the domain whose NIC is
+ * local to its cores); later ones share it (ofi_proc.c). Then the channel and the address
+ * exchange. The same ranking answers the transport list and gcoll-info (ofi.h). */
 #include <stdio.h>
 
 #include "base/error.h"
@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/config.h"
@@ -26,6 +27,9 @@
 /* Registrations kept per endpoint; a collective touches a handful of buffers at a time. */
 #define MR_CACHE_ENTRIES 64
 #define MAX_PROVIDERS 32
+/* The fewest channels (communicators live at once) a provider's tag bits must leave room for. */
+#define MIN_CHAN_BITS 8
+#define AV_HINT 256
 
 /* Rank 0's decision, broadcast to the others. */
 typedef struct {
@@ -73,7 +77,7 @@ static struct fi_info *make_hints(const char *prov, uint32_t addr_format, int di
     h->addr_format = addr_format;
     h->ep_attr->type = FI_EP_RDM;
     h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
-    /* The core serializes all calls on one endpoint, and each endpoint has its own domain. */
+    /* One lock serializes all calls on the process's endpoint, which has its own domain. */
     h->domain_attr->threading = FI_THREAD_DOMAIN;
     /* One pair and tag must match in posting order. */
     h->tx_attr->msg_order = FI_ORDER_SAS;
@@ -87,7 +91,7 @@ static struct fi_info *make_hints(const char *prov, uint32_t addr_format, int di
 
 static gcoll_status_t mr_reg(void *ctx, void *base, size_t len, void **handle, void **desc)
 {
-    gcoll__tp_t *tp = ctx;
+    gcoll__ofi_proc_t *tp = ctx;
     struct fid_mr *mr;
     int rc = fi_mr_reg(tp->domain, base, len, FI_SEND | FI_RECV, 0, tp->mr_prov_key ? 0 : tp->next_key++, 0, &mr, NULL);
     if (rc)
@@ -110,43 +114,6 @@ static void mr_dereg(void *ctx, void *handle)
 {
     (void)ctx;
     fi_close(&((struct fid_mr *)handle)->fid);
-}
-
-/* Closes whatever is open, in dependency order: the endpoint first, so that nothing touches a
- * request or a registered buffer afterwards. Leaves tp empty but for its rank and size. */
-static void close_objects(gcoll__tp_t *tp)
-{
-    if (tp->ep)
-        fi_close(&tp->ep->fid);
-    gcoll__ofi_free_orphans(tp);
-    if (tp->av)
-        fi_close(&tp->av->fid);
-    if (tp->cq)
-        fi_close(&tp->cq->fid);
-    if (tp->mrc) {
-        gcoll__ofi_mr_stats_t s = gcoll__ofi_mrcache_stats(tp->mrc);
-        GCOLL_LOG(GCOLL_LOG_DEBUG, "ofi: registration cache: %llu hits, %llu misses, %llu evictions",
-                  (unsigned long long)s.hits, (unsigned long long)s.misses, (unsigned long long)s.evictions);
-        gcoll__ofi_mrcache_destroy(tp->mrc);
-    }
-    if (tp->domain)
-        fi_close(&tp->domain->fid);
-    if (tp->fabric)
-        fi_close(&tp->fabric->fid);
-    fi_freeinfo(tp->info);
-    free(tp->peers);
-    free(tp->pids);
-    free(tp->spaces);
-    int rank = tp->rank, size = tp->size;
-    memset(tp, 0, sizeof(*tp));
-    tp->rank = rank;
-    tp->size = size;
-}
-
-static void teardown(gcoll__tp_t *tp)
-{
-    close_objects(tp);
-    free(tp);
 }
 
 static const char *or_empty(const char *s)
@@ -222,7 +189,7 @@ static gcoll_status_t find_info(const char *prov, uint32_t addr_format, int dire
 }
 
 /* Opens provider prov's fabric, domain, queues and endpoint into tp, and reads its name. */
-static gcoll_status_t open_provider(gcoll__tp_t *tp, const char *prov, uint32_t addr_format, int directed)
+static gcoll_status_t open_provider(gcoll__ofi_proc_t *tp, const char *prov, uint32_t addr_format, int directed)
 {
     struct fi_info *info;
     GCOLL_CHECK(find_info(prov, addr_format, directed, &info));
@@ -230,12 +197,13 @@ static gcoll_status_t open_provider(gcoll__tp_t *tp, const char *prov, uint32_t 
     snprintf(tp->prov, sizeof(tp->prov), "%s", prov);
     tp->directed = (info->caps & FI_DIRECTED_RECV) != 0;
     uint64_t fmt = info->ep_attr->mem_tag_format;
-    int width = fmt ? 64 - __builtin_clzll(fmt) : 64, need = 32;
-    for (unsigned ranks = (unsigned)tp->size - 1; !tp->directed && ranks; ranks >>= 1)
-        need++;
-    if (width < need)
+    int width = fmt ? 64 - __builtin_clzll(fmt) : 64;
+    tp->chan_shift = ofi_chan_shift(tp->directed);
+    if (width < tp->chan_shift + MIN_CHAN_BITS)
         return gcoll__error(GCOLL_ERR_UNSUPPORTED, "ofi transport: provider %s matches %d tag bits, gcoll needs %d",
-                            prov, width, need);
+                            prov, width, tp->chan_shift + MIN_CHAN_BITS);
+    int chan_bits = width - tp->chan_shift < 32 ? width - tp->chan_shift : 32;
+    tp->chan_limit = (uint64_t)1 << chan_bits;
     int rc = fi_fabric(info->fabric_attr, &tp->fabric, NULL);
     if (rc)
         return gcoll__ofi_fail("fi_fabric", rc, prov);
@@ -250,7 +218,7 @@ static gcoll_status_t open_provider(gcoll__tp_t *tp, const char *prov, uint32_t 
     struct fi_av_attr ava;
     memset(&ava, 0, sizeof(ava));
     ava.type = info->domain_attr->av_type == FI_AV_UNSPEC ? FI_AV_TABLE : info->domain_attr->av_type;
-    ava.count = (size_t)tp->size;
+    ava.count = AV_HINT; /* grows with the peers (ofi_proc.c) */
     if ((rc = fi_av_open(tp->domain, &ava, &tp->av, NULL)))
         return gcoll__ofi_fail("fi_av_open", rc, prov);
     if ((rc = fi_endpoint(tp->domain, info, &tp->ep, NULL)))
@@ -331,7 +299,7 @@ static void join_names(char names[][64], int n, char *buf, size_t len)
 }
 
 /* Rank 0: the provider GCOLL_OFI_PROVIDER names, or the best one that opens. */
-static gcoll_status_t choose(gcoll__tp_t *tp, choice_t *c)
+static gcoll_status_t choose(gcoll__ofi_proc_t *tp, choice_t *c)
 {
     char names[MAX_PROVIDERS][64], on_offer[1024];
     int n;
@@ -374,7 +342,7 @@ static gcoll_status_t choose(gcoll__tp_t *tp, choice_t *c)
             }
             gcoll__append(failed, sizeof(failed), "%s%s unusable: %s", failed[0] ? "; " : "", names[k],
                           gcoll_last_error());
-            close_objects(tp); /* the next candidate starts clean */
+            gcoll__ofi_proc_close_objects(tp); /* the next candidate starts clean */
         }
     return gcoll__error(GCOLL_ERR_UNSUPPORTED,
                         "ofi transport: no usable libfabric provider for RDM tagged "
@@ -384,7 +352,7 @@ static gcoll_status_t choose(gcoll__tp_t *tp, choice_t *c)
 
 static atomic_int announced; /* the choice is logged at info level once per process */
 
-static void announce(const gcoll__tp_t *tp, const char *why)
+static void announce(const gcoll__ofi_proc_t *tp, const char *why)
 {
     int level = atomic_exchange(&announced, 1) ? GCOLL_LOG_DEBUG : GCOLL_LOG_INFO;
     char limit[64] = "no message size limit";
@@ -396,6 +364,60 @@ static void announce(const gcoll__tp_t *tp, const char *why)
               tp->mr_local ? "buffers registered through the cache" : "no registration needed", limit);
 }
 
+/* Rank 0: the process's endpoint, or a new one on the provider choose() takes. */
+static gcoll_status_t root_proc(choice_t *c, gcoll__ofi_proc_t **out)
+{
+    gcoll__ofi_proc_t *p = gcoll__ofi_proc_get();
+    if (p)
+        snprintf(c->msg, sizeof(c->msg), "the process's endpoint");
+    else {
+        if (!(p = gcoll__ofi_proc_new()))
+            return gcoll__error(GCOLL_ERR_NOMEM, "ofi transport: no memory for an endpoint");
+        gcoll_status_t st = choose(p, c);
+        if (st != GCOLL_SUCCESS) {
+            gcoll__ofi_proc_free(p);
+            return st;
+        }
+        p = gcoll__ofi_proc_publish(p);
+    }
+    snprintf(c->prov, sizeof(c->prov), "%s", p->prov);
+    c->directed = p->directed;
+    c->addr_format = p->info->addr_format;
+    *out = p;
+    return GCOLL_SUCCESS;
+}
+
+/* The others: the process's endpoint, which must be on rank 0's provider, or a new one on it. */
+static gcoll_status_t other_proc(const choice_t *c, gcoll__ofi_proc_t **out)
+{
+    gcoll__ofi_proc_t *p = gcoll__ofi_proc_get();
+    if (!p) {
+        if (!(p = gcoll__ofi_proc_new()))
+            return gcoll__error(GCOLL_ERR_NOMEM, "ofi transport: no memory for an endpoint");
+        gcoll_status_t st = open_provider(p, c->prov, c->addr_format, c->directed);
+        if (st != GCOLL_SUCCESS) {
+            gcoll__ofi_proc_free(p);
+            return st;
+        }
+        p = gcoll__ofi_proc_publish(p);
+    }
+    *out = p;
+    if (strcmp(p->prov, c->prov) == 0 && p->directed == c->directed)
+        return GCOLL_SUCCESS;
+    return gcoll__error(GCOLL_ERR_INVALID_ARG,
+                        "ofi transport: this process's endpoint, opened for an earlier communicator, is on provider "
+                        "%s%s; rank 0's is on %s%s (HINT: GCOLL_OFI_PROVIDER must be the same on every rank)",
+                        p->prov, p->directed ? " (directed receives)" : "", c->prov,
+                        c->directed ? " (directed receives)" : "");
+}
+
+static gcoll_status_t create_fail(gcoll__tp_t *tp, gcoll_status_t st)
+{
+    gcoll__ofi_proc_put(tp->proc);
+    free(tp);
+    return st;
+}
+
 gcoll_status_t gcoll__ofi_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **out)
 {
     gcoll__tp_t *tp = calloc(1, sizeof(*tp));
@@ -403,54 +425,58 @@ gcoll_status_t gcoll__ofi_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **o
         return gcoll__error(GCOLL_ERR_NOMEM, "ofi transport: no memory for an endpoint");
     tp->rank = boot->rank;
     tp->size = boot->size;
+    tp->lost = -1;
     choice_t c;
     memset(&c, 0, sizeof(c));
     gcoll_status_t st = GCOLL_SUCCESS;
     if (boot->rank == 0) {
-        st = choose(tp, &c);
+        st = root_proc(&c, &tp->proc);
         c.ok = st == GCOLL_SUCCESS;
         c.status = st;
-        if (c.ok) {
-            snprintf(c.prov, sizeof(c.prov), "%s", tp->prov);
-            c.directed = tp->directed;
-            c.addr_format = tp->info->addr_format;
-        } else {
+        if (!c.ok)
             snprintf(c.msg, sizeof(c.msg), "%s", gcoll_last_error());
-        }
     }
-    if (gcoll__boot_bcast(boot->group, &c, sizeof(c), 0) != GCOLL_SUCCESS) {
-        teardown(tp);
-        return gcoll__error(GCOLL_ERR_TRANSPORT, "ofi transport: broadcasting the provider choice failed");
-    }
-    if (!c.ok) {
-        teardown(tp);
-        return gcoll__error(c.status, "%s", c.msg);
-    }
+    if (gcoll__boot_bcast(boot->group, &c, sizeof(c), 0) != GCOLL_SUCCESS)
+        return create_fail(tp,
+                           gcoll__error(GCOLL_ERR_TRANSPORT, "ofi transport: broadcasting the provider choice failed"));
+    if (!c.ok)
+        return create_fail(tp, gcoll__error(c.status, "%s", c.msg));
+    if (!c.directed && tp->size > 1 << GCOLL_OFI_RANK_BITS)
+        return create_fail(tp,
+                           gcoll__error(GCOLL_ERR_UNSUPPORTED,
+                                        "ofi transport: provider %s cannot match receives on their source, and "
+                                        "its tags name at most %d ranks; this communicator has %d",
+                                        c.prov, 1 << GCOLL_OFI_RANK_BITS, tp->size));
     if (boot->rank != 0)
-        st = open_provider(tp, c.prov, c.addr_format, c.directed);
+        st = other_proc(&c, &tp->proc);
     /* Every rank must have opened it; the lowest that could not explains why to all. */
     struct {
         gcoll_status_t status;
         char msg[512];
     } why = {st, ""};
     int first_bad = st == GCOLL_SUCCESS ? tp->size : tp->rank;
-    int64_t longest = (int64_t)tp->name_len;
+    int64_t longest = st == GCOLL_SUCCESS ? (int64_t)tp->proc->name_len : 0;
     if (gcoll__boot_min_int(boot->group, &first_bad) != GCOLL_SUCCESS ||
-        gcoll__boot_reduce_i64(boot->group, &longest, 1, 1) != GCOLL_SUCCESS) {
-        teardown(tp);
-        return gcoll__error(GCOLL_ERR_TRANSPORT, "ofi transport: agreeing on provider %s failed", c.prov);
-    }
+        gcoll__boot_reduce_i64(boot->group, &longest, 1, 1) != GCOLL_SUCCESS)
+        return create_fail(tp,
+                           gcoll__error(GCOLL_ERR_TRANSPORT, "ofi transport: agreeing on provider %s failed", c.prov));
     if (first_bad < tp->size) {
         if (tp->rank == first_bad)
             snprintf(why.msg, sizeof(why.msg), "%s", gcoll_last_error());
         (void)gcoll__boot_bcast(boot->group, &why, sizeof(why), first_bad); /* the message says enough without it */
-        teardown(tp);
-        return gcoll__error(why.status, "ofi transport: rank %d could not open provider %s chosen by rank 0: %s",
-                            first_bad, c.prov, why.msg);
+        return create_fail(tp,
+                           gcoll__error(why.status,
+                                        "ofi transport: rank %d could not open provider %s chosen by rank 0: %s",
+                                        first_bad, c.prov, why.msg));
     }
     tp->name_max = (size_t)longest;
+    if ((st = gcoll__ofi_proc_channel(tp->proc, boot->group, &tp->chan)) != GCOLL_SUCCESS)
+        return create_fail(tp, st);
+    tp->has_chan = 1;
     if (tp->rank == 0)
-        announce(tp, c.msg);
+        announce(tp->proc, c.msg);
+    GCOLL_LOG(GCOLL_LOG_DEBUG, "ofi: %d ranks on channel %llu of the process's endpoint", tp->size,
+              (unsigned long long)tp->chan);
     *out = tp;
     return GCOLL_SUCCESS;
 }
@@ -465,12 +491,12 @@ size_t gcoll__ofi_addr_len(gcoll__tp_t *tp)
 
 gcoll_status_t gcoll__ofi_addr(gcoll__tp_t *tp, void *buf)
 {
-    uint32_t len = (uint32_t)tp->name_len;
+    uint32_t len = (uint32_t)tp->proc->name_len;
     int32_t pid = (int32_t)getpid();
     tp->space = gcoll__pid_space();
     memset(buf, 0, gcoll__ofi_addr_len(tp));
     memcpy(buf, &len, sizeof(len));
-    memcpy((char *)buf + sizeof(len), tp->name, tp->name_len);
+    memcpy((char *)buf + sizeof(len), tp->proc->name, tp->proc->name_len);
     char *life = (char *)buf + sizeof(len) + tp->name_max;
     memcpy(life, &pid, sizeof(pid));
     memcpy(life + sizeof(pid), &tp->space, sizeof(tp->space));
@@ -482,7 +508,6 @@ gcoll_status_t gcoll__ofi_connect(gcoll__tp_t *tp, const void *all_addrs)
     tp->peers = calloc((size_t)tp->size, sizeof(*tp->peers));
     tp->pids = calloc((size_t)tp->size, sizeof(*tp->pids));
     tp->spaces = calloc((size_t)tp->size, sizeof(*tp->spaces));
-    tp->lost = -1;
     if (!tp->peers || !tp->pids || !tp->spaces)
         return gcoll__error(GCOLL_ERR_NOMEM, "ofi transport: no memory for %d peer addresses", tp->size);
     size_t stride = gcoll__ofi_addr_len(tp);
@@ -497,19 +522,45 @@ gcoll_status_t gcoll__ofi_connect(gcoll__tp_t *tp, const void *all_addrs)
                                 "ofi transport: rank %d published a malformed address "
                                 "(%u bytes, at most %zu expected)",
                                 i, len, tp->name_max);
-        int rc = fi_av_insert(tp->av, a + sizeof(len), 1, &tp->peers[i], 0, NULL);
-        if (rc != 1)
-            return gcoll__error(GCOLL_ERR_TRANSPORT,
-                                "ofi transport: fi_av_insert of rank %d's address failed "
-                                "on provider %s: %s",
-                                i, tp->prov, fi_strerror(rc < 0 ? -rc : FI_EINVAL));
+        pthread_mutex_lock(&tp->proc->lock);
+        gcoll_status_t st = gcoll__ofi_proc_av(tp->proc, a + sizeof(len), len, &tp->peers[i]);
+        pthread_mutex_unlock(&tp->proc->lock);
+        if (st != GCOLL_SUCCESS)
+            return gcoll__error(st, "rank %d's address: %s", i, gcoll_last_error());
     }
     return GCOLL_SUCCESS;
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The communicator's cancelled operations must be out of the provider's hands before their
+ * buffers go: the endpoint stays open for the others. */
 void gcoll__ofi_close(gcoll__tp_t *tp)
 {
-    teardown(tp);
+    gcoll__ofi_proc_t *p = tp->proc;
+    pthread_mutex_lock(&p->lock);
+    int sends_left = 0;
+    if (!gcoll__ofi_settle(tp, now_s() + gcoll__config.timeout_s, &sends_left)) {
+        char why[320];
+        snprintf(why, sizeof(why),
+                 "ofi transport: provider %s still held a cancelled receive of a closed communicator after %g s "
+                 "(GCOLL_TIMEOUT); the process's endpoint was closed to take its buffer back",
+                 p->prov, gcoll__config.timeout_s);
+        gcoll__ofi_proc_retire(p, why);
+    }
+    if (tp->has_chan && !sends_left) /* else its last held send lets it go */
+        gcoll__ofi_proc_drop_channel(p, tp->chan);
+    pthread_mutex_unlock(&p->lock);
+    gcoll__ofi_proc_put(p);
+    free(tp->peers);
+    free(tp->pids);
+    free(tp->spaces);
+    free(tp);
 }
 
 static void describe(const struct fi_info *i, gcoll__ofi_offer_t *o)
@@ -542,10 +593,9 @@ gcoll_status_t gcoll__ofi_offers(gcoll__ofi_offer_t *out, int cap, int *n)
 
 gcoll_status_t gcoll__ofi_probe(gcoll__ofi_offer_t *pick, char *why, size_t len)
 {
-    gcoll__tp_t *tp = calloc(1, sizeof(*tp));
+    gcoll__ofi_proc_t *tp = gcoll__ofi_proc_new();
     if (!tp)
         return gcoll__error(GCOLL_ERR_NOMEM, "ofi transport: no memory for an endpoint");
-    tp->size = 1;
     choice_t c;
     memset(&c, 0, sizeof(c));
     gcoll_status_t st = choose(tp, &c);
@@ -553,7 +603,7 @@ gcoll_status_t gcoll__ofi_probe(gcoll__ofi_offer_t *pick, char *why, size_t len)
         describe(tp->info, pick);
         snprintf(why, len, "%s", c.msg);
     }
-    teardown(tp);
+    gcoll__ofi_proc_free(tp);
     return st;
 }
 
