@@ -48,6 +48,7 @@ typedef struct gcoll__ofi_proc {
     uint64_t *chans; /* in use by this process's communicators */
     int nchans, chans_cap;
     uint64_t next_chan;        /* channels are drawn upwards from here, so a closed one comes back last */
+    size_t av_count;           /* the address vector's size hint: its first communicator's ranks */
     struct ofi_av_name *names; /* the peers in the address vector, by endpoint name (open addressing) */
     size_t names_cap, names_used;
     gcoll__tp_req_t *orphans; /* cancelled, but the provider may still hold them */

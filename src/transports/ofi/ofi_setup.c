@@ -29,7 +29,6 @@
 #define MAX_PROVIDERS 32
 /* The fewest channels (communicators live at once) a provider's tag bits must leave room for. */
 #define MIN_CHAN_BITS 8
-#define AV_HINT 256
 
 /* Rank 0's decision, broadcast to the others. */
 typedef struct {
@@ -218,7 +217,7 @@ static gcoll_status_t open_provider(gcoll__ofi_proc_t *tp, const char *prov, uin
     struct fi_av_attr ava;
     memset(&ava, 0, sizeof(ava));
     ava.type = info->domain_attr->av_type == FI_AV_UNSPEC ? FI_AV_TABLE : info->domain_attr->av_type;
-    ava.count = AV_HINT; /* grows with the peers (ofi_proc.c) */
+    ava.count = tp->av_count ? tp->av_count : 1;
     if ((rc = fi_av_open(tp->domain, &ava, &tp->av, NULL)))
         return gcoll__ofi_fail("fi_av_open", rc, prov);
     if ((rc = fi_endpoint(tp->domain, info, &tp->ep, NULL)))
@@ -365,7 +364,7 @@ static void announce(const gcoll__ofi_proc_t *tp, const char *why)
 }
 
 /* Rank 0: the process's endpoint, or a new one on the provider choose() takes. */
-static gcoll_status_t root_proc(choice_t *c, gcoll__ofi_proc_t **out)
+static gcoll_status_t root_proc(choice_t *c, int size, gcoll__ofi_proc_t **out)
 {
     gcoll__ofi_proc_t *p = gcoll__ofi_proc_get();
     if (p)
@@ -373,6 +372,7 @@ static gcoll_status_t root_proc(choice_t *c, gcoll__ofi_proc_t **out)
     else {
         if (!(p = gcoll__ofi_proc_new()))
             return gcoll__error(GCOLL_ERR_NOMEM, "ofi transport: no memory for an endpoint");
+        p->av_count = (size_t)size;
         gcoll_status_t st = choose(p, c);
         if (st != GCOLL_SUCCESS) {
             gcoll__ofi_proc_free(p);
@@ -388,12 +388,13 @@ static gcoll_status_t root_proc(choice_t *c, gcoll__ofi_proc_t **out)
 }
 
 /* The others: the process's endpoint, which must be on rank 0's provider, or a new one on it. */
-static gcoll_status_t other_proc(const choice_t *c, gcoll__ofi_proc_t **out)
+static gcoll_status_t other_proc(const choice_t *c, int size, gcoll__ofi_proc_t **out)
 {
     gcoll__ofi_proc_t *p = gcoll__ofi_proc_get();
     if (!p) {
         if (!(p = gcoll__ofi_proc_new()))
             return gcoll__error(GCOLL_ERR_NOMEM, "ofi transport: no memory for an endpoint");
+        p->av_count = (size_t)size;
         gcoll_status_t st = open_provider(p, c->prov, c->addr_format, c->directed);
         if (st != GCOLL_SUCCESS) {
             gcoll__ofi_proc_free(p);
@@ -430,7 +431,7 @@ gcoll_status_t gcoll__ofi_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **o
     memset(&c, 0, sizeof(c));
     gcoll_status_t st = GCOLL_SUCCESS;
     if (boot->rank == 0) {
-        st = root_proc(&c, &tp->proc);
+        st = root_proc(&c, tp->size, &tp->proc);
         c.ok = st == GCOLL_SUCCESS;
         c.status = st;
         if (!c.ok)
@@ -448,7 +449,7 @@ gcoll_status_t gcoll__ofi_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **o
                                         "its tags name at most %d ranks; this communicator has %d",
                                         c.prov, 1 << GCOLL_OFI_RANK_BITS, tp->size));
     if (boot->rank != 0)
-        st = other_proc(&c, &tp->proc);
+        st = other_proc(&c, tp->size, &tp->proc);
     /* Every rank must have opened it; the lowest that could not explains why to all. */
     struct {
         gcoll_status_t status;
