@@ -557,7 +557,8 @@ static void ring_on(gcoll__tp_t *tp, gcoll__boot_t *g, uint32_t tag, const char 
  * hold: with only 4 channels (the limit is cut for the test), rank 0 and the rest hold channel 1
  * in communicators of their own, then world communicators take 2 and 3; with 2 closed by every
  * rank but 0, no channel is free on every process and creation fails, naming the cause; once rank
- * 0 closes it too, the next takes it. Each communicator's messages stay its own. */
+ * 0 closes it too, the next takes it, as it does after rank 0 alone has drawn past the others by
+ * more than the channel count. Each communicator's messages stay its own. */
 static void test_channels(gcoll__tp_t *tp)
 {
     uint64_t limit = tp->proc->chan_limit;
@@ -596,6 +597,20 @@ static void test_channels(gcoll__tp_t *tp)
             ring_on(again, world_group(), 9001, "channel 2 again");
             MPI_Barrier(MPI_COMM_WORLD);
             T->close(again);
+        }
+        /* rank 0 alone draws past the others by more than the channel count: still one is free */
+        for (int k = 0; rank == 0 && k < 6; k++) {
+            gcoll__tp_t *solo = open_on(half, half_comm);
+            if (solo)
+                T->close(solo);
+        }
+        gcoll__tp_t *far = open_tp();
+        if (far) {
+            CHECK(far->chan == 2, "after rank 0 drew ahead alone: channel %llu (2 expected)",
+                  (unsigned long long)far->chan);
+            ring_on(far, world_group(), 9001, "channel 2 after rank 0 drew ahead");
+            MPI_Barrier(MPI_COMM_WORLD);
+            T->close(far);
         }
     }
     MPI_Barrier(MPI_COMM_WORLD);

@@ -135,12 +135,12 @@ gcoll_status_t gcoll__ofi_proc_av(gcoll__ofi_proc_t *p, const void *name, size_t
  * p's lock. */
 void gcoll__ofi_proc_retire(gcoll__ofi_proc_t *p, const char *why);
 
-/* ofi.c: waits for the provider to give back the operations tp cancelled. Receives, which write
- * their buffers, until the monotonic time until: 0 when one is still held then. Sends only
- * briefly: the provider reads a send's buffer only once a receive matches it, and none can while
- * the send keeps its channel taken, which a send still held then does (*sends_left set) until its
- * completion comes. Under tp's endpoint's lock. */
-int gcoll__ofi_settle(gcoll__tp_t *tp, double until, int *sends_left);
+/* ofi.c: waits for the provider to give back the operations tp cancelled: receives, which write
+ * their buffers, until the monotonic time until (0 when one is still held then), then sends until
+ * sends_by. The provider reads a send's buffer only once a receive matches it: a send still held
+ * then keeps its channel taken (*sends_left set) until its completion comes, so that no later
+ * communicator with this process in it can post that receive. Under tp's endpoint's lock. */
+int gcoll__ofi_settle(gcoll__tp_t *tp, double until, double sends_by, int *sends_left);
 /* ofi.c: frees the cancelled requests the provider never completed, once the endpoint is closed. */
 void gcoll__ofi_free_orphans(gcoll__ofi_proc_t *p);
 

@@ -173,13 +173,15 @@ void gcoll__ofi_proc_release_channel(gcoll__ofi_proc_t *p, uint64_t chan)
 /* Every rank proposes the first draw from its cursor whose channel its process has free; the
  * largest proposal is tried everywhere (taken at once where free, so that a communicator made
  * meanwhile by another thread cannot draw it too); where any rank has it in use, all go past it.
- * Draws only go up, so channels of closed communicators come back only after all the others. */
+ * Draws only go up, so channels of closed communicators come back only after all the others.
+ * Every channel has been tried once the draws pass the first agreed one by the channel count:
+ * that bound is the same on every rank, whatever their cursors. */
 gcoll_status_t gcoll__ofi_proc_channel(gcoll__ofi_proc_t *p, gcoll__boot_t *group, uint64_t *chan)
 {
     pthread_mutex_lock(&p->lock);
-    uint64_t from = p->next_chan, start = from;
+    uint64_t from = p->next_chan, start = 0;
     pthread_mutex_unlock(&p->lock);
-    for (;;) {
+    for (int round = 0;; round++) {
         pthread_mutex_lock(&p->lock);
         uint64_t mine = from;
         while (mine - from < p->chan_limit && chan_used(p, mine % p->chan_limit))
@@ -187,6 +189,8 @@ gcoll_status_t gcoll__ofi_proc_channel(gcoll__ofi_proc_t *p, gcoll__boot_t *grou
         pthread_mutex_unlock(&p->lock);
         int64_t v = (int64_t)mine;
         GCOLL_CHECK(gcoll__boot_reduce_i64(group, &v, 1, 1));
+        if (round == 0)
+            start = (uint64_t)v;
         /* each rank's verdict: 1 taken, 0 in use here, -1 no memory, -2 every channel tried */
         int took = (uint64_t)v - start >= p->chan_limit ? -2 : chan_take(p, (uint64_t)v), all = took;
         gcoll_status_t st = gcoll__boot_min_int(group, &all);
@@ -247,6 +251,8 @@ static gcoll_status_t names_grow(gcoll__ofi_proc_t *p)
 
 gcoll_status_t gcoll__ofi_proc_av(gcoll__ofi_proc_t *p, const void *name, size_t len, fi_addr_t *out)
 {
+    if (p->broken[0])
+        return gcoll__error(GCOLL_ERR_TRANSPORT, "%s", p->broken);
     if (2 * (p->names_used + 1) > p->names_cap)
         GCOLL_CHECK(names_grow(p));
     struct ofi_av_name *c = name_cell(p->names, p->names_cap, name, len);

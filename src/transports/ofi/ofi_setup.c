@@ -29,6 +29,9 @@
 #define MAX_PROVIDERS 32
 /* The fewest channels (communicators live at once) a provider's tag bits must leave room for. */
 #define MIN_CHAN_BITS 8
+/* How long close waits for a cancelled send's receive: a peer still in the operation posts it
+ * within this of reading the message's header, and then the send ends before its buffer goes. */
+#define SEND_WAIT_S 1.0
 
 /* Rank 0's decision, broadcast to the others. */
 typedef struct {
@@ -380,11 +383,15 @@ static gcoll_status_t root_proc(choice_t *c, int size, gcoll__ofi_proc_t **out)
         }
         p = gcoll__ofi_proc_publish(p);
     }
+    *out = p;
     snprintf(c->prov, sizeof(c->prov), "%s", p->prov);
     c->directed = p->directed;
-    c->addr_format = p->info->addr_format;
-    *out = p;
-    return GCOLL_SUCCESS;
+    pthread_mutex_lock(&p->lock); /* a communicator's close may retire the endpoint meanwhile */
+    int broken = p->broken[0] != 0;
+    if (!broken)
+        c->addr_format = p->info->addr_format;
+    pthread_mutex_unlock(&p->lock);
+    return broken ? gcoll__error(GCOLL_ERR_TRANSPORT, "%s", p->broken) : GCOLL_SUCCESS;
 }
 
 /* The others: the process's endpoint, which must be on rank 0's provider, or a new one on it. */
@@ -474,8 +481,10 @@ gcoll_status_t gcoll__ofi_create(const gcoll__bootstrap_t *boot, gcoll__tp_t **o
     if ((st = gcoll__ofi_proc_channel(tp->proc, boot->group, &tp->chan)) != GCOLL_SUCCESS)
         return create_fail(tp, st);
     tp->has_chan = 1;
-    if (tp->rank == 0)
+    pthread_mutex_lock(&tp->proc->lock);
+    if (tp->rank == 0 && !tp->proc->broken[0])
         announce(tp->proc, c.msg);
+    pthread_mutex_unlock(&tp->proc->lock);
     GCOLL_LOG(GCOLL_LOG_DEBUG, "ofi: %d ranks on channel %llu of the process's endpoint", tp->size,
               (unsigned long long)tp->chan);
     *out = tp;
@@ -546,7 +555,8 @@ void gcoll__ofi_close(gcoll__tp_t *tp)
     gcoll__ofi_proc_t *p = tp->proc;
     pthread_mutex_lock(&p->lock);
     int sends_left = 0;
-    if (!gcoll__ofi_settle(tp, now_s() + gcoll__config.timeout_s, &sends_left)) {
+    double now = now_s();
+    if (!gcoll__ofi_settle(tp, now + gcoll__config.timeout_s, now + SEND_WAIT_S, &sends_left)) {
         char why[320];
         snprintf(why, sizeof(why),
                  "ofi transport: provider %s still held a cancelled receive of a closed communicator after %g s "
