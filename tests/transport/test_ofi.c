@@ -410,7 +410,7 @@ static void test_flood(gcoll__tp_t *tp)
 
 /* Rank 0 sends 'sent' bytes to rank 1, which expects 'want': the receive must fail, naming rank
  * 0, and the send must end either way. Each case has the process's endpoint to itself: after a
- * truncation tcp;ofi_rxm 1.17 stops delivering on that connection (libfabric issue 8274); the
+ * truncation tcp;ofi_rxm 1.17 stops delivering on that connection; the
  * core fails the communicator on such an error anyway. */
 static void wrong_size(size_t sent, size_t want, uint32_t tag, const char *expect)
 {
@@ -553,6 +553,19 @@ static void ring_on(gcoll__tp_t *tp, gcoll__boot_t *g, uint32_t tag, const char 
     CHECK(st[0] == GCOLL_SUCCESS && st[1] == GCOLL_SUCCESS && verify(r, N, from, g->rank, tag) == N, "%s", what);
 }
 
+/* A world communicator, which must draw channel want, carries a ring and closes. */
+static void world_on_channel(uint64_t want, const char *when)
+{
+    gcoll__tp_t *t = open_tp();
+    if (!t)
+        return;
+    CHECK(t->chan == want, "%s: channel %llu (%llu expected)", when, (unsigned long long)t->chan,
+          (unsigned long long)want);
+    ring_on(t, world_group(), 9001, when);
+    MPI_Barrier(MPI_COMM_WORLD);
+    T->close(t);
+}
+
 /* Channels are drawn so that no process has two live communicators on one, whatever the others
  * hold: with only 4 channels (the limit is cut for the test), rank 0 and the rest hold channel 1
  * in communicators of their own, then world communicators take 2 and 3; with 2 closed by every
@@ -590,28 +603,14 @@ static void test_channels(gcoll__tp_t *tp)
             T->close(none);
         if (two)
             T->close(two);
-        gcoll__tp_t *again = open_tp();
-        if (again) {
-            CHECK(again->chan == 2, "after rank 0 closed it too: channel %llu (2 expected)",
-                  (unsigned long long)again->chan);
-            ring_on(again, world_group(), 9001, "channel 2 again");
-            MPI_Barrier(MPI_COMM_WORLD);
-            T->close(again);
-        }
+        world_on_channel(2, "after rank 0 closed it too");
         /* rank 0 alone draws past the others by more than the channel count: still one is free */
         for (int k = 0; rank == 0 && k < 6; k++) {
             gcoll__tp_t *solo = open_on(half, half_comm);
             if (solo)
                 T->close(solo);
         }
-        gcoll__tp_t *far = open_tp();
-        if (far) {
-            CHECK(far->chan == 2, "after rank 0 drew ahead alone: channel %llu (2 expected)",
-                  (unsigned long long)far->chan);
-            ring_on(far, world_group(), 9001, "channel 2 after rank 0 drew ahead");
-            MPI_Barrier(MPI_COMM_WORLD);
-            T->close(far);
-        }
+        world_on_channel(2, "after rank 0 drew ahead alone");
     }
     MPI_Barrier(MPI_COMM_WORLD);
     if (own)

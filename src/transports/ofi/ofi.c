@@ -464,9 +464,10 @@ static int await(gcoll__ofi_proc_t *p, const gcoll__tp_t *tp, int is_recv, doubl
     return !held_by(p, tp, is_recv) || p->broken[0];
 }
 
-int gcoll__ofi_settle(gcoll__tp_t *tp, double until, double sends_by, int *sends_left)
+int gcoll__ofi_settle(gcoll__tp_t *tp, double recv_s, double send_s, int *sends_left)
 {
     gcoll__ofi_proc_t *p = tp->proc;
+    double now = now_s(), until = now + recv_s, sends_by = now + send_s;
     *sends_left = 0;
     /* receives first: no send is marked (and lets its channel go at completion) while one waits */
     if (!await(p, tp, 1, until))

@@ -136,11 +136,11 @@ gcoll_status_t gcoll__ofi_proc_av(gcoll__ofi_proc_t *p, const void *name, size_t
 void gcoll__ofi_proc_retire(gcoll__ofi_proc_t *p, const char *why);
 
 /* ofi.c: waits for the provider to give back the operations tp cancelled: receives, which write
- * their buffers, until the monotonic time until (0 when one is still held then), then sends until
- * sends_by. The provider reads a send's buffer only once a receive matches it: a send still held
+ * their buffers, for up to recv_s seconds (0 when one is still held then), then sends for up to
+ * send_s. The provider reads a send's buffer only once a receive matches it: a send still held
  * then keeps its channel taken (*sends_left set) until its completion comes, so that no later
  * communicator with this process in it can post that receive. Under tp's endpoint's lock. */
-int gcoll__ofi_settle(gcoll__tp_t *tp, double until, double sends_by, int *sends_left);
+int gcoll__ofi_settle(gcoll__tp_t *tp, double recv_s, double send_s, int *sends_left);
 /* ofi.c: frees the cancelled requests the provider never completed, once the endpoint is closed. */
 void gcoll__ofi_free_orphans(gcoll__ofi_proc_t *p);
 

@@ -16,7 +16,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/config.h"
@@ -541,13 +540,6 @@ gcoll_status_t gcoll__ofi_connect(gcoll__tp_t *tp, const void *all_addrs)
     return GCOLL_SUCCESS;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* The communicator's cancelled operations must be out of the provider's hands before their
  * buffers go: the endpoint stays open for the others. */
 void gcoll__ofi_close(gcoll__tp_t *tp)
@@ -555,8 +547,7 @@ void gcoll__ofi_close(gcoll__tp_t *tp)
     gcoll__ofi_proc_t *p = tp->proc;
     pthread_mutex_lock(&p->lock);
     int sends_left = 0;
-    double now = now_s();
-    if (!gcoll__ofi_settle(tp, now + gcoll__config.timeout_s, now + SEND_WAIT_S, &sends_left)) {
+    if (!gcoll__ofi_settle(tp, gcoll__config.timeout_s, SEND_WAIT_S, &sends_left)) {
         char why[320];
         snprintf(why, sizeof(why),
                  "ofi transport: provider %s still held a cancelled receive of a closed communicator after %g s "
