@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """torch.distributed on gloo and on gcoll in the same job, alternating between them so that the
 machine's noise falls on both: collective latency and bus bandwidth per size (--part coll), and
-DDP training of two CPU models, step time, time to the first gradient exchanged and overlap
+DDP training of two CPU models, step time, time to the first gradient exchanged, to the first
+layers' (the bucket started last) and overlap, gcoll with and without bucket priorities
 (--part ddp). Medians over iterations of the slowest rank; rank 0 prints the tables.
 Usage: mpirun -np 2 /usr/bin/python3 bench/torch_bench.py [--part coll|ddp|all] [--quick]
 """
@@ -178,20 +179,27 @@ class Trainer:
 
 
 def first_gradient(args, kind, group, n):
-    """Seconds from the start of backward to the completion of the first bucket's allreduce,
-    through a hook that runs the group's own allreduce (so this pass is not the default path)."""
+    """Seconds from the start of backward to the completion of the first bucket's allreduce and
+    to that of the bucket started last (the first layers', which the next forward pass needs
+    first), through a hook that runs the group's own allreduce (so this pass is not the default
+    path). Medians of the slowest rank."""
     model, x, y, loss_fn = model_and_batch(kind, args.scale, args.batch, args.seq)
     ddp = DDP(model, process_group=group)
     mark = {}
 
     def hook(state, bucket):
+        last = bucket.is_last()
+
         def done(fut):
-            mark.setdefault("t", time.perf_counter())
+            t = time.perf_counter()
+            mark.setdefault("first", t)
+            if last:
+                mark["last"] = t
             return fut.value()[0].div_(SIZE)
         return dist.all_reduce(bucket.buffer(), group=group, async_op=True).get_future().then(done)
 
     ddp.register_comm_hook(None, hook)
-    out = []
+    first, last = [], []
     for i in range(n + 1):  # the first pass builds DDP's buckets: not counted
         mark.clear()
         loss = loss_fn(ddp(x), y)
@@ -199,16 +207,21 @@ def first_gradient(args, kind, group, n):
         t0 = time.perf_counter()
         loss.backward()
         if i:
-            out.append(mark["t"] - t0)
-    return slowest(statistics.median(out))
+            first.append(mark["first"] - t0)
+            last.append(mark["last"] - t0)
+    return slowest_each([statistics.median(first), statistics.median(last)])
 
 
 def ddp(args):
-    """Steps of backprop alone, of DDP on gloo and of DDP on gcoll, interleaved one step at a time
-    (the order turning each step) from the same weights, so the machine's drift falls on all three."""
+    """Steps of backprop alone, of DDP on gloo, on gcoll and on gcoll without bucket priorities,
+    interleaved one step at a time (the order turning each step) from the same weights, so the
+    machine's drift falls on all of them."""
+    fifo = dist.new_group(backend="gcoll")
+    gcoll.torch.bucket_priorities(False, fifo)
+    groups = [("gloo", GLOO), ("gcoll", None), ("gcoll fifo", fifo)]
     for kind in args.models.split(","):
-        runs = {"alone": Trainer(args, kind, ddp=False), "gloo": Trainer(args, kind, GLOO),
-                "gcoll": Trainer(args, kind)}
+        runs = {"alone": Trainer(args, kind, ddp=False)}
+        runs.update((name, Trainer(args, kind, group)) for name, group in groups)
         names = list(runs)
         nparam = sum(p.numel() for p in runs["alone"].model.parameters())
         grads = torch.ones(nparam)
@@ -221,24 +234,28 @@ def ddp(args):
                 name = names[(i + j) % len(names)]
                 times[name].append(runs[name].step())
         step = {name: statistics.median(slowest_each(v)) for name, v in times.items()}
-        comm, first = {}, {}
+        comm, first, layers = {}, {}, {}
         for _ in range(args.rounds):
-            for name, group in [("gloo", GLOO), ("gcoll", None)]:
+            for name, group in groups:
                 comm.setdefault(name, []).append(timed(lambda: dist.all_reduce(grads, group=group), args.budget, 2))
-                first.setdefault(name, []).append(first_gradient(args, kind, group, 3))
+                f, last = first_gradient(args, kind, group, 3)
+                first.setdefault(name, []).append(f)
+                layers.setdefault(name, []).append(last)
         compute = step["alone"]
         shape = "%s%s" % (args.batch or "default", " x %d tokens" % args.seq if kind == "transformer" else "")
         say("\nDDP %s: %.1f M parameters (%.0f MB of gradients), %d ranks, batch %s, backprop step alone %.1f ms "
             "(median of %d steps each, interleaved)" % (kind, nparam / 1e6, nparam * 4 / 1e6, SIZE, shape,
                                                         compute * 1e3, len(times["gloo"])))
-        say("%-6s %12s %14s %16s %9s" % ("", "step ms", "allreduce ms", "first grad ms", "overlap"))
-        for name in ["gloo", "gcoll"]:
+        say("%-10s %12s %14s %16s %18s %9s" % ("", "step ms", "allreduce ms", "first grad ms", "first layers ms",
+                                                 "overlap"))
+        for name, _ in groups:
             c = statistics.median(comm[name])
             # the share of the gradients' exchange hidden behind backprop: what the step adds to
             # the step without communication, against the exchange's time alone
             overlap = min(1.0, max(0.0, 1 - (step[name] - compute) / c)) if c > 0 else 0.0
-            say("%-6s %12.1f %14.1f %16.1f %8.0f%%" % (name, step[name] * 1e3, c * 1e3,
-                                                       statistics.median(first[name]) * 1e3, 100 * overlap))
+            say("%-10s %12.1f %14.1f %16.1f %18.1f %8.0f%%" % (
+                name, step[name] * 1e3, c * 1e3, statistics.median(first[name]) * 1e3,
+                statistics.median(layers[name]) * 1e3, 100 * overlap))
         say("gloo's allreduce of all gradients is %.0f%% of its step; step time gloo/gcoll: %.2fx"
             % (100 * statistics.median(comm["gloo"]) / step["gloo"], step["gloo"] / step["gcoll"]))
 

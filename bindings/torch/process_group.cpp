@@ -28,8 +28,12 @@ using Tensors = std::vector<at::Tensor>;
 // that may block in wait() on it: waking more often would take the core from ranks that spin.
 constexpr std::chrono::milliseconds kCallerFirst(2);
 
-// How often the completion thread looks at the request it waits for.
+// How often the completion thread looks at the requests of the works it took.
 constexpr std::chrono::microseconds kPoll(50);
+
+// The priority that gcoll.torch.priority() gives this thread's operations, while set.
+thread_local bool tl_priority_set = false;
+thread_local int tl_priority = 0;
 
 struct Queue;
 
@@ -151,8 +155,15 @@ class WorkGcoll : public c10d::Work {
         : c10d::Work(rank, type), name_(name), outputs_(std::move(outputs)),
           future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))),
           queue_(std::move(queue))
-    {}
-    ~WorkGcoll() override = default;
+    {
+        attr.name = name_.c_str();
+        if (tl_priority_set)
+            attr.priority = tl_priority;
+    }
+    ~WorkGcoll() override
+    {
+        uncount(); // a work refused before it started
+    }
 
     // Whoever asks for the future (DDP) waits on it, not on the work: the completion thread
     // takes the work at once.
@@ -194,23 +205,53 @@ class WorkGcoll : public c10d::Work {
     }
 
     std::vector<gcoll_request_t> reqs;
+    gcoll_attr_t attr = GCOLL_ATTR_INIT;     // its name and priority, for every request it posts
     Tensors keep;                            // buffers the requests use, alive until they complete
     std::vector<std::shared_ptr<void>> hold; // and the count arrays they read
     std::function<void()> after;             // runs once every request succeeded
     std::string name_;
     const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
-    // Waits for every request, then completes the work and its future. Called once, by the
-    // thread that took the work; polite: the completion thread, which must not spin.
-    void complete(bool polite = false)
+    // A gradient reduction counts among the process group's in flight until it completes.
+    void count()
     {
-        std::exception_ptr err;
+        counted_ = true;
+    }
+
+    // Waits for every request, then completes the work and its future: for a caller that blocks
+    // in wait() and took the work.
+    void complete()
+    {
+        for (auto &r : reqs)
+            if (r)
+                note(gcoll_wait(&r));
+        conclude();
+    }
+
+    // Tests each request still running, without blocking: true once all are complete, failures
+    // noted. For the completion thread, which looks at every work it took in turn, so that a
+    // work completes when its own requests do (a late, urgent one before those started earlier).
+    bool poll()
+    {
+        bool all = true;
         for (auto &r : reqs) {
-            gcoll_status_t st = !r ? GCOLL_SUCCESS : polite ? settle(&r) : gcoll_wait(&r);
-            if (st != GCOLL_SUCCESS && !err)
-                err = std::make_exception_ptr(std::runtime_error(
-                    std::string("gcoll: ") + name_ + " failed: " + gcoll_status_name(st) + ": " + gcoll_last_error()));
+            if (!r)
+                continue;
+            int done = 0;
+            gcoll_status_t st = gcoll_test(&r, &done);
+            if (st != GCOLL_SUCCESS) {
+                note(st);
+                r = nullptr; // ended: gcoll_test returns an operation's failure once it is done
+            } else if (!done) {
+                all = false;
+            }
         }
+        return all;
+    }
+
+    // Completes the work and its future once every request is complete. Called once.
+    void conclude()
+    {
         if (!err && after) {
             try {
                 after();
@@ -220,6 +261,7 @@ class WorkGcoll : public c10d::Work {
         }
         keep.clear();
         hold.clear();
+        uncount();
         if (err)
             future_->setError(err);
         else
@@ -230,37 +272,47 @@ class WorkGcoll : public c10d::Work {
   private:
     void wake();
     void unqueue();
+    void uncount();
 
-    // gcoll_wait for the completion thread, without spinning: it runs beside backprop, whose
-    // compute needs the cores more than a future needs to complete within microseconds.
-    static gcoll_status_t settle(gcoll_request_t *r)
+    void note(gcoll_status_t st)
     {
-        int done = 0;
-        gcoll_status_t st;
-        while ((st = gcoll_test(r, &done)) == GCOLL_SUCCESS && !done)
-            std::this_thread::sleep_for(kPoll);
-        return st;
+        if (st != GCOLL_SUCCESS && !err)
+            err = std::make_exception_ptr(std::runtime_error(
+                std::string("gcoll: ") + name_ + " failed: " + gcoll_status_name(st) + ": " + gcoll_last_error()));
     }
 
+    std::exception_ptr err;
+    std::atomic<bool> counted_{false};
     Tensors outputs_;
     c10::intrusive_ptr<c10::ivalue::Future> future_;
     std::shared_ptr<Queue> queue_;
     std::atomic<bool> taken_{false}, wanted_{false};
 };
 
-// The works a process group started and the completion thread has not taken yet, in order.
+// The works a process group started and the completion thread has not taken yet, in order;
+// and its gradient reductions in flight, for their priorities.
 struct Queue {
     std::mutex lock;
     std::condition_variable cv;
     std::deque<c10::intrusive_ptr<WorkGcoll>> works;
     bool stop = false;
-    bool idle = false; // the completion thread sleeps until a work comes: enqueue wakes it
+    bool idle = false;     // the completion thread sleeps until a work comes: enqueue wakes it
+    int reductions = 0;    // gradient reductions started and not complete
+    int last_priority = 0; // the priority the newest of them got
 };
 
 void WorkGcoll::wake()
 {
     std::lock_guard<std::mutex> g(queue_->lock);
     queue_->cv.notify_all();
+}
+
+void WorkGcoll::uncount()
+{
+    if (!counted_.exchange(false))
+        return;
+    std::lock_guard<std::mutex> g(queue_->lock);
+    queue_->reductions--;
 }
 
 // A work its caller completed leaves the queue at once: the completion thread never holds the
@@ -357,7 +409,7 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
         auto w = work(OpType::BROADCAST, "broadcast", tensors);
         start(w, "broadcast", [&](gcoll_request_t *r) {
             return gcoll_ibcast(ptr(buf), count_of(buf), dtype_of(buf, false, "broadcast"), int(opts.rootRank), comm_,
-                                nullptr, r);
+                                &w->attr, r);
         });
         return launch(w, buf, t);
     }
@@ -367,6 +419,7 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
         check_one(tensors, "allreduce");
         at::Tensor t = tensors[0], buf = dense(t);
         auto w = work(OpType::ALLREDUCE, "allreduce", tensors);
+        reduction(w);
         post_allreduce(w, buf, opts.reduceOp);
         return launch(w, buf, t);
     }
@@ -375,6 +428,7 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
                                                        const c10d::AllreduceCoalescedOptions &opts) override
     {
         auto w = work(OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors);
+        reduction(w);
         Tensors bufs;
         for (auto &t : tensors) {
             check_tensor(t, "allreduce_coalesced");
@@ -419,7 +473,7 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
         auto w = work(OpType::ALLGATHER, "allgather", outputs[0]);
         w->keep = {in, flat};
         start(w, "allgather", [&](gcoll_request_t *r) {
-            return gcoll_iallgather(ptr(in), ptr(flat), count_of(in), dtype_of(in, false, "allgather"), comm_, nullptr,
+            return gcoll_iallgather(ptr(in), ptr(flat), count_of(in), dtype_of(in, false, "allgather"), comm_, &w->attr,
                                     r);
         });
         Tensors outs = outputs[0];
@@ -442,7 +496,7 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
         w->keep = {in};
         start(w, "_allgather_base", [&](gcoll_request_t *r) {
             return gcoll_iallgather(ptr(in), ptr(out), count_of(in), dtype_of(in, false, "_allgather_base"), comm_,
-                                    nullptr, r);
+                                    &w->attr, r);
         });
         return launch(w, out, output);
     }
@@ -469,7 +523,7 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
         w->keep = {in, flat};
         start(w, "allgather_coalesced", [&](gcoll_request_t *r) {
             return gcoll_iallgather(ptr(in), ptr(flat), count_of(in), dtype_of(in, false, "allgather_coalesced"), comm_,
-                                    nullptr, r);
+                                    &w->attr, r);
         });
         w->after = [flat, all]() { unflatten(flat, all); };
         return enqueue(w);
@@ -493,7 +547,7 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
         w->keep = {in, flat};
         start(w, "gather", [&](gcoll_request_t *r) {
             return gcoll_igather(ptr(in), me ? ptr(flat) : nullptr, count_of(in), dtype_of(in, false, "gather"), root,
-                                 comm_, nullptr, r);
+                                 comm_, &w->attr, r);
         });
         if (me)
             w->after = [flat, outs]() { unflatten(flat, outs); };
@@ -517,7 +571,7 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
         w->keep = {flat};
         start(w, "scatter", [&](gcoll_request_t *r) {
             return gcoll_iscatter(me ? ptr(flat) : nullptr, ptr(out), count_of(out), dtype_of(out, false, "scatter"),
-                                  root, comm_, nullptr, r);
+                                  root, comm_, &w->attr, r);
         });
         return launch(w, out, outputs[0]);
     }
@@ -540,6 +594,7 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
         for (auto &t : inputs[0])
             counts->push_back(count_of(t));
         auto w = work(OpType::REDUCE_SCATTER, "reduce_scatter", outputs);
+        reduction(w);
         w->keep = {flat};
         w->hold.push_back(counts);
         gcoll_attr_t a = attr(w, o);
@@ -563,6 +618,7 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
         Op o = op_of(opts.reduceOp, out, "_reduce_scatter_base");
         Tensors outputs = {output};
         auto w = work(OpType::_REDUCE_SCATTER_BASE, "_reduce_scatter_base", outputs);
+        reduction(w);
         w->keep = {in};
         gcoll_attr_t a = attr(w, o);
         start(w, "_reduce_scatter_base", [&](gcoll_request_t *r) {
@@ -589,7 +645,7 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
                         "input and output must hold the same multiple of the group's size (", size_, "), not ",
                         in.numel(), " and ", out.numel());
             start(w, "alltoall_base", [&](gcoll_request_t *r) {
-                return gcoll_ialltoall(ptr(in), ptr(out), count_of(in) / size_t(size_), dt, comm_, nullptr, r);
+                return gcoll_ialltoall(ptr(in), ptr(out), count_of(in) / size_t(size_), dt, comm_, &w->attr, r);
             });
             return launch(w, out, output);
         }
@@ -598,7 +654,8 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
         splits(out, outSplits, "output", *rc);
         w->hold = {sc, rc};
         start(w, "alltoall_base", [&](gcoll_request_t *r) {
-            return gcoll_ialltoallv(ptr(in), sc->data(), nullptr, ptr(out), rc->data(), nullptr, dt, comm_, nullptr, r);
+            return gcoll_ialltoallv(ptr(in), sc->data(), nullptr, ptr(out), rc->data(), nullptr, dt, comm_, &w->attr,
+                                    r);
         });
         return launch(w, out, output);
     }
@@ -622,7 +679,7 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
         w->hold = {sc, rc};
         start(w, "alltoall", [&](gcoll_request_t *r) {
             return gcoll_ialltoallv(ptr(in), sc->data(), nullptr, ptr(out), rc->data(), nullptr,
-                                    dtype_of(in, false, "alltoall"), comm_, nullptr, r);
+                                    dtype_of(in, false, "alltoall"), comm_, &w->attr, r);
         });
         Tensors outs = outputs;
         w->after = [out, outs]() { unflatten(out, outs); };
@@ -638,7 +695,7 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
         auto w = work(OpType::SEND, "send", tensors);
         w->keep = {buf};
         start(w, "send", [&](gcoll_request_t *r) {
-            return gcoll_isend(ptr(buf), count_of(buf), dtype_of(buf, false, "send"), dst, comm_, nullptr, r);
+            return gcoll_isend(ptr(buf), count_of(buf), dtype_of(buf, false, "send"), dst, comm_, &w->attr, r);
         });
         return enqueue(w);
     }
@@ -651,7 +708,7 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
         at::Tensor t = tensors[0], buf = dense(t);
         auto w = work(OpType::RECV, "recv", tensors);
         start(w, "recv", [&](gcoll_request_t *r) {
-            return gcoll_irecv(ptr(buf), count_of(buf), dtype_of(buf, false, "recv"), src, comm_, nullptr, r);
+            return gcoll_irecv(ptr(buf), count_of(buf), dtype_of(buf, false, "recv"), src, comm_, &w->attr, r);
         });
         return launch(w, buf, t);
     }
@@ -664,7 +721,7 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
     c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &) override
     {
         auto w = work(OpType::BARRIER, "barrier", {});
-        start(w, "barrier", [&](gcoll_request_t *r) { return gcoll_ibarrier(comm_, nullptr, r); });
+        start(w, "barrier", [&](gcoll_request_t *r) { return gcoll_ibarrier(comm_, &w->attr, r); });
         return enqueue(w);
     }
 
@@ -683,10 +740,11 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
                     buf.numel());
         Tensors tensors = {tensor};
         auto w = work(OpType::ALLREDUCE, "adasum", tensors);
+        reduction(w);
         w->hold.push_back(c);
         start(w, "adasum", [&](gcoll_request_t *r) {
             return gcoll_iadasum(ptr(buf), ptr(buf), count_of(buf), dtype_of(buf, true, "adasum"), c->data(), c->size(),
-                                 comm_, nullptr, r);
+                                 comm_, &w->attr, r);
         });
         return launch(w, buf, tensor);
     }
@@ -694,6 +752,15 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
     gcoll_comm_t comm() const
     {
         return comm_;
+    }
+
+    void set_bucket_priorities(bool on)
+    {
+        bucket_priorities_ = on;
+    }
+    bool bucket_priorities() const
+    {
+        return bucket_priorities_;
     }
 
   private:
@@ -704,10 +771,25 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
 
     gcoll_attr_t attr(const c10::intrusive_ptr<WorkGcoll> &w, const Op &o)
     {
-        gcoll_attr_t a = GCOLL_ATTR_INIT;
-        a.name = w->name_.c_str();
+        gcoll_attr_t a = w->attr;
         a.premul = o.premul;
         return a;
+    }
+
+    // Bucket priorities: a gradient reduction started while others are in flight gets a priority
+    // one above the newest of them, one started when none is gets 0. DDP starts its buckets last
+    // layers first, so the first layers' gradients, which the next forward pass needs first,
+    // overtake those started before them. A priority the caller set (gcoll.torch.priority) wins.
+    void reduction(const c10::intrusive_ptr<WorkGcoll> &w)
+    {
+        if (tl_priority_set || !bucket_priorities_)
+            return;
+        std::lock_guard<std::mutex> g(queue_->lock);
+        Queue &q = *queue_;
+        q.last_priority = q.reductions ? q.last_priority + 1 : 0;
+        q.reductions++;
+        w->attr.priority = q.last_priority;
+        w->count();
     }
 
     void post_allreduce(const c10::intrusive_ptr<WorkGcoll> &w, const at::Tensor &buf, const c10d::ReduceOp &op)
@@ -781,37 +863,59 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
         return w;
     }
 
-    // The completion thread: takes the works nobody waits for (DDP waits on their futures), in
-    // the order they were started. It leaves each alone for a moment first, so that a caller
-    // about to block in wait() takes its own work and returns without a hand-over.
+    // The completion thread: takes the works nobody waits for (DDP waits on their futures) and
+    // completes each as soon as its requests are, whatever the order they were started in. It
+    // leaves each alone for a moment first, so that a caller about to block in wait() takes its
+    // own work and returns without a hand-over.
     void run()
     {
         Queue &q = *queue_;
+        std::vector<c10::intrusive_ptr<WorkGcoll>> mine, done;
         std::unique_lock<std::mutex> g(q.lock);
         for (;;) {
-            // while works keep coming (and their callers take them) it looks every kCallerFirst;
-            // after a quiet while it sleeps until enqueue wakes it
-            auto any = [&q] { return q.stop || !q.works.empty(); };
-            if (!q.cv.wait_for(g, kCallerFirst, any)) {
-                q.idle = true;
-                q.cv.wait(g, any);
-                q.idle = false;
+            auto now = std::chrono::steady_clock::now();
+            for (auto it = q.works.begin(); it != q.works.end();) {
+                WorkGcoll &w = **it;
+                if (w.taken()) { // by its caller, who completes it
+                    it = q.works.erase(it);
+                } else if ((w.wanted() || now >= w.started + kCallerFirst) && w.take()) {
+                    mine.push_back(*it);
+                    it = q.works.erase(it);
+                } else {
+                    ++it;
+                }
             }
-            if (q.works.empty())
-                return;
-            // no reference while it sleeps: a caller may complete the work and take it out
-            WorkGcoll *front = q.works.front().get();
-            q.cv.wait_until(g, front->started + kCallerFirst, [&] {
-                return q.stop || q.works.empty() || q.works.front().get() != front || front->wanted() || front->taken();
-            });
-            if (q.works.empty() || q.works.front().get() != front)
+            if (mine.empty()) {
+                if (q.stop && q.works.empty())
+                    return;
+                auto any = [&q] { return q.stop || !q.works.empty(); };
+                if (!q.works.empty()) {
+                    // the oldest one's moment, or until a caller asks for a future
+                    q.cv.wait_until(g, q.works.front()->started + kCallerFirst);
+                } else if (!q.cv.wait_for(g, kCallerFirst, any)) {
+                    // after a quiet while it sleeps until enqueue wakes it
+                    q.idle = true;
+                    q.cv.wait(g, any);
+                    q.idle = false;
+                }
                 continue;
-            auto w = q.works.front();
-            q.works.pop_front();
+            }
             g.unlock();
-            if (w->take())
-                w->complete(true);
-            w.reset();
+            // it must not spin: it runs beside backprop, whose compute needs the cores more
+            // than a future needs to complete within microseconds
+            for (auto it = mine.begin(); it != mine.end();) {
+                if ((*it)->poll()) {
+                    (*it)->conclude();
+                    done.push_back(*it);
+                    it = mine.erase(it);
+                } else {
+                    ++it;
+                }
+            }
+            bool progress = !done.empty();
+            done.clear(); // the last references to tensors, released outside the lock
+            if (!progress)
+                std::this_thread::sleep_for(kPoll);
             g.lock();
         }
     }
@@ -899,6 +1003,7 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
     gcoll_comm_t comm_ = nullptr;
     std::shared_ptr<Queue> queue_ = std::make_shared<Queue>();
     std::thread completer_;
+    std::atomic<bool> bucket_priorities_{true};
 };
 
 } // namespace
@@ -912,9 +1017,22 @@ PYBIND11_MODULE(gcoll_c10d, m)
              py::arg("size"), py::arg("timeout_s"), py::call_guard<py::gil_scoped_release>())
         .def("adasum", &ProcessGroupGcoll::adasum, py::arg("tensor"), py::arg("counts"),
              py::call_guard<py::gil_scoped_release>())
+        .def("set_bucket_priorities", &ProcessGroupGcoll::set_bucket_priorities, py::arg("on"))
+        .def("bucket_priorities", &ProcessGroupGcoll::bucket_priorities)
         .def("transport", [](const ProcessGroupGcoll &pg) {
             const char *name = "";
             ok(gcoll_comm_transport(pg.comm(), &name), "gcoll_comm_transport");
             return std::string(name);
         });
+    // The priority of this thread's operations from now on (None: the default, bucket priorities
+    // for gradient reductions); returns the one before.
+    m.def(
+        "set_priority",
+        [](c10::optional<int> p) {
+            c10::optional<int> before = tl_priority_set ? c10::optional<int>(tl_priority) : c10::nullopt;
+            tl_priority_set = p.has_value();
+            tl_priority = p.value_or(0);
+            return before;
+        },
+        py::arg("priority"));
 }

@@ -6,6 +6,8 @@ mpirun; the ranks meet through the c10d store torch hands the backend (gcoll_ini
 every group (new_group included) is a gcoll communicator. DDP communication hooks:
 ddp.register_comm_hook(state, gcoll.torch.allreduce_hook) averages, adasum_hook applies Adasum;
 state None runs them on the backend's process group, a gcoll.Comm on that communicator.
+Priorities: gradient reductions started while others are in flight overtake them (bucket
+priorities, bucket_priorities() turns them off); `with gcoll.torch.priority(p):` sets them.
 """
 import atexit
 import fcntl
@@ -145,6 +147,40 @@ if "GCOLL" not in dist.Backend._plugins:
     dist.Backend.register_backend("gcoll", _create)
     atexit.register(_destroy_at_exit)
 _launched_by_mpi()
+
+
+class priority:
+    """`with gcoll.torch.priority(p):` gives the operations this thread starts on gcoll process
+    groups priority p (higher runs first, 0 by default); bucket priorities do not apply to them.
+    priority(None) restores the default inside an outer one."""
+
+    def __init__(self, p):
+        if p is not None and (isinstance(p, bool) or not isinstance(p, int) or not -2**31 <= p < 2**31):
+            raise ValueError("gcoll.torch.priority: p must be an int of 32 bits or None, not %r" % (p,))
+        self._p = p
+        self._before = None
+
+    def __enter__(self):
+        self._before = _backend().set_priority(self._p)
+        return self
+
+    def __exit__(self, *exc):
+        _backend().set_priority(self._before)
+        return False
+
+
+def bucket_priorities(on=True, group=None):
+    """Turns bucket priorities on or off for group (the default group when None): with them, a
+    gradient reduction (allreduce, reduce_scatter, adasum) started while others of the group are
+    in flight gets a priority one above the newest of them, so DDP's later buckets, which hold
+    the first layers, overtake the earlier ones. On by default. Returns the setting before."""
+    pg = _group(group)
+    if pg is None:
+        raise ValueError("gcoll.torch.bucket_priorities: %s is not a gcoll process group"
+                         % ("the default group" if group is None else group))
+    before = pg.bucket_priorities()
+    pg.set_bucket_priorities(bool(on))
+    return before
 
 
 def gloo_init_method(comm):
