@@ -160,7 +160,7 @@ $(SETUP_BENCH): bench/setup/setup_time.c tests/common/sockets.h $(LIBDIR)/libgco
 
 # gcoll-info reports what the internals see (topology, transport choices), so it links the static
 # library like the transport tests below.
-TOOL_SRCS := tools/select_table.c tools/layout.c tools/sim.c tools/simulate.c
+TOOL_SRCS := tools/select_table.c tools/layout.c tools/sim.c tools/simulate.c tools/trace.c
 $(BINDIR)/gcoll-info: tools/gcoll_info.c $(TOOL_SRCS) $(STLIB) $(wildcard src/*/*.h src/transports/*/*.h tools/*.h)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) $(BASE_CFLAGS) $(FEATURES) tools/gcoll_info.c $(TOOL_SRCS) -o $@ $(STLIB) $(SANFLAGS) $(LDLIBS)

@@ -375,6 +375,14 @@ GCOLL_API gcoll_status_t gcoll_comm_set_timeout(gcoll_comm_t comm, double second
  * compression): the difference around a call is what that call put on the wire. */
 GCOLL_API gcoll_status_t gcoll_comm_bytes_sent(gcoll_comm_t comm, unsigned long long *bytes);
 
+/* The flight recorder: writes comm's last operations (up to 256: sequence number, collective,
+ * name, dtype, count, op, algorithm, priority, state and status, the round and the peers it
+ * waits on, how long ago it was called, posted and ended) to path as JSON, %r in it becoming the
+ * rank and %c the communicator's number. Works on a failed communicator; local to this rank.
+ * GCOLL_FLIGHT_RECORDER writes the same file when comm fails; gcoll-info --trace reads the
+ * ranks' files together and says which rank stopped where, waiting on whom. */
+GCOLL_API gcoll_status_t gcoll_comm_dump(gcoll_comm_t comm, const char *path);
+
 #ifdef __cplusplus
 }
 #endif

@@ -24,6 +24,7 @@
 #include "layout.h"
 #include "select_table.h"
 #include "simulate.h"
+#include "trace.h"
 
 #define MAX_LISTED 32
 
@@ -343,6 +344,8 @@ static void print_variables(const char *config_error)
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "--trace") == 0)
+        return print_trace(argc - 2, argv + 2);
     int markdown = argc == 2 && strcmp(argv[1], "--markdown") == 0;
     int simulate = argc > 1 && strcmp(argv[1], "--simulate") == 0;
     int picks = argc == 3 && strcmp(argv[1], "--picks") == 0;
@@ -350,7 +353,8 @@ int main(int argc, char **argv)
     if (argc > 1 && !markdown && !simulate &&
         !(argc == 3 && (picks || strcmp(argv[1], "--layout") == 0) && parse_layout(argv[2], &hosts, &rph))) {
         fprintf(stderr,
-                "usage: %s [--markdown | --layout HOSTSxRANKS | --picks HOSTSxRANKS | --simulate HOSTSxRANKS ...]\n",
+                "usage: %s [--markdown | --layout HOSTSxRANKS | --picks HOSTSxRANKS | --simulate HOSTSxRANKS ... | "
+                "--trace FILE...]\n",
                 argv[0]);
         return 2;
     }

@@ -451,6 +451,11 @@ static gcoll__var_t vars[] = {
      "writes a Chrome trace (JSON, for Perfetto or chrome://tracing) of every operation, chunk and reduction; "
      "%r in the path becomes the rank, else .RANK is appended",
      parse_path, NULL, gcoll__config.timeline, sizeof(gcoll__config.timeline)},
+    {"GCOLL_FLIGHT_RECORDER", "none, or a path", "none",
+     "when a communicator fails (a dead peer, a timeout, a mismatch), each rank writes its last operations there "
+     "as JSON (gcoll_comm_dump's file; gcoll-info --trace reads the ranks' files together); %r becomes the rank "
+     "and %c the communicator's number, else .c<comm>.r<rank>.json is appended",
+     parse_path, NULL, gcoll__config.flight_recorder, sizeof(gcoll__config.flight_recorder)},
     {"GCOLL_STALL_WARN_S", "seconds >= 0", "30",
      "an operation still pending after this long logs a warning on each rank naming it, its sequence number and "
      "the peers that have not delivered, again at each such interval until GCOLL_TIMEOUT ends it; 0: never",

@@ -49,13 +49,14 @@ typedef struct {
     size_t scratch_cache;       /* bytes of freed scratch buffers kept for reuse */
     size_t fusion_bytes;        /* 0: auto */
     size_t fusion_first_bytes;
-    char timeline[256];    /* "none" or a path */
-    double stall_warn_s;   /* 0: no stall warnings */
-    int adasum;            /* GCOLL_ADASUM: 0 auto, 1 flat, 2 hierarchical */
-    int adasum_push;       /* GCOLL_ADASUM_PUSH: 0 auto, 1 on, 2 off */
-    gcoll__link_t cost[2]; /* inside a host, to the network */
-    int cost_probe[2];     /* GCOLL_COST_INTRA/INTER=auto: measure the link */
-    unsigned mpi_colls;    /* GCOLL_MPI_COLLS: a bit per call of src/core/mpi_colls.c's list */
+    char timeline[256];        /* "none" or a path */
+    char flight_recorder[256]; /* "none" or a path */
+    double stall_warn_s;       /* 0: no stall warnings */
+    int adasum;                /* GCOLL_ADASUM: 0 auto, 1 flat, 2 hierarchical */
+    int adasum_push;           /* GCOLL_ADASUM_PUSH: 0 auto, 1 on, 2 off */
+    gcoll__link_t cost[2];     /* inside a host, to the network */
+    int cost_probe[2];         /* GCOLL_COST_INTRA/INTER=auto: measure the link */
+    unsigned mpi_colls;        /* GCOLL_MPI_COLLS: a bit per call of src/core/mpi_colls.c's list */
     /* launch without MPI (src/base/boot.c) */
     int boot;                 /* GCOLL_BOOT: 0 auto, 1 mpi, 2 env */
     int boot_rank, boot_size; /* GCOLL_RANK, GCOLL_SIZE: -1 when unset */

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/comm.h"
+#include "core/flight.h"
 #include "core/lane.h"
 #include "gcoll_mpi.h"
 #include "base/config.h"
@@ -61,6 +62,7 @@ static void destroy(gcoll_comm_t comm)
     free(comm->p2p_sent);
     free(comm->p2p_rcvd);
     gcoll__boot_free(comm->boot);
+    gcoll__flight_free(comm->flight);
     free(comm);
 }
 
@@ -341,7 +343,9 @@ gcoll_status_t gcoll__comm_create(gcoll__boot_t *boot, gcoll_comm_t *out)
     pthread_mutex_lock(&registry_lock);
     c->id = next_id++;
     pthread_mutex_unlock(&registry_lock);
-    gcoll_status_t st = connect_comm(c);
+    gcoll_status_t st = gcoll__flight_new(&c->flight);
+    if (st == GCOLL_SUCCESS)
+        st = connect_comm(c);
     if (st != GCOLL_SUCCESS) {
         destroy(c);
         return st;
@@ -394,6 +398,7 @@ void gcoll__comm_fail(gcoll_comm_t comm, gcoll_status_t status, const char *reas
     comm->failed = status;
     snprintf(comm->failmsg, sizeof(comm->failmsg), "%s", reason);
     GCOLL_LOG(GCOLL_LOG_ERROR, "comm %u failed: %s", comm->id, reason);
+    gcoll__flight_failed(comm);
 }
 
 gcoll_status_t gcoll__comm_fail_status(gcoll_comm_t comm)

@@ -27,17 +27,18 @@ struct gcoll_comm {
     double timeout_s; /* gcoll_comm_set_timeout's; 0: GCOLL_TIMEOUT's */
     int refs;         /* the user's handle plus requests in flight */
     int is_world;
-    int crowded;              /* more ranks on this host than cores (see gcoll__comm_crowded) */
-    unsigned preempted;       /* waits left to run as if crowded: a spinning wait lost its core */
-    char tpname[32];          /* what gcoll_comm_transport reports: "shm", "tcp", "shm+tcp" */
-    gcoll__shm_t *shm;        /* every rank on this host: the node's shared-memory channel */
-    gcoll__shm_t *node_shm;   /* spanning hosts: this host's channel, for point-to-point only */
-    gcoll__nodemap_t map;     /* which host every rank is on */
-    gcoll__links_t links;     /* the cost model's view of its transports */
-    struct gcoll__lane *lane; /* which progress lane drives its operations */
-    uint64_t bytes_sent;      /* payload handed to the transport (gcoll_comm_bytes_sent); lane lock */
-    struct gcoll_comm *next;  /* the registry of live handles */
-    gcoll__optab_t optab;     /* its recent operations' descriptors, for mismatch detection */
+    int crowded;                  /* more ranks on this host than cores (see gcoll__comm_crowded) */
+    unsigned preempted;           /* waits left to run as if crowded: a spinning wait lost its core */
+    char tpname[32];              /* what gcoll_comm_transport reports: "shm", "tcp", "shm+tcp" */
+    gcoll__shm_t *shm;            /* every rank on this host: the node's shared-memory channel */
+    gcoll__shm_t *node_shm;       /* spanning hosts: this host's channel, for point-to-point only */
+    gcoll__nodemap_t map;         /* which host every rank is on */
+    gcoll__links_t links;         /* the cost model's view of its transports */
+    struct gcoll__lane *lane;     /* which progress lane drives its operations */
+    uint64_t bytes_sent;          /* payload handed to the transport (gcoll_comm_bytes_sent); lane lock */
+    struct gcoll_comm *next;      /* the registry of live handles */
+    gcoll__optab_t optab;         /* its recent operations' descriptors, for mismatch detection */
+    struct gcoll__flight *flight; /* its last operations, for gcoll_comm_dump (flight.h) */
     /* point-to-point (p2p.c), under the lane's lock: messages posted to and from each rank so
      * far (allocated at the first), and the queue of messages to itself not yet received */
     uint32_t *p2p_sent, *p2p_rcvd;

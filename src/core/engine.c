@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "core/comm.h"
+#include "core/flight.h"
 #include "base/config.h"
 #include "core/context.h"
 #include "base/error.h"
@@ -88,6 +89,8 @@ static gcoll_status_t post(gcoll_request_t r, gcoll__step_t *st)
         st->t0 = gcoll__timeline_now();
         if (r->t_post == 0)
             r->t_post = st->t0;
+    } else if (r->t_post == 0) {
+        r->t_post = gcoll__timeline_now();
     }
     st->parts = 0;
     if (st->kind == GCOLL_STEP_RECV && st->landed && !st->wire && c->tpops->irecv_landed)
@@ -262,8 +265,8 @@ static void fail_request(gcoll_request_t r, gcoll_status_t status, const char *w
     describe(r, what, sizeof(what));
     snprintf(r->errmsg, sizeof(r->errmsg), "%s: %.189s", what, why); /* fits: 191 + 2 + 189 < 384 */
     gcoll__request_cancel(r);
+    r->status = status; /* before the flight recorder sees the failure */
     gcoll__comm_fail(r->comm, status, r->errmsg);
-    r->status = status;
     r->done = 1;
 }
 
@@ -274,6 +277,7 @@ static void retire(gcoll_request_t r)
             *p = r->next;
             break;
         }
+    gcoll__flight_end(r);
     if (gcoll__timeline_on)
         gcoll__timeline_op(r);
     if (!r->kept)
@@ -429,8 +433,7 @@ gcoll_status_t gcoll__request_start(gcoll_comm_t comm, gcoll__coll_t coll, const
     if (attr->name)
         snprintf(r->name, sizeof(r->name), "%s", attr->name);
     gcoll__lane_t *l = r->lane = comm->lane;
-    if (gcoll__timeline_on)
-        r->t_start = gcoll__timeline_now();
+    r->t_start = gcoll__timeline_now();
     pthread_mutex_lock(&l->lock);
     r->comm = comm;
     comm->refs++;
@@ -442,6 +445,7 @@ gcoll_status_t gcoll__request_start(gcoll_comm_t comm, gcoll__coll_t coll, const
         sched->tag = gcoll__tag_of(r->seq);
     }
     gcoll__sched_issue(sched);
+    gcoll__flight_start(r);
     /* a pair's messages have tags of their own, which a direct-mapped table cannot hold; an
      * operation that sends nothing has nothing to check */
     if (!how->p2p && sched->desc.coll)

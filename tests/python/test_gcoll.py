@@ -3,8 +3,10 @@ blocking and nonblocking, in place and not, on every dtype numpy has, against re
 rank computes from every rank's regenerated input; communicators, requests, the gradient
 session, introspection, and errors raised with the C library's message.
 Run: mpirun -np 3 /usr/bin/python3 tests/python/test_gcoll.py"""
+import json
 import os
 import sys
+import tempfile
 
 import numpy as np
 
@@ -201,10 +203,18 @@ def test_comms(c):
     check(list(got.reshape(-1)) == sorted(members, reverse=True), "split allgather order")
     d = c.dup()
     check(d.size == n and d.rank == me, "dup")
-    r1 = d.iallreduce(np.full(10, me, dtype=np.int64))
+    r1 = d.iallreduce(np.full(10, me, dtype=np.int64), name="beside")
     r2 = sub.iallreduce(np.full(10, me, dtype=np.int64))
     check(np.all(r1.wait() == sum(range(n))), "dup allreduce beside split")
     check(np.all(r2.wait() == sum(members)), "split allreduce beside dup")
+    # the flight recorder: the dup's one operation, as called
+    with tempfile.TemporaryDirectory() as tmp:
+        d.dump(os.path.join(tmp, "fr.%r.json"))
+        rec = json.load(open(os.path.join(tmp, "fr.%d.json" % me)))
+        ops = [(o["seq"], o["kind"], o["name"], o["dtype"], o["count"], o["state"]) for o in rec["ops"]]
+        check(rec["rank"] == me and rec["size"] == n and ops == [(0, "allreduce", "beside", "int64", 10, "done")],
+              "dump: %s" % ops)
+        raises(gcoll.SystemCallError, lambda: d.dump(os.path.join(tmp, "no-such-dir", "x.json")), "no-such-dir")
     none = c.split(-1 if me == 0 else 0)
     check((none is None) == (me == 0), "negative color gives None")
     if none is not None:

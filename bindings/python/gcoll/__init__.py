@@ -9,6 +9,7 @@ import contextlib
 import ctypes
 import enum
 import numbers
+import os
 import sys
 import threading
 
@@ -541,6 +542,12 @@ class Comm:
 
     def abort(self):
         _check(_L.gcoll_comm_abort(self._h))
+
+    def dump(self, path):
+        """Writes this communicator's flight recorder, its last operations, to path as JSON (%r
+        becomes the rank, %c the communicator's number); works on a failed communicator.
+        gcoll-info --trace reads the ranks' files together."""
+        _check(_L.gcoll_comm_dump(self._h, os.fsencode(path)))
 
     def algorithm(self, collective, count, dtype):
         """The algorithm the selection table picks for collective of count elements of dtype."""

@@ -117,6 +117,7 @@ _PROTOS = {
     "gcoll_session_add": (c_status, [c_session, s, sz, i, i, P(sz)]),
     "gcoll_session_set_compress": (c_status, [c_session, sz, i, ctypes.c_double]),
     "gcoll_comm_bytes_sent": (c_status, [c_comm, P(ctypes.c_ulonglong)]),
+    "gcoll_comm_dump": (c_status, [c_comm, s]),
     "gcoll_session_commit": (c_status, [c_session]),
     "gcoll_session_start": (c_status, [c_session, sz, vp]),
     "gcoll_session_test": (c_status, [c_session, sz, P(i)]),
