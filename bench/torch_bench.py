@@ -179,16 +179,18 @@ class Trainer:
 
 
 def first_gradient(args, kind, group, n):
-    """Seconds from the start of backward to the completion of the first bucket's allreduce and
-    to that of the bucket started last (the first layers', which the next forward pass needs
-    first), through a hook that runs the group's own allreduce (so this pass is not the default
-    path). Medians of the slowest rank."""
+    """Seconds from the start of backward to the completion of the first bucket's allreduce, and
+    from the start of the bucket started last (the first layers', which the next forward pass
+    needs first) to its completion, through a hook that runs the group's own allreduce (so this
+    pass is not the default path). Medians of the slowest rank."""
     model, x, y, loss_fn = model_and_batch(kind, args.scale, args.batch, args.seq)
     ddp = DDP(model, process_group=group)
     mark = {}
 
     def hook(state, bucket):
         last = bucket.is_last()
+        if last:
+            mark["issued"] = time.perf_counter()
 
         def done(fut):
             t = time.perf_counter()
@@ -208,7 +210,7 @@ def first_gradient(args, kind, group, n):
         loss.backward()
         if i:
             first.append(mark["first"] - t0)
-            last.append(mark["last"] - t0)
+            last.append(mark["last"] - mark["issued"])
     return slowest_each([statistics.median(first), statistics.median(last)])
 
 
@@ -247,7 +249,7 @@ def ddp(args):
             "(median of %d steps each, interleaved)" % (kind, nparam / 1e6, nparam * 4 / 1e6, SIZE, shape,
                                                         compute * 1e3, len(times["gloo"])))
         say("%-10s %12s %14s %16s %18s %9s" % ("", "step ms", "allreduce ms", "first grad ms", "first layers ms",
-                                                 "overlap"))
+                                                 "overlap"))  # first layers: from its bucket's start
         for name, _ in groups:
             c = statistics.median(comm[name])
             # the share of the gradients' exchange hidden behind backprop: what the step adds to
