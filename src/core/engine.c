@@ -89,8 +89,10 @@ static gcoll_status_t post(gcoll_request_t r, gcoll__step_t *st)
         st->t0 = gcoll__timeline_now();
         if (r->t_post == 0)
             r->t_post = st->t0;
-    } else if (r->t_post == 0) {
-        r->t_post = gcoll__timeline_now();
+    }
+    if (!r->posted) {
+        r->posted = 1;
+        gcoll__flight_posted(r);
     }
     st->parts = 0;
     if (st->kind == GCOLL_STEP_RECV && st->landed && !st->wire && c->tpops->irecv_landed)
@@ -433,7 +435,8 @@ gcoll_status_t gcoll__request_start(gcoll_comm_t comm, gcoll__coll_t coll, const
     if (attr->name)
         snprintf(r->name, sizeof(r->name), "%s", attr->name);
     gcoll__lane_t *l = r->lane = comm->lane;
-    r->t_start = gcoll__timeline_now();
+    if (gcoll__timeline_on)
+        r->t_start = gcoll__timeline_now();
     pthread_mutex_lock(&l->lock);
     r->comm = comm;
     comm->refs++;

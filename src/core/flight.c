@@ -1,12 +1,15 @@
 /* See flight.h. A ring of fixed records per communicator, filled under the lane lock as
  * operations start and end; in flight, a record points at its request, whose round and waited-on
  * peers are read when the file is written. One operation per line in the file, so that a
- * reader without a JSON parser (gcoll-info --trace) finds each one's fields. */
+ * reader without a JSON parser (gcoll-info --trace) finds each one's fields. Times come from the
+ * coarse monotonic clock (a few milliseconds' resolution, a few nanoseconds a reading): the
+ * recorder runs on every operation, and what it answers is seconds long. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/config.h"
@@ -17,7 +20,6 @@
 #include "core/flight.h"
 #include "core/lane.h"
 #include "core/request.h"
-#include "core/timeline.h"
 
 typedef struct {
     uint64_t id;          /* the n-th record of the communicator, + 1: 0 is an empty slot */
@@ -27,7 +29,7 @@ typedef struct {
     gcoll__opdesc_t desc; /* coll 0: nothing known beyond the collective */
     const char *algo;
     char name[64];                      /* attr.name, as the request keeps it */
-    double t_called, t_posted, t_ended; /* 0: not yet */
+    double t_called, t_posted, t_ended; /* coarse clock; 0: not yet */
     gcoll_status_t status;
     size_t round, rounds; /* where it ended */
     char waiting[64];     /* peers its round still waited on, when it ended unfinished */
@@ -38,6 +40,13 @@ struct gcoll__flight {
     int written;
     rec_t rec[GCOLL_FLIGHT_SLOTS];
 };
+
+static double coarse(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 gcoll_status_t gcoll__flight_new(gcoll__flight_t **out)
 {
@@ -58,7 +67,7 @@ void gcoll__flight_start(gcoll_request_t r)
     rec_t *x = &f->rec[f->n % GCOLL_FLIGHT_SLOTS];
     if (x->live) /* a request still in flight whose slot is reused: it ends unrecorded */
         x->live->flight = 0;
-    memset(x, 0, sizeof(*x));
+    /* field by field, no formatting: this runs on every operation */
     x->id = ++f->n;
     x->live = r;
     x->seq = r->seq;
@@ -67,9 +76,12 @@ void gcoll__flight_start(gcoll_request_t r)
     x->priority = r->priority;
     x->desc = r->sched->desc;
     x->algo = r->algo;
-    snprintf(x->name, sizeof(x->name), "%s", r->name);
-    x->t_called = r->t_start;
+    memcpy(x->name, r->name, sizeof(x->name));
+    x->t_called = coarse();
+    x->t_posted = x->t_ended = 0;
     x->status = GCOLL_SUCCESS;
+    x->round = x->rounds = 0;
+    x->waiting[0] = '\0';
     r->flight = x->id;
 }
 
@@ -81,14 +93,20 @@ static rec_t *record_of(gcoll_request_t r)
     return x->id == r->flight ? x : NULL;
 }
 
+void gcoll__flight_posted(gcoll_request_t r)
+{
+    rec_t *x = record_of(r);
+    if (x)
+        x->t_posted = coarse();
+}
+
 void gcoll__flight_end(gcoll_request_t r)
 {
     rec_t *x = record_of(r);
     if (!x)
         return;
     x->live = NULL;
-    x->t_posted = r->t_post;
-    x->t_ended = gcoll__timeline_now();
+    x->t_ended = coarse();
     x->status = r->status;
     x->rounds = r->sched->nrounds;
     x->round = r->sched->cur < x->rounds ? r->sched->cur : x->rounds;
@@ -116,7 +134,6 @@ static void put_record(FILE *out, const rec_t *x, double now)
     size_t round = x->round, rounds = x->rounds;
     char waiting[sizeof(x->waiting)];
     snprintf(waiting, sizeof(waiting), "%s", x->waiting);
-    double posted = x->t_posted;
     const char *state = x->t_ended == 0 ? "in flight" : x->status == GCOLL_SUCCESS ? "done" : "failed";
     if (x->live) { /* where it is now; failing, when its failure is what writes the file */
         if (x->live->status != GCOLL_SUCCESS)
@@ -124,7 +141,6 @@ static void put_record(FILE *out, const rec_t *x, double now)
         const gcoll__sched_t *s = x->live->sched;
         rounds = s->nrounds;
         round = s->cur < rounds ? s->cur : rounds;
-        posted = x->live->t_post;
         gcoll__request_peers(x->live, waiting, sizeof(waiting));
     }
     fprintf(out, "  {\"seq\": %" PRIu64 ", \"kind\": \"%s\", \"p2p\": %s, \"name\": \"", x->seq,
@@ -143,7 +159,7 @@ static void put_record(FILE *out, const rec_t *x, double now)
     fprintf(out, ", \"round\": %zu, \"rounds\": %zu, \"waiting_on\": \"%s\"", round + (round < rounds), rounds,
             waiting);
     put_ago(out, "called_s_ago", x->t_called, now);
-    put_ago(out, "posted_s_ago", posted, now);
+    put_ago(out, "posted_s_ago", x->t_posted, now);
     put_ago(out, "ended_s_ago", x->t_ended, now);
     fputs("}", out);
 }
@@ -157,7 +173,7 @@ static gcoll_status_t write_file(gcoll_comm_t comm, const char *path, const char
     char host[256] = "";
     (void)gethostname(host, sizeof(host) - 1);
     const gcoll__flight_t *f = comm->flight;
-    double now = gcoll__timeline_now();
+    double now = coarse();
     fprintf(out, "{\"gcoll_flight_recorder\": 1, \"rank\": %d, \"size\": %d, \"comm\": %u, \"host\": \"", comm->rank,
             comm->size, comm->id);
     put_text(out, host);

@@ -15,7 +15,8 @@ gcoll_status_t gcoll__flight_new(gcoll__flight_t **out);
 void gcoll__flight_free(gcoll__flight_t *f);
 /* The lane lock is held for these: */
 void gcoll__flight_start(gcoll_request_t r);
-void gcoll__flight_end(gcoll_request_t r); /* before its schedule goes */
+void gcoll__flight_posted(gcoll_request_t r); /* its first message */
+void gcoll__flight_end(gcoll_request_t r);    /* before its schedule goes */
 /* comm just failed: writes its record where GCOLL_FLIGHT_RECORDER says, once. */
 void gcoll__flight_failed(gcoll_comm_t comm);
 

@@ -35,7 +35,8 @@ struct gcoll_request {
     int pending;                /* held by an open group until its end (group.c): not started */
     int grouped;                /* posted in a group that is still open: not to be waited for yet */
     int blocking;               /* a blocking call's, in a group: gcoll_group_end waits for it */
-    double t_start, t_post;     /* when it started, when its first message was posted */
+    double t_start, t_post;     /* timeline: when it started, when its first message was posted */
+    int posted;                 /* it posted a message */
     uint64_t flight;            /* its flight recorder entry (flight.c); 0: none */
 };
 
