@@ -40,14 +40,23 @@ def ops(path, rank, comm, issued):
         assert o["called_s_ago"] >= o["ended_s_ago"] >= 0 and o["round"] == o["rounds"] >= (1 if n > 1 else 0), o
         assert o["posted_s_ago"] is None or o["called_s_ago"] >= o["posted_s_ago"] >= o["ended_s_ago"], o
     return [(o["seq"], o["kind"], o["name"], o.get("dtype"), o.get("count"), o.get("op"), o.get("root"), o["p2p"])
-            for o in f["ops"]]
+            for o in f["ops"] if not o["member"]], [o for o in f["ops"] if o["member"]]
 for r in range(n):
-    world = ops(f"{d}/rec.c0.r{r}.json", r, 0, 3)
+    # the group's two allreduces: one fused operation (#3) and its member's entry on several
+    # ranks; two operations (#3, #4) on one
+    world, members = ops(f"{d}/rec.c0.r{r}.json", r, 0, 4 if n > 1 else 5)
     want = [(0, "allreduce", "grad.0", "float32", 1000, "sum", None, False),
             (1, "bcast", "params", "int32", 7, None, n - 1, False),
             (2, "barrier", "", None, None, None, None, False)]
+    if n > 1:
+        want.append((3, "allreduce", "fused.a", "int32", 2, "sum", None, False))
+        assert [(m["kind"], m["name"], m["algorithm"]) for m in members] == [("allreduce", "fused.b", "fused")], members
+    else:
+        want += [(3, "allreduce", "fused.a", "int32", 1, "sum", None, False),
+                 (4, "allreduce", "fused.b", "int32", 1, "sum", None, False)]
+        assert members == [], members
     assert world == want, (r, world)
-    dup = ops(f"{d}/rec.c1.r{r}.json", r, 1, 2)
+    dup, _ = ops(f"{d}/rec.c1.r{r}.json", r, 1, 2)
     pair = [(0, "p2p", "p2p", None, None, None, None, True)] * 2 if n > 1 else []
     want = [(0, "allgather", "gather", "int64", 3, None, None, False)] + pair + \
            [(1, "reduce_scatter", "", "float64", 5, "max", None, False)]
@@ -123,6 +132,19 @@ PY
 }
 kill_run "kill -9 over shm"
 kill_run "kill -9 over tcp" GCOLL_TRANSPORT_INTRA=inter GCOLL_TRANSPORT_INTER=tcp GCOLL_TCP_IFNAME=lo
+
+# the reader on files made here: a mismatch behind point-to-point entries, far into the run
+mk() { # FILE RANK KIND DTYPE EXTRA: a two-rank record, a message then collective #300
+    printf '{"gcoll_flight_recorder": 1, "rank": %s, "size": 2, "comm": 5, "status": "GCOLL_ERR_INVALID_USAGE", "reason": "",\n "issued": 301, "recorded": 2, "ops": [\n' "$2" > "$1"
+    printf '  {"seq": 7, "kind": "p2p", "p2p": true, "member": false, "name": "", "state": "done", "status": "GCOLL_SUCCESS"},\n' >> "$1"
+    printf '  {"seq": 300, "kind": "%s", "p2p": false, "member": false, "name": "", "state": "failed", "status": "GCOLL_ERR_INVALID_USAGE", "dtype": "%s", "count": 9%s, "round": 1, "rounds": 1, "waiting_on": ""}\n ]}\n' "$3" "$4" "$5" >> "$1"
+}
+mk "$dir/m0.json" 0 bcast float32 ', "root": 0'
+mk "$dir/m1.json" 1 allreduce float32 ', "op": "sum"'
+expect "a mismatch after messages" "verdict: the ranks called different collectives as #300: rank 0 bcast #300 (float32, count 9, root 0); rank 1 allreduce #300 (float32 sum, count 9)" \
+    "$dir/m0.json" "$dir/m1.json"
+"$BINDIR/gcoll-info" --trace "$dir/m0.json" "$dir/m0.json" > "$dir/report" 2>&1 && fail "--trace took one rank's file twice"
+grep -q "are both rank 0's" "$dir/report" || fail "--trace on one rank twice: $(cat "$dir/report")"
 
 # the reader's refusals
 "$BINDIR/gcoll-info" --trace > "$dir/report" 2>&1 && fail "--trace without files succeeded"

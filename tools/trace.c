@@ -14,7 +14,7 @@
 
 typedef struct {
     unsigned long long seq;
-    int p2p;
+    int aside; /* outside the collectives' sequence: point-to-point, or a fused allreduce's member */
     char kind[32], name[64], state[16], status[40], dtype[24], op[16], waiting[64];
     long long count, root;
     long round, rounds;
@@ -88,7 +88,7 @@ static int read_file(const char *path, rank_t *r)
         r->nops++;
         memset(o, 0, sizeof(*o));
         o->seq = (unsigned long long)number(line, "seq", 0);
-        o->p2p = strstr(line, "\"p2p\": true") != NULL;
+        o->aside = strstr(line, "\"p2p\": true") != NULL || strstr(line, "\"member\": true") != NULL;
         field(line, "kind", o->kind, sizeof(o->kind));
         field(line, "name", o->name, sizeof(o->name));
         field(line, "state", o->state, sizeof(o->state));
@@ -131,7 +131,7 @@ static void describe(const op_t *o, char *buf, size_t len)
 static const op_t *find(const rank_t *r, unsigned long long seq)
 {
     for (int i = 0; i < r->nops; i++)
-        if (!r->ops[i].p2p && r->ops[i].seq == seq)
+        if (!r->ops[i].aside && r->ops[i].seq == seq)
             return &r->ops[i];
     return NULL;
 }
@@ -140,7 +140,7 @@ static const op_t *find(const rank_t *r, unsigned long long seq)
 static const op_t *stuck(const rank_t *r)
 {
     for (int i = 0; i < r->nops; i++)
-        if (!r->ops[i].p2p && strcmp(r->ops[i].state, "done") != 0)
+        if (!r->ops[i].aside && strcmp(r->ops[i].state, "done") != 0)
             return &r->ops[i];
     return NULL;
 }
@@ -177,29 +177,42 @@ static void print_table(rank_t *const *by, int size)
     }
 }
 
+static int by_seq(const void *a, const void *b)
+{
+    unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
+    return x < y ? -1 : x > y;
+}
+
 /* Ranks that called different collectives under one sequence number: the first such number. */
 static int verdict_mismatch(rank_t *const *by, int size)
 {
-    unsigned long long lo = ~0ULL;
+    size_t n = 0, cap = 1;
     for (int k = 0; k < size; k++)
-        if (by[k] && by[k]->nops && !by[k]->ops[0].p2p && by[k]->ops[0].seq < lo)
-            lo = by[k]->ops[0].seq;
-    for (unsigned long long seq = lo == ~0ULL ? 0 : lo;; seq++) {
+        cap += by[k] ? (size_t)by[k]->nops : 0;
+    unsigned long long *seqs = malloc(cap * sizeof(*seqs));
+    if (!seqs)
+        return 0;
+    for (int k = 0; k < size; k++)
+        for (int i = 0; by[k] && i < by[k]->nops; i++)
+            if (!by[k]->ops[i].aside)
+                seqs[n++] = by[k]->ops[i].seq;
+    qsort(seqs, n, sizeof(*seqs), by_seq);
+    for (size_t j = 0; j < n; j++) {
+        if (j && seqs[j] == seqs[j - 1])
+            continue;
+        unsigned long long seq = seqs[j];
         const op_t *first = NULL;
-        int any = 0, differ = 0;
+        int differ = 0;
         for (int k = 0; k < size; k++) {
             const op_t *o = by[k] ? find(by[k], seq) : NULL;
             if (!o)
                 continue;
-            any = 1;
             if (!first)
                 first = o;
             else if (strcmp(o->kind, first->kind) || strcmp(o->dtype, first->dtype) || strcmp(o->op, first->op) ||
                      o->count != first->count || o->root != first->root)
                 differ = 1;
         }
-        if (!any)
-            return 0;
         if (!differ)
             continue;
         printf("verdict: the ranks called different collectives as #%llu:", seq);
@@ -212,8 +225,11 @@ static int verdict_mismatch(rank_t *const *by, int size)
             }
         }
         printf(" every rank must call a communicator's collectives in the same order\n");
+        free(seqs);
         return 1;
     }
+    free(seqs);
+    return 0;
 }
 
 int print_trace(int nfiles, char **files)
@@ -243,8 +259,19 @@ int print_trace(int nfiles, char **files)
         free(list);
         return 1;
     }
-    for (int i = 0; i < nfiles; i++)
+    for (int i = 0; i < nfiles && rc == 0; i++) {
+        if (by[ranks[i].rank]) {
+            fprintf(stderr, "%s and %s are both rank %d's\n", by[ranks[i].rank]->file, files[i], ranks[i].rank);
+            rc = 1;
+        }
         by[ranks[i].rank] = &ranks[i];
+    }
+    if (rc) {
+        free(ranks);
+        free(by);
+        free(list);
+        return 1;
+    }
     printf("communicator %ld, %d ranks, %d files\n", ranks[0].comm, size, nfiles);
     print_table(by, size);
     for (int k = 0; k < size; k++)

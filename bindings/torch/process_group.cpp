@@ -4,6 +4,7 @@
 // gcoll/torch.py loads this module and registers "gcoll" with torch.distributed.
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -179,10 +180,12 @@ class WorkGcoll : public c10d::Work {
     }
 
     // A caller that blocks in wait() completes the work itself when no thread has taken it yet,
-    // as a blocking call on gcoll would: no hand-over between threads on the way back.
+    // as a blocking call on gcoll would: no hand-over between threads on the way back. So does
+    // the completion thread when a future's callback it runs waits for a work it took: it would
+    // wait for itself.
     bool wait(std::chrono::milliseconds timeout) override
     {
-        if (timeout == kNoTimeout && take()) {
+        if (timeout == kNoTimeout && (take() || by_completer())) {
             complete();
             unqueue();
         }
@@ -202,6 +205,10 @@ class WorkGcoll : public c10d::Work {
     bool wanted() const
     {
         return wanted_;
+    }
+    bool concluded() const
+    {
+        return concluded_;
     }
 
     std::vector<gcoll_request_t> reqs;
@@ -239,19 +246,19 @@ class WorkGcoll : public c10d::Work {
                 continue;
             int done = 0;
             gcoll_status_t st = gcoll_test(&r, &done);
-            if (st != GCOLL_SUCCESS) {
-                note(st);
-                r = nullptr; // ended: gcoll_test returns an operation's failure once it is done
-            } else if (!done) {
+            if (!done) // running, or held by a gcoll group its caller has not ended (refused till then)
                 all = false;
-            }
+            else // gcoll_test has freed it and returned the operation's status
+                note(st);
         }
         return all;
     }
 
-    // Completes the work and its future once every request is complete. Called once.
+    // Completes the work and its future once every request is complete; the first call does.
     void conclude()
     {
+        if (concluded_.exchange(true))
+            return;
         if (!err && after) {
             try {
                 after();
@@ -273,6 +280,7 @@ class WorkGcoll : public c10d::Work {
     void wake();
     void unqueue();
     void uncount();
+    bool by_completer() const;
 
     void note(gcoll_status_t st)
     {
@@ -282,7 +290,7 @@ class WorkGcoll : public c10d::Work {
     }
 
     std::exception_ptr err;
-    std::atomic<bool> counted_{false};
+    std::atomic<bool> counted_{false}, concluded_{false};
     Tensors outputs_;
     c10::intrusive_ptr<c10::ivalue::Future> future_;
     std::shared_ptr<Queue> queue_;
@@ -296,15 +304,21 @@ struct Queue {
     std::condition_variable cv;
     std::deque<c10::intrusive_ptr<WorkGcoll>> works;
     bool stop = false;
-    bool idle = false;     // the completion thread sleeps until a work comes: enqueue wakes it
-    int reductions = 0;    // gradient reductions started and not complete
-    int last_priority = 0; // the priority the newest of them got
+    bool idle = false;         // the completion thread sleeps until a work comes: enqueue wakes it
+    int reductions = 0;        // gradient reductions started and not complete
+    int last_priority = 0;     // the priority the newest of them got
+    std::thread::id completer; // the completion thread, set before any work is queued
 };
 
 void WorkGcoll::wake()
 {
     std::lock_guard<std::mutex> g(queue_->lock);
     queue_->cv.notify_all();
+}
+
+bool WorkGcoll::by_completer() const
+{
+    return std::this_thread::get_id() == queue_->completer && !concluded_;
 }
 
 void WorkGcoll::uncount()
@@ -383,6 +397,7 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
             TORCH_CHECK(false, "gcoll: the process group's communicator: ", gcoll_status_name(st), ": ", msg);
         }
         completer_ = std::thread([this] { run(); });
+        queue_->completer = completer_.get_id();
     }
 
     ~ProcessGroupGcoll() override
@@ -786,7 +801,8 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
             return;
         std::lock_guard<std::mutex> g(queue_->lock);
         Queue &q = *queue_;
-        q.last_priority = q.reductions ? q.last_priority + 1 : 0;
+        // gcoll's priorities are ints: a group whose reductions never all complete stays at the top
+        q.last_priority = !q.reductions ? 0 : q.last_priority < INT_MAX ? q.last_priority + 1 : INT_MAX;
         q.reductions++;
         w->attr.priority = q.last_priority;
         w->count();
@@ -904,7 +920,8 @@ class ProcessGroupGcoll : public c10d::ProcessGroup {
             // it must not spin: it runs beside backprop, whose compute needs the cores more
             // than a future needs to complete within microseconds
             for (auto it = mine.begin(); it != mine.end();) {
-                if ((*it)->poll()) {
+                // a callback of an earlier one may have completed it (wait() in a callback)
+                if ((*it)->concluded() || (*it)->poll()) {
                     (*it)->conclude();
                     done.push_back(*it);
                     it = mine.erase(it);

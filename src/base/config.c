@@ -454,7 +454,7 @@ static gcoll__var_t vars[] = {
     {"GCOLL_FLIGHT_RECORDER", "none, or a path", "none",
      "when a communicator fails (a dead peer, a timeout, a mismatch), each rank writes its last operations there "
      "as JSON (gcoll_comm_dump's file; gcoll-info --trace reads the ranks' files together); %r becomes the rank "
-     "and %c the communicator's number, else .c<comm>.r<rank>.json is appended",
+     "and %c the communicator's number; whichever is missing is appended (.c<comm>, .r<rank>; .json when both are)",
      parse_path, NULL, gcoll__config.flight_recorder, sizeof(gcoll__config.flight_recorder)},
     {"GCOLL_STALL_WARN_S", "seconds >= 0", "30",
      "an operation still pending after this long logs a warning on each rank naming it, its sequence number and "

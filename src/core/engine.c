@@ -428,6 +428,7 @@ gcoll_status_t gcoll__request_start(gcoll_comm_t comm, gcoll__coll_t coll, const
     }
     r->borrowed = how->storage != NULL && !how->heap;
     r->kept = how->kept;
+    r->member = how->member;
     r->coll = coll;
     r->algo = algo;
     r->sched = sched;

@@ -25,7 +25,7 @@ typedef struct {
     uint64_t id;          /* the n-th record of the communicator, + 1: 0 is an empty slot */
     gcoll_request_t live; /* while in flight */
     uint64_t seq;
-    int coll, p2p, priority;
+    int coll, p2p, member, priority;
     gcoll__opdesc_t desc; /* coll 0: nothing known beyond the collective */
     const char *algo;
     char name[64];                      /* attr.name, as the request keeps it */
@@ -73,6 +73,7 @@ void gcoll__flight_start(gcoll_request_t r)
     x->seq = r->seq;
     x->coll = r->coll;
     x->p2p = r->sched->tag & GCOLL_TAG_P2P ? 1 : 0;
+    x->member = r->member;
     x->priority = r->priority;
     x->desc = r->sched->desc;
     x->algo = r->algo;
@@ -114,11 +115,12 @@ void gcoll__flight_end(gcoll_request_t r)
         gcoll__request_peers(r, x->waiting, sizeof(x->waiting));
 }
 
-/* s, made safe inside a JSON string: quotes, backslashes and control characters become '_'. */
+/* s, made safe inside a JSON string: quotes, backslashes, control characters and bytes past
+ * ASCII become '_' (a name cut at its length may end inside a UTF-8 character). */
 static void put_text(FILE *out, const char *s)
 {
     for (; *s; s++)
-        fputc(*s == '"' || *s == '\\' || (unsigned char)*s < 0x20 ? '_' : *s, out);
+        fputc(*s == '"' || *s == '\\' || (unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e ? '_' : *s, out);
 }
 
 static void put_ago(FILE *out, const char *key, double t, double now)
@@ -143,8 +145,9 @@ static void put_record(FILE *out, const rec_t *x, double now)
         round = s->cur < rounds ? s->cur : rounds;
         gcoll__request_peers(x->live, waiting, sizeof(waiting));
     }
-    fprintf(out, "  {\"seq\": %" PRIu64 ", \"kind\": \"%s\", \"p2p\": %s, \"name\": \"", x->seq,
-            gcoll__coll_name(x->coll), x->p2p ? "true" : "false");
+    /* a fused allreduce's member shows its leader's sequence number only in the leader's entry */
+    fprintf(out, "  {\"seq\": %" PRIu64 ", \"kind\": \"%s\", \"p2p\": %s, \"member\": %s, \"name\": \"", x->seq,
+            gcoll__coll_name(x->coll), x->p2p ? "true" : "false", x->member ? "true" : "false");
     put_text(out, x->name);
     fprintf(out, "\", \"algorithm\": \"%s\", \"priority\": %d, \"state\": \"%s\", \"status\": \"%s\"",
             x->algo ? x->algo : "", x->priority, state, gcoll_status_name(x->status));
@@ -156,8 +159,9 @@ static void put_record(FILE *out, const rec_t *x, double now)
     if (x->desc.coll && x->desc.root >= 0)
         fprintf(out, ", \"root\": %d", (int)x->desc.root);
     /* rounds counted from 1; a finished operation shows its last */
-    fprintf(out, ", \"round\": %zu, \"rounds\": %zu, \"waiting_on\": \"%s\"", round + (round < rounds), rounds,
-            waiting);
+    fprintf(out, ", \"round\": %zu, \"rounds\": %zu, \"waiting_on\": \"", round + (round < rounds), rounds);
+    put_text(out, waiting);
+    fputs("\"", out);
     put_ago(out, "called_s_ago", x->t_called, now);
     put_ago(out, "posted_s_ago", x->t_posted, now);
     put_ago(out, "ended_s_ago", x->t_ended, now);
@@ -219,11 +223,10 @@ void gcoll__flight_failed(gcoll_comm_t comm)
     if (!comm->flight || comm->flight->written || strcmp(spec, "none") == 0)
         return;
     comm->flight->written = 1;
+    /* one file per rank and communicator, whatever the path names */
     char full[sizeof(gcoll__config.flight_recorder) + 16], path[4096];
-    if (!strstr(spec, "%r") && !strstr(spec, "%c"))
-        snprintf(full, sizeof(full), "%s.c%%c.r%%r.json", spec);
-    else
-        snprintf(full, sizeof(full), "%s", spec);
+    int r = strstr(spec, "%r") != NULL, c = strstr(spec, "%c") != NULL;
+    snprintf(full, sizeof(full), "%s%s%s%s", spec, c ? "" : ".c%c", r ? "" : ".r%r", r || c ? "" : ".json");
     if (expand(full, comm, path, sizeof(path)) == GCOLL_SUCCESS && write_file(comm, path, "failed") == GCOLL_SUCCESS)
         GCOLL_LOG(GCOLL_LOG_ERROR, "comm %u: flight recorder written to %s", comm->id, path);
     else
@@ -246,5 +249,7 @@ GCOLL_API gcoll_status_t gcoll_comm_dump(gcoll_comm_t comm, const char *path)
     pthread_mutex_lock(&l->lock);
     st = write_file(comm, full, "gcoll_comm_dump");
     pthread_mutex_unlock(&l->lock);
+    if (st == GCOLL_SUCCESS)
+        gcoll__error_clear(); /* the check's word on the failed communicator is not this call's */
     return st;
 }

@@ -268,7 +268,7 @@ static gcoll_status_t start_fused(held_t **m, size_t n, size_t total)
         bt->refs++;
         f->cleanup = follower_end;
         f->cleanup_arg = bt;
-        gcoll__start_t how = {.storage = m[i]->r, .heap = 1, .wake = 1, .own_tag = 1};
+        gcoll__start_t how = {.storage = m[i]->r, .heap = 1, .wake = 1, .own_tag = 1, .member = 1};
         gcoll_request_t out;
         gcoll_status_t st = gcoll__request_start(comm, GCOLL_COLL_ALLREDUCE, "fused", f, &m[i]->attr, &out, &how);
         if (st != GCOLL_SUCCESS)

@@ -37,6 +37,7 @@ struct gcoll_request {
     int blocking;               /* a blocking call's, in a group: gcoll_group_end waits for it */
     double t_start, t_post;     /* timeline: when it started, when its first message was posted */
     int posted;                 /* it posted a message */
+    int member;                 /* a fused allreduce's member: no sequence number of its own */
     uint64_t flight;            /* its flight recorder entry (flight.c); 0: none */
 };
 
@@ -56,8 +57,9 @@ typedef struct {
     int own_tag;                   /* use tag as the messages' tag instead of the communicator's issue count: for
                      callers that issue in an order ranks do not share and name operations alike */
     uint64_t tag;
-    int p2p;  /* tag is a point-to-point message's (GCOLL_TAG_P2P set), taken as it is */
-    int heap; /* storage came from malloc: freed when the request is, as if allocated here */
+    int p2p;    /* tag is a point-to-point message's (GCOLL_TAG_P2P set), taken as it is */
+    int heap;   /* storage came from malloc: freed when the request is, as if allocated here */
+    int member; /* a fused allreduce's member (group.c): its leader holds the sequence number */
 } gcoll__start_t;
 
 /* Takes ownership of sched unless kept; the request starts at once. */

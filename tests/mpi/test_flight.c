@@ -1,6 +1,7 @@
 /* The flight recorder, driven by tests/flight.sh, which reads the files back (Python's json) and
  * runs gcoll-info --trace on them. Modes (argv[1], then the directory for the files):
- *   record: known operations on the world and a duplicate, then gcoll_comm_dump of both, 300
+ *   record: known operations on the world (the last two small allreduces in a group, fused where
+ *           there are several ranks) and a duplicate, then gcoll_comm_dump of both, 300
  *           operations on a third (only the newest 256 are kept), and dump's refusals;
  *   lag:    three allreduces, then rank 1 stays away from the fourth (GCOLL_TIMEOUT ends it on
  *           the others, whose GCOLL_FLIGHT_RECORDER files are written) and dumps its own;
@@ -43,6 +44,17 @@ static void record(gcoll_comm_t world)
     CHECK_OK(gcoll_ibcast(i7, 7, GCOLL_INT32, h_size - 1, world, &a, &r));
     CHECK_OK(gcoll_wait(&r));
     CHECK_OK(gcoll_barrier(world));
+    int32_t ga = 1, gb = 2;
+    gcoll_request_t ra, rb;
+    CHECK_OK(gcoll_group_start());
+    a.name = "fused.a";
+    CHECK_OK(gcoll_iallreduce(&ga, &ga, 1, GCOLL_INT32, GCOLL_SUM, world, &a, &ra));
+    a.name = "fused.b";
+    CHECK_OK(gcoll_iallreduce(&gb, &gb, 1, GCOLL_INT32, GCOLL_SUM, world, &a, &rb));
+    CHECK_OK(gcoll_group_end());
+    CHECK_OK(gcoll_wait(&ra));
+    CHECK_OK(gcoll_wait(&rb));
+    CHECK(ga == h_size && gb == 2 * h_size, "the group's sums: %d %d", (int)ga, (int)gb);
     gcoll_comm_t dup;
     CHECK_OK(gcoll_comm_dup(world, &dup));
     a.name = "gather";

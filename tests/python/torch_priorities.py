@@ -2,7 +2,8 @@
 (GCOLL_TIMELINE, set here before gcoll starts): bucket priorities (each gradient reduction started
 while others are in flight one above the newest, 0 again once none is), gcoll.torch.priority
 and bucket_priorities(False); and a work whose future completes while a work started before it
-still waits (the completion thread does not complete works in start order).
+still waits (the completion thread does not complete works in start order), and a future's
+callback that waits for another work the completion thread took (it completes that one itself).
   mpirun -np 3 /usr/bin/python3 tests/python/torch_priorities.py"""
 import datetime
 import json
@@ -11,6 +12,7 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
@@ -126,6 +128,39 @@ def test_completion_order(n, me):
     check(torch.equal(x, torch.full((1000,), n * (n + 1) / 2.0)), "the allreduce's sum")
 
 
+def test_wait_in_callback(n, me):
+    """On rank 1, the callback of an allreduce's future waits for a receive whose future was asked
+    for (so the completion thread took it) and whose message rank 0 sends only once the callback
+    runs: the completion thread, which runs the callback, must complete the receive itself."""
+    if n < 2:
+        return
+    box = torch.zeros(3)
+    recv = dist.irecv(box, src=0) if me == 1 else None
+    entered = threading.Event()
+
+    def callback(fut):
+        entered.set()
+        if recv is not None:
+            recv.wait()
+        return fut.value()
+
+    if recv is not None:
+        recv.get_future()
+    x = torch.ones(100)
+    chained = dist.all_reduce(x, async_op=True).get_future().then(callback)
+    check(entered.wait(30), "the allreduce's callback did not run within 30 s")
+    dist.barrier(group=GLOO)
+    if me == 0:
+        dist.send(torch.full((3,), 5.0), dst=1)
+    deadline = time.monotonic() + 30
+    while not chained.done() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    check(chained.done(), "a callback that waits for a work the completion thread took never returned")
+    if recv is not None:
+        check(torch.equal(box, torch.full((3,), 5.0)), "the receive's data: %s" % box)
+    check(torch.equal(x, torch.full((100,), float(n))), "the allreduce's sum")
+
+
 def main():
     global GLOO
     torch.set_num_threads(1)
@@ -136,6 +171,7 @@ def main():
     try:
         test_priorities(n, me)  # first: it reads back every operation of the process group
         test_completion_order(n, me)
+        test_wait_in_callback(n, me)
     except Exception:  # noqa: BLE001
         traceback.print_exc()
         check(False, "exception escaped the test body")
