@@ -1036,6 +1036,12 @@ PYBIND11_MODULE(gcoll_c10d, m)
              py::call_guard<py::gil_scoped_release>())
         .def("set_bucket_priorities", &ProcessGroupGcoll::set_bucket_priorities, py::arg("on"))
         .def("bucket_priorities", &ProcessGroupGcoll::bucket_priorities)
+        .def(
+            "dump",
+            [](const ProcessGroupGcoll &pg, const std::string &path) {
+                ok(gcoll_comm_dump(pg.comm(), path.c_str()), "gcoll_comm_dump");
+            },
+            py::arg("path"), py::call_guard<py::gil_scoped_release>())
         .def("transport", [](const ProcessGroupGcoll &pg) {
             const char *name = "";
             ok(gcoll_comm_transport(pg.comm(), &name), "gcoll_comm_transport");

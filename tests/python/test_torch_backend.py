@@ -7,8 +7,10 @@ for some steps on the default path and with each gcoll hook, its gradients again
 Run under mpirun (or with RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set, tests/torch_launch.sh):
   mpirun -np 3 /usr/bin/python3 tests/python/test_torch_backend.py"""
 import datetime
+import json
 import os
 import sys
+import tempfile
 import traceback
 
 import numpy as np
@@ -360,6 +362,24 @@ def local_grads(model, rank, it):
     return [p.grad.detach().clone() for p in model.parameters()]
 
 
+def test_flight_recorder(n, me):
+    """gcoll.torch.dump: a group's last operations, as torch called them, read back as JSON."""
+    sub = dist.new_group(list(range(n)))
+    x = torch.ones(5)
+    dist.all_reduce(x, group=sub)
+    out = torch.empty(5 * n)
+    dist.all_gather_into_tensor(out, x, group=sub)
+    dist.barrier(group=sub)
+    with tempfile.TemporaryDirectory() as tmp:
+        gcoll.torch.dump(os.path.join(tmp, "fr.%r.json"), sub)
+        rec = json.load(open(os.path.join(tmp, "fr.%d.json" % me)))
+    got = [(o["seq"], o["kind"], o["name"], o.get("count"), o["state"]) for o in rec["ops"]]
+    want = [(0, "allreduce", "allreduce", 5, "done"), (1, "allgather", "_allgather_base", 5, "done"),
+            (2, "barrier", "barrier", None, "done")]
+    check(rec["rank"] == me and rec["size"] == n and got == want, "dump of a group: %s" % got)
+    raises(ValueError, lambda: gcoll.torch.dump("x.json", GLOO), "not a gcoll process group")
+
+
 def test_ddp(n, me):
     """DDP on the gcoll group for some steps: the default path, allreduce_hook and adasum_hook;
     each step's gradients against the mean (Adasum) of every rank's gradients computed here, the
@@ -407,7 +427,7 @@ def main():
     check(dist.get_backend() == "gcoll", "the default group's backend is %s" % dist.get_backend())
     try:
         for test in [test_allreduce, test_coalesced_and_rooted, test_gathers, test_reduce_scatters, test_alltoalls,
-                     test_p2p_and_async, test_errors, test_groups, test_ddp]:
+                     test_p2p_and_async, test_errors, test_groups, test_flight_recorder, test_ddp]:
             test(n, me)
     except Exception:  # noqa: BLE001
         traceback.print_exc()

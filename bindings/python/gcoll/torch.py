@@ -8,6 +8,7 @@ ddp.register_comm_hook(state, gcoll.torch.allreduce_hook) averages, adasum_hook 
 state None runs them on the backend's process group, a gcoll.Comm on that communicator.
 Priorities: gradient reductions started while others are in flight overtake them (bucket
 priorities, bucket_priorities() turns them off); `with gcoll.torch.priority(p):` sets them.
+dump(path) writes a group's flight recorder.
 """
 import atexit
 import fcntl
@@ -181,6 +182,17 @@ def bucket_priorities(on=True, group=None):
     before = pg.bucket_priorities()
     pg.set_bucket_priorities(bool(on))
     return before
+
+
+def dump(path, group=None):
+    """Writes the flight recorder of group's communicator (the default group when None), its last
+    operations, to path as JSON (gcoll_comm_dump: %r becomes the rank, %c the communicator's
+    number); works after a failure. gcoll-info --trace reads the ranks' files together."""
+    pg = _group(group)
+    if pg is None:
+        raise ValueError("gcoll.torch.dump: %s is not a gcoll process group"
+                         % ("the default group" if group is None else group))
+    pg.dump(os.fspath(path))
 
 
 def gloo_init_method(comm):
