@@ -61,6 +61,27 @@ def run(name, comm, body):
     return 1 if failed else 0
 
 
+def run_torch(name, tests, n, me, group):
+    """The torch.distributed tests' run: each of tests(n, me), an escaped exception counted as a
+    failure; the counts summed over group (a gloo group), rank 0's RESULT line; the process
+    group destroyed. Returns the exit code."""
+    import torch
+    import torch.distributed as dist
+    try:
+        for test in tests:
+            test(n, me)
+    except Exception:  # noqa: BLE001
+        traceback.print_exc()
+        check(False, "exception escaped the test body")
+    sys.stdout.flush()
+    total = torch.tensor([passed, failed], dtype=torch.int64)
+    dist.all_reduce(total, group=group)
+    if me == 0:
+        print("RESULT %s np=%d passed=%d failed=%d" % (name, n, total[0], total[1]), flush=True)
+    dist.destroy_process_group()
+    return 1 if failed else 0
+
+
 def data(rank, n, dtype, seed, kind="any"):
     """Rank rank's input of n elements: small integers (so sums and products of up to 8 ranks
     stay in range), floats near 1 for products, else normal floats."""

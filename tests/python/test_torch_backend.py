@@ -11,7 +11,6 @@ import json
 import os
 import sys
 import tempfile
-import traceback
 
 import numpy as np
 import torch
@@ -425,20 +424,9 @@ def main():
     h.set_rank(me)
     GLOO = dist.new_group(backend="gloo")
     check(dist.get_backend() == "gcoll", "the default group's backend is %s" % dist.get_backend())
-    try:
-        for test in [test_allreduce, test_coalesced_and_rooted, test_gathers, test_reduce_scatters, test_alltoalls,
-                     test_p2p_and_async, test_errors, test_groups, test_flight_recorder, test_ddp]:
-            test(n, me)
-    except Exception:  # noqa: BLE001
-        traceback.print_exc()
-        check(False, "exception escaped the test body")
-    sys.stdout.flush()
-    total = torch.tensor([h.passed, h.failed], dtype=torch.int64)
-    dist.all_reduce(total, group=GLOO)
-    if me == 0:
-        print("RESULT torch-backend np=%d passed=%d failed=%d" % (n, total[0], total[1]), flush=True)
-    dist.destroy_process_group()
-    sys.exit(1 if h.failed else 0)
+    sys.exit(h.run_torch("torch-backend", [test_allreduce, test_coalesced_and_rooted, test_gathers,
+                                           test_reduce_scatters, test_alltoalls, test_p2p_and_async, test_errors,
+                                           test_groups, test_flight_recorder, test_ddp], n, me, GLOO))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 
 TRACES = tempfile.mkdtemp(prefix="gcoll-prio-")
 os.environ["GCOLL_TIMELINE"] = os.path.join(TRACES, "trace.%r.json")
@@ -168,21 +167,10 @@ def main():
     n, me = dist.get_world_size(), dist.get_rank()
     h.set_rank(me)
     GLOO = dist.new_group(backend="gloo")
-    try:
-        test_priorities(n, me)  # first: it reads back every operation of the process group
-        test_completion_order(n, me)
-        test_wait_in_callback(n, me)
-    except Exception:  # noqa: BLE001
-        traceback.print_exc()
-        check(False, "exception escaped the test body")
-    sys.stdout.flush()
-    total = torch.tensor([h.passed, h.failed], dtype=torch.int64)
-    dist.all_reduce(total, group=GLOO)
-    if me == 0:
-        print("RESULT torch-priorities np=%d passed=%d failed=%d" % (n, total[0], total[1]), flush=True)
-    dist.destroy_process_group()
+    # test_priorities first: it reads back every operation of the process group
+    rc = h.run_torch("torch-priorities", [test_priorities, test_completion_order, test_wait_in_callback], n, me, GLOO)
     shutil.rmtree(TRACES, ignore_errors=True)
-    sys.exit(1 if h.failed else 0)
+    sys.exit(rc)
 
 
 if __name__ == "__main__":
